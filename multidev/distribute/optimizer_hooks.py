@@ -25,6 +25,7 @@ from torch.optim import optimizer as torch_optimizer
 
 from multidev._core.enums import ReduceOp
 from multidev.distribute.gradient_buckets import GradientBuckets
+from multidev.distribute.optimizer_shards import OptimizerShards, can_shard
 from multidev.values.context import _tls
 from multidev.values.variables import DistributedVariable
 
@@ -101,25 +102,32 @@ class ReplicaOptimizerState(dict):
     ``state_dict()``/``load_state_dict()`` see the canonical layout.
     """
 
-    def __init__(self, per_replica: list[defaultdict], variable_of: dict[int, Any]):
+    def __init__(self, per_replica: list[defaultdict], variable_of: dict[int, Any],
+                 canonical: dict[int, torch.Tensor] | None = None):
         super().__init__()
         self.per_replica = per_replica
         self._variable_of = variable_of  # id(replica 0's tensor) -> distributed variable
+        # Split updates (optimizer_shards): every replica's dict is one dict keyed by replica 0's tensors.
+        self._canonical = canonical
 
     def _key(self, key: Any) -> Any:
-        return key._components[0] if isinstance(key, DistributedVariable) else key
+        if isinstance(key, DistributedVariable):
+            return key._components[0]
+        return key if self._canonical is None else self._canonical.get(id(key), key)
 
     def _mine(self) -> defaultdict:
         return self.per_replica[_replica_id() or 0]
 
     def __getitem__(self, key: Any) -> Any:
         r = _replica_id()
-        return self.per_replica[r][key] if r is not None else self.per_replica[0][self._key(key)]
+        if r is not None and self._canonical is None:
+            return self.per_replica[r][key]
+        return self.per_replica[r or 0][self._key(key)]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         r = _replica_id()
-        if r is not None:
-            self.per_replica[r][key] = value
+        if r is not None or self._canonical is not None:
+            self.per_replica[r or 0][self._key(key)] = value
             return
         # Cross-replica writes (restoring state) reach every replica, each on its own device.
         variable = key if isinstance(key, DistributedVariable) else self._variable_of.get(id(key))
@@ -188,6 +196,9 @@ class _Plan:
         self.num_local = len(self.strategy.extended._devices)  # this process: one view per replica
         self.share_storage = self.strategy.extended._share_storage
         self.buckets = GradientBuckets(self.strategy.extended._bucket_bytes)
+        # Logical replicas on one CPU split an element-wise update instead of repeating it.
+        self.shards = OptimizerShards(params, self.num_local) if can_shard(
+            optimizer, self.strategy.extended, self.num_replicas) else None
         self.overlap = self.strategy.extended._gradient_overlap([_local(p, 0) for p in params])
         self.lock = threading.Lock()
         self.groups: Any = None  # the ReplicaParamGroups installed for this plan
@@ -239,12 +250,18 @@ def _install_views(optimizer: torch.optim.Optimizer, plan: _Plan) -> None:
     if isinstance(old_state, ReplicaOptimizerState):
         old_state = dict(old_state.items())
     devices = plan.strategy.extended._torch_devices
-    per_replica_state: list[defaultdict] = [defaultdict(dict) for _ in range(n)]
-    for param, entry in old_state.items():
-        for r in range(n):
-            per_replica_state[r][_local(param, r)] = entry if r == 0 else _copy_state(entry, devices[r])
     variable_of = {id(p._components[0]): p for p in plan.params if isinstance(p, DistributedVariable)}
-    optimizer.state = ReplicaOptimizerState(per_replica_state, variable_of)
+    if plan.shards is not None:  # one state, kept by each parameter's owner: no copies
+        shared: defaultdict = defaultdict(dict)
+        for param, entry in old_state.items():
+            shared[_local(param, 0)] = entry
+        optimizer.state = ReplicaOptimizerState([shared] * n, variable_of, plan.shards.canonical_keys())
+    else:
+        per_replica_state: list[defaultdict] = [defaultdict(dict) for _ in range(n)]
+        for param, entry in old_state.items():
+            for r in range(n):
+                per_replica_state[r][_local(param, r)] = entry if r == 0 else _copy_state(entry, devices[r])
+        optimizer.state = ReplicaOptimizerState(per_replica_state, variable_of)
     optimizer.param_groups = ReplicaParamGroups(groups, per_replica_groups)
     plan.groups, plan.num_groups = optimizer.param_groups, len(groups)
 
@@ -270,6 +287,11 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> No
         with plan.lock:
             if plan.groups is not optimizer.param_groups or not _views_current(optimizer):
                 _install_views(optimizer, plan)
+    if plan.shards is not None:
+        from multidev.values.context import current_replica_context
+
+        plan.shards.reduce(current_replica_context(), replica_id, getattr(_tls, "gradients_aggregated", False))
+        return None
     refs = [_local(p, replica_id) for p in plan.params]
     if plan.num_replicas > 1 and not getattr(_tls, "gradients_aggregated", False):
         from multidev.values.context import current_replica_context
@@ -321,14 +343,18 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
     plan = _plans.get(optimizer)
     if plan is None:
         return
-    if _replica_id() == 0:
+    replica_id = _replica_id()
+    if plan.shards is not None:
+        plan.shards.publish(replica_id)
+    if (plan.share_storage or plan.shards is not None) and plan.num_local > 1:
+        from multidev.values.context import current_replica_context
+
+        # No replica reads a parameter (next forward) before every update and copy is done.
+        current_replica_context()._barrier("optimizer.step")
+    if replica_id == 0:
         for p in plan.params:
             if isinstance(p, DistributedVariable):
                 p._mark_synced()
-    if plan.share_storage and plan.num_local > 1:
-        from multidev.values.context import current_replica_context
-
-        current_replica_context()._barrier("optimizer.step")
 
 
 _handles: list = []

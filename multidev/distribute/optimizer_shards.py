@@ -1,0 +1,107 @@
+"""Replicas that share one CPU split the optimizer update instead of each repeating it.
+
+Logical CPU replicas of one process each hold a copy of every variable, in the same memory.
+Summing every gradient on every replica and then applying the identical update N times would
+cost N times the optimizer's work and memory traffic on the same cores. Instead (as ZeRO stage 1
+does across GPUs) every variable has one owner replica, chosen once to balance bytes. Before the
+step the owner sums the replicas' gradients of its variables, reading the other replicas'
+gradient tensors directly (a reduce-scatter with no packing); the optimizer then updates only
+the owned copies (the other gradients are released, so torch skips them); after the step the
+owner copies its updated values into the other replicas' copies. Optimizer state exists once,
+on the owner, and checkpoints see one canonical state.
+
+Only for torch.optim optimizers whose update is element-wise per parameter: an optimizer that
+looks across parameters (LBFGS, a user's optimizer) needs every gradient and keeps the plain
+all-reduce path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from multidev.values.variables import DistributedVariable
+
+_ELEMENTWISE_NAMES = ("SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "Adagrad", "Adadelta", "RMSprop",
+                      "Rprop", "ASGD", "Adafactor")
+# Exact types: a subclass may override step() with something that is not per-parameter.
+ELEMENTWISE_OPTIMIZERS = frozenset(getattr(torch.optim, n) for n in _ELEMENTWISE_NAMES if hasattr(torch.optim, n))
+
+
+def can_shard(optimizer: torch.optim.Optimizer, extended: Any, num_replicas: int) -> bool:
+    """Whether ``optimizer``'s update may be split across the replicas of ``extended``: replicas of
+    one process on one CPU with their own copies, and an element-wise optimizer."""
+    return (type(optimizer) in ELEMENTWISE_OPTIMIZERS and extended._cooperative_reduce
+            and not extended._share_storage and num_replicas == len(extended._devices))
+
+
+def assign_owners(params: Sequence[Any], num_replicas: int) -> list[int]:
+    """The owner replica of each parameter: largest first onto the least-loaded replica (by
+    bytes); a plain tensor (one object every replica shares) belongs to replica 0."""
+    owners = [0] * len(params)
+    load = [0] * num_replicas
+    distributed = [i for i, p in enumerate(params) if isinstance(p, DistributedVariable)]
+    for i in sorted(distributed, key=lambda i: -params[i].numel() * params[i].element_size()):
+        r = min(range(num_replicas), key=load.__getitem__)
+        owners[i] = r
+        load[r] += params[i].numel() * params[i].element_size()
+    return owners
+
+
+class OptimizerShards:
+    """One optimizer's split update: who owns which parameter, and the reduce / publish steps."""
+
+    def __init__(self, params: Sequence[Any], num_replicas: int):
+        self.params = list(params)
+        self.num_replicas = num_replicas
+        owners = assign_owners(self.params, num_replicas)
+        distributed = [isinstance(p, DistributedVariable) for p in self.params]
+        self.owned = [[i for i, o in enumerate(owners) if o == r and distributed[i]] for r in range(num_replicas)]
+        self.not_owned = [[i for i, o in enumerate(owners) if o != r and distributed[i]]
+                          for r in range(num_replicas)]
+        self._updated: list[list[int]] = [[] for _ in range(num_replicas)]
+
+    def canonical_keys(self) -> dict[int, torch.Tensor]:
+        """id(any replica's copy) -> replica 0's copy: the one key optimizer state is stored under."""
+        out: dict[int, torch.Tensor] = {}
+        for p in self.params:
+            if isinstance(p, DistributedVariable):
+                for c in p._components:
+                    out[id(c)] = p._components[0]
+        return out
+
+    def reduce(self, ctx: Any, replica_id: int, summed_already: bool) -> None:
+        """Leave this replica's gradients of its own parameters summed over all replicas, and
+        release its gradients of the others' (the optimizer skips them)."""
+        r = replica_id
+        refs = [p._components[r] if isinstance(p, DistributedVariable) else p for p in self.params]
+        grads = [t.grad for t in refs]
+        everyone = ctx._strategy.extended._rendezvous.exchange(
+            r, ("optimizer.step", len(grads)), grads, lambda payloads: [payloads] * len(payloads))
+        updated = []
+        with torch.no_grad():
+            for i in self.owned[r]:
+                if not summed_already:
+                    mine = grads[i]
+                    others = [g[i] for k, g in enumerate(everyone) if k != r and g[i] is not None]
+                    if mine is None and others:
+                        mine = refs[i].grad = others.pop(0).clone()
+                    for g in others:
+                        mine.add_(g)
+                if refs[i].grad is not None:
+                    updated.append(i)
+        for i in self.not_owned[r]:
+            refs[i].grad = None
+        self._updated[r] = updated
+
+    def publish(self, replica_id: int) -> None:
+        """Copy this replica's freshly updated parameters into the other replicas' copies."""
+        with torch.no_grad():
+            for i in self._updated[replica_id]:
+                components = self.params[i]._components
+                source = components[replica_id]
+                for k, target in enumerate(components):
+                    if k != replica_id:
+                        target.copy_(source)
+        self._updated[replica_id] = []
