@@ -25,13 +25,14 @@ from multidev.bench import variants, workloads  # noqa: E402
 from multidev.bench.train_inprocess import configure_devices  # noqa: E402
 
 
-def profile(workload: str, variant: str, steps: int, warmup: int, sort: str, top: int) -> str:
+def profile(workload: str, variant: str, steps: int, warmup: int, sort: str, top: int, wall: bool = False) -> str:
     names, device = configure_devices(4, "cpu")
     w = workloads.get(workload)
     built = variants.build(variant, w, names, device)
     batches = w.batches(steps)
     built.run(batches[:warmup])
-    profiler = cProfile.Profile(time.thread_time)  # CPU time of this thread: other processes' load does not count
+    # CPU time of this thread (other processes' load does not count), or wall time (waits at barriers show)
+    profiler = cProfile.Profile(time.perf_counter if wall else time.thread_time)
     profiler.enable()
     seconds, _ = built.run(batches)
     profiler.disable()
@@ -70,8 +71,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--sort", choices=("tottime", "cumulative"), default="tottime")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--wall", action="store_true", help="wall time instead of the thread's CPU time")
     args = parser.parse_args(argv)
-    print(profile(args.workload, args.variant, args.steps, args.warmup, args.sort, args.top))
+    print(profile(args.workload, args.variant, args.steps, args.warmup, args.sort, args.top, args.wall))
     return 0
 
 
