@@ -86,3 +86,29 @@ def all_gather(inputs: Sequence[torch.Tensor], axis: int, devices: Sequence[torc
     """Concatenate the replicas' tensors along ``axis``; every replica gets the result."""
     gathered = torch.cat([t.to(devices[0], non_blocking=True) for t in inputs], dim=axis)
     return broadcast(gathered, devices, private=True)
+
+
+def reduce_slice(inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], part: slice, op: ReduceOp) -> None:
+    """One replica's share of a cooperative all-reduce in shared memory: ``outputs[k][part]`` =
+    the reduction of every ``inputs[j][part]``, for flat tensors of one device and dtype.
+
+    Replicas of one process on one CPU each call it with a disjoint ``part``, so the work and the
+    memory traffic are split across their threads. ``outputs`` may be ``inputs`` (in place).
+    (Cutting ``part`` into cache-sized pieces measured no faster: the ops are few and large, and
+    more of them means more GIL hand-offs between the replica threads.)
+    """
+    n = len(inputs)
+    total = outputs[0][part]
+    torch.add(inputs[0][part], inputs[1][part], out=total)
+    for x in inputs[2:]:
+        total.add_(x[part])
+    if op is ReduceOp.MEAN:
+        total.div_(n) if total.is_floating_point() or total.is_complex() else total.floor_divide_(n)
+    for o in outputs[1:]:
+        o[part].copy_(total)
+
+
+def replica_slice(numel: int, replica_id: int, num_replicas: int) -> slice:
+    """The contiguous range of a flat buffer that replica ``replica_id`` reduces."""
+    chunk = -(-numel // num_replicas)
+    return slice(min(numel, replica_id * chunk), min(numel, (replica_id + 1) * chunk))

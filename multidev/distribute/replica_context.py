@@ -7,12 +7,22 @@ from typing import Any, Callable
 import torch
 
 from multidev._core.enums import ReduceOp
+from multidev.collectives import algorithms
 from multidev.values import context
 from multidev.values.distributed import flatten, local_value, pack_as, regroup
 
 
 def _signature_of(leaves: list) -> tuple:
     return tuple((tuple(t.shape), str(t.dtype)) if isinstance(t, torch.Tensor) else type(t).__name__ for t in leaves)
+
+
+# Below this many bytes one replica reducing for all (one meeting) beats splitting the work
+# (two meetings); above it, splitting the memory traffic across the replicas' cores wins.
+COOPERATIVE_MIN_BYTES = 256 * 1024
+
+
+def _worth_cooperating(leaves: list) -> bool:
+    return sum(t.numel() * t.element_size() for t in leaves) >= COOPERATIVE_MIN_BYTES
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
@@ -68,37 +78,43 @@ class ReplicaContext:
             return pack_as(value, list(_AllReduce.apply(self, op, *leaves)))
         return pack_as(value, self._all_reduce_leaves(op, [t.detach() for t in leaves]))
 
-    def _all_reduce_owned(self, op: ReduceOp, tensor: torch.Tensor) -> torch.Tensor:
-        """All-reduce a buffer this replica owns, in place (gradient buckets).
-
-        Replicas sharing one CPU (logical devices of one process) reduce cooperatively: each sums
-        its own slice of every replica's buffer and writes it back into all of them, so the work and
-        the memory traffic are split across the replica threads and nothing is allocated.
-        """
+    def _all_reduce_leaves(self, op: ReduceOp, leaves: list) -> list:
+        """Each replica gets private reduced copies of ``leaves``."""
         extended = self._strategy.extended
+        if extended._cooperative_reduce and _worth_cooperating(leaves):
+            leaves = [t.contiguous() for t in leaves]
+            return self._cooperative_all_reduce(op, leaves, [torch.empty_like(t) for t in leaves])
+        return self._all_reduce_by_one(op, leaves)
+
+    def _all_reduce_owned(self, op: ReduceOp, tensor: torch.Tensor) -> torch.Tensor:
+        """All-reduce a buffer this replica owns, in place (gradient buckets); cooperative where the
+        replicas share one CPU (``_cooperative_all_reduce``), nothing allocated."""
         if self._single():
             return tensor
-        if not extended._cooperative_reduce or not tensor.is_contiguous():
+        if not self._strategy.extended._cooperative_reduce or not tensor.is_contiguous():
             return self._all_reduce_leaves(op, [tensor])[0]
+        return self._cooperative_all_reduce(op, [tensor], [tensor])[0]
+
+    def _cooperative_all_reduce(self, op: ReduceOp, leaves: list, outputs: list) -> list:
+        """Replicas sharing one CPU (logical devices of one process) reduce together: each sums its
+        own slice of every replica's tensors and writes it into every replica's output, so the
+        work and the memory traffic are split across the replica threads."""
+        extended = self._strategy.extended
         n, r = len(extended._devices), self._replica_id
         rendezvous = extended._rendezvous
-        buffers = rendezvous.exchange(r, ("all_reduce", op.name, tuple(tensor.shape), str(tensor.dtype)), tensor,
-                                      lambda payloads: [payloads] * len(payloads))
-        flat = [b.view(-1) for b in buffers]
-        chunk = -(-flat[0].numel() // n)
-        part = slice(r * chunk, min(flat[0].numel(), (r + 1) * chunk))
-        if part.start < part.stop:
-            total = flat[0][part]
-            for b in flat[1:]:
-                total.add_(b[part])
-            if op is ReduceOp.MEAN:
-                total.div_(n) if total.is_floating_point() else total.floor_divide_(n)
-            for b in flat[1:]:
-                b[part].copy_(total)
-        rendezvous.exchange(r, ("all_reduce.done",), None, lambda payloads: [None] * len(payloads))
-        return tensor
+        everyone = rendezvous.exchange(r, ("all_reduce", op.name, *_signature_of(leaves)), (leaves, outputs),
+                                       lambda payloads: [payloads] * len(payloads))
+        try:
+            for i, leaf in enumerate(leaves):
+                inputs = [p[0][i].view(-1) for p in everyone]
+                part = algorithms.replica_slice(leaf.numel(), r, n)
+                if part.start < part.stop:
+                    algorithms.reduce_slice(inputs, [p[1][i].view(-1) for p in everyone], part, op)
+        finally:  # no replica returns (and reuses its buffers) while another still writes into them
+            rendezvous.exchange(r, ("all_reduce.done",), None, lambda payloads: [None] * len(payloads))
+        return outputs
 
-    def _all_reduce_leaves(self, op: ReduceOp, leaves: list) -> list:
+    def _all_reduce_by_one(self, op: ReduceOp, leaves: list) -> list:
         extended = self._strategy.extended
 
         def combine(payloads: list) -> list:

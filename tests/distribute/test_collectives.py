@@ -130,3 +130,47 @@ def test_all_reduce_is_differentiable(strategy):
     grads = strategy.experimental_local_results(strategy.run(fn, args=(xs,)))
     # d/dx_r of sum_s (sum over replicas of x_s^2) summed again over replicas' losses: 3 * 2 x_r
     assert [g.item() for g in grads] == [6.0, 12.0, 18.0]
+
+
+@pytest.mark.parametrize("op", ["SUM", "MEAN"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_large_all_reduce_splits_work_and_matches_the_sum(strategy, op, dtype):
+    """Tensors over COOPERATIVE_MIN_BYTES take the cooperative path (each replica reduces a slice
+    of everyone's tensors); uneven length, a non-contiguous input, private results."""
+    from multidev.distribute.replica_context import COOPERATIVE_MIN_BYTES
+
+    numel = COOPERATIVE_MIN_BYTES // 4 + 7  # not divisible by 3 replicas
+
+    def value(r):
+        return (torch.arange(numel, dtype=torch.int64) % 1000 * (r + 1)).to(dtype)
+
+    def fn():
+        r = _rid()
+        ctx = md.distribute.get_replica_context()
+        strided = torch.stack([value(r), value(r)], 1)[:, 0]  # non-contiguous
+        out = ctx.all_reduce(op, {"a": value(r), "b": strided})
+        out["a"].add_(r)  # private: must not reach other replicas' results
+        return out
+
+    total = value(0) + value(1) + value(2)
+    expected = total if op == "SUM" else (total / 3 if dtype.is_floating_point else torch.div(total, 3, rounding_mode="floor"))
+    for r, out in enumerate(strategy.experimental_local_results(strategy.run(fn))):
+        torch.testing.assert_close(out["a"], expected.to(dtype) + r)
+        torch.testing.assert_close(out["b"], expected.to(dtype))
+
+
+def test_large_all_reduce_is_differentiable(strategy):
+    from multidev.distribute.replica_context import COOPERATIVE_MIN_BYTES
+
+    numel = COOPERATIVE_MIN_BYTES // 4
+
+    def fn():
+        r = _rid()
+        x = torch.full((numel,), float(r + 1), requires_grad=True)
+        y = md.distribute.get_replica_context().all_reduce("SUM", x * (r + 1))
+        y.sum().backward()
+        return x.grad
+
+    # d/dx_r of sum over replicas of sum(all_reduce(x_k * (k + 1))) = 3 * (r + 1)
+    for r, g in enumerate(strategy.experimental_local_results(strategy.run(fn))):
+        assert torch.equal(g, torch.full((numel,), 3.0 * (r + 1)))
