@@ -36,13 +36,31 @@ def plan_buckets(refs: Sequence[torch.Tensor], bucket_bytes: int) -> list[list[i
     return buckets
 
 
-def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None], bucket: list[int]) -> torch.Tensor:
-    """One flat buffer: the bucket's gradients (zeros where missing), then one presence flag each."""
+def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None], bucket: list[int],
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """One flat buffer: the bucket's gradients (zeros where missing), then one presence flag each.
+
+    With ``out`` (a reused buffer of the right size) nothing is allocated, and a gradient that
+    already is its slot of ``out`` (accumulated in place into last step's view) is not copied.
+    """
     ref = refs[bucket[0]]
-    parts = [grads[i].reshape(-1) if grads[i] is not None
-             else torch.zeros(refs[i].numel(), dtype=ref.dtype, device=ref.device) for i in bucket]
-    parts.append(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=ref.dtype, device=ref.device))
-    return torch.cat(parts)
+    if out is None:
+        parts = [grads[i].reshape(-1) if grads[i] is not None
+                 else torch.zeros(refs[i].numel(), dtype=ref.dtype, device=ref.device) for i in bucket]
+        parts.append(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=ref.dtype,
+                                  device=ref.device))
+        return torch.cat(parts)
+    offset = 0
+    for i in bucket:
+        n = refs[i].numel()
+        slot, g = out[offset:offset + n], grads[i]
+        if g is None:
+            slot.zero_()
+        elif g.data_ptr() != slot.data_ptr() or g.stride() != refs[i].stride():
+            slot.view(refs[i].shape).copy_(g)
+        offset += n
+    out[offset:].copy_(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=ref.dtype))
+    return out
 
 
 def unpack_bucket(flat: torch.Tensor, refs: Sequence[torch.Tensor], bucket: list[int],
@@ -57,6 +75,44 @@ def unpack_bucket(flat: torch.Tensor, refs: Sequence[torch.Tensor], bucket: list
         offset += n
 
 
+class BucketBuffers:
+    """Flat bucket buffers reused step after step, for one replica: allocating tens of MB each
+    step costs page faults on CPU.
+
+    The reduced gradients handed out are views of these buffers. A buffer is reused only when
+    nothing but its parameters' ``.grad`` references it (where backward may have accumulated into
+    last step's views in place); if anything else still holds it (a gradient kept by user code, a
+    view of one), the step gets a fresh buffer, so a tensor someone holds never changes under them.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[int, torch.Tensor] = {}
+
+    def pack(self, b: int, refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None],
+             bucket: list[int]) -> torch.Tensor:
+        """Bucket ``b`` packed into its reusable buffer (a fresh one if the old one is still held)."""
+        size = sum(refs[i].numel() for i in bucket) + len(bucket)
+        buffer = self._buffers.pop(b, None)
+        if buffer is None or buffer.numel() != size or not _only_held_as_grads(buffer, refs, bucket):
+            ref = refs[bucket[0]]
+            buffer = torch.empty(size, dtype=ref.dtype, device=ref.device)
+        self._buffers[b] = buffer
+        return pack_bucket(refs, grads, bucket, out=buffer)
+
+
+def _only_held_as_grads(buffer: torch.Tensor, refs: Sequence[torch.Tensor], bucket: list[int]) -> bool:
+    if _storage_use_count is None:
+        return False  # cannot tell: never reuse
+    storage = buffer.untyped_storage()
+    as_grad = sum(1 for i in bucket if refs[i].grad is not None
+                  and refs[i].grad.untyped_storage().data_ptr() == storage.data_ptr())
+    # References: ``buffer`` itself, the ``storage`` handle above, and one per gradient view.
+    return _storage_use_count(storage._cdata) == 2 + as_grad
+
+
+_storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
+
+
 class GradientBuckets:
     """All-reduces the gradients of a fixed list of parameters, bucket by bucket."""
 
@@ -64,6 +120,7 @@ class GradientBuckets:
         self.bucket_bytes = bucket_bytes
         self._buckets: list[list[int]] | None = None
         self._key: tuple = ()
+        self._buffers: dict[int, BucketBuffers] = {}  # per replica
 
     def all_reduce(self, ctx: Any, refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None],
                    op: ReduceOp) -> list[torch.Tensor | None]:
@@ -72,7 +129,10 @@ class GradientBuckets:
         key = tuple((r.numel(), r.dtype, r.device) for r in refs)
         if self._buckets is None or key != self._key:
             self._buckets, self._key = plan_buckets(refs, self.bucket_bytes), key
+        buffers = self._buffers.get(ctx._replica_id)
+        if buffers is None:
+            buffers = self._buffers.setdefault(ctx._replica_id, BucketBuffers())
         out: list[torch.Tensor | None] = [None] * len(refs)
-        for bucket in self._buckets:
-            unpack_bucket(ctx._all_reduce_owned(op, pack_bucket(refs, grads, bucket)), refs, bucket, out)
+        for b, bucket in enumerate(self._buckets):
+            unpack_bucket(ctx._all_reduce_owned(op, buffers.pack(b, refs, grads, bucket)), refs, bucket, out)
         return out

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from multidev._core.enums import ReduceOp
-from multidev.distribute.gradient_buckets import pack_bucket, plan_buckets, unpack_bucket
+from multidev.distribute.gradient_buckets import BucketBuffers, plan_buckets, unpack_bucket
 
 
 class GradientOverlap:
@@ -30,6 +30,7 @@ class GradientOverlap:
         self._bucket_of = {i: b for b, members in enumerate(self._buckets) for i in members}
         self._handles = [t.register_post_accumulate_grad_hook(self._on_grad) for t in self._refs if t.requires_grad]
         self._index = {id(t): i for i, t in enumerate(self._refs)}
+        self._buffers = BucketBuffers()
         self._reset()
 
     def _reset(self) -> None:
@@ -48,11 +49,11 @@ class GradientOverlap:
             self._launch(self._launched)
             self._launched += 1
 
-    def _flat(self, bucket: list[int]) -> torch.Tensor:
-        return pack_bucket(self._refs, [t.grad for t in self._refs], bucket)
+    def _flat(self, b: int) -> torch.Tensor:
+        return self._buffers.pack(b, self._refs, [t.grad for t in self._refs], self._buckets[b])
 
     def _launch(self, b: int) -> None:
-        flat = self._flat(self._buckets[b])
+        flat = self._flat(b)
         self._pending[b] = (flat, self._process.all_reduce_async(flat, ReduceOp.SUM))
 
     def finish(self) -> list[torch.Tensor | None]:
@@ -67,7 +68,7 @@ class GradientOverlap:
         if dirty:  # a second backward before the step: reduce the accumulated gradients again, in order
             pending = []
             for b in range(len(self._buckets)):
-                flat = self._flat(self._buckets[b])
+                flat = self._flat(b)
                 pending.append((self._process.all_reduce(flat, ReduceOp.SUM), None))
         for b, (flat, _) in enumerate(pending):
             unpack_bucket(flat, self._refs, self._buckets[b], out)
