@@ -1,8 +1,9 @@
 """Where a variant's step time goes: cProfile of N steps of one in-process variant, top functions
 with microseconds per step (own time and cumulative), in a child configured with 4 logical CPUs.
 
-cProfile sees the calling thread, which runs replica 0 (other replicas' threads are not profiled),
-and counts that thread's CPU time, so other processes competing for the cores barely move it.
+cProfile sees one thread: the caller's for one replica, replica 0's thread for several (other
+replicas' threads are not profiled). It counts that thread's CPU time, so other processes
+competing for the cores barely move it; ``--wall`` counts wall time instead (waits show).
 
     python benchmarks/profile_step.py --workload text_conv --variant mirrored_1 [--steps 100] [--top 25]
 """
@@ -10,6 +11,7 @@ and counts that thread's CPU time, so other processes competing for the cores ba
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import pstats
@@ -33,9 +35,8 @@ def profile(workload: str, variant: str, steps: int, warmup: int, sort: str, top
     built.run(batches[:warmup])
     # CPU time of this thread (other processes' load does not count), or wall time (waits at barriers show)
     profiler = cProfile.Profile(time.perf_counter if wall else time.thread_time)
-    profiler.enable()
-    seconds, _ = built.run(batches)
-    profiler.disable()
+    with _profiling(profiler, built.strategy):
+        seconds, _ = built.run(batches)
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).sort_stats(sort)
     header = f"{workload} / {variant}: {seconds * 1e3:.2f} ms/step under cProfile, {steps} steps, torch threads {torch.get_num_threads()}\n"
@@ -48,6 +49,26 @@ def profile(workload: str, variant: str, steps: int, warmup: int, sort: str, top
     own_total = sum(r[1] for r in ours) / steps * 1e6
     return (header + _table(rows, steps, top) + f"\n\nmultidev's own Python time: {own_total:.0f} us/step "
             f"({len(ours)} functions); top of them:\n" + _table(ours, steps, top))
+
+
+@contextlib.contextmanager
+def _profiling(profiler: cProfile.Profile, strategy):
+    """Profile the thread that runs replica 0: the caller's, or its own thread with several replicas."""
+    import multidev as md
+
+    if strategy is None or strategy.num_replicas_in_sync == 1:
+        profiler.enable()
+        yield
+        profiler.disable()
+        return
+
+    def toggle(on: bool):
+        if md.distribute.get_replica_context().replica_id_in_sync_group == 0:
+            profiler.enable() if on else profiler.disable()
+
+    strategy.run(toggle, args=(True,))  # a profiler enabled in a thread stays on there between runs
+    yield
+    strategy.run(toggle, args=(False,))
 
 
 def _short(filename: str) -> str:

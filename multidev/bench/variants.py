@@ -29,10 +29,11 @@ def devices_needed(variant: str) -> int:
 
 
 class Variant:
-    """A built variant: ``run(batches)`` returns (wall, cpu) seconds per step over those batches."""
+    """A built variant: ``run(batches)`` returns (wall, cpu) seconds per step over those batches;
+    ``strategy`` is the one it runs under (None for the plain loop)."""
 
-    def __init__(self, name: str, device: torch.device, run: Callable[[Sequence], float]):
-        self.name, self.device, self._run = name, device, run
+    def __init__(self, name: str, device: torch.device, run: Callable[[Sequence], float], strategy=None):
+        self.name, self.device, self._run, self.strategy = name, device, run, strategy
 
     def run(self, batches: Sequence) -> tuple[float, float]:
         return self._run(batches)
@@ -132,6 +133,6 @@ def build(variant: str, workload: Workload, device_names: Sequence[str], device:
                          f"this process has {len(device_names)}: {list(device_names)}.")
     strategy = _strategy(variant, device_names)
     if variant.startswith("fit"):
-        return Variant(variant, device, _fit_runner(workload, strategy, device))
+        return Variant(variant, device, _fit_runner(workload, strategy, device), strategy)
     step = _plain(workload, device) if strategy is None else _strategy_loop(workload, strategy)
-    return Variant(variant, device, lambda batches: time_steps(step, batches, device))
+    return Variant(variant, device, lambda batches: time_steps(step, batches, device), strategy)

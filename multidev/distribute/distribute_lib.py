@@ -191,9 +191,9 @@ class StrategyExtended:
         registry.initialize()
         self._prepare_variables()
         n = len(self._devices)
-        grad_enabled = torch.is_grad_enabled()
+        modes = _CallerModes({d.type for d in self._torch_devices})
         self._rendezvous.reset()
-        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), grad_enabled)
+        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes)
                  for r in range(n)]
         self._running = True
         try:
@@ -201,7 +201,7 @@ class StrategyExtended:
                 outcomes = [_outcome(tasks[0])]
             else:
                 if self._threads is None:
-                    self._threads = ReplicaThreads(n, name=type(self._strategy).__name__)
+                    self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort)
                 outcomes = self._threads.run(tasks)
         finally:
             self._running = False
@@ -222,7 +222,7 @@ class StrategyExtended:
 
         return map_structure(pick, structure)
 
-    def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, grad_enabled: bool) -> Callable:
+    def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: "_CallerModes") -> Callable:
         replica_context = self._contexts[r]
         device = self._devices[r]
         rendezvous = self._rendezvous
@@ -236,7 +236,7 @@ class StrategyExtended:
             if intra_op_threads is not None:
                 torch.set_num_threads(intra_op_threads)
             try:
-                with placement.device_scope(device), torch.set_grad_enabled(grad_enabled), _on_stream(stream):
+                with placement.device_scope(device), modes.applied(device.torch_device.type), _on_stream(stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
                 rendezvous.abort(exc)
@@ -292,6 +292,22 @@ class StrategyExtended:
         if isinstance(value, DistributedVariable):
             return PerReplica(value.values) if isinstance(value, SyncOnReadVariable) else Mirrored(value.values)
         return value
+
+
+class _CallerModes:
+    """The caller's thread-local autograd and autocast modes, which every replica thread runs under
+    (``with torch.no_grad(): strategy.run(...)``, ``with torch.autocast("cpu"): strategy.run(...)``)."""
+
+    def __init__(self, device_types: set) -> None:  # read in the caller's thread
+        self.grad_enabled = torch.is_grad_enabled()
+        self._autocast = {t: torch.get_autocast_dtype(t) for t in device_types if torch.is_autocast_enabled(t)}
+
+    def applied(self, device_type: str) -> contextlib.ExitStack:
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.set_grad_enabled(self.grad_enabled))
+        if device_type in self._autocast:
+            stack.enter_context(torch.autocast(device_type, dtype=self._autocast[device_type]))
+        return stack
 
 
 def _on_stream(stream: Any) -> Any:

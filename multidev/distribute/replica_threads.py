@@ -1,4 +1,10 @@
-"""Long-lived replica threads: replica 0 runs in the caller's thread, replica r>0 in its own thread.
+"""Long-lived replica threads: with several replicas each runs in its own thread (as in
+TensorFlow's MirroredStrategy) while the caller waits.
+
+Replica 0 does not run in the caller's thread: on Linux the main thread allocates from glibc's
+main arena, which gives freed memory back to the OS and page-faults it in again every step
+(thousands of faults for a few MB of gradients), so a replica there ran measurably slower than
+the others and every collective waited for it.
 
 Threads are created once per strategy (not per step) and stop when the strategy is garbage
 collected. A task is a zero-argument callable; its result or exception comes back to the caller.
@@ -45,11 +51,13 @@ def _stop_all() -> None:
 class ReplicaThreads:
     """Runs one task per replica concurrently and returns ``(ok, value)`` per replica."""
 
-    def __init__(self, num_replicas: int, name: str):
+    def __init__(self, num_replicas: int, name: str, on_interrupt: Callable[[BaseException], None]):
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._inboxes = [queue.SimpleQueue() for _ in range(num_replicas - 1)]
+        self._inboxes = [queue.SimpleQueue() for _ in range(num_replicas)]
+        self._on_interrupt = on_interrupt
+        self.broken = False
         self._threads = []
-        for r, inbox in enumerate(self._inboxes, start=1):
+        for r, inbox in enumerate(self._inboxes):
             t = threading.Thread(target=_worker, args=(inbox, self._outbox, r), name=f"{name}-replica-{r}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -57,16 +65,30 @@ class ReplicaThreads:
         _live.add(self)
 
     def run(self, tasks: Sequence[Callable[[], Any]]) -> list[tuple[bool, Any]]:
-        for inbox, task in zip(self._inboxes, tasks[1:]):
+        if self.broken:
+            raise RuntimeError("This strategy's replicas were interrupted twice while running and may still be "
+                               "busy; create a new strategy to run again.")
+        for inbox, task in zip(self._inboxes, tasks):
             inbox.put(task)
         results: list[tuple[bool, Any]] = [(False, None)] * len(tasks)
+        waiting = len(tasks)
         try:
-            results[0] = (True, tasks[0]())
-        except BaseException as exc:
-            results[0] = (False, exc)
-        for _ in self._inboxes:
-            r, ok, value = self._outbox.get()
-            results[r] = (ok, value)
+            while waiting:
+                r, ok, value = self._outbox.get()
+                results[r] = (ok, value)
+                waiting -= 1
+        except BaseException as interrupt:  # KeyboardInterrupt while the replicas run
+            # Stop every replica at its next collective, and wait for all of them so the next run
+            # starts clean; a second interrupt abandons them.
+            self._on_interrupt(interrupt)
+            try:
+                while waiting:
+                    self._outbox.get()
+                    waiting -= 1
+            except BaseException:
+                self.broken = True
+                self._finalizer()
+            raise
         return results
 
     def close(self) -> None:

@@ -174,3 +174,29 @@ def test_large_all_reduce_is_differentiable(strategy):
     # d/dx_r of sum over replicas of sum(all_reduce(x_k * (k + 1))) = 3 * (r + 1)
     for r, g in enumerate(strategy.experimental_local_results(strategy.run(fn))):
         assert torch.equal(g, torch.full((numel,), 3.0 * (r + 1)))
+
+
+def test_ctrl_c_while_replicas_run_stops_them_and_the_strategy_runs_again(fresh):
+    """Every replica runs in its own thread and the caller waits: an interrupt there aborts the
+    replicas' collectives, waits for them, re-raises, and leaves the strategy usable."""
+    proc = fresh("""
+        import os, signal, threading, torch
+        import multidev as md
+        md.config.set_logical_device_configuration(
+            md.config.list_physical_devices("CPU")[0], [md.config.LogicalDeviceConfiguration()] * 2)
+        strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+        def forever():
+            ctx = md.distribute.get_replica_context()
+            while True:
+                ctx.all_reduce("SUM", torch.ones(1))
+
+        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            strategy.run(forever)
+        except KeyboardInterrupt:
+            print("interrupted")
+        out = strategy.run(lambda: md.distribute.get_replica_context().all_reduce("SUM", torch.ones(1)))
+        print([float(t) for t in strategy.experimental_local_results(out)])
+    """, timeout=60)
+    assert proc.stdout.split() == ["interrupted", "[2.0,", "2.0]"]

@@ -174,3 +174,17 @@ def test_strategy_threads_are_persistent(strategy):
         strategy.run(lambda: None)
     after = {t.ident for t in threading.enumerate()}
     assert after == before
+
+
+def test_every_replica_runs_under_the_callers_grad_and_autocast_modes():
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+    def fn():
+        x = torch.ones(2, 2, requires_grad=True)
+        return torch.tensor([float(torch.is_grad_enabled()), float((x @ x).dtype == torch.bfloat16)])
+
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        inside = strategy.experimental_local_results(strategy.run(fn))
+    outside = strategy.experimental_local_results(strategy.run(fn))
+    assert all(v.tolist() == [0.0, 1.0] for v in inside)
+    assert all(v.tolist() == [1.0, 0.0] for v in outside)
