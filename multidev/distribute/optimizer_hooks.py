@@ -308,6 +308,13 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> No
     return None
 
 
+def step_sums_gradients(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer.step()`` in replica context sums each gradient only where it is applied
+    (``optimizer_shards``), so summing every gradient beforehand would be wasted work."""
+    plan = _plan_for(optimizer)
+    return plan is not None and plan.shards is not None
+
+
 @contextlib.contextmanager
 def gradients_aggregated():
     """Within this block, ``optimizer.step()`` in replica context trusts that the gradients were

@@ -72,7 +72,7 @@ class OptimizerShards:
         return out
 
     def reduce(self, ctx: Any, replica_id: int, summed_already: bool) -> None:
-        """Leave this replica's gradients of its own parameters summed over all replicas, and
+        """Set this replica's gradients of its own parameters to their sums over all replicas, and
         release its gradients of the others' (the optimizer skips them)."""
         r = replica_id
         refs = [p._components[r] if isinstance(p, DistributedVariable) else p for p in self.params]
@@ -83,12 +83,14 @@ class OptimizerShards:
         with torch.no_grad():
             for i in self.owned[r]:
                 if not summed_already:
-                    mine = grads[i]
-                    others = [g[i] for k, g in enumerate(everyone) if k != r and g[i] is not None]
-                    if mine is None and others:
-                        mine = refs[i].grad = others.pop(0).clone()
-                    for g in others:
-                        mine.add_(g)
+                    present = [g[i] for g in everyone if g[i] is not None]
+                    if len(present) > 1:  # a new tensor: the gradients handed in are never modified
+                        total = torch.add(present[0], present[1])
+                        for g in present[2:]:
+                            total.add_(g)
+                        refs[i].grad = total
+                    elif present and grads[i] is None:
+                        refs[i].grad = present[0].clone()
                 if refs[i].grad is not None:
                     updated.append(i)
         for i in self.not_owned[r]:

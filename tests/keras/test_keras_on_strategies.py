@@ -1,5 +1,7 @@
 """Keras fit/evaluate/predict under strategies: same weights, losses and metrics as one device."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -169,3 +171,39 @@ def test_fit_evaluate_on_a_distributed_dataset_equals_one_device():
     dist_eval = strategy.experimental_distribute_dataset(md.data.Dataset.from_tensor_slices((x, y)).batch(32))
     np.testing.assert_allclose(model.evaluate(dist_eval, verbose=0), ref.evaluate(x, y, batch_size=32, verbose=0),
                                rtol=1e-5)
+
+
+def test_apply_gradients_leaves_the_callers_gradients_unchanged():
+    """On logical CPUs the step sums each gradient where it is applied; the tensors handed to
+    apply_gradients are never written."""
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = _model()
+        optimizer = md.keras.optimizers.SGD(0.1)
+    x, _ = _data()
+
+    def step(xb):
+        grads = [torch.full_like(v.values[0], 1.0) for v in model.trainable_variables]
+        before = [g.clone() for g in grads]
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return torch.tensor(all(torch.equal(g, b) for g, b in zip(grads, before)))
+
+    kernel = model.layers[0].kernel.values[0].detach().clone()
+    unchanged = strategy.run(step, args=(md.distribute.PerReplica((torch.tensor(x[:3]), torch.tensor(x[3:6]))),))
+    assert all(bool(u) for u in strategy.experimental_local_results(unchanged))
+    # Summed over 2 replicas: each weight moved by lr * 2.
+    torch.testing.assert_close(model.layers[0].kernel.values[1].detach(), kernel - 0.2)
+
+
+def test_fit_with_global_clipnorm_on_replicas_equals_one_device():
+    def fit(strategy):
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            model = _model()
+            model.compile(md.keras.optimizers.SGD(0.1, momentum=0.9, global_clipnorm=0.05),
+                          "sparse_categorical_crossentropy")
+        x, y = _data()
+        model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+        return model.get_weights()
+
+    for got, want in zip(fit(md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])), fit(None)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -2,7 +2,8 @@
 
 Path of one update (each step a small method a strategy can wrap):
 ``apply_gradients(grads_and_vars)`` -> ``_aggregate_gradients`` (identity here; a strategy sums
-across replicas) -> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
+across replicas, unless replicas on one CPU split the update: then the step sums each gradient
+where it is applied) -> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
 learning rate read at the start of ``apply_gradients``, hands the gradients to torch.optim, then
 ``_increment_iterations``). torch.optim state lives in one torch optimizer per ``_slot_key()`` (None here); a strategy can
 return the replica id so each replica steps its own copies with its own slots, concurrently.
@@ -15,11 +16,12 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 
 import torch
 
-from multidev.distribute.optimizer_hooks import aggregate_gradients, gradients_aggregated
+from multidev.distribute.optimizer_hooks import aggregate_gradients, gradients_aggregated, step_sums_gradients
 from multidev.keras.optimizers import schedules
 from multidev.values.context import current_replica_id
 from multidev.values.variables import local_view
@@ -79,11 +81,23 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
         lr = self.learning_rate    # read before aggregation, so every replica uses this step's rate
-        if not skip_gradients_aggregation:
+        # Replicas that split the update sum each gradient where it is applied, in the step itself;
+        # clipping needs every summed gradient first.
+        summed_in_step = not skip_gradients_aggregation and not self._clips() and self._step_sums([v for _, v in pairs])
+        if not skip_gradients_aggregation and not summed_in_step:
             pairs = self._aggregate_gradients(pairs)
         pairs = self._clip(pairs)
-        self._apply(pairs, lr)
+        self._apply(pairs, lr, aggregated=not summed_in_step)
         return self.iterations
+
+    def _clips(self) -> bool:
+        return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
+
+    def _step_sums(self, variables: list) -> bool:
+        tracked = self._tracked.get(self._slot_key(), {})
+        if self._torch_opt is None or any(id(v) not in tracked for v in variables):
+            self.build(variables)
+        return step_sums_gradients(self._torch_opt)
 
     def _slot_key(self):
         """Which torch optimizer (slot set) this call uses; a strategy returns the replica id."""
@@ -140,8 +154,9 @@ class Optimizer:
             grads_and_vars = [(g * scale, v) for g, v in grads_and_vars]
         return grads_and_vars
 
-    def _apply(self, grads_and_vars, lr=None):
-        """Run one torch.optim step with these gradients at rate ``lr``, then count the iteration."""
+    def _apply(self, grads_and_vars, lr=None, aggregated: bool = True):
+        """Run one torch.optim step with these gradients at rate ``lr``, then count the iteration;
+        ``aggregated``: the gradients are already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
         tracked = self._tracked.get(self._slot_key(), {})
         if self._torch_opt is None or any(id(v) not in tracked for v in variables):
@@ -157,8 +172,8 @@ class Optimizer:
             with torch.no_grad():
                 for v in variables:
                     v.mul_(1 - lr * self.weight_decay)
-        with gradients_aggregated():  # summed by _aggregate_gradients, before clipping, as Keras does
-            self._torch_opt.step()
+        with gradients_aggregated() if aggregated else contextlib.nullcontext():
+            self._torch_opt.step()  # summed by _aggregate_gradients, before clipping, as Keras does
         for v in variables:
             v.grad = None
         self._increment_iterations()
