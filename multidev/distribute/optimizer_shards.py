@@ -83,14 +83,14 @@ class OptimizerShards:
         with torch.no_grad():
             for i in self.owned[r]:
                 if not summed_already:
-                    present = [g[i] for g in everyone if g[i] is not None]
-                    if len(present) > 1:  # a new tensor: the gradients handed in are never modified
-                        total = torch.add(present[0], present[1])
-                        for g in present[2:]:
-                            total.add_(g)
-                        refs[i].grad = total
-                    elif present and grads[i] is None:
-                        refs[i].grad = present[0].clone()
+                    # In place, as DDP does: a parameter's .grad is its own (allocating a sum per step
+                    # made the replica threads' malloc arenas page-fault every step).
+                    mine = grads[i]
+                    others = [g[i] for k, g in enumerate(everyone) if k != r and g[i] is not None]
+                    if mine is None and others:
+                        mine = refs[i].grad = others.pop(0).clone()
+                    for g in others:
+                        mine.add_(g)
                 if refs[i].grad is not None:
                     updated.append(i)
         for i in self.not_owned[r]:

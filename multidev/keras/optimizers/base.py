@@ -27,6 +27,9 @@ from multidev.values.context import current_replica_id
 from multidev.values.variables import local_view
 
 
+_own_gradients = threading.local()  # set while minimize() applies the gradients it computed
+
+
 class Optimizer:
     """Base class; subclasses define ``_torch_class`` and ``_torch_kwargs()``."""
 
@@ -72,7 +75,11 @@ class Optimizer:
             loss = loss()
         # Under a strategy, differentiate with respect to this replica's copies of the variables.
         grads = torch.autograd.grad(loss, [local_view(v) for v in var_list], allow_unused=True)
-        self.apply_gradients(zip(grads, var_list))
+        _own_gradients.value = True  # made here, used once: the step may sum into them in place
+        try:
+            self.apply_gradients(zip(grads, var_list))
+        finally:
+            _own_gradients.value = False
 
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
         """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped."""
@@ -81,9 +88,11 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
         lr = self.learning_rate    # read before aggregation, so every replica uses this step's rate
-        # Replicas that split the update sum each gradient where it is applied, in the step itself;
-        # clipping needs every summed gradient first.
-        summed_in_step = not skip_gradients_aggregation and not self._clips() and self._step_sums([v for _, v in pairs])
+        # Replicas that split the update sum each gradient where it is applied, in the step itself,
+        # into the gradient tensors: only gradients ``minimize`` made (never the caller's), and not
+        # when clipping needs every summed gradient first.
+        summed_in_step = (getattr(_own_gradients, "value", False) and not skip_gradients_aggregation
+                          and not self._clips() and self._step_sums([v for _, v in pairs]))
         if not skip_gradients_aggregation and not summed_in_step:
             pairs = self._aggregate_gradients(pairs)
         pairs = self._clip(pairs)
