@@ -73,7 +73,9 @@ def test_each_replica_updates_only_its_own_parameters(n):
     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
     lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1),
     lambda p: torch.optim.RMSprop(p, lr=0.01, momentum=0.5),
-], ids=["sgd_nesterov", "adamw", "rmsprop"])
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, foreach=True),
+    lambda p: torch.optim.Adam(p, lr=0.01, fused=True),
+], ids=["sgd_nesterov", "adamw", "rmsprop", "sgd_foreach", "adam_fused"])
 def test_split_update_matches_one_device_parameters_and_state(make_opt):
     strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     model, opt = _train_distributed(strategy, make_opt)
