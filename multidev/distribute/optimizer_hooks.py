@@ -9,7 +9,8 @@ user's groups and replica 0's state keyed by the distributed variables.
 
 Before each step in replica context the replicas' gradients are summed, flattened into buckets
 (one collective per bucket, not per tensor), so every replica applies the identical update to
-its own copy.
+its own copy. Replicas of one process on one CPU split an element-wise optimizer's update
+instead (``optimizer_shards``): each variable's owner sums, updates and copies it to the others.
 """
 
 from __future__ import annotations
