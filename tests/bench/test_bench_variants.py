@@ -62,3 +62,11 @@ def test_bus_bandwidth_follows_the_nccl_tests_formula():
     assert row["vs_memcpy"] == pytest.approx(row["busbw"] / 2e9)
     (target,) = report.collective_targets([row])
     assert target["holds"] == (row["vs_memcpy"] >= 0.8)
+
+
+def test_in_process_rows_carry_the_shared_memory_bound():
+    rows = [{"path": p, "replicas": n, "bytes": 2**24, "seconds": measure.summarize([0.01])}
+            for p, n in (("gradient_buckets", 2), ("gradient_buckets", 4), ("extended", 2), ("process_collective", 2))]
+    bounds = [r["memory_bound"] for r in report.collective_rows(rows, memcpy_bps=1e10)]
+    assert bounds == [pytest.approx(0.5), pytest.approx(0.375), pytest.approx(2 / 3), None]
+    assert "| 0.375 |" in report.collectives_table(report.collective_rows(rows, memcpy_bps=1e10))
