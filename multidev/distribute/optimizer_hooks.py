@@ -95,6 +95,13 @@ class ReplicaParamGroups(list):
         r = _replica_id()
         return list.__getitem__(self, index) if r is None else self.per_replica[r][index]
 
+    def append(self, group: dict) -> None:
+        """``optimizer.add_param_group``: every replica sees the new group at once (its
+        ``zero_grad`` may run before the next step reinstalls the views)."""
+        list.append(self, group)
+        for r, groups in enumerate(self.per_replica):
+            groups.append(ReplicaGroup(group, [_local(p, r) for p in group["params"]]))
+
 
 class ReplicaOptimizerState(dict):
     """``optimizer.state`` with one state dict per replica, keyed by the replica's tensors.
@@ -167,6 +174,10 @@ class ReplicaOptimizerState(dict):
 
     def items(self):
         return [(self._public_key(k), v) for k, v in self._mine().items()]
+
+    def canonical(self) -> dict:
+        """Replica 0's state keyed by the distributed variables, from any context."""
+        return {self._variable_of.get(id(k), k): v for k, v in self.per_replica[0].items()}
 
     def __repr__(self) -> str:
         return repr(dict(self.items()))
@@ -249,7 +260,7 @@ def _install_views(optimizer: torch.optim.Optimizer, plan: _Plan) -> None:
     per_replica_groups = [[ReplicaGroup(g, [_local(p, r) for p in g["params"]]) for g in groups] for r in range(n)]
     old_state = optimizer.state
     if isinstance(old_state, ReplicaOptimizerState):
-        old_state = dict(old_state.items())
+        old_state = old_state.canonical()
     devices = plan.strategy.extended._torch_devices
     variable_of = {id(p._components[0]): p for p in plan.params if isinstance(p, DistributedVariable)}
     if plan.shards is not None:  # one state, kept by each parameter's owner: no copies

@@ -1,6 +1,7 @@
 """Logical CPU replicas split an element-wise optimizer's update: each parameter's owner sums its
 gradients, updates it and copies it to the other replicas; the result equals one device."""
 
+import contextlib
 import threading
 
 import pytest
@@ -134,3 +135,37 @@ def test_owners_balance_bytes_and_plain_tensors_belong_to_replica_0():
     plain = torch.zeros(1000)
     owners = assign_owners([small, big, plain, mid1, mid2], 2)
     assert owners == [1, 0, 0, 1, 1]  # 100 | 50 + 45 + 5; the plain tensor is not split
+
+
+class _SubclassSGD(torch.optim.SGD):  # takes the all-reduce path
+    pass
+
+
+@pytest.mark.parametrize("cls", [torch.optim.SGD, _SubclassSGD], ids=["split", "all_reduce"])
+def test_param_group_added_mid_training_matches_one_device(cls):
+    """``add_param_group`` between steps: the new group is zeroed by the next ``zero_grad`` on every
+    replica, and momentum of the old groups carries over whichever replica reinstalls the views."""
+    def train(strategy):
+        torch.manual_seed(0)
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            first, second = torch.nn.Linear(3, 3), torch.nn.Linear(3, 1)
+            opt = (cls if strategy else torch.optim.SGD)(first.parameters(), lr=0.1, momentum=0.9)
+        x = torch.randn(4, 3)
+
+        def step(xb):
+            opt.zero_grad()
+            (second(first(xb)).sum() / 4).backward()
+            opt.step()
+
+        for i in range(3):
+            if i == 1:
+                opt.add_param_group({"params": list(second.parameters())})
+            if strategy:
+                strategy.run(step, args=(PR((x[:2], x[2:])),))
+            else:
+                step(x)
+        return [p.detach().clone() for p in [*first.parameters(), *second.parameters()]]
+
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    for got, want in zip(train(strategy), train(None)):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
