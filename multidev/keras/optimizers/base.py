@@ -176,7 +176,8 @@ class Optimizer:
             for p in group["params"]:
                 p.grad = None
         for g, v in grads_and_vars:
-            v.grad = g.detach().to(v.dtype)
+            target = local_view(v)  # this replica's plain tensor: no __torch_function__ per attribute read
+            target.grad = g.detach() if g.dtype == target.dtype else g.detach().to(target.dtype)
         if self.weight_decay and not self._decoupled_decay_in_torch():
             with torch.no_grad():
                 for v in variables:
