@@ -38,7 +38,8 @@ def can_shard(optimizer: torch.optim.Optimizer, extended: Any, num_replicas: int
 
 def assign_owners(params: Sequence[Any], num_replicas: int) -> list[int]:
     """The owner replica of each parameter: largest first onto the least-loaded replica (by
-    bytes); a plain tensor (one object every replica shares) belongs to replica 0."""
+    bytes). A plain tensor (one object every replica shares, created outside the scope) is not
+    split: it reads as replica 0's, and the optimizer treats it as it did before."""
     owners = [0] * len(params)
     load = [0] * num_replicas
     distributed = [i for i, p in enumerate(params) if isinstance(p, DistributedVariable)]
