@@ -25,16 +25,17 @@ def _sum(inputs: Sequence[torch.Tensor], device: torch.device) -> torch.Tensor:
     return total
 
 
-def _mean_in_place(total: torch.Tensor, n: int) -> torch.Tensor:
+def divide_(total: torch.Tensor, n: int) -> torch.Tensor:
+    """``total / n`` in place (MEAN after a SUM); integer tensors round down, as TensorFlow's do."""
     if total.is_floating_point() or total.is_complex():
         return total.div_(n)
-    return torch.div(total, n, rounding_mode="floor")
+    return total.copy_(torch.div(total, n, rounding_mode="floor"))
 
 
 def reduce_to_one(inputs: Sequence[torch.Tensor], op: ReduceOp, device: torch.device) -> torch.Tensor:
     """Sum (or average) every replica's tensor onto ``device``."""
     total = _sum(inputs, device)
-    return _mean_in_place(total, len(inputs)) if op is ReduceOp.MEAN else total
+    return divide_(total, len(inputs)) if op is ReduceOp.MEAN else total
 
 
 def broadcast(value: torch.Tensor, devices: Sequence[torch.device], *, private: bool = False) -> list[torch.Tensor]:
@@ -60,7 +61,7 @@ def nccl_all_reduce(inputs: Sequence[torch.Tensor], op: ReduceOp) -> list[torch.
     nccl.all_reduce(outputs)
     if op is ReduceOp.MEAN:
         for o in outputs:
-            _mean_in_place(o, len(outputs))
+            divide_(o, len(outputs))
     return outputs
 
 
@@ -78,7 +79,7 @@ def hierarchical_copy_all_reduce(inputs: Sequence[torch.Tensor], op: ReduceOp,
         level = nxt
     total = level[0]
     if op is ReduceOp.MEAN:
-        _mean_in_place(total, len(inputs))
+        divide_(total, len(inputs))
     return broadcast(total, devices, private=True)
 
 
@@ -103,7 +104,7 @@ def reduce_slice(inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]
     for x in inputs[2:]:
         total.add_(x[part])
     if op is ReduceOp.MEAN:
-        total.div_(n) if total.is_floating_point() or total.is_complex() else total.floor_divide_(n)
+        divide_(total, n)
     for o in outputs[1:]:
         o[part].copy_(total)
 

@@ -19,6 +19,7 @@ import torch.distributed as dist
 from multidev._core.enums import ReduceOp
 from multidev._core.errors import FailedPreconditionError, InvalidArgumentError, OpError
 from multidev.collectives import fingerprint
+from multidev.collectives.algorithms import divide_
 from multidev.collectives.process_config import fingerprints_enabled, resolve_timeout
 from multidev.collectives.process_failure import FailureReport, diagnose
 from multidev.collectives.process_pending import PendingCollective
@@ -118,17 +119,8 @@ class ProcessCollective:
         seq = self._next_call()
         if self.world_size == 1:
             return PendingCollective(None, lambda: tensor)
-        buf = tensor if tensor.is_contiguous() else tensor.contiguous()
-
-        def finish() -> torch.Tensor:
-            if buf is not tensor:
-                tensor.copy_(buf)
-            if op is ReduceOp.MEAN:
-                _divide(tensor, self.world_size)
-            return tensor
-
         row = fingerprint.encode(seq, "all_reduce", tensor, fingerprint.REDUCE_OP_NAMES.index(op.name))
-        return self._launch(row, lambda: self._backend.allreduce([buf]), finish, asynchronous)
+        return self._reduce_in_place([tensor], op, row, asynchronous, lambda tensors: tensors[0])
 
     def batch_all_reduce(self, tensors: Sequence[torch.Tensor], op: ReduceOp | str = ReduceOp.SUM) -> list[torch.Tensor]:
         """``all_reduce`` of several tensors (in place) with one fingerprint check for all of them.
@@ -148,18 +140,28 @@ class ProcessCollective:
         seq = self._next_call()
         if self.world_size == 1 or not tensors:
             return PendingCollective(None, lambda: tensors)
+        row = fingerprint.encode_batch(seq, "batch_all_reduce", tensors, fingerprint.REDUCE_OP_NAMES.index(op.name))
+        return self._reduce_in_place(tensors, op, row, asynchronous, lambda tensors: tensors)
+
+    def _reduce_in_place(self, tensors: list, op: ReduceOp, row: list[int], asynchronous: bool,
+                         result) -> PendingCollective:
+        """All-reduce ``tensors`` in place (through contiguous buffers where needed); ``result``
+        picks what ``wait()`` returns from the finished tensors."""
         bufs = [t if t.is_contiguous() else t.contiguous() for t in tensors]
 
-        def finish() -> list[torch.Tensor]:
+        def finish():
             for t, b in zip(tensors, bufs):
                 if b is not t:
                     t.copy_(b)
                 if op is ReduceOp.MEAN:
-                    _divide(t, self.world_size)
-            return tensors
+                    divide_(t, self.world_size)
+            return result(tensors)
 
-        row = fingerprint.encode_batch(seq, "batch_all_reduce", tensors, fingerprint.REDUCE_OP_NAMES.index(op.name))
-        return self._launch(row, lambda: _WorkGroup([self._backend.allreduce([b]) for b in bufs]), finish, asynchronous)
+        def start_data():
+            works = [self._backend.allreduce([b]) for b in bufs]
+            return works[0] if len(works) == 1 else _WorkGroup(works)
+
+        return self._launch(row, start_data, finish, asynchronous)
 
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         """Every process's ``tensor``, in rank order; first dimensions may differ across processes."""
@@ -327,11 +329,6 @@ class _WorkGroup:
             work.wait()
 
 
-def _divide(tensor: torch.Tensor, count: int) -> None:
-    if tensor.is_floating_point() or tensor.is_complex():
-        tensor.div_(count)
-    else:
-        tensor.copy_(torch.div(tensor, count, rounding_mode="floor"))
 
 
 def _pad_rows(tensor: torch.Tensor, rows: int) -> torch.Tensor:

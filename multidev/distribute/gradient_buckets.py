@@ -37,19 +37,10 @@ def plan_buckets(refs: Sequence[torch.Tensor], bucket_bytes: int) -> list[list[i
 
 
 def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None], bucket: list[int],
-                out: torch.Tensor | None = None) -> torch.Tensor:
-    """One flat buffer: the bucket's gradients (zeros where missing), then one presence flag each.
-
-    With ``out`` (a reused buffer of the right size) nothing is allocated, and a gradient that
-    already is its slot of ``out`` (accumulated in place into last step's view) is not copied.
-    """
-    ref = refs[bucket[0]]
-    if out is None:
-        parts = [grads[i].reshape(-1) if grads[i] is not None
-                 else torch.zeros(refs[i].numel(), dtype=ref.dtype, device=ref.device) for i in bucket]
-        parts.append(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=ref.dtype,
-                                  device=ref.device))
-        return torch.cat(parts)
+                out: torch.Tensor) -> torch.Tensor:
+    """Fill ``out`` (numel of the bucket's gradients + one per gradient): the bucket's gradients
+    (zeros where missing), then one presence flag each. A gradient that already is its slot of
+    ``out`` (accumulated in place into last step's view) is not copied."""
     offset = 0
     for i in bucket:
         n = refs[i].numel()
@@ -59,7 +50,7 @@ def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | Non
         elif g.data_ptr() != slot.data_ptr() or g.stride() != refs[i].stride():
             slot.view(refs[i].shape).copy_(g)
         offset += n
-    out[offset:].copy_(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=ref.dtype))
+    out[offset:].copy_(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=out.dtype))
     return out
 
 

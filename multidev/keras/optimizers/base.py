@@ -103,10 +103,13 @@ class Optimizer:
         return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
 
     def _step_sums(self, variables: list) -> bool:
+        self._ensure_built(variables)
+        return step_sums_gradients(self._torch_opt)
+
+    def _ensure_built(self, variables: list) -> None:
         tracked = self._tracked.get(self._slot_key(), {})
         if self._torch_opt is None or any(id(v) not in tracked for v in variables):
             self.build(variables)
-        return step_sums_gradients(self._torch_opt)
 
     def _slot_key(self):
         """Which torch optimizer (slot set) this call uses; a strategy returns the replica id."""
@@ -167,9 +170,7 @@ class Optimizer:
         """Run one torch.optim step with these gradients at rate ``lr``, then count the iteration;
         ``aggregated``: the gradients are already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
-        tracked = self._tracked.get(self._slot_key(), {})
-        if self._torch_opt is None or any(id(v) not in tracked for v in variables):
-            self.build(variables)
+        self._ensure_built(variables)
         lr = self.learning_rate if lr is None else lr
         for group in self._torch_opt.param_groups:
             group["lr"] = lr
