@@ -10,9 +10,9 @@ Example:
 """
 
 from multidev.keras import (activations, backend, callbacks, datasets, initializers, layers, losses, metrics,
-                            mixed_precision, models, optimizers, preprocessing, saving, utils)
+                            mixed_precision, models, optimizers, preprocessing, regularizers, saving, utils)
 from multidev.keras.layers import Input
 from multidev.keras.models import Model, Sequential
 
 __all__ = ["models", "layers", "optimizers", "losses", "metrics", "callbacks", "datasets", "preprocessing", "utils",
-           "mixed_precision", "activations", "initializers", "backend", "saving", "Model", "Sequential", "Input"]
+           "mixed_precision", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]

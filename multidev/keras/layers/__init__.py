@@ -6,12 +6,14 @@ Example:
 """
 
 from multidev.keras.layers import experimental
+from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.keras_tensor import KerasTensor
+from multidev.keras.layers.masking import Masking
 from multidev.keras.layers.merge import (Add, Average, Concatenate, Maximum, Multiply, Subtract, add,
                                          concatenate)
 from multidev.keras.layers.normalization import (BatchNormalization, LayerNormalization,
@@ -21,6 +23,7 @@ from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, A
                                            GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D,
                                            GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPool2D,
                                            MaxPooling1D, MaxPooling2D)
+from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, Rescaling
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
 from multidev.keras.layers.text_vectorization import TextVectorization
 
@@ -32,4 +35,5 @@ __all__ = [
     "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "BatchNormalization",
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "experimental",
+    "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip", "RandomRotation",
 ]

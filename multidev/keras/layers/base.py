@@ -22,13 +22,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from multidev.keras import backend, initializers, mixed_precision
+from multidev.keras import backend, initializers, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
+from multidev.keras.layers import layer_losses
 from multidev.keras.layers.input_spec import InputSpec
 
 _ctx = threading.local()
 _BUILD_LOCK = threading.RLock()
-_SIG_CACHE: dict[type, bool] = {}
+_SIG_CACHE: dict[tuple[type, str], bool] = {}
 
 
 def current_training():
@@ -47,11 +48,16 @@ def _shape_of(x):
 class Layer(nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
+    supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)
+
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
-                 batch_input_shape=None, input_dim=None, **kwargs):
+                 batch_input_shape=None, input_dim=None, activity_regularizer=None, **kwargs):
         super().__init__()
         if kwargs:
             raise TypeError(f"Keyword argument not understood: {sorted(kwargs)!r} (layer {type(self).__name__}).")
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        self._call_losses: dict[int, list] = {}           # thread -> losses of its current call (see layer_losses)
+        self._weight_regularizers: list[tuple[str, object]] = []
         self.name = name or backend.unique_name(backend.to_snake_case(type(self).__name__))
         self._trainable = bool(trainable)
         self.built = False
@@ -91,11 +97,27 @@ class Layer(nn.Module):
     def forward(self, *args, **kwargs):
         return self.call(*args, **kwargs)
 
+    def _call_accepts(self, argument: str) -> bool:
+        key = (type(self), argument)
+        if key not in _SIG_CACHE:
+            _SIG_CACHE[key] = argument in inspect.signature(type(self).call).parameters
+        return _SIG_CACHE[key]
+
     def _call_accepts_training(self) -> bool:
-        cls = type(self)
-        if cls not in _SIG_CACHE:
-            _SIG_CACHE[cls] = "training" in inspect.signature(cls.call).parameters
-        return _SIG_CACHE[cls]
+        return self._call_accepts("training")
+
+    def compute_mask(self, inputs, mask=None):
+        """The mask of this layer's output: the input's if ``supports_masking``, else None (override)."""
+        return mask if self.supports_masking else None
+
+    def add_loss(self, loss):
+        """Add a loss to this call (e.g. an activity penalty); ``model.losses`` lists it, ``fit`` adds it."""
+        layer_losses.add_call_loss(self, loss)
+
+    @property
+    def losses(self) -> list:
+        """This call's ``add_loss`` losses of the layer and its sublayers, then its weights' penalties."""
+        return layer_losses.collect(self)
 
     def _maybe_build(self, inputs):
         if self.built:
@@ -122,6 +144,7 @@ class Layer(nn.Module):
 
     def __call__(self, *args, **kwargs):
         inputs = args[0] if args else kwargs.pop("inputs")
+        mask = kwargs.get("mask", layer_losses.mask_of(inputs))    # before a dtype cast makes a new tensor
         if type(inputs) is not torch.Tensor:          # fast path: a plain tensor is never symbolic
             if kt.is_symbolic(inputs):
                 return kt.call_symbolic(self, inputs, kwargs)
@@ -138,12 +161,22 @@ class Layer(nn.Module):
             training = outer
         if self._call_accepts_training():
             kwargs["training"] = bool(training)
-        _ctx.training = training
+        if mask is not None and "mask" not in kwargs and self._call_accepts("mask"):
+            kwargs["mask"] = mask
+        depth = getattr(_ctx, "depth", 0)
+        if depth == 0:
+            layer_losses.clear_call_losses(self)
+        _ctx.training, _ctx.depth = training, depth + 1
         try:
             with self._dtype_policy.autocast(self._device_type(inputs)):
                 outputs = super().__call__(inputs, *args[1:], **kwargs)
         finally:
-            _ctx.training = outer
+            _ctx.training, _ctx.depth = outer, depth
+        if self.activity_regularizer is not None:
+            layer_losses.record_activity(self, outputs)
+        out_mask = self.compute_mask(inputs, mask)
+        if out_mask is not None:
+            layer_losses.attach_mask(outputs, out_mask)
         if self._output_shape is None:
             self._record_output_shape(outputs)
         return outputs
@@ -175,8 +208,14 @@ class Layer(nn.Module):
         self._output_shape = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
 
     # ----- weights ---------------------------------------------------------------------------
-    def add_weight(self, name, shape=(), initializer="glorot_uniform", trainable=True, dtype=None, **_):
-        """Create, register and return a weight (trainable: ``nn.Parameter``; else a buffer)."""
+    def add_weight(self, name, shape=(), initializer="glorot_uniform", trainable=True, dtype=None, regularizer=None,
+                   **_):
+        """Create, register and return a weight (trainable: ``nn.Parameter``; else a buffer).
+
+        ``regularizer`` (a trainable weight's penalty) is evaluated on the weight whenever ``losses`` is read."""
+        regularizer = regularizers.get(regularizer)
+        if regularizer is not None and trainable:
+            self._weight_regularizers.append((name, regularizer))
         dt = backend.as_dtype(dtype or self._dtype_policy.variable_dtype)
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:
@@ -305,6 +344,8 @@ class Layer(nn.Module):
     def get_config(self) -> dict:
         """Constructor arguments that rebuild this layer (subclasses extend it)."""
         config = {"name": self.name, "trainable": self.trainable, "dtype": self._dtype_policy.name}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
         return config

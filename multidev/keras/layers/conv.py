@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from multidev.keras import activations, initializers
+from multidev.keras import activations, initializers, regularizers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 
@@ -35,8 +35,10 @@ class _Conv(Layer):
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
                  groups=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, **kwargs):
         super().__init__(**kwargs)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
         if padding not in _PADDINGS or (padding == "causal" and self.rank != 1):
             raise ValueError(f"Invalid padding {padding!r}. Valid values: {list(_PADDINGS[:3 if self.rank == 1 else 2])}.")
         if data_format not in (None, "channels_last"):
@@ -54,9 +56,10 @@ class _Conv(Layer):
         channels = input_shape[-1]
         if channels % self.groups:
             raise ValueError(f"The number of input channels ({channels}) must be divisible by groups={self.groups}.")
-        self.add_weight("kernel", self.kernel_size + (channels // self.groups, self.filters), self.kernel_initializer)
+        self.add_weight("kernel", self.kernel_size + (channels // self.groups, self.filters), self.kernel_initializer,
+                        regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", (self.filters,), self.bias_initializer)
+            self.add_weight("bias", (self.filters,), self.bias_initializer, regularizer=self.bias_regularizer)
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
 
     def call(self, inputs):
@@ -87,7 +90,9 @@ class _Conv(Layer):
                 "strides": list(self.strides), "padding": self.padding, "dilation_rate": list(self.dilation_rate),
                 "groups": self.groups, "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer)}
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
 
 
 class Conv1D(_Conv):

@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from multidev.keras import activations, initializers
+from multidev.keras import activations, initializers, regularizers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 
@@ -20,9 +20,13 @@ from multidev.keras.layers.input_spec import InputSpec
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)`` over the last axis; kernel is (in, units)."""
 
+    supports_masking = True
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, **kwargs):
         super().__init__(**kwargs)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"Received an invalid value for `units`, expected a positive integer. Received: units={units!r}")
         self.units = units
@@ -34,9 +38,9 @@ class Dense(Layer):
 
     def build(self, input_shape):
         last = input_shape[-1]
-        self.add_weight("kernel", (last, self.units), self.kernel_initializer)
+        self.add_weight("kernel", (last, self.units), self.kernel_initializer, regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.add_weight("bias", (self.units,), self.bias_initializer)
+            self.add_weight("bias", (self.units,), self.bias_initializer, regularizer=self.bias_regularizer)
         self.input_spec = InputSpec(min_ndim=2, axes={-1: last})
 
     def call(self, inputs):
@@ -47,11 +51,15 @@ class Dense(Layer):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "activation": activations.serialize(self.activation),
                 "use_bias": self.use_bias, "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer)}
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
 
 
 class Activation(Layer):
     """Applies an activation function by name or callable."""
+
+    supports_masking = True
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
@@ -66,6 +74,8 @@ class Activation(Layer):
 
 class Dropout(Layer):
     """Zeroes a ``rate`` fraction of inputs while training (scaled by 1/(1-rate)); identity otherwise."""
+
+    supports_masking = True
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -115,16 +125,22 @@ class Embedding(Layer):
     """Maps integer ids in [0, input_dim) to rows of an (input_dim, output_dim) table."""
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
-                 input_length=None, **kwargs):
+                 input_length=None, embeddings_regularizer=None, **kwargs):
         if input_length is not None and "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,)   # deprecated Keras 2 argument: fixes the input length
         super().__init__(**kwargs)
         self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
         self.input_length = input_length
         self.embeddings_initializer = initializers.get(embeddings_initializer)
+        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
 
     def build(self, input_shape):
-        self.add_weight("embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer)
+        self.add_weight("embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
+                        regularizer=self.embeddings_regularizer)
+
+    def compute_mask(self, inputs, mask=None):
+        """``inputs != 0`` when ``mask_zero`` (id 0 is padding), else no mask."""
+        return torch.ne(inputs, 0) if self.mask_zero else None
 
     def call(self, inputs):
         ids = inputs if inputs.dtype in (torch.int64, torch.int32) else inputs.long()
@@ -141,7 +157,8 @@ class Embedding(Layer):
     def get_config(self):
         return {**super().get_config(), "input_dim": self.input_dim, "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-                "mask_zero": self.mask_zero, "input_length": self.input_length}
+                "mask_zero": self.mask_zero, "input_length": self.input_length,
+                "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer)}
 
 
 class Lambda(Layer):

@@ -35,6 +35,7 @@ class BatchNormalization(Layer):
 
     # fn(sum, sum_of_squares, count) -> the same, summed over replicas; used when synchronized=True.
     moments_aggregator = staticmethod(all_replica_moments)
+    supports_masking = True
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", moving_mean_initializer="zeros",
@@ -104,6 +105,8 @@ class SyncBatchNormalization(BatchNormalization):
 
 class LayerNormalization(Layer):
     """Normalize each example over ``axis`` (last by default), then scale by gamma and shift by beta."""
+
+    supports_masking = True
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", **kwargs):

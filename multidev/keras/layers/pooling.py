@@ -117,9 +117,16 @@ class _GlobalPooling(Layer):
 
 
 class GlobalAveragePooling1D(_GlobalPooling):
-    """Mean over the steps axis."""
+    """Mean over the steps axis (over the unmasked steps when the input carries a Keras mask)."""
 
     rank, kind = 1, "avg"
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return super().call(inputs)
+        weights = mask.to(inputs.dtype).unsqueeze(-1)
+        total = (inputs * weights).sum(dim=1, keepdim=self.keepdims)
+        return total / weights.sum(dim=1, keepdim=self.keepdims)
 
 
 class GlobalAveragePooling2D(_GlobalPooling):

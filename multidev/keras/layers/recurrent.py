@@ -54,15 +54,32 @@ class _RNN(Layer):
     def _bias_shape(self):
         return (self.gates * self.units,)
 
-    def call(self, inputs, initial_state=None, training=False):
+    def call(self, inputs, initial_state=None, training=False, mask=None):
         x = inputs.flip(1) if self.go_backwards else inputs
         if training and self.dropout:
-            mask = F.dropout(x.new_ones(x.shape[0], 1, x.shape[2]), self.dropout, training=True)
-            x = x * mask
+            drop = F.dropout(x.new_ones(x.shape[0], 1, x.shape[2]), self.dropout, training=True)
+            x = x * drop
         states = self._initial_states(x, initial_state)
-        seq, final = self._run(x, states)
+        if mask is None:
+            seq, final = self._run(x, states)
+        else:
+            seq, final = self._run_masked(x, states, mask.flip(1) if self.go_backwards else mask)
         out = seq if self.return_sequences else seq[:, -1]
         return [out, *final] if self.return_state else out
+
+    def _run_masked(self, x, states, mask):
+        """Step by step (Keras's masked RNN): a masked step keeps the states and repeats the last output."""
+        outputs, prev = [], x.new_zeros(x.shape[0], self.units)
+        for t in range(x.shape[1]):
+            step, new = self._run(x[:, t:t + 1], states)
+            keep = mask[:, t].unsqueeze(-1)
+            prev = torch.where(keep, step[:, 0], prev)
+            states = [torch.where(keep, n, s[0]).unsqueeze(0) for n, s in zip(new, states)]
+            outputs.append(prev)
+        return torch.stack(outputs, dim=1), [s[0] for s in states]
+
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.return_sequences else None   # as Keras (also with go_backwards)
 
     def _initial_states(self, x, initial_state):
         n = len(self._state_names())

@@ -59,7 +59,8 @@ class LossesContainer:
         summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
         return summed / ((self.global_batch_size or batch) * (per.numel() // max(per.shape[0], 1) or 1))
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def __call__(self, y_true, y_pred, sample_weight=None, regularization=None):
+        """The compiled loss plus ``regularization`` (this replica's share of ``model.losses``)."""
         ys, ps = _as_list(y_true, len(self.losses)), _as_list(y_pred, len(self.losses))
         batch = int(ps[0].shape[0])
         # Trackers record the local mean weighted by the local batch, so replicas merge exactly.
@@ -76,6 +77,8 @@ class LossesContainer:
             total = value * w if total is None else total + value * w
         if total is None:
             raise ValueError("The model cannot be compiled because it has no loss to optimize.")
+        if regularization is not None:
+            total = total + regularization
         if batch:
             self.tracker.update_state(total.detach() * scale, sample_weight=batch)
         return total

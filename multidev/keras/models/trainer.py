@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from multidev import nn
 from multidev.keras import mixed_precision, optimizers
 from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.keras_tensor import flatten, map_structure
@@ -88,13 +89,20 @@ class Trainer:
 
     # ----- steps (override these as in Keras) -----------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
-        """The compiled loss for this batch (also updates the ``loss`` tracker)."""
+        """The compiled loss plus ``model.losses`` for this batch (also updates the ``loss`` tracker).
+
+        The added losses (``add_loss``, regularizers) are divided by the number of replicas in sync,
+        as TensorFlow does, so that summing the replicas' gradients counts each penalty once."""
+        extra = self.losses
+        regularization = nn.scale_regularization_loss(extra) if extra else None
         if self.compiled_loss is None:
+            if regularization is not None:
+                return regularization
             raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
         if y is None:
             raise ValueError("Target data is missing. Your model was compiled with a loss, and therefore expects "
                              "target data to be passed in `fit()` (x and y, or (x, y) batches).")
-        return self.compiled_loss(y, y_pred, sample_weight)
+        return self.compiled_loss(y, y_pred, sample_weight, regularization)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update compiled metrics and return ``{name: result}`` for all metrics."""

@@ -1,0 +1,82 @@
+"""Losses a layer adds (``add_loss``, activity and weight regularizers) and Keras masks on tensors.
+
+Call losses belong to the thread that made the call: replicas run the same layer objects in their
+own threads, and each replica's ``model.losses`` must hold its own batch's losses, not another
+replica's. The outermost layer call of a thread clears that thread's call losses of every sublayer,
+as Keras does at the start of each top-level call. Weight penalties are evaluated whenever
+``losses`` is read, on the weights the calling replica sees.
+
+A Keras mask travels on the tensor itself (``tensor._keras_mask``), as in Keras: a layer whose
+``call`` takes ``mask`` receives it, and ``compute_mask`` decides the output's mask.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+
+def _layers(layer):
+    from multidev.keras.layers.base import Layer
+    return [m for m in layer.modules() if isinstance(m, Layer)]
+
+
+def clear_call_losses(layer) -> None:
+    """Forget this thread's call losses of ``layer`` and all its sublayers (start of a top-level call)."""
+    me = threading.get_ident()
+    for m in _layers(layer):
+        if m._call_losses:
+            m._call_losses.pop(me, None)
+
+
+def add_call_loss(layer, loss) -> None:
+    """Record ``loss`` (a scalar tensor or number) for this thread's current call."""
+    value = loss if isinstance(loss, torch.Tensor) else torch.as_tensor(float(loss))
+    layer._call_losses.setdefault(threading.get_ident(), []).append(value)
+
+
+def record_activity(layer, outputs) -> None:
+    """Keras 3's activity penalty: the regularizer of each output divided by its batch size."""
+    flat = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    for out in flat:
+        if isinstance(out, torch.Tensor):
+            penalty = layer.activity_regularizer(out)
+            if out.dim() > 0:
+                penalty = penalty / out.shape[0] if out.shape[0] else penalty * 0.0
+            add_call_loss(layer, penalty)
+
+
+def collect(layer) -> list:
+    """This thread's call losses of ``layer`` and its sublayers, then the penalties of trainable weights."""
+    me = threading.get_ident()
+    found = [loss for m in _layers(layer) for loss in m._call_losses.get(me, ())]
+    return found + _penalties(layer, True)
+
+
+def _penalties(module, parent_trainable) -> list:
+    """Weight penalties of ``module`` and the layers under it whose weights are trainable (a frozen layer
+    has none). Weights are read by attribute, so inside a replica each penalty is of that replica's copy."""
+    from multidev.keras.layers.base import Layer
+    trainable, out = parent_trainable, []
+    if isinstance(module, Layer):
+        trainable = parent_trainable and module._trainable
+        if trainable:
+            out = [regularizer(getattr(module, attr)) for attr, regularizer in module._weight_regularizers]
+    for child in module._modules.values():
+        if child is not None:
+            out.extend(_penalties(child, trainable))
+    return out
+
+
+def mask_of(x):
+    """The Keras mask a tensor carries (None when it has none)."""
+    return getattr(x, "_keras_mask", None) if isinstance(x, torch.Tensor) else None
+
+
+def attach_mask(outputs, mask) -> None:
+    """Let ``outputs`` carry ``mask`` to the next layer."""
+    if isinstance(outputs, torch.Tensor):
+        outputs._keras_mask = mask
+    elif isinstance(outputs, (list, tuple)) and outputs and isinstance(outputs[0], torch.Tensor):
+        outputs[0]._keras_mask = mask

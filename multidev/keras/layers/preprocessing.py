@@ -1,0 +1,182 @@
+"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation.
+
+Example:
+    norm = md.keras.layers.Normalization()
+    norm.adapt(x_train)                       # per-feature mean and variance of the data
+    model = md.keras.Sequential([md.keras.layers.Rescaling(1 / 255), norm, ...])
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from multidev.keras.layers.base import Layer
+
+
+class Rescaling(Layer):
+    """``inputs * scale + offset`` (e.g. ``Rescaling(1 / 255)`` for images)."""
+
+    supports_masking = True
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale, self.offset = scale, offset
+
+    def call(self, inputs):
+        x = inputs if inputs.is_floating_point() else inputs.to(self._compute_torch_dtype)
+        return x * self.scale + self.offset
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+
+
+def _as_tensor(data) -> torch.Tensor:
+    if hasattr(data, "as_numpy_iterator") or hasattr(data, "__iter__") and not isinstance(data, (np.ndarray,
+                                                                                                  torch.Tensor, list)):
+        batches = [b[0] if isinstance(b, (tuple, list)) else b for b in data]
+        return torch.cat([torch.as_tensor(np.asarray(b)) for b in batches])
+    return torch.as_tensor(np.asarray(data))
+
+
+class Normalization(Layer):
+    """``(inputs - mean) / sqrt(variance)`` per feature of ``axis`` (``invert=True`` undoes it).
+
+    Give ``mean`` and ``variance``, or call ``adapt(data)`` before training: the statistics are
+    non-trainable weights, saved with the model and the same on every replica."""
+
+    supports_masking = True
+
+    def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
+        super().__init__(**kwargs)
+        if (mean is None) != (variance is None):
+            raise ValueError(f"When setting values directly, both `mean` and `variance` must be set. Received: "
+                             f"mean={mean!r} and variance={variance!r}")
+        self.axis = (axis,) if isinstance(axis, int) else tuple(axis or ())
+        self.invert = bool(invert)
+        self._init_mean, self._init_variance = mean, variance
+
+    def _stat_shape(self, input_shape):
+        rank = len(input_shape)
+        axes = [a % rank for a in self.axis]
+        return tuple(input_shape[i] if i in axes else 1 for i in range(1, rank)), axes
+
+    def build(self, input_shape):
+        shape, _ = self._stat_shape(input_shape)
+        self.add_weight("mean", shape, "zeros", trainable=False)
+        self.add_weight("variance", shape, "ones", trainable=False)
+        if self._init_mean is not None:
+            with torch.no_grad():
+                self.mean.copy_(torch.as_tensor(np.asarray(self._init_mean), dtype=self.mean.dtype).expand(shape))
+                self.variance.copy_(torch.as_tensor(np.asarray(self._init_variance),
+                                                    dtype=self.variance.dtype).expand(shape))
+
+    def adapt(self, data, batch_size=None, steps=None):
+        """Set mean and variance (biased, as Keras) from ``data`` (array, tensor or Dataset of batches)."""
+        x = _as_tensor(data).to(torch.float64)
+        shape, axes = self._stat_shape(tuple(x.shape))
+        if not self.built:
+            self.build(tuple(x.shape))
+            self.built = True
+        reduce = tuple(i for i in range(x.dim()) if i not in axes)
+        mean = x.mean(dim=reduce, keepdim=True)
+        variance = ((x - mean) ** 2).mean(dim=reduce, keepdim=True)
+        with torch.no_grad():
+            self.mean.copy_(mean.reshape(shape).to(self.mean.dtype))
+            self.variance.copy_(variance.reshape(shape).to(self.variance.dtype))
+
+    def call(self, inputs):
+        x = inputs if inputs.is_floating_point() else inputs.to(self._compute_torch_dtype)
+        std = torch.sqrt(torch.clamp(self.variance, min=1e-7)).to(x.dtype)
+        mean = self.mean.to(x.dtype)
+        return x * std + mean if self.invert else (x - mean) / std
+
+    def get_config(self):
+        return {**super().get_config(), "axis": list(self.axis), "invert": self.invert,
+                "mean": None if self._init_mean is None else np.asarray(self._init_mean).tolist(),
+                "variance": None if self._init_variance is None else np.asarray(self._init_variance).tolist()}
+
+
+def _generator(seed):
+    return None if seed is None else torch.Generator().manual_seed(int(seed))
+
+
+class RandomFlip(Layer):
+    """While training, flip each image left-right and/or up-down with probability 1/2; identity otherwise."""
+
+    _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
+
+    def __init__(self, mode="horizontal_and_vertical", seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if mode not in self._MODES:
+            raise ValueError(f"RandomFlip layer {self.name} received an unknown mode argument {mode!r}. "
+                             f"Valid: {list(self._MODES)}.")
+        self.mode, self.seed = mode, seed
+        self._rng = _generator(seed)
+
+    def _flip(self, x, axis):
+        coin = torch.rand(x.shape[0], generator=self._rng) < 0.5
+        coin = coin.to(x.device).view(-1, *([1] * (x.dim() - 1)))
+        return torch.where(coin, x.flip(axis), x)
+
+    def call(self, inputs, training=False):
+        if not training:
+            return inputs
+        x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
+        if self.mode in ("horizontal", "horizontal_and_vertical"):
+            x = self._flip(x, 2)
+        if self.mode in ("vertical", "horizontal_and_vertical"):
+            x = self._flip(x, 1)
+        return x if inputs.dim() == 4 else x[0]
+
+    def get_config(self):
+        return {**super().get_config(), "mode": self.mode, "seed": self.seed}
+
+
+class RandomRotation(Layer):
+    """While training, rotate each image by a random angle in ``factor * 2 * pi`` (channels-last images).
+
+    ``factor`` is a fraction of a full turn: ``0.1`` draws from [-36, 36] degrees; ``(lo, hi)`` gives
+    the range. ``fill_mode`` 'constant' (with ``fill_value``), 'reflect', 'nearest' or 'wrap' (torch's
+    grid_sample padding: zeros, reflection, border; 'wrap' is not available); ``interpolation``
+    'bilinear' or 'nearest'."""
+
+    _FILL = {"constant": "zeros", "reflect": "reflection", "nearest": "border"}
+
+    def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", seed=None, fill_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        lo, hi = (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
+        if lo > hi:
+            raise ValueError(f"`factor` lower bound must not exceed the upper bound. Received: factor={factor!r}")
+        if fill_mode not in self._FILL:
+            raise ValueError(f"Unknown `fill_mode` {fill_mode!r}. Expected one of {sorted(self._FILL)}.")
+        if interpolation not in ("bilinear", "nearest"):
+            raise ValueError(f"Unknown `interpolation` {interpolation!r}. Expected 'bilinear' or 'nearest'.")
+        if fill_mode == "constant" and fill_value:
+            raise ValueError(f"fill_mode='constant' supports fill_value=0.0 only. Received: fill_value={fill_value!r}")
+        self.factor, self.lower, self.upper = factor, float(lo), float(hi)
+        self.fill_mode, self.interpolation, self.seed, self.fill_value = fill_mode, interpolation, seed, fill_value
+        self._rng = _generator(seed)
+
+    def call(self, inputs, training=False):
+        if not training:
+            return inputs
+        x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
+        n = x.shape[0]
+        u = torch.rand(n, generator=self._rng, dtype=torch.float64)
+        angle = ((self.lower + (self.upper - self.lower) * u) * 2 * math.pi).to(x.dtype).to(x.device)
+        cos, sin = torch.cos(angle), torch.sin(angle)
+        zero = torch.zeros_like(cos)
+        theta = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
+        images = x.movedim(-1, 1).to(torch.float32) if not x.is_floating_point() else x.movedim(-1, 1)
+        grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
+        out = F.grid_sample(images, grid, mode=self.interpolation, padding_mode=self._FILL[self.fill_mode],
+                            align_corners=False).movedim(1, -1).to(x.dtype)
+        return out if inputs.dim() == 4 else out[0]
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor, "fill_mode": self.fill_mode,
+                "interpolation": self.interpolation, "seed": self.seed, "fill_value": self.fill_value}
