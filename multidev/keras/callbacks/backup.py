@@ -59,13 +59,13 @@ class BackupAndRestore(Callback):
         self._check_workers_agree(state)
         if state is None:
             return
+        has_optimizer = self.model.optimizer is not None
+        blobs = files.read_files(state, self.backup_dir, needs_optimizer=has_optimizer)
         variables = weights_io.variable_dict(self.model)
-        weights = files.read_tensors(state, "weights")
-        weights_io.check_and_assign(variables, weights, os.path.join(state["dir"], "weights.safetensors"))
-        opt_state = files.read_tensors(state, "optimizer")
-        if opt_state is not None and self.model.optimizer is not None:
-            self.model.optimizer.load_state_tensors(opt_state, variables)
-        self.model._resume_point = self._resume_point(state, files.read_tensors(state, "rng"))
+        weights_io.check_and_assign(variables, blobs["weights"], os.path.join(state["dir"], "weights.safetensors"))
+        if blobs["optimizer"] is not None and has_optimizer:
+            self.model.optimizer.load_state_tensors(blobs["optimizer"], variables)
+        self.model._resume_point = self._resume_point(state, blobs["rng"])
 
     def _resume_point(self, state, rng) -> ResumePoint:
         extended = self.model.distribute_strategy.extended
