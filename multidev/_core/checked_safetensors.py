@@ -73,17 +73,17 @@ def loads(data: bytes, source: str, verify: bool = True) -> tuple[dict, dict]:
         metadata = dict(header.get("__metadata__") or {})
     except (ValueError, UnicodeDecodeError) as err:
         raise DataLossError(f"Unable to load {source!r}: the file is corrupt, truncated or not a safetensors "
-                            f"file ({err}). Nothing was loaded from it (weights were not changed).") from err
+                            f"file ({err}). Nothing was loaded from it.") from err
     expected = metadata.pop(CHECKSUM_KEY, None)
     if verify and expected is not None and _digest(header, body) != expected:
         raise DataLossError(f"Checksum mismatch in {source!r}: the file was damaged after it was written (SHA-256 "
-                            "of its contents differs from the one stored in it). Nothing was loaded from it (weights were "
-                            "not changed); restore it from a good copy (verify_checksum=False would load the damaged data).")
+                            "of its contents differs from the one stored in it). Nothing was loaded from it; restore it "
+                            "from a good copy (verify_checksum=False would load the damaged data).")
     try:
         tensors = st_load(bytes(data))
     except Exception as err:  # safetensors raises its own error types for every kind of damage
         raise DataLossError(f"Unable to load {source!r}: the file is corrupt, truncated or not a safetensors "
-                            f"file ({type(err).__name__}: {err}). Nothing was loaded from it (weights were not changed).") from err
+                            f"file ({type(err).__name__}: {err}). Nothing was loaded from it.") from err
     return tensors, metadata
 
 

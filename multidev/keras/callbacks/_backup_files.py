@@ -110,7 +110,7 @@ def read_files(state: dict, backup_dir: str, needs_optimizer: bool) -> dict[str,
         try:
             out[name], _ = weights_io.read_tensors(data, path)
         except ValueError as err:
-            raise damaged(backup_dir, str(err).split(" Nothing was loaded")[0]) from err
+            raise damaged(backup_dir, str(err).split(" Nothing was loaded")[0].rstrip(".")) from err
     if out["rng"] is not None:
         _check_rng(backup_dir, out["rng"])
     if state.get("format") == 1 and (out["optimizer"] is None or out["rng"] is None):

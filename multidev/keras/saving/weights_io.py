@@ -22,6 +22,7 @@ import warnings
 import torch
 
 from multidev._core import atomic_files, checked_safetensors
+from multidev._core.errors import DataLossError
 
 FORMAT = "multidev.keras.weights/1"
 SUFFIX = ".safetensors"
@@ -78,7 +79,10 @@ def save_weights(model, filepath, overwrite=True) -> str:
 
 def read_tensors(data: bytes, source: str, verify_checksum: bool = True) -> tuple[dict, dict]:
     """Parse safetensors bytes; damage raises DataLossError (a ValueError) naming ``source``."""
-    return checked_safetensors.loads(data, source, verify=verify_checksum)
+    try:
+        return checked_safetensors.loads(data, source, verify=verify_checksum)
+    except DataLossError as err:
+        raise DataLossError(f"{err} The model's weights were not changed.") from err
 
 
 def check_and_assign(variables: dict, tensors: dict, source: str, skip_mismatch=False) -> None:
