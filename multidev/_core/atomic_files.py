@@ -9,7 +9,9 @@ new one renamed to ``path``, then the old one deleted. A kill between the two re
 ``path`` but a complete ``<path>.old-<token>``: ``recover_directory(path)`` (called by readers)
 renames it back.
 
-Temporaries are named ``<name>.tmp-<host>-<pid>-<random>`` (``.old-`` for set-aside directories).
+Temporaries are named ``<name>.tmp-<host>-<pid>-<random>`` (``.old-`` for set-aside directories,
+``.del-`` for trees being deleted by ``remove_tree``, which renames first so that a kill never leaves
+a half-deleted ``path``).
 A kill leaves them behind; the next writer of the same target deletes those of a process that is
 gone (same host, pid not alive) or, from another host, older than ``STALE_SECONDS``.
 New files and directories get the usual permissions (``0o666``/``0o777`` minus the umask), unlike
@@ -33,7 +35,7 @@ from collections.abc import Iterable, Iterator
 
 STALE_SECONDS = 24 * 3600   # temporaries of other hosts count as stale after this long
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
-_TOKEN = re.compile(r"\.(tmp|old)-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>\d+)-[0-9a-f]{8}$")
+_TOKEN = re.compile(r"\.(tmp|old|del)-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>\d+)-[0-9a-f]{8}$")
 
 
 def _token() -> str:
@@ -41,7 +43,7 @@ def _token() -> str:
 
 
 def temp_name(path: str, kind: str = "tmp") -> str:
-    """A fresh temporary name beside ``path`` of our own pattern (``kind`` is "tmp" or "old")."""
+    """A fresh temporary name beside ``path`` of our own pattern (``kind``: "tmp", "old" or "del")."""
     path = os.path.abspath(os.fspath(path)).rstrip(os.sep)
     return f"{path}.{kind}-{_token()}"
 
@@ -85,7 +87,7 @@ def clean_stale(path: str) -> list[str]:
     except OSError:
         return removed
     for entry in entries:
-        if not entry.startswith(base + ".") or entry[len(base):len(base) + 5] not in (".tmp-", ".old-"):
+        if not entry.startswith(base + ".") or entry[len(base):len(base) + 5] not in (".tmp-", ".old-", ".del-"):
             continue
         full = os.path.join(directory, entry)
         if entry[len(base):].startswith(".old-") and not os.path.lexists(path):
@@ -190,6 +192,19 @@ def swap_in(new: str, path: str) -> None:
         _remove(old)
 
 
+def remove_tree(path) -> None:
+    """Delete directory (or file) ``path`` so that a kill leaves it whole or gone: rename aside, then delete."""
+    path = os.path.abspath(os.fspath(path)).rstrip(os.sep)
+    if not os.path.lexists(path):
+        return
+    aside = temp_name(path, "del")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    _remove(aside)
+
+
 @contextlib.contextmanager
 def atomic_directory(path) -> Iterator[str]:
     """Build a directory in a temporary beside ``path``; on success swap it in (see module doc)."""
@@ -208,5 +223,5 @@ def atomic_directory(path) -> Iterator[str]:
         raise
 
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_directory", "recover_directory", "swap_in",
+__all__ = ["atomic_write", "atomic_write_text", "atomic_directory", "recover_directory", "swap_in", "remove_tree",
            "clean_stale", "temp_name", "STALE_SECONDS"]

@@ -25,7 +25,6 @@ import inspect
 import json
 import os
 import re
-import shutil
 from typing import Any
 
 import torch
@@ -129,7 +128,7 @@ class ParameterServerCheckpoint:
         if self.max_to_keep is None:
             return
         for step in self._steps()[:-self.max_to_keep]:
-            shutil.rmtree(os.path.join(self.directory, f"ckpt-{step}"), ignore_errors=True)
+            atomic_files.remove_tree(os.path.join(self.directory, f"ckpt-{step}"))
 
     def restore(self, path: str | None = None) -> int | None:
         """Load ``path`` (default: the latest) into the ps tasks and the local copies; returns its step,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import warnings
 
 from multidev._core import atomic_files
@@ -147,6 +146,7 @@ def _raw_state(backup_dir: str) -> dict | None:
 def write(backup_dir: str, blobs: dict[str, bytes], state: dict) -> None:
     """Commit a backup: ``blobs`` (name -> safetensors bytes) into a fresh directory, then the state."""
     os.makedirs(backup_dir, exist_ok=True)
+    atomic_files.clean_stale(backup_dir)    # e.g. a backup_dir whose deletion was killed
     name = f"ckpt-{_next_number(backup_dir, _raw_state(backup_dir))}"
     with atomic_files.atomic_directory(os.path.join(backup_dir, name)) as tmp:
         for key, data in blobs.items():
@@ -155,7 +155,7 @@ def write(backup_dir: str, blobs: dict[str, bytes], state: dict) -> None:
     atomic_files.atomic_write_text(os.path.join(backup_dir, STATE), json.dumps(committed))
     for entry in os.listdir(backup_dir):
         if _CKPT.fullmatch(entry) and entry != name:
-            shutil.rmtree(os.path.join(backup_dir, entry), ignore_errors=True)
+            atomic_files.remove_tree(os.path.join(backup_dir, entry))
     for key in FILES:   # format-1 files, superseded
         if os.path.exists(_file(backup_dir, key)):
             os.remove(_file(backup_dir, key))

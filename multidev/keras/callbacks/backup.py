@@ -20,10 +20,10 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
 
 import torch
 
+from multidev._core import atomic_files
 from multidev._core.errors import FailedPreconditionError
 from multidev.keras.callbacks import _backup_files as files
 from multidev.keras.callbacks._worker_paths import is_chief
@@ -127,4 +127,4 @@ class BackupAndRestore(Callback):
 
     def on_train_end(self, logs=None):
         if self.delete_checkpoint and is_chief(self.model) and os.path.isdir(self.backup_dir):
-            shutil.rmtree(self.backup_dir)
+            atomic_files.remove_tree(self.backup_dir)   # whole or gone, never half a backup
