@@ -138,3 +138,37 @@ def test_intact_backup_still_resumes(backup):
     m = model()
     fit(m, [callbacks.BackupAndRestore(str(backup), save_freq=2)])
     assert not backup.exists()
+
+
+@pytest.mark.timeout(300)
+def test_a_backup_killed_at_every_step_still_resumes_exactly(backup):
+    """Kill the next backup's writer before each mkdir/rename/replace (the steps that change what a reader
+    sees): the resumed fit always ends equal to an uninterrupted one (from the old backup or the new one),
+    and nothing of the dead writer remains."""
+    from tests.keras._kill_points import killed_at
+
+    reference = model()
+    fit(reference, [])
+    expected = [w.copy() for w in reference.get_weights()]
+    pristine = backup.parent / "pristine"
+    shutil.copytree(backup, pristine)
+
+    def one_more_backup():
+        try:
+            fit(model(), [callbacks.BackupAndRestore(str(backup), save_freq=2), CrashAt(2)])
+        except Crash:
+            pass
+
+    kills = 0
+    for point in range(1, 100):
+        shutil.rmtree(backup, ignore_errors=True)
+        shutil.copytree(pristine, backup)
+        if not killed_at(point, one_more_backup, points=("rename", "replace", "mkdir")):
+            break
+        kills += 1
+        resumed = model()
+        fit(resumed, [callbacks.BackupAndRestore(str(backup), save_freq=2)])
+        for got, want in zip(resumed.get_weights(), expected):
+            np.testing.assert_array_equal(got, want, err_msg=f"kill at step {point}")
+        assert sorted(os.listdir(backup.parent)) == ["pristine"], f"kill at step {point}: {os.listdir(backup.parent)}"
+    assert kills >= 6, kills
