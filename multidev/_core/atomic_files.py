@@ -12,8 +12,8 @@ renames it back.
 Temporaries are named ``<name>.tmp-<host>-<pid>-<random>`` (``.old-`` for set-aside directories,
 ``.del-`` for trees being deleted by ``remove_tree``, which renames first so that a kill never leaves
 a half-deleted ``path``).
-A kill leaves them behind; the next writer of the same target deletes those of a process that is
-gone (same host, pid not alive) or, from another host, older than ``STALE_SECONDS``.
+A kill leaves them behind; the next writer in the same directory deletes those of a process that
+is gone (same host, pid not alive) or, from another host, older than ``STALE_SECONDS``.
 New files and directories get the usual permissions (``0o666``/``0o777`` minus the umask), unlike
 ``tempfile.mkstemp``'s 0600.
 
@@ -74,25 +74,26 @@ def _is_stale(entry: str, full: str) -> bool:
 
 
 def clean_stale(path: str) -> list[str]:
-    """Delete our leftover temporaries of target ``path`` whose writer is gone; returns what was deleted.
+    """Delete our leftover temporaries beside ``path`` (any target in its directory) whose writer is
+    gone; returns what was deleted.
 
-    A set-aside ``.old-`` directory is only deleted while ``path`` itself exists (else it is the
+    A set-aside ``.old-`` directory is only deleted while its target exists (else it is the
     backup that ``recover_directory`` needs).
     """
-    path = os.path.abspath(os.fspath(path)).rstrip(os.sep)
-    directory, base = os.path.split(path)
+    directory = os.path.dirname(os.path.abspath(os.fspath(path)).rstrip(os.sep))
     removed = []
     try:
         entries = os.listdir(directory)
     except OSError:
         return removed
     for entry in entries:
-        if not entry.startswith(base + ".") or entry[len(base):len(base) + 5] not in (".tmp-", ".old-", ".del-"):
+        match = _TOKEN.search(entry)
+        if match is None or match.start() == 0:
             continue
         full = os.path.join(directory, entry)
-        if entry[len(base):].startswith(".old-") and not os.path.lexists(path):
+        if match.group(1) == "old" and not os.path.lexists(full[:len(full) - len(match.group(0))]):
             continue
-        if _TOKEN.fullmatch(entry[len(base):]) and _is_stale(entry, full):
+        if _is_stale(entry, full):
             _remove(full)
             removed.append(full)
     return removed

@@ -156,3 +156,14 @@ def test_files_and_directories_follow_the_umask(tmp_path, umask):
                        ("m/config.json", 0o666), ("m/model.weights.safetensors", 0o666)):
         mode = os.stat(tmp_path / name).st_mode & 0o777
         assert mode == full & ~umask, f"{name}: {oct(mode)}"
+
+
+def test_temporaries_left_by_earlier_versions_and_other_targets_are_cleaned(tmp_path):
+    legacy_old, legacy_new = tmp_path / ".tmp_abcd1234.safetensors", tmp_path / ".tmp_zzzz9999.safetensors"
+    legacy_old.write_bytes(b"x" * 100)
+    legacy_new.write_bytes(b"x")
+    os.utime(legacy_old, (0, 0))                          # a day-old leftover of a killed save
+    model = make_model(1)
+    assert killed_at(3, lambda: model.save_weights(str(tmp_path / "epoch1.safetensors")))
+    model.save_weights(str(tmp_path / "epoch2.safetensors"))   # another file in the same directory
+    assert sorted(os.listdir(tmp_path)) == [legacy_new.name, "epoch2.safetensors"]   # epoch1 never completed

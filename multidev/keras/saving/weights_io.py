@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 import warnings
 
 import torch
@@ -25,6 +27,8 @@ from multidev._core import atomic_files, checked_safetensors
 from multidev._core.errors import DataLossError
 
 FORMAT = "multidev.keras.weights/1"
+_LEGACY_TMP = re.compile(r"\.tmp_[a-z0-9_]{8}\.safetensors")   # temporaries of multidev <= this change
+_LEGACY_STALE_SECONDS = 3600
 SUFFIX = ".safetensors"
 
 
@@ -61,6 +65,19 @@ def to_bytes(tensors: dict, metadata: dict) -> bytes:
 def atomic_write(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` crash-safely (see ``_core.atomic_files``)."""
     atomic_files.atomic_write(path, data)
+    _clean_legacy_temps(os.path.dirname(os.path.abspath(path)))
+
+
+def _clean_legacy_temps(directory: str) -> None:
+    """Delete ``.tmp_<8>.safetensors`` files that killed saves of earlier versions left (older than 1 h)."""
+    try:
+        entries = [e for e in os.listdir(directory) if _LEGACY_TMP.fullmatch(e)]
+        for entry in entries:
+            full = os.path.join(directory, entry)
+            if time.time() - os.stat(full).st_mtime > _LEGACY_STALE_SECONDS:
+                os.remove(full)
+    except OSError:
+        pass
 
 
 def save_weights(model, filepath, overwrite=True) -> str:
