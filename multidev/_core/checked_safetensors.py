@@ -26,8 +26,18 @@ CHECKSUM_KEY = "multidev.sha256"
 _MAX_HEADER = 100 * 1024 * 1024
 
 
-def _cpu(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to("cpu").contiguous()
+def _cpu_tensors(tensors: dict) -> dict:
+    """Detached contiguous CPU tensors, copied where they would share memory (safetensors refuses that)."""
+    out, storages = {}, set()
+    for key, t in tensors.items():
+        t = t.detach().to("cpu").contiguous()
+        ptr = t.untyped_storage().data_ptr() if t.numel() else None
+        if ptr is not None and ptr in storages:
+            t = t.clone()
+        elif ptr is not None:
+            storages.add(ptr)
+        out[key] = t
+    return out
 
 
 def _digest(header: dict, data: memoryview) -> str:
@@ -54,7 +64,7 @@ def _split(data: bytes | memoryview) -> tuple[dict, memoryview]:
 
 def dumps(tensors: dict, metadata: dict | None = None) -> bytes:
     """safetensors bytes of ``tensors`` (moved to CPU) with string ``metadata`` and the checksum."""
-    raw = st_save({k: _cpu(v) for k, v in tensors.items()},
+    raw = st_save(_cpu_tensors(tensors),
                   metadata={str(k): str(v) for k, v in (metadata or {}).items()})
     header, data = _split(raw)
     header["__metadata__"] = dict(header.get("__metadata__") or {}, **{CHECKSUM_KEY: _digest(header, data)})
@@ -77,8 +87,8 @@ def loads(data: bytes, source: str, verify: bool = True) -> tuple[dict, dict]:
     expected = metadata.pop(CHECKSUM_KEY, None)
     if verify and expected is not None and _digest(header, body) != expected:
         raise DataLossError(f"Checksum mismatch in {source!r}: the file was damaged after it was written (SHA-256 "
-                            "of its contents differs from the one stored in it). Nothing was loaded from it; restore it "
-                            "from a good copy (verify_checksum=False would load the damaged data).")
+                            "of its contents differs from the one stored in it). Nothing was loaded from it; "
+                            "restore it from a good copy (verify_checksum=False would load the damaged data).")
     try:
         tensors = st_load(bytes(data))
     except Exception as err:  # safetensors raises its own error types for every kind of damage

@@ -69,8 +69,8 @@ def _edit_meta(path, **changes):
         json.dump(meta, f)
 
 
-@pytest.mark.parametrize("module, name", [("builtins", "print"), ("os", "system"), ("torch.optim.optimizer", "Optimizer"),
-                                          ("subprocess", "Popen")])
+@pytest.mark.parametrize("module, name", [("builtins", "print"), ("os", "system"),
+                                          ("torch.optim.optimizer", "Optimizer"), ("subprocess", "Popen")])
 def test_only_allowed_optimizer_classes_are_restored(tmp_path, module, name, capsys):
     ckpt = ParameterServerCheckpoint(_strategy(), tmp_path)
     path = ckpt.save(1)
