@@ -91,12 +91,13 @@ def read_state(backup_dir: str) -> dict | None:
 def read_files(state: dict, backup_dir: str, needs_optimizer: bool) -> dict[str, dict | None]:
     """Every file of the backup, validated: ``{"weights": tensors, "optimizer": ..., "rng": ...}``.
 
-    A file the backup should have (the optimizer's when ``needs_optimizer``) but lacks raises,
-    except for format-1 backups, which never had them (a warning says the resume is approximate).
+    A file the backup should have (the optimizer's when ``needs_optimizer``) but lacks raises.
+    Format-1 backups never had the RNG file: they resume at the epoch boundary with the current
+    RNG state, and a warning says so.
     """
-    wanted = list(FILES) if state.get("format") != 1 else list(state["files"])
-    if state.get("format") != 1 and not needs_optimizer and "optimizer" not in state["files"]:
-        wanted.remove("optimizer")
+    wanted = set(FILES) if state.get("format") != 1 else {"weights", "optimizer"}
+    if not needs_optimizer and "optimizer" not in state["files"]:
+        wanted.discard("optimizer")
     out: dict[str, dict | None] = {name: None for name in FILES}
     for name in FILES:
         path = _file(state["dir"], name)
@@ -112,9 +113,10 @@ def read_files(state: dict, backup_dir: str, needs_optimizer: bool) -> dict[str,
             raise damaged(backup_dir, str(err).split(" Nothing was loaded")[0].rstrip(".")) from err
     if out["rng"] is not None:
         _check_rng(backup_dir, out["rng"])
-    if state.get("format") == 1 and (out["optimizer"] is None or out["rng"] is None):
-        warnings.warn(f"The backup in {backup_dir!r} has the older format 1 without the optimizer or RNG state: "
-                      "training resumes at the next epoch with fresh optimizer/RNG state (not exactly).")
+    elif state.get("format") == 1:
+        warnings.warn(f"The backup in {backup_dir!r} has the older format 1, without RNG state: training resumes "
+                      "at the next epoch with the current RNG state (shuffling and dropout differ from an "
+                      "uninterrupted run).")
     return out
 
 
