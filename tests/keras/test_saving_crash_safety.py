@@ -167,3 +167,23 @@ def test_temporaries_left_by_earlier_versions_and_other_targets_are_cleaned(tmp_
     assert killed_at(3, lambda: model.save_weights(str(tmp_path / "epoch1.safetensors")))
     model.save_weights(str(tmp_path / "epoch2.safetensors"))   # another file in the same directory
     assert sorted(os.listdir(tmp_path)) == [legacy_new.name, "epoch2.safetensors"]   # epoch1 never completed
+
+
+def test_model_checkpoint_killed_while_saving_keeps_the_last_good_file(tmp_path):
+    from multidev.keras import callbacks
+
+    path = str(tmp_path / "best.safetensors")
+    x, y = np.ones((8, 4), "float32"), np.zeros((8, 2), "float32")
+    model = make_model(1)
+    model.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, save_weights_only=True)])
+    first = weights(model)
+
+    def second_epoch():
+        model.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, save_weights_only=True)])
+
+    assert killed_at(3, second_epoch)      # dies before replacing best.safetensors
+    probe = make_model(3)
+    probe.load_weights(path)
+    assert same(weights(probe), first)
+    model.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, save_weights_only=True)])
+    assert os.listdir(tmp_path) == ["best.safetensors"]
