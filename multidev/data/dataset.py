@@ -311,7 +311,13 @@ class Dataset(abc.ABC):
         return ShardDataset(self, num_shards, index)
 
     def cache(self, filename: str = "", name: str | None = None) -> "Dataset":
-        """Keep the elements in memory after the first full pass (or in ``filename``)."""
+        """Keep the elements in memory after the first full pass (or in ``filename``).
+
+        With ``filename``, the elements go to ``filename + ".mdcache.safetensors"`` (safetensors and
+        JSON, never pickle; written atomically, checksummed) keyed by a fingerprint of this pipeline:
+        a later run of the same pipeline replays the file, another pipeline never does (it warns and
+        rebuilds the file). Example: ``ds.map(parse).cache("/tmp/parsed")``.
+        """
         from multidev.data.transforms import CacheDataset
 
         return CacheDataset(self, filename)

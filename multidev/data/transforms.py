@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
-
-import numpy as np
-import torch
 
 from multidev._core.errors import InvalidArgumentError
 from multidev.data import cardinality as _card
-from multidev.data import structure
+from multidev.data import cache_file, fingerprint
 from multidev.data._checks import as_int, count_or_all
 from multidev.data.dataset import Dataset
 from multidev.data.options import Options
@@ -173,9 +171,12 @@ def file_shard_message(num_files: int, num_shards: int) -> str:
 
 
 class CacheDataset(_UnaryDataset):
-    """Replays the elements of the first complete pass (memory, or ``filename`` via torch.save).
+    """Replays the elements of the first complete pass (memory, or the file ``filename`` + ".mdcache.safetensors").
 
-    A pass that stops early caches nothing (TF discards partial caches too).
+    A pass that stops early caches nothing (TF discards partial caches too). A file cache is keyed
+    by the pipeline's fingerprint (``data.fingerprint``): a file written by another pipeline is
+    not replayed (a warning says it is rebuilt); a damaged file raises ``md.errors.DataLossError``.
+    Format and crash safety: ``data.cache_file``.
     """
 
     def __init__(self, input_dataset: Dataset, filename: str = ""):
@@ -201,40 +202,35 @@ class CacheDataset(_UnaryDataset):
             yield element
         self._save(elements)
 
+    def _key(self) -> tuple[str, str]:
+        if "key" not in self._store:
+            description = fingerprint.describe_pipeline(self._input)
+            self._store["key"] = (fingerprint.pipeline_fingerprint(self._input), description)
+        return self._store["key"]
+
     def _load(self) -> list | None:
         if "elements" in self._store:
             return self._store["elements"]
-        if self._filename and os.path.exists(self._filename + ".mdcache"):
-            saved = torch.load(self._filename + ".mdcache", weights_only=True)  # no arbitrary pickles
-            self._store["elements"] = [_decode(e) for e in saved]
-            return self._store["elements"]
-        return None
+        if not self._filename:
+            return None
+        path = cache_file.cache_path(self._filename)
+        elements, other = cache_file.read(path, self._key()[0])
+        if other is not None:
+            warnings.warn(f"The dataset cache {path!r} was written by another input pipeline (fingerprint "
+                          f"{str(other.get('key'))[:12]}, this one {self._key()[0][:12]}); it is not replayed and "
+                          "will be rewritten after this pass. Use a different cache filename per pipeline.")
+        if elements is not None:
+            self._store["elements"] = elements
+        return elements
 
     def _save(self, elements: list) -> None:
         self._store["elements"] = elements
         if self._filename:
-            torch.save([structure.map_structure(_encode, e) for e in elements], self._filename + ".mdcache")
+            key, description = self._key()
+            cache_file.write(cache_file.cache_path(self._filename), elements, key, description)
 
     def _cardinality(self) -> int:
         return self._input._cardinality()
-
-
-_STRINGS = "__md_data_strings__"
-
-
-def _encode(component: Any) -> Any:
-    """String arrays as nested lists (loadable with ``weights_only=True``)."""
-    return {_STRINGS: component.tolist()} if isinstance(component, np.ndarray) else component
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict) and _STRINGS in value:
-        return np.array(value[_STRINGS], dtype=object)
-    if isinstance(value, tuple):
-        return tuple(_decode(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
-    return value
 
 
 class OptionsDataset(_UnaryDataset):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import multidev as md
 import multidev.keras as keras
 from multidev.keras import callbacks, layers, models
 
@@ -132,9 +133,15 @@ def test_a_backup_of_the_older_single_directory_layout_is_still_read(tmp_path):
     backup.mkdir()
     first.save_weights(str(backup / "weights.safetensors"))
     (backup / "state.json").write_text(json.dumps({"epoch": 0}))
+    with pytest.raises(md.errors.DataLossError, match="optimizer file .* is missing.*Delete"):
+        fit(model(), [callbacks.BackupAndRestore(str(backup))])     # format 1 always had the optimizer's
+    first.save(str(tmp_path / "model"))
+    os.replace(tmp_path / "model" / "optimizer.safetensors", backup / "optimizer.safetensors")
     resumed, steps = model(), Steps()
-    fit(resumed, [callbacks.BackupAndRestore(str(backup)), steps])
+    with pytest.warns(UserWarning, match="format 1, without RNG state"):
+        fit(resumed, [callbacks.BackupAndRestore(str(backup)), steps])
     assert steps.trained[0] == (1, 0) and len(steps.trained) == 10
+    assert int(resumed.optimizer.iterations) == 15
 
 
 def test_the_same_model_resumes_in_process_under_a_strategy(tmp_path):

@@ -20,10 +20,10 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
 
 import torch
 
+from multidev._core import atomic_files
 from multidev._core.errors import FailedPreconditionError
 from multidev.keras.callbacks import _backup_files as files
 from multidev.keras.callbacks._worker_paths import is_chief
@@ -59,13 +59,13 @@ class BackupAndRestore(Callback):
         self._check_workers_agree(state)
         if state is None:
             return
+        has_optimizer = self.model.optimizer is not None
+        blobs = files.read_files(state, self.backup_dir, needs_optimizer=has_optimizer)
         variables = weights_io.variable_dict(self.model)
-        weights = files.read_tensors(state, "weights")
-        weights_io.check_and_assign(variables, weights, os.path.join(state["dir"], "weights.safetensors"))
-        opt_state = files.read_tensors(state, "optimizer")
-        if opt_state is not None and self.model.optimizer is not None:
-            self.model.optimizer.load_state_tensors(opt_state, variables)
-        self.model._resume_point = self._resume_point(state, files.read_tensors(state, "rng"))
+        weights_io.check_and_assign(variables, blobs["weights"], os.path.join(state["dir"], "weights.safetensors"))
+        if blobs["optimizer"] is not None and has_optimizer:
+            self.model.optimizer.load_state_tensors(blobs["optimizer"], variables)
+        self.model._resume_point = self._resume_point(state, blobs["rng"])
 
     def _resume_point(self, state, rng) -> ResumePoint:
         extended = self.model.distribute_strategy.extended
@@ -127,4 +127,4 @@ class BackupAndRestore(Callback):
 
     def on_train_end(self, logs=None):
         if self.delete_checkpoint and is_chief(self.model) and os.path.isdir(self.backup_dir):
-            shutil.rmtree(self.backup_dir)
+            atomic_files.remove_tree(self.backup_dir)   # whole or gone, never half a backup

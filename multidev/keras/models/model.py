@@ -113,10 +113,14 @@ class Model(Trainer, Layer):
         from multidev.keras.saving import weights_io
         weights_io.save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath, skip_mismatch=False, by_name=False, options=None):
-        """Load weights written by ``save_weights``; mismatches raise ValueError listing all, changing nothing."""
+    def load_weights(self, filepath, skip_mismatch=False, by_name=False, options=None, verify_checksum=True):
+        """Load weights written by ``save_weights``; mismatches raise ValueError listing all, changing nothing.
+
+        The file's checksum is verified (damage raises ``md.errors.DataLossError``);
+        ``verify_checksum=False`` skips that for speed.
+        """
         from multidev.keras.saving import weights_io
-        weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+        weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, **_):
         """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``."""

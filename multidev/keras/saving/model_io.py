@@ -6,6 +6,9 @@ Layout (a directory, or the same members in a zip archive when ``path`` ends wit
   ``optimizer.safetensors``     optimizer state (``iterations`` and slots as ``<weight>/<slot>``), if compiled
 Built-in layers, Sequential and functional models round-trip; subclassed models and custom
 layers need ``get_config`` and ``custom_objects={name: cls}`` on load.
+Crash-safe: the new directory is built beside the old one and swapped in (``_core.atomic_files``),
+so a kill at any moment leaves a loadable model (``load_model`` finishes an interrupted swap).
+Weights files carry a checksum, verified on load unless ``verify_checksum=False``.
 
 Example:
     model.save("my_model")
@@ -17,10 +20,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import warnings
 import zipfile
 
+from multidev._core import atomic_files
 from multidev.keras import losses, metrics, optimizers
 from multidev.keras.metrics.base import Metric
 from multidev.keras.saving import weights_io
@@ -84,20 +87,13 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
                 zf.writestr(name, data)
         weights_io.atomic_write(path, buf.getvalue())
         return
-    tmp = path.rstrip("/\\") + ".tmp_save"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    for name, data in members.items():
-        with open(os.path.join(tmp, name), "wb") as f:
-            f.write(data)
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    elif os.path.exists(path):
-        os.remove(path)
-    os.replace(tmp, path)
+    with atomic_files.atomic_directory(path) as tmp:
+        for name, data in members.items():
+            atomic_files.atomic_write(os.path.join(tmp, name), data)
 
 
 def _read_members(path) -> dict:
+    atomic_files.recover_directory(path)   # a save killed between its two renames
     if os.path.isdir(path):
         out = {}
         for name in (CONFIG, WEIGHTS, OPTIMIZER):
@@ -115,8 +111,11 @@ def _read_members(path) -> dict:
     raise FileNotFoundError(f"No model found at {path!r}: save one with model.save({path!r}).")
 
 
-def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """Rebuild a model saved by ``model.save`` (architecture, weights, compile state, optimizer state)."""
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, verify_checksum=True):
+    """Rebuild a model saved by ``model.save`` (architecture, weights, compile state, optimizer state).
+
+    ``verify_checksum=False`` skips the weights files' SHA-256 check (faster for very large models).
+    """
     path = os.fspath(filepath)
     members = _read_members(path)
     if CONFIG not in members or WEIGHTS not in members:
@@ -128,7 +127,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     if config.get("format") != FORMAT:
         raise ValueError(f"Unknown model format {config.get('format')!r} in {path!r}; expected {FORMAT!r}.")
     model = deserialize_layer(config, custom_objects)
-    tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}")
+    tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}", verify_checksum)
     variables = weights_io.variable_dict(model)
     weights_io.check_and_assign(variables, tensors, f"{path}/{WEIGHTS}")
     cc = config.get("compile_config")
@@ -136,7 +135,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         model.compile(optimizer=optimizers.get(cc["optimizer"]), loss=_loss(cc["loss"]), metrics=_metric(cc["metrics"]),
                       loss_weights=cc["loss_weights"], weighted_metrics=_metric(cc["weighted_metrics"]))
         if OPTIMIZER in members:
-            state, _ = weights_io.read_tensors(members[OPTIMIZER], f"{path}/{OPTIMIZER}")
+            state, _ = weights_io.read_tensors(members[OPTIMIZER], f"{path}/{OPTIMIZER}", verify_checksum)
             model.optimizer.load_state_tensors(state, variables)
     return model
 

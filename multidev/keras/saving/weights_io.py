@@ -6,20 +6,29 @@ itself if that file exists). Keys are the model's module paths (``layers.0.kerne
 ``layers.3.moving_mean``; attribute names for subclassed models), so a checkpoint loads into a
 fresh copy of the same architecture regardless of auto-generated layer names. Loading checks
 every name and shape first and changes nothing unless all match (or ``skip_mismatch``).
+
+Integrity: files carry a SHA-256 checksum of their contents (``_core.checked_safetensors``),
+verified on load (``verify_checksum=False`` skips it, for speed); damage raises
+``md.errors.DataLossError``. Files are written crash-safely (``_core.atomic_files``): a kill
+leaves the old file or the new one, and the next save deletes the dead writer's temporary.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import re
+import time
 import warnings
 
 import torch
-from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
+
+from multidev._core import atomic_files, checked_safetensors
+from multidev._core.errors import DataLossError
 
 FORMAT = "multidev.keras.weights/1"
+_LEGACY_TMP = re.compile(r"\.tmp_[a-z0-9_]{8}\.safetensors")   # temporaries of multidev <= this change
+_LEGACY_STALE_SECONDS = 3600
 SUFFIX = ".safetensors"
 
 
@@ -48,27 +57,27 @@ def variable_dict(model) -> dict:
     return out
 
 
-def _cpu(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to("cpu").contiguous().clone()
-
-
 def to_bytes(tensors: dict, metadata: dict) -> bytes:
-    """Serialize tensors + string metadata to safetensors bytes."""
-    return st_save({k: _cpu(v) for k, v in tensors.items()}, metadata={k: str(v) for k, v in metadata.items()})
+    """Serialize tensors + string metadata to safetensors bytes (with a checksum)."""
+    return checked_safetensors.dumps(tensors, metadata)
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file, so a crash never leaves a half-written file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_", suffix=SUFFIX)
+    """Write ``data`` to ``path`` crash-safely (see ``_core.atomic_files``)."""
+    atomic_files.atomic_write(path, data)
+    _clean_legacy_temps(os.path.dirname(os.path.abspath(path)))
+
+
+def _clean_legacy_temps(directory: str) -> None:
+    """Delete ``.tmp_<8>.safetensors`` files that killed saves of earlier versions left (older than 1 h)."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        entries = [e for e in os.listdir(directory) if _LEGACY_TMP.fullmatch(e)]
+        for entry in entries:
+            full = os.path.join(directory, entry)
+            if time.time() - os.stat(full).st_mtime > _LEGACY_STALE_SECONDS:
+                os.remove(full)
+    except OSError:
+        pass
 
 
 def save_weights(model, filepath, overwrite=True) -> str:
@@ -85,16 +94,12 @@ def save_weights(model, filepath, overwrite=True) -> str:
     return path
 
 
-def read_tensors(data: bytes, source: str) -> tuple[dict, dict]:
-    """Parse safetensors bytes; a corrupt or truncated file raises ValueError naming ``source``."""
+def read_tensors(data: bytes, source: str, verify_checksum: bool = True) -> tuple[dict, dict]:
+    """Parse safetensors bytes; damage raises DataLossError (a ValueError) naming ``source``."""
     try:
-        tensors = st_load(data)
-        header_len = int.from_bytes(data[:8], "little")
-        metadata = json.loads(data[8:8 + header_len]).get("__metadata__", {}) or {}
-    except Exception as err:  # safetensors raises its own error types for every kind of damage
-        raise ValueError(f"Unable to load weights from {source!r}: the file is corrupt, truncated or not a "
-                         f"safetensors file ({type(err).__name__}: {err}). The model's weights were not changed.") from err
-    return tensors, metadata
+        return checked_safetensors.loads(data, source, verify=verify_checksum)
+    except DataLossError as err:
+        raise DataLossError(f"{err} The model's weights were not changed.") from err
 
 
 def check_and_assign(variables: dict, tensors: dict, source: str, skip_mismatch=False) -> None:
@@ -118,12 +123,15 @@ def check_and_assign(variables: dict, tensors: dict, source: str, skip_mismatch=
                 var.copy_(tensors[k].to(var.device, var.dtype))
 
 
-def load_weights(model, filepath, skip_mismatch=False) -> None:
-    """Load ``save_weights`` output into ``model`` (all-or-nothing unless ``skip_mismatch``)."""
+def load_weights(model, filepath, skip_mismatch=False, verify_checksum=True) -> None:
+    """Load ``save_weights`` output into ``model`` (all-or-nothing unless ``skip_mismatch``).
+
+    ``verify_checksum=False`` skips the SHA-256 check of the file (faster for very large files).
+    """
     path = weights_path(filepath, for_write=False)
     with open(path, "rb") as f:
         data = f.read()
-    tensors, _ = read_tensors(data, path)
+    tensors, _ = read_tensors(data, path, verify_checksum)
     variables = variable_dict(model)
     if not variables:
         raise ValueError(f"Model {model.name!r} has no weights yet, so {path!r} cannot be loaded into it: build the "
