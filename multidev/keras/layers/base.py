@@ -291,6 +291,22 @@ class Layer(nn.Module):
         return self._output_shape
 
     @property
+    def input(self):
+        """The input KerasTensor(s) of this layer's first symbolic call (Keras's ``layer.input``)."""
+        return self._first_node("input_tensors", "input")
+
+    @property
+    def output(self):
+        """The output KerasTensor(s) of this layer's first symbolic call (Keras's ``layer.output``)."""
+        return self._first_node("outputs", "output")
+
+    def _first_node(self, attr, what):
+        if not self._inbound_nodes:
+            raise AttributeError(f"The layer {self.name} has never been called and thus has no defined {what}.")
+        values = getattr(self._inbound_nodes[0], attr)
+        return values[0] if len(values) == 1 else list(values)
+
+    @property
     def dtype(self) -> str:
         return self._dtype_policy.variable_dtype
 
