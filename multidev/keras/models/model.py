@@ -121,6 +121,12 @@ class Model(Trainer, Layer):
     def _maybe_build(self, inputs):
         if not self.built:
             self.built = True      # a subclassed model's layers build themselves inside call
+            if self.__dict__.get("_input_signature") is None:
+                from multidev.keras.saving.subclassed import signature
+                try:
+                    self._input_signature = signature(inputs)     # lets save() rebuild it on load
+                except (AttributeError, TypeError):
+                    pass
 
     def summary(self, line_length=None, positions=None, print_fn=None, **_):
         """Print Keras's table: layer (type), output shape, param #, and the totals."""
@@ -133,7 +139,13 @@ class Model(Trainer, Layer):
         return int(sum(w.numel() for w in self.weights))
 
     def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
-        """Write weights to safetensors (``<path>.safetensors`` unless the path already ends with it)."""
+        """Write weights to exactly ``filepath``, which must end in ``.weights.h5`` (Keras 3) or ``.safetensors``.
+
+        The content is safetensors either way. Any other name raises ValueError, as Keras 3 does.
+
+        Example:
+            >>> model.save_weights("model.weights.h5")
+        """
         from multidev.keras.saving import weights_io
         weights_io.save_weights(self, filepath, overwrite=overwrite)
 
