@@ -80,7 +80,7 @@ with strategy.scope():
     model.build((None, 6))
     model.compile(optimizer=md.keras.optimizers.Adam(0.02), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
-table = model.layers[0].weights[0]
+table = model.layers[0].embeddings           # the whole ShardedVariable (.weights lists its shards)
 before = table.read_value().clone()
 
 def dataset_fn(input_context):

@@ -218,12 +218,13 @@ class Layer(nn.Module):
 
     @property
     def weights(self) -> list:
-        """Trainable then non-trainable weights (Keras order)."""
+        """Trainable then non-trainable weights (Keras order); a variable split into shards by a
+        ParameterServerStrategy partitioner is listed shard by shard, as in TF."""
         seen, out = set(), []
         for w in self.trainable_weights + self.non_trainable_weights:
             if id(w) not in seen:
                 seen.add(id(w))
-                out.append(w)
+                out += w.variables if getattr(type(w), "_lists_shards", False) else [w]
         return out
 
     trainable_variables = trainable_weights
