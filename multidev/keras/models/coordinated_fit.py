@@ -75,10 +75,11 @@ def _build_metrics(model: Any, creator: DatasetCreator, strategy: Any) -> None:
 
 
 def _epoch_logs(model: Any, last_step: dict) -> dict:
-    """The last step's logs, with the metrics read where they live (the ps: every worker's updates)."""
+    """The last step's logs, with metrics kept on the ps read there (every worker's updates); a metric
+    created outside the strategy's scope lives on each worker, so its last step's value stays."""
     logs = dict(last_step)
     for metric in model.metrics:
-        if metric.name in logs:
+        if metric.name in logs and metric.variables and all(isinstance(v, PSVariable) for v in metric.variables):
             logs[metric.name] = float(metric.result())
     return logs
 
