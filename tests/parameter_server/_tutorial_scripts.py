@@ -76,7 +76,11 @@ for _ in range(2):
 coordinator.join()
 with torch.no_grad():
     local = ((model(torch.from_numpy(features[:16]))[:, 0] > 0.5).long() == torch.from_numpy(labels[:16])).float()
+# set_weights through the listed shards reaches the ps (a worker reads the new rows)
+emb_layer.set_weights([np.full((4, 16384), 0.5, "float32"), np.full((4, 16384), -0.5, "float32")])
+rows = coordinator.schedule(lambda: emb_layer.embeddings[[0, 7], :2].clone()).fetch()
 print("RESULT", json.dumps({
+    "got_weights": [list(w.shape) for w in emb_layer.get_weights()], "rows_after_set": rows.tolist(),
     "shards": shards, "num_weights": len(emb_layer.weights), "count_params": emb_layer.count_params(),
     "epoch_accuracy": epoch_accuracy, "epoch_counts": epoch_counts, "epoch_examples": epoch_examples,
     "eval_accuracy": float(eval_accuracy.result()), "eval_count": float(eval_accuracy.count.numpy()),

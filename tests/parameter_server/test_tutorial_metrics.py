@@ -45,3 +45,5 @@ def test_sharded_embedding_lists_one_weight_per_shard_with_its_ps_device(tutoria
         {"shape": [4, 16384], "device": "/job:ps/replica:0/task:1/device:CPU:0"},
     ]
     assert tutorial["count_params"] == 8 * 16384
+    assert tutorial["got_weights"] == [[4, 16384], [4, 16384]]
+    assert tutorial["rows_after_set"] == [[0.5, 0.5], [-0.5, -0.5]]      # set_weights per shard reached the ps
