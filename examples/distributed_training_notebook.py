@@ -159,9 +159,9 @@ def saving_and_loading(model, train, global_batch_size) -> None:
     print(model.layers[0].kernel)             # a MirroredVariable: one copy per replica
     print(model.get_weights())                # but get_weights returns one set of weights
     with tempfile.TemporaryDirectory() as tmp:
-        model.save_weights(os.path.join(tmp, "ckpt"))          # writes ckpt.safetensors
+        model.save_weights(os.path.join(tmp, "ckpt.weights.h5"))   # Keras 3's name; safetensors inside
         nonrep_model = create_and_compile_model()              # a new, unreplicated model
-        nonrep_model.load_weights(os.path.join(tmp, "ckpt"))
+        nonrep_model.load_weights(os.path.join(tmp, "ckpt.weights.h5"))
     perf = nonrep_model.evaluate(train.batch(global_batch_size), verbose=0)
     print("Loaded model loss: {:.6f}".format(perf[0]))
 

@@ -20,6 +20,7 @@ from multidev.autodiff import GradientTape, UnconnectedGradients
 from multidev.function import function
 from multidev.values import Variable
 from multidev import keras
+from multidev import train
 
 __version__ = "0.1.0"
 
@@ -27,6 +28,7 @@ __all__ = [
     "data",
     "errors",
     "keras",
+    "train",
     "ReduceOp",
     "VariableAggregation",
     "VariableSynchronization",

@@ -65,16 +65,16 @@ def test_history_and_lambda_callback_hooks():
 
 def test_model_checkpoint_formats_epoch_and_saves_best_only(tmp_path):
     x, y = regression()
-    pattern = str(tmp_path / "w.{epoch:02d}-{loss:.2f}")
+    pattern = str(tmp_path / "w.{epoch:02d}-{loss:.2f}.weights.h5")
     linear_model().fit(x, y, epochs=3, verbose=0, callbacks=[callbacks.ModelCheckpoint(pattern, monitor="loss",
                                                                                        save_weights_only=True)])
     files = sorted(os.listdir(tmp_path))
-    assert len(files) == 3 and files[0].startswith("w.01-") and files[0].endswith(".safetensors")
-    best = str(tmp_path / "best")
+    assert len(files) == 3 and files[0].startswith("w.01-") and files[0].endswith(".weights.h5")
+    best = str(tmp_path / "best.safetensors")
     model = linear_model(lr=0.0)                      # loss never improves after epoch 1
     ckpt = callbacks.ModelCheckpoint(best, monitor="loss", save_best_only=True, save_weights_only=True, verbose=1)
     model.fit(x, y, epochs=3, verbose=0, callbacks=[ckpt])
-    assert os.path.exists(best + ".safetensors") and ckpt.best is not None
+    assert os.path.exists(best) and ckpt.best is not None
     full = str(tmp_path / "full_model")
     model.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(full)])
     assert os.path.isfile(os.path.join(full, "config.json"))

@@ -97,13 +97,13 @@ def test_lazily_built_model_is_mirrored():
 def test_checkpoint_moves_between_strategies(tmp_path):
     two = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     model, _ = _fit(two)
-    model.save_weights(str(tmp_path / "ckpt"))
+    model.save_weights(str(tmp_path / "ckpt.weights.h5"))
     three = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
     with three.scope():
         other = _model()
-    other.load_weights(str(tmp_path / "ckpt"))
+    other.load_weights(str(tmp_path / "ckpt.weights.h5"))
     plain = _model()
-    plain.load_weights(str(tmp_path / "ckpt"))
+    plain.load_weights(str(tmp_path / "ckpt.weights.h5"))
     x, _ = _data()
     np.testing.assert_allclose(other.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
     np.testing.assert_allclose(plain.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)

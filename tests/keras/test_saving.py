@@ -1,6 +1,8 @@
-"""save_weights/load_weights (safetensors, bare 'ckpt' path), save/load_model, bad checkpoints."""
+"""save_weights/load_weights (Keras 3 names, safetensors content), save/load_model, bad checkpoints."""
 
+import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -22,23 +24,41 @@ def data():
     return rng.randn(32, 4).astype("float32"), rng.randint(0, 2, 32)
 
 
-def test_bare_ckpt_path_round_trip(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["ckpt.weights.h5", "ckpt.safetensors"])
+def test_weights_file_has_exactly_the_name_given(tmp_path, monkeypatch, name):
+    """Keras 3: save_weights("x.weights.h5") writes x.weights.h5 (multidev: safetensors inside)."""
     monkeypatch.chdir(tmp_path)
     x, y = data()
     model = make_model()
     model.fit(x, y, epochs=1, verbose=0)
-    model.save_weights("ckpt")
-    assert os.path.exists("ckpt.safetensors")
+    model.save_weights(name)
+    assert os.listdir(tmp_path) == [name]
+    raw = (tmp_path / name).read_bytes()
+    header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+    assert header["__metadata__"]["format"] == "multidev.keras.weights/1"      # safetensors, not HDF5
     fresh = make_model()
     assert not np.allclose(fresh.predict(x, verbose=0), model.predict(x, verbose=0))
-    fresh.load_weights("ckpt")
+    fresh.load_weights(name)
     np.testing.assert_allclose(fresh.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
     for a, b in zip(fresh.get_weights(), model.get_weights()):
         np.testing.assert_array_equal(a, b)             # moving statistics included
 
 
+@pytest.mark.parametrize("name", ["ckpt", "ckpt.h5", "ckpt.weights", "ckpt.keras", "ckpt.pt"])
+def test_weights_names_without_a_valid_suffix_raise(tmp_path, name):
+    """Keras 3 raises ValueError unless the name ends in .weights.h5; multidev also takes .safetensors."""
+    model = make_model()
+    path = str(tmp_path / name)
+    with pytest.raises(ValueError, match=r"must end in `\.weights\.h5` \(Keras 3\) or `\.safetensors`.*"
+                                         + re.escape(repr(path))):
+        model.save_weights(path)
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ValueError, match="must end in"):
+        model.load_weights(path)
+
+
 def test_mismatched_checkpoint_lists_all_problems_and_changes_nothing(tmp_path):
-    path = str(tmp_path / "w")
+    path = str(tmp_path / "w.weights.h5")
     make_model(units=8).save_weights(path)
     other = make_model(units=6)
     before = other.get_weights()
@@ -67,8 +87,8 @@ def test_corrupt_and_truncated_files(tmp_path):
             model.load_weights(path)
     for a, b in zip(before, model.get_weights()):
         np.testing.assert_array_equal(a, b)
-    with pytest.raises(FileNotFoundError, match="missing.safetensors"):
-        model.load_weights(str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="missing.weights.h5"):
+        model.load_weights(str(tmp_path / "missing.weights.h5"))
 
 
 @pytest.mark.parametrize("name", ["saved_model", "saved.keras"])
@@ -132,13 +152,13 @@ def test_subclassed_model_saves_weights_but_not_config(tmp_path):
 
     net = Net()
     net(torch.ones(1, 3))
-    net.save_weights(str(tmp_path / "n"))
+    net.save_weights(str(tmp_path / "n.weights.h5"))
     other = Net()
     other(torch.ones(1, 3))
-    other.load_weights(str(tmp_path / "n"))
+    other.load_weights(str(tmp_path / "n.weights.h5"))
     torch.testing.assert_close(other.d.kernel, net.d.kernel)
-    with pytest.raises(NotImplementedError, match="get_config"):
-        net.save(str(tmp_path / "full"))
+    with pytest.raises(ValueError, match="defined inside a function.*get_config"):
+        net.save(str(tmp_path / "full.keras"))      # a local class could not be imported on load
 
 
 def test_every_builtin_layer_config_round_trips():

@@ -54,7 +54,7 @@ if env.get("JOB_BACKUP_FREQ"):
     callbacks.append(keras.callbacks.BackupAndRestore(os.path.join(out, "backup"),
                                                       save_freq=freq if freq == "epoch" else int(freq)))
 if env.get("JOB_WRITERS") == "1":
-    callbacks += [keras.callbacks.ModelCheckpoint(os.path.join(out, "ckpt", "w.{epoch:02d}"), save_weights_only=True),
+    callbacks += [keras.callbacks.ModelCheckpoint(os.path.join(out, "ckpt", "w.{epoch:02d}.weights.h5"), save_weights_only=True),
                   keras.callbacks.CSVLogger(os.path.join(out, "log.csv")),
                   keras.callbacks.TensorBoard(os.path.join(out, "tb"))]
 callbacks += [Fault(env.get("JOB_CRASH"), crash), Fault(env.get("JOB_HANG"), lambda: time.sleep(120))]

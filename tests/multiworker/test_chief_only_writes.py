@@ -29,11 +29,11 @@ def test_other_workers_write_to_temporary_directories_and_delete_them(non_chief,
     monkeypatch.setattr(non_chief, "save_weights", lambda path, **kw: (saved.append(path), original(path, **kw)))
     x = np.ones((8, 3), "float32")
     non_chief.fit(x, x[:, :2], batch_size=4, epochs=2, verbose=1, callbacks=[
-        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt" / "w.{epoch}"), save_weights_only=True),
+        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt" / "w.{epoch}.weights.h5"), save_weights_only=True),
         keras.callbacks.CSVLogger(str(tmp_path / "log.csv")),
         keras.callbacks.TensorBoard(str(tmp_path / "tb")),
         keras.callbacks.BackupAndRestore(str(tmp_path / "backup"), save_freq=1, delete_checkpoint=False)])
-    assert saved == [str(tmp_path / "ckpt" / "workertemp_1" / f"w.{e}") for e in (1, 2)]
+    assert saved == [str(tmp_path / "ckpt" / "workertemp_1" / f"w.{e}.weights.h5") for e in (1, 2)]
     assert os.listdir(tmp_path / "ckpt") == [] and os.listdir(tmp_path / "tb") == []
     assert sorted(os.listdir(tmp_path)) == ["ckpt", "tb"]        # no CSV, no backup written here
     assert capsys.readouterr().out == ""                          # no progress bar either
@@ -44,6 +44,6 @@ def test_the_chief_writes_where_asked(tmp_path):
     model.compile("sgd", "mse")
     x = np.ones((8, 3), "float32")
     model.fit(x, x[:, :2], batch_size=4, epochs=1, verbose=0, callbacks=[
-        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt" / "w"), save_weights_only=True),
+        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt" / "w.weights.h5"), save_weights_only=True),
         keras.callbacks.CSVLogger(str(tmp_path / "log.csv"))])
-    assert sorted(os.listdir(tmp_path)) == ["ckpt", "log.csv"] and os.listdir(tmp_path / "ckpt") == ["w.safetensors"]
+    assert sorted(os.listdir(tmp_path)) == ["ckpt", "log.csv"] and os.listdir(tmp_path / "ckpt") == ["w.weights.h5"]

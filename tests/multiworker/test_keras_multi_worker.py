@@ -68,7 +68,7 @@ def test_workers_match_one_process_and_only_the_chief_writes(two_by_two):
     for got, want in zip(results[0]["weights"], reference_weights()):
         np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-5, atol=1e-6)
     assert sorted(os.listdir(tmp)) == ["ckpt", "job.py", "log.csv", "tb"]   # backup deleted after success
-    assert sorted(os.listdir(tmp / "ckpt")) == ["w.01.safetensors", "w.02.safetensors", "w.03.safetensors"]
+    assert sorted(os.listdir(tmp / "ckpt")) == ["w.01.weights.h5", "w.02.weights.h5", "w.03.weights.h5"]
     assert os.listdir(tmp / "tb") == ["train"] and len(os.listdir(tmp / "tb" / "train")) == 1
     with open(tmp / "log.csv") as f:
         assert [row["epoch"] for row in csv.DictReader(f)] == ["0", "1", "2"]
@@ -85,7 +85,7 @@ def test_checkpoint_from_two_workers_restores_on_other_layouts(two_by_two, fresh
         def build():
             return keras.models.Sequential([keras.layers.Dense(8, activation="relu", input_shape=(4,)),
                                             keras.layers.Dense(1)])
-        path = {str(tmp / "ckpt" / "w.03")!r}
+        path = {str(tmp / "ckpt" / "w.03.weights.h5")!r}
         plain = build(); plain.load_weights(path)
         strategy = md.distribute.MultiWorkerMirroredStrategy()     # no cluster: 1 worker x 3 devices
         with strategy.scope():

@@ -80,7 +80,7 @@ with strategy.scope():
     model.build((None, 6))
     model.compile(optimizer=md.keras.optimizers.Adam(0.02), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
-table = model.layers[0].weights[0]
+table = model.layers[0].embeddings           # the whole ShardedVariable (.weights lists its shards)
 before = table.read_value().clone()
 
 def dataset_fn(input_context):
@@ -150,6 +150,9 @@ print("RESULT", json.dumps({
     "after_error_ok": float(coordinator.schedule(bump).fetch()),
     "type": type(table).__name__, "shards": [list(v.shape) for v in table.variables],
     "shard_ps": [v.ps_tasks[0] for v in table.variables], "loss": history.history["loss"],
+    "metric_state": sorted({type(v).__name__ for m in model.metrics for v in m.variables}),
+    "fit_accuracy": history.history["accuracy"],
+    "weights_listed": [list(w.shape) for w in model.layers[0].weights],
     "accuracy": model.evaluate(x, y, verbose=0)[1], "changed_rows_per_shard": [int(rows_changed[:20].sum()), int(rows_changed[20:].sum())],
     "lookup_matches": bool(torch.equal(lookup, torch.stack([after[1], after[38]]))),
     "shard_values_match": bool(torch.equal(torch.cat([v.read_value() for v in table.variables]), after))}))

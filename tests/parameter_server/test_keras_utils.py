@@ -44,13 +44,13 @@ def test_dataset_creator_rejects_non_callables():
 def test_sidecar_evaluator_evaluates_each_new_weights_file(tmp_path):
     x, y = _data()
     trained = _model()
-    trained.save_weights(str(tmp_path / "weights-1"))
+    trained.save_weights(str(tmp_path / "weights-1.weights.h5"))
     trained.fit(x, y, epochs=20, batch_size=16, verbose=0)
-    trained.save_weights(str(tmp_path / "weights-2"))
+    trained.save_weights(str(tmp_path / "weights-2.weights.h5"))
     evaluator = md.keras.utils.SidecarEvaluator(_model(), (x, y), str(tmp_path), max_evaluations=2, timeout=5,
                                                 poll_interval=0.05)
     results = evaluator.start()
-    assert [p.rsplit("/", 1)[-1] for p, _ in results] == ["weights-1.safetensors", "weights-2.safetensors"]
+    assert [p.rsplit("/", 1)[-1] for p, _ in results] == ["weights-1.weights.h5", "weights-2.weights.h5"]
     assert results[1][1]["loss"] < results[0][1]["loss"]
 
 

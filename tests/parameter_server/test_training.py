@@ -48,6 +48,9 @@ def test_sharded_embedding_trains_with_keras_fit():
     assert out["shards"] == [[20, 8], [20, 8]] and out["shard_ps"] == [0, 1]
     assert min(out["changed_rows_per_shard"]) > 0      # gradients reached both shards
     assert out["loss"][-1] < out["loss"][0]
+    # fit's metrics live on the ps (built and reset on the coordinator), as TF's do: logs cover every worker
+    assert out["metric_state"] == ["PSVariable"] and out["fit_accuracy"][-1] > out["fit_accuracy"][0]
+    assert out["weights_listed"] == [[20, 8], [20, 8]]     # layer.weights lists the shards, as TF
     assert out["accuracy"] > 0.9, out
     assert out["lookup_matches"] and out["shard_values_match"]
     # md.Variable in scope: round-robin over the 2 ps (after the model's variables), remote reads and writes

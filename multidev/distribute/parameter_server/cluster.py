@@ -116,6 +116,10 @@ class ParameterServerExtended(StrategyExtended):
         self._ps_variables[vid] = var
         return var
 
+    def _create_metric_variable(self, value: torch.Tensor, name: str) -> PSVariable:
+        """Keras metric state created in scope lives on a ps (as in TF): workers' updates add up there."""
+        return self._new_variable(value, name, False)
+
     def _variables_list(self) -> list[PSVariable]:
         return list(self._ps_variables.values())
 

@@ -6,7 +6,11 @@ the copies a scheduled function uses before running it; the coordinator refreshe
 ``read_value()``/``numpy()`` and after ``ClusterCoordinator.join()``. Writes (``assign*``) go to
 the parameter servers. A ``ShardedVariable`` is split along axis 0 into shards on different ps
 tasks and behaves as one variable (an embedding lookup sees the whole table); its shards are
-``.variables``.
+``.variables`` (what a Keras layer's ``.weights`` lists, each with its ps ``.device`` as in TF).
+
+Writes made in place inside a scheduled function to a non-trainable variable (Keras metric state:
+``total.add_(...)``) are sent to the ps as increments after the function (``push_increments``), so
+the coordinator reads the sum over all workers, as TensorFlow's metric variables on ps do.
 """
 
 from __future__ import annotations
@@ -112,11 +116,29 @@ class PSVariable(Variable):
         )
 
 
+def ps_device(ps: int) -> str:
+    """TensorFlow's device string of ps task ``ps``."""
+    return f"/job:ps/replica:0/task:{ps}/device:CPU:0"
+
+
+class ShardVariable(PSVariable):
+    """One shard of a ``ShardedVariable`` as listed by ``.variables`` (a view of the whole local copy).
+
+    ``device`` is TensorFlow's device string of the ps holding it (``/job:ps/replica:0/task:1/...``),
+    not a torch device: shards are for listing, saving and assigning; the model computes with the
+    whole ``ShardedVariable``.
+    """
+
+    @property
+    def device(self) -> str:  # type: ignore[override]
+        return ps_device(self._spec.layout[0].ps)
+
+
 class ShardedVariable(PSVariable):
     """A variable split along axis 0 into shards on several parameter servers.
 
     It behaves as one variable to the model (``F.embedding`` on it looks rows up across all shards);
-    ``.variables`` lists the shards, each a ``PSVariable``.
+    ``.variables`` lists the shards, each a ``ShardVariable`` with its ps ``device``.
 
     Example:
         >>> strategy = ParameterServerStrategy(resolver, FixedShardsPartitioner(2))
@@ -125,6 +147,8 @@ class ShardedVariable(PSVariable):
         >>> [tuple(v.shape) for v in table.variables]
         [(5, 4), (5, 4)]
     """
+
+    _lists_shards = True   # Keras layers list .variables in .weights, as TF does
 
     @property
     def variables(self) -> list[PSVariable]:
@@ -135,7 +159,7 @@ class ShardedVariable(PSVariable):
             for i, (shard, view) in enumerate(self._pieces()):
                 spec = VariableSpec(shard.vid, f"{self._md_name}/part_{i}", tuple(view.shape), self._spec.dtype,
                                     self._spec.trainable, (Shard(shard.ps, shard.vid),), False)
-                shards.append(PSVariable._from_spec(spec, view))
+                shards.append(ShardVariable._from_spec(spec, view))
             self._shard_views = shards
         return shards
 
@@ -165,6 +189,31 @@ def push(variables: list[PSVariable]) -> None:
         v._mark_synced()
 
 
+def snapshot_increments(variables: list[PSVariable]) -> list[tuple[PSVariable, torch.Tensor]]:
+    """Copies of the non-trainable ``variables`` (metric state) before a scheduled function runs."""
+    with torch.no_grad(), DisableTorchFunctionSubclass():
+        return [(v, v.detach().clone()) for v in variables if not v._spec.trainable]
+
+
+def push_increments(snapshots: list[tuple[PSVariable, torch.Tensor]]) -> None:
+    """Send what a function added in place to each snapshotted variable as ``assign_add`` (one RPC per ps).
+
+    Increments from several workers add up on the ps, as TensorFlow's ``assign_add`` on a metric
+    variable placed there does.
+    """
+    items = []
+    with torch.no_grad(), DisableTorchFunctionSubclass():
+        for v, before in snapshots:
+            if not v._is_stale():
+                continue
+            delta = v.detach() - before
+            items += [(s.ps, (s.vid, delta if s.start is None else delta[s.start:s.end])) for s in v._spec.layout]
+    if items:
+        client_mod.current_client().update("assign_add", client_mod.group_by_ps(items))
+    for v, _ in snapshots:
+        v._mark_synced()
+
+
 def spec_of(variable: PSVariable) -> VariableSpec:
     return variable._spec
 
@@ -175,4 +224,5 @@ def from_spec(spec: VariableSpec) -> PSVariable:
     return cls._from_spec(spec)
 
 
-__all__ = ["Shard", "VariableSpec", "PSVariable", "ShardedVariable", "pull", "push", "spec_of", "from_spec"]
+__all__ = ["Shard", "VariableSpec", "PSVariable", "ShardVariable", "ShardedVariable", "ps_device", "pull", "push",
+           "snapshot_increments", "push_increments", "spec_of", "from_spec"]

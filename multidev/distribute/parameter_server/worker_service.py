@@ -18,7 +18,8 @@ import torch
 
 from multidev._core.errors import OutOfRangeError, UnavailableError
 from multidev.distribute.parameter_server import pickling
-from multidev.distribute.parameter_server.variables import PSVariable, VariableSpec, from_spec, pull
+from multidev.distribute.parameter_server.variables import (PSVariable, VariableSpec, from_spec, pull,
+                                                            push_increments, snapshot_increments)
 from multidev.distribute.parameter_server.worker_strategy import WorkerStrategy
 
 
@@ -107,7 +108,10 @@ def run_function(key: int, blob: bytes | None, args_blob: bytes, specs: dict[int
             fn, used = _state.functions[key]
             (args, kwargs), arg_vars = _load(args_blob, specs)
             pull(used + arg_vars)
-            return ("ok", _plain(fn(*args, **kwargs)))
+            snapshots = snapshot_increments(used + arg_vars)
+            result = _plain(fn(*args, **kwargs))
+            push_increments(snapshots)          # metric updates reach the ps (summed over workers)
+            return ("ok", result)
     except UnavailableError as err:
         return ("unavailable", str(err))
     except StopIteration:

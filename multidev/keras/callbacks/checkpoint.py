@@ -1,7 +1,7 @@
 """ModelCheckpoint: save the model or its weights every epoch (or N batches), optionally only the best.
 
 Example:
-    ModelCheckpoint("ckpt/weights.{epoch:02d}-{val_loss:.2f}", save_weights_only=True,
+    ModelCheckpoint("ckpt/weights.{epoch:02d}-{val_loss:.2f}.weights.h5", save_weights_only=True,
                     save_best_only=True, monitor="val_loss")
 """
 
@@ -12,13 +12,15 @@ import os
 from multidev.keras.callbacks import _worker_paths
 from multidev.keras.callbacks.base import Callback
 from multidev.keras.callbacks.monitor import get_monitor_value, is_improvement, resolve_mode
+from multidev.keras.saving import weights_io
 
 
 class ModelCheckpoint(Callback):
     """Saves to ``filepath`` formatted with ``epoch`` (1-based) and the epoch's logs.
 
-    Weights go through ``save_weights`` (``<path>.safetensors`` unless the path ends in it),
-    whole models through ``model.save``. Under a multi-worker strategy every worker saves (saving
+    Weights go through ``save_weights``: with ``save_weights_only=True`` the path must end in
+    ``.weights.h5`` (Keras 3) or ``.safetensors`` and is written exactly as formatted (safetensors
+    content); whole models go through ``model.save`` (``.keras`` archive or a directory). Under a multi-worker strategy every worker saves (saving
     may involve collectives) but only the chief writes ``filepath``; the others write to a
     ``workertemp_<worker>`` directory beside it and delete it at once, as TensorFlow does.
     """
@@ -28,7 +30,13 @@ class ModelCheckpoint(Callback):
         super().__init__()
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(f"Unrecognized save_freq: {save_freq!r}. Expected 'epoch' or a positive integer.")
-        self.filepath, self.monitor, self.verbose = str(filepath), monitor, verbose
+        self.filepath, self.monitor, self.verbose = os.fspath(filepath), monitor, verbose
+        if save_weights_only and not self.filepath.endswith(weights_io.VALID_SUFFIXES):
+            raise ValueError(
+                "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must end in "
+                f"`.weights.h5` (Keras 3) or `.safetensors`. Received: filepath={self.filepath!r}. "
+                f"Pass e.g. {self.filepath + '.weights.h5'!r}."
+            )
         self.save_best_only, self.save_weights_only, self.save_freq = save_best_only, save_weights_only, save_freq
         self.mode = resolve_mode(mode, monitor, "ModelCheckpoint")
         self.best = initial_value_threshold

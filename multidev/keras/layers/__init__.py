@@ -26,6 +26,7 @@ from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, A
 from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, Rescaling
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
 from multidev.keras.layers.text_vectorization import TextVectorization
+from multidev.keras.layers.lookup import IntegerLookup, StringLookup
 
 __all__ = [
     "Layer", "Input", "InputLayer", "InputSpec", "KerasTensor", "Dense", "Activation", "Dropout", "Flatten",
@@ -34,6 +35,7 @@ __all__ = [
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
     "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "BatchNormalization",
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
-    "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "experimental",
-    "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip", "RandomRotation",
+    "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
+    "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
+    "RandomRotation",
 ]

@@ -257,12 +257,13 @@ class Layer(nn.Module):
 
     @property
     def weights(self) -> list:
-        """Trainable then non-trainable weights (Keras order)."""
+        """Trainable then non-trainable weights (Keras order); a variable split into shards by a
+        ParameterServerStrategy partitioner is listed shard by shard, as in TF."""
         seen, out = set(), []
         for w in self.trainable_weights + self.non_trainable_weights:
             if id(w) not in seen:
                 seen.add(id(w))
-                out.append(w)
+                out += w.variables if getattr(type(w), "_lists_shards", False) else [w]
         return out
 
     trainable_variables = trainable_weights
@@ -328,6 +329,22 @@ class Layer(nn.Module):
         if self._output_shape is None:
             raise AttributeError(f'The layer "{self.name}" has never been called and thus has no defined output shape.')
         return self._output_shape
+
+    @property
+    def input(self):
+        """The input KerasTensor(s) of this layer's first symbolic call (Keras's ``layer.input``)."""
+        return self._first_node("input_tensors", "input")
+
+    @property
+    def output(self):
+        """The output KerasTensor(s) of this layer's first symbolic call (Keras's ``layer.output``)."""
+        return self._first_node("outputs", "output")
+
+    def _first_node(self, attr, what):
+        if not self._inbound_nodes:
+            raise AttributeError(f"The layer {self.name} has never been called and thus has no defined {what}.")
+        values = getattr(self._inbound_nodes[0], attr)
+        return values[0] if len(values) == 1 else list(values)
 
     @property
     def dtype(self) -> str:

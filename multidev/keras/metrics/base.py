@@ -21,6 +21,7 @@ import threading
 import torch
 
 from multidev.keras import backend
+from multidev.values import context
 
 
 _tls = threading.local()
@@ -35,6 +36,14 @@ def replica_states(store: dict):
         yield store
     finally:
         _tls.store = previous
+
+
+def _placed(value: torch.Tensor, name: str):
+    """``value``, or under a strategy that stores metric state remotely (ParameterServerStrategy's
+    scope, on the coordinator) a variable there, so updates in scheduled functions reach it."""
+    strategy = context.current_scope_strategy()
+    create = getattr(getattr(strategy, "extended", None), "_create_metric_variable", None)
+    return value if create is None else create(value, name)
 
 
 class Metric:
@@ -67,8 +76,8 @@ class Metric:
         value = torch.full(tuple(shape), float(initializer), dtype=dtype or self.dtype)
         self._var_names.append(name)
         self._initial[name] = value.clone()
-        self._own[name] = value
-        return value
+        self._own[name] = _placed(value, f"{self.name}/{name}")
+        return self._own[name]
 
     add_weight = add_variable
 

@@ -2,9 +2,12 @@
 
 As in TensorFlow: the input is a ``DatasetCreator`` (or a zero/one-argument dataset function) that
 every worker runs to build its own pipeline, ``steps_per_epoch`` is required, and each training
-step is scheduled on a free worker through the strategy's ``ClusterCoordinator``. Epoch logs are
-those of the epoch's last step; batch-level callbacks are not called (the steps run elsewhere,
-asynchronously). Validation, if asked for, runs on the coordinator with the current weights.
+step is scheduled on a free worker through the strategy's ``ClusterCoordinator``. The metrics
+(loss tracker and compiled metrics) are built on the coordinator in scope, so their state lives on
+the ps: each epoch resets them, every worker's steps add to them, and the epoch logs are their
+values after the epoch's last step (over all workers). Batch-level callbacks are not called (the
+steps run elsewhere, asynchronously). Validation, if asked for, runs on the coordinator with the
+current weights.
 """
 
 from __future__ import annotations
@@ -55,6 +58,32 @@ def _ensure_built(model: Any, creator: DatasetCreator, strategy: Any) -> None:
         model(x)
 
 
+def _build_metrics(model: Any, creator: DatasetCreator, strategy: Any) -> None:
+    """Build the compiled metrics on the coordinator, in scope (state on the ps), from one batch."""
+    container = getattr(model, "compiled_metrics", None)
+    if container is None or container.built:
+        return
+    from multidev.keras.models.data_adapter import unpack_x_y_sample_weight
+
+    batch = next(iter(creator()))
+    x, y, _ = unpack_x_y_sample_weight(tuple(batch) if isinstance(batch, list) else batch)
+    if y is None:
+        return
+    with strategy.scope(), torch.no_grad():
+        container.update_state(y, model(x))
+    model.reset_metrics()
+
+
+def _epoch_logs(model: Any, last_step: dict) -> dict:
+    """The last step's logs, with metrics kept on the ps read there (every worker's updates); a metric
+    created outside the strategy's scope lives on each worker, so its last step's value stays."""
+    logs = dict(last_step)
+    for metric in model.metrics:
+        if metric.name in logs and metric.variables and all(isinstance(v, PSVariable) for v in metric.variables):
+            logs[metric.name] = float(metric.result())
+    return logs
+
+
 def _resume(model: Any, initial_epoch: int) -> tuple[int, int]:
     """``(first epoch, steps already done in it)`` from a BackupAndRestore backup (the input position
     is not restored: each worker's pipeline starts afresh)."""
@@ -87,6 +116,7 @@ def fit(model: Any, x: Any, *, epochs: int, steps_per_epoch: int | None, callbac
         )
     creator = as_creator(x)
     _ensure_built(model, creator, strategy)
+    _build_metrics(model, creator, strategy)
     coordinator = ClusterCoordinator(strategy)
     dataset = coordinator.create_per_worker_dataset(
         lambda: strategy.distribute_datasets_from_function(creator))
@@ -103,10 +133,11 @@ def fit(model: Any, x: Any, *, epochs: int, steps_per_epoch: int | None, callbac
     logs: dict = {}
     for epoch in range(initial_epoch, epochs):
         cbs.on_epoch_begin(epoch)
+        model.reset_metrics()          # on the ps (pushed before the first step is scheduled)
         steps = steps_per_epoch - (first_step if epoch == initial_epoch else 0)
         results = [coordinator.schedule(train_function, args=(iterator,)) for _ in range(max(steps, 1))]
         coordinator.join()
-        logs = dict(results[-1].fetch())
+        logs = _epoch_logs(model, results[-1].fetch())
         if validation_data is not None:
             val = model.evaluate(validation_data, verbose=0, return_dict=True)
             logs.update({f"val_{k}": v for k, v in val.items()})

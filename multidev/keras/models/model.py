@@ -76,6 +76,30 @@ class Model(Trainer, Layer):
                 out += [c for c in m.children() if isinstance(c, Layer)]
         return out
 
+    @property
+    def input(self):
+        """The model's input KerasTensor (a list when it has several), as in Keras.
+
+        Raises:
+            AttributeError: the model has no symbolic input (a subclassed model, or a Sequential
+                model built without a known input shape).
+        """
+        return _one_or_list(self._symbolic("inputs", "input"))
+
+    @property
+    def output(self):
+        """The model's output KerasTensor (a list when it has several), as in Keras."""
+        return _one_or_list(self._symbolic("outputs", "output"))
+
+    def _symbolic(self, attr: str, what: str) -> list:
+        tensors = getattr(type(self), attr, None) and getattr(self, attr)
+        if not tensors:
+            raise AttributeError(
+                f"Model {self.name!r} ({type(self).__name__}) has no defined {what}: only functional models and "
+                "Sequential models with a known input (keras.Input(shape=...) first, or input_shape=) have "
+                f"symbolic {attr}. A subclassed model's {what} is whatever call() receives/returns.")
+        return tensors
+
     def get_layer(self, name=None, index=None) -> Layer:
         """A layer by name or by index in ``layers``."""
         if index is not None:
@@ -97,6 +121,12 @@ class Model(Trainer, Layer):
     def _maybe_build(self, inputs):
         if not self.built:
             self.built = True      # a subclassed model's layers build themselves inside call
+            if self.__dict__.get("_input_signature") is None:
+                from multidev.keras.saving.subclassed import signature
+                try:
+                    self._input_signature = signature(inputs)     # lets save() rebuild it on load
+                except (AttributeError, TypeError):
+                    pass
 
     def summary(self, line_length=None, positions=None, print_fn=None, **_):
         """Print Keras's table: layer (type), output shape, param #, and the totals."""
@@ -109,7 +139,13 @@ class Model(Trainer, Layer):
         return int(sum(w.numel() for w in self.weights))
 
     def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
-        """Write weights to safetensors (``<path>.safetensors`` unless the path already ends with it)."""
+        """Write weights to exactly ``filepath``, which must end in ``.weights.h5`` (Keras 3) or ``.safetensors``.
+
+        The content is safetensors either way. Any other name raises ValueError, as Keras 3 does.
+
+        Example:
+            >>> model.save_weights("model.weights.h5")
+        """
         from multidev.keras.saving import weights_io
         weights_io.save_weights(self, filepath, overwrite=overwrite)
 
@@ -142,3 +178,7 @@ class Model(Trainer, Layer):
         """Wrap a ``torch.nn.Module`` as a Model (``call(x, training)`` sets train/eval mode and runs it)."""
         from multidev.keras.models.torch_model import TorchModel
         return TorchModel(module, name=name, input_shape=input_shape)
+
+
+def _one_or_list(tensors: list):
+    return tensors[0] if len(tensors) == 1 else list(tensors)

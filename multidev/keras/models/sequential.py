@@ -16,7 +16,7 @@ from torch import nn
 
 from multidev.keras import backend
 from multidev.keras.layers.base import Layer
-from multidev.keras.layers.input_layer import InputLayer
+from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor
 from multidev.keras.models.model import Model
 
@@ -42,7 +42,7 @@ class Sequential(Model):
         if isinstance(layer, KerasTensor):
             layer = layer._keras_history[0]
         if isinstance(layer, InputLayer):
-            self._set_input(layer._batch_input_shape, layer._input_dtype)
+            self._set_input(layer._batch_input_shape, layer._input_dtype, layer.output)
             return
         if not isinstance(layer, Layer):
             hint = " Wrap torch modules with md.keras.Model.from_torch(module)." if isinstance(layer, nn.Module) else ""
@@ -67,20 +67,44 @@ class Sequential(Model):
         self._rebuild_symbolic()
         return layer
 
-    def _set_input(self, batch_shape, dtype):
+    def _set_input(self, batch_shape, dtype, tensor=None):
+        """Record the input; ``tensor`` (the user's ``Input``) becomes ``model.input``, else a new one."""
         self._input_batch_shape = (None,) + tuple(batch_shape[1:])
         self._input_dtype = dtype
+        self._first_input = tensor if tensor is not None else Input(batch_shape=self._input_batch_shape, dtype=dtype)
         self._rebuild_symbolic()
 
     def _rebuild_symbolic(self):
         """Run the layers on a symbolic input: builds weights and records output shapes."""
         if self._input_batch_shape is None:
             return
-        x = KerasTensor(self._input_batch_shape, self._input_dtype)
+        x = self._first_input
         for layer in self.layers:
             x = layer(x)
         self._last_output = x
         self.built = True
+
+    @property
+    def inputs(self) -> list:
+        """``[input KerasTensor]`` once the input shape is known (``Input`` first or ``input_shape=``), else []."""
+        return [self.__dict__["_first_input"]] if self._has_symbolic() else []
+
+    @property
+    def outputs(self) -> list:
+        """``[output KerasTensor]`` of the symbolic run over the layers, or [] before the input is known."""
+        return [self.__dict__["_last_output"]] if self._has_symbolic() else []
+
+    def _has_symbolic(self) -> bool:
+        return (self._input_batch_shape is not None and bool(self.layers)
+                and self.__dict__.get("_first_input") is not None)
+
+    def build(self, input_shape=None):
+        """Build from ``input_shape`` (batch dim included), which then defines ``model.input``."""
+        if self._input_batch_shape is None and input_shape is not None and not isinstance(input_shape, list) \
+                and self.layers:
+            self._set_input(tuple(input_shape), backend.as_dtype(None))
+            return
+        super().build(input_shape)
 
     def _maybe_build(self, inputs):
         if self._input_batch_shape is None:

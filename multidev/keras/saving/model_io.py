@@ -4,8 +4,9 @@ Layout (a directory, or the same members in a zip archive when ``path`` ends wit
   ``config.json``               {"format", "class_name", "config", "compile_config"} (JSON)
   ``model.weights.safetensors`` the weights, as ``save_weights`` writes them
   ``optimizer.safetensors``     optimizer state (``iterations`` and slots as ``<weight>/<slot>``), if compiled
-Built-in layers, Sequential and functional models round-trip; subclassed models and custom
-layers need ``get_config`` and ``custom_objects={name: cls}`` on load.
+Built-in layers, Sequential and functional models round-trip; custom layers need ``get_config``
+and ``custom_objects={name: cls}`` on load. A subclassed model without ``get_config`` is saved by
+its class's import path and input signature and re-created from them (see ``subclassed.py``).
 Crash-safe: the new directory is built beside the old one and swapped in (``_core.atomic_files``),
 so a kill at any moment leaves a loadable model (``load_model`` finishes an interrupted swap).
 Weights files carry a checksum, verified on load unless ``verify_checksum=False``.
@@ -26,7 +27,7 @@ import zipfile
 from multidev._core import atomic_files
 from multidev.keras import losses, metrics, optimizers
 from multidev.keras.metrics.base import Metric
-from multidev.keras.saving import weights_io
+from multidev.keras.saving import subclassed, weights_io
 from multidev.keras.saving.serialization import deserialize_layer, serialize_layer
 
 FORMAT = "multidev.keras.model/1"
@@ -62,8 +63,9 @@ def _compile_config(model):
 def _members(model, include_optimizer) -> dict:
     try:
         model_config = serialize_layer(model)
-    except NotImplementedError as err:
-        raise NotImplementedError(f"{err} (model.save needs the config; save_weights works without it)") from err
+    except NotImplementedError:
+        model_config = {"class_name": type(model).__name__, "config": None,
+                        subclassed.CLASS_KEY: subclassed.describe(model)}
     config = {"format": FORMAT, **model_config, "compile_config": _compile_config(model)}
     members = {CONFIG: json.dumps(config, indent=1).encode()}
     variables = weights_io.variable_dict(model)
@@ -126,7 +128,10 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, veri
         raise ValueError(f"Corrupt {CONFIG} in {path!r}: {err}") from err
     if config.get("format") != FORMAT:
         raise ValueError(f"Unknown model format {config.get('format')!r} in {path!r}; expected {FORMAT!r}.")
-    model = deserialize_layer(config, custom_objects)
+    if config.get(subclassed.CLASS_KEY):
+        model = subclassed.rebuild(config[subclassed.CLASS_KEY], custom_objects)
+    else:
+        model = deserialize_layer(config, custom_objects)
     tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}", verify_checksum)
     variables = weights_io.variable_dict(model)
     weights_io.check_and_assign(variables, tensors, f"{path}/{WEIGHTS}")

@@ -1,8 +1,9 @@
 """Weights files: safetensors, one tensor per variable keyed by its module path.
 
-File naming: ``save_weights("ckpt")`` writes ``ckpt.safetensors``; a path that already ends in
-``.safetensors`` is used as is. ``load_weights("ckpt")`` reads ``ckpt.safetensors`` (or ``ckpt``
-itself if that file exists). Keys are the model's module paths (``layers.0.kernel``,
+File naming (Keras 3's rule, plus multidev's own suffix): the path must end in ``.weights.h5``
+(Keras 3's name) or ``.safetensors``, and exactly that file is written or read; any other name
+raises ValueError listing both. The content is safetensors in both cases (not HDF5): the name is
+Keras's, the bytes are never pickled. Keys are the model's module paths (``layers.0.kernel``,
 ``layers.3.moving_mean``; attribute names for subclassed models), so a checkpoint loads into a
 fresh copy of the same architecture regardless of auto-generated layer names. Loading checks
 every name and shape first and changes nothing unless all match (or ``skip_mismatch``).
@@ -32,19 +33,24 @@ _LEGACY_STALE_SECONDS = 3600
 SUFFIX = ".safetensors"
 
 
+KERAS_SUFFIX = ".weights.h5"
+VALID_SUFFIXES = (KERAS_SUFFIX, SUFFIX)
+
+
 def weights_path(filepath, for_write: bool) -> str:
-    """The file ``save_weights``/``load_weights`` use for ``filepath`` (see module doc)."""
+    """The file ``save_weights``/``load_weights`` use: ``filepath`` itself, which must end in a valid suffix."""
     path = os.fspath(filepath)
-    if path.endswith(SUFFIX):
+    if path.endswith(VALID_SUFFIXES):
+        if not for_write and not os.path.isfile(path):
+            raise FileNotFoundError(f"Unable to load weights: {path!r} does not exist. Write it with "
+                                    "model.save_weights(path) first.")
         return path
-    if for_write:
-        return path + SUFFIX
-    if os.path.isfile(path + SUFFIX):
-        return path + SUFFIX
-    if os.path.isfile(path):
-        return path
-    raise FileNotFoundError(f"Unable to load weights: neither {path + SUFFIX!r} nor {path!r} exists. "
-                            "Write them with model.save_weights(path) first.")
+    verb = "save_weights" if for_write else "load_weights"
+    hint = f"{path + KERAS_SUFFIX!r}" if for_write else f"the file save_weights wrote, e.g. {path + SUFFIX!r}"
+    raise ValueError(
+        f"The filename must end in `.weights.h5` (Keras 3) or `.safetensors`. Received: filepath={path!r}. "
+        f"{verb} writes/reads exactly the name given (safetensors content either way); pass {hint}."
+    )
 
 
 def variable_dict(model) -> dict:

@@ -1,7 +1,7 @@
 """``md.keras.utils.SidecarEvaluator``: evaluate each new checkpoint the chief writes (an ``evaluator`` task).
 
 In parameter-server training the evaluator stays outside the cluster: it watches ``checkpoint_dir``
-for weights files (``*.safetensors``, e.g. written by ``ModelCheckpoint(..., save_weights_only=True)``),
+for weights files (``*.weights.h5`` or ``*.safetensors``, e.g. written by ``ModelCheckpoint(..., save_weights_only=True)``),
 loads each new one, oldest first, into ``model`` and runs ``model.evaluate(data, steps=steps)``.
 It stops after ``max_evaluations`` evaluations or when no new file appears for ``timeout`` seconds.
 
@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-_SUFFIX = ".safetensors"
+_SUFFIXES = (".weights.h5", ".safetensors")   # what save_weights accepts
 
 
 class SidecarEvaluator:
@@ -47,7 +47,7 @@ class SidecarEvaluator:
         if not os.path.isdir(self.checkpoint_dir):
             return []
         paths = [os.path.join(self.checkpoint_dir, n) for n in os.listdir(self.checkpoint_dir)
-                 if n.endswith(_SUFFIX) and not n.startswith(".tmp_")]
+                 if n.endswith(_SUFFIXES) and not n.startswith(".tmp_")]
         return sorted((p for p in paths if p not in seen), key=os.path.getmtime)
 
     def _evaluate(self, path: str) -> dict:
