@@ -21,6 +21,11 @@ from multidev.function import function
 from multidev.values import Variable
 from multidev import keras
 from multidev import train
+from multidev import saved_model
+from multidev.module import Module
+from multidev.data.spec import TensorSpec
+from multidev.dtypes import (bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32,
+                             int64, uint8)
 
 __version__ = "0.1.0"
 
@@ -43,4 +48,9 @@ __all__ = [
     "function",
     "Variable",
     "__version__",
+    "saved_model",
+    "Module",
+    "TensorSpec",
+    "bfloat16", "bool", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "uint8",
 ]

@@ -34,6 +34,7 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             return target(*args, **kwargs)
 
         wrapper.python_function = fn  # as tf.function exposes it
+        wrapper.input_signature = input_signature   # what md.saved_model.save traces
         return wrapper
 
     return decorate(func) if func is not None else decorate

@@ -64,8 +64,9 @@ def _split(data: bytes | memoryview) -> tuple[dict, memoryview]:
 
 def dumps(tensors: dict, metadata: dict | None = None) -> bytes:
     """safetensors bytes of ``tensors`` (moved to CPU) with string ``metadata`` and the checksum."""
+    # metadata=None when empty: safetensors writes invalid JSON for no tensors with an empty metadata dict
     raw = st_save(_cpu_tensors(tensors),
-                  metadata={str(k): str(v) for k, v in (metadata or {}).items()})
+                  metadata={str(k): str(v) for k, v in (metadata or {}).items()} or None)
     header, data = _split(raw)
     header["__metadata__"] = dict(header.get("__metadata__") or {}, **{CHECKSUM_KEY: _digest(header, data)})
     encoded = json.dumps(header, separators=(",", ":")).encode()

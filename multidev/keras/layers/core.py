@@ -144,7 +144,8 @@ class Embedding(Layer):
 
     def call(self, inputs):
         ids = inputs if inputs.dtype in (torch.int64, torch.int32) else inputs.long()
-        if ids.device.type == "cpu" and ids.numel():   # a device-side check would cost a sync per step
+        # A device-side check would cost a sync per step; a traced program (torch.export) has no values.
+        if ids.device.type == "cpu" and ids.numel() and not torch.compiler.is_compiling():
             lo, hi = torch.aminmax(ids)
             if int(lo) < 0 or int(hi) >= self.input_dim:
                 bad = int(hi) if int(hi) >= self.input_dim else int(lo)

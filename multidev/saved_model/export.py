@@ -1,0 +1,113 @@
+"""``md.saved_model.save``: trace each signature with torch.export; write JSON programs + safetensors weights.
+
+Layout of ``export_dir``::
+
+    saved_model.json            format, signatures (inputs: name/shape/dtype; outputs: names)
+    programs/<name>.json        torch.export's serialized program (JSON)
+    variables/<name>.safetensors   the tensors the program reads (weights), by the program's names
+
+The weights a signature reads are traced as constants of its program, so a program is complete
+without the Python object. The directory is written beside the target and renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+import torch
+from multidev._core import checked_safetensors
+from multidev._core.atomic_files import atomic_directory, atomic_write, atomic_write_text
+
+from multidev.saved_model import serde
+from multidev.saved_model.signatures import DEFAULT_SERVING_SIGNATURE_DEF_KEY, Signature, resolve
+
+FORMAT = "multidev.saved_model"
+VERSION = 1
+
+
+def _flat_outputs(outputs) -> tuple:
+    if isinstance(outputs, dict):
+        return tuple(outputs.values())
+    return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
+
+
+class _Traced(torch.nn.Module):
+    """The signature as a module for torch.export; the object is held outside torch's registration so
+    its weights are captured as the program's constants (read by the program, saved with it). (A Keras
+    model cannot be registered: its ``layers`` property shadows the submodule torch.export would look up.)"""
+
+    def __init__(self, signature: Signature):
+        super().__init__()
+        self._signature = [signature]
+        if signature.owner is not None:   # an md.Module: its md.Variables become the program's parameters
+            self.owner = signature.owner
+
+    def forward(self, *inputs):
+        return _flat_outputs(self._signature[0].fn(*inputs))
+
+
+def _example(spec) -> torch.Tensor:
+    return torch.zeros([3 if d is None else d for d in spec.shape], dtype=spec.dtype)  # 0 and 1 would specialise
+
+
+def _trace(signature: Signature):
+    auto = torch.export.Dim.AUTO
+    example = tuple(_example(s) for s in signature.inputs)
+    dynamic = tuple({i: auto for i, d in enumerate(s.shape) if d is None} or None for s in signature.inputs)
+    with torch.no_grad():
+        names = signature.output_names(signature.fn(*example))
+        with _plain_parameters(signature.owner):
+            program = torch.export.export(_Traced(signature), example, dynamic_shapes=(dynamic,))  # forward(*inputs)
+    return program, names
+
+
+@contextlib.contextmanager
+def _plain_parameters(owner):
+    """While tracing, the owner's md.Variables (Parameter subclasses torch.export rejects) as plain Parameters
+    sharing their storage; the owner's own objects are put back afterwards."""
+    swapped = []
+    try:
+        for module in ([] if owner is None else owner.modules()):
+            for name, p in list(module._parameters.items()):
+                if p is not None and type(p) is not torch.nn.Parameter:
+                    module._parameters[name] = torch.nn.Parameter(p.detach().as_subclass(torch.Tensor),
+                                                                  requires_grad=p.requires_grad)
+                    swapped.append((module, name, p))
+        yield
+    finally:
+        for module, name, p in swapped:
+            module._parameters[name] = p
+
+
+def save(obj, export_dir, signatures=None, options=None):
+    """Export ``obj``'s signatures (a Keras model's inference call, or ``md.function``s with an
+    ``input_signature``) to ``export_dir``, loadable by ``md.saved_model.load`` without ``obj``'s class.
+
+    Example:
+        md.saved_model.save(model, "/tmp/export")
+    """
+    if options is not None:
+        raise TypeError(f"md.saved_model.save does not take options; received options={options!r}.")
+    export_dir = os.fspath(export_dir)
+    resolved = resolve(obj, signatures)
+    meta = {"format": FORMAT, "version": VERSION, "signatures": {},
+            "default": DEFAULT_SERVING_SIGNATURE_DEF_KEY if DEFAULT_SERVING_SIGNATURE_DEF_KEY in resolved else None}
+    traced = {name: _trace(signature) for name, signature in resolved.items()}   # before touching the disk
+    with atomic_directory(export_dir) as staging:
+        os.makedirs(os.path.join(staging, "programs"))
+        os.makedirs(os.path.join(staging, "variables"))
+        for name, (program, output_names) in traced.items():
+            program_json, tensors = serde.to_json_and_tensors(program)
+            atomic_write(os.path.join(staging, "programs", f"{name}.json"), program_json, fsync=False)
+            atomic_write(os.path.join(staging, "variables", f"{name}.safetensors"), checked_safetensors.dumps(tensors),
+                         fsync=False)
+            signature = resolved[name]
+            meta["signatures"][name] = {
+                "inputs": [{"name": n, "shape": list(s.shape), "dtype": str(s.dtype).replace("torch.", "")}
+                           for n, s in zip(signature.input_names, signature.inputs)],
+                "outputs": output_names}
+        atomic_write_text(os.path.join(staging, "saved_model.json"), json.dumps(meta, indent=1), fsync=False)
+
+

@@ -1,0 +1,105 @@
+"""``md.saved_model.load``: the exported signatures as callables, without the class that built them."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import torch
+
+from multidev._core import checked_safetensors
+from multidev.data.spec import TensorSpec
+from multidev.saved_model import serde
+from multidev.saved_model.export import FORMAT, VERSION
+
+
+class ConcreteFunction:
+    """One signature: call with its inputs (positionally or by name); returns ``{output_name: tensor}``."""
+
+    def __init__(self, name: str, module: torch.nn.Module, inputs: list[dict], outputs: list[str]):
+        self.name = name
+        self._module = module
+        self._by_device: dict[torch.device, torch.nn.Module] = {torch.device("cpu"): module}
+        self.input_names = [i["name"] for i in inputs]
+        self.structured_input_signature = tuple(TensorSpec(tuple(i["shape"]), getattr(torch, i["dtype"]), i["name"])
+                                                for i in inputs)
+        self.output_names = list(outputs)
+
+    def _on(self, device: torch.device) -> torch.nn.Module:
+        if device not in self._by_device:        # e.g. each GPU replica: its own copy of the weights
+            import copy
+            self._by_device[device] = copy.deepcopy(self._module).to(device)
+        return self._by_device[device]
+
+    def _arguments(self, args, kwargs) -> list:
+        if len(args) > len(self.input_names):
+            raise TypeError(f"Signature {self.name!r} takes {len(self.input_names)} input(s) {self.input_names}; "
+                            f"received {len(args)} positional arguments.")
+        values = list(args) + [None] * (len(self.input_names) - len(args))
+        for key, value in kwargs.items():
+            if key not in self.input_names:
+                raise TypeError(f"Signature {self.name!r} got an unexpected keyword argument {key!r}. Valid: "
+                                f"{self.input_names}.")
+            values[self.input_names.index(key)] = value
+        missing = [n for n, v in zip(self.input_names, values) if v is None]
+        if missing:
+            raise TypeError(f"Signature {self.name!r} is missing input(s) {missing}.")
+        return [torch.as_tensor(v, dtype=spec.dtype) for v, spec in zip(values, self.structured_input_signature)]
+
+    def __call__(self, *args, **kwargs) -> dict[str, torch.Tensor]:
+        values = self._arguments(args, kwargs)
+        outputs = self._on(values[0].device)(*values) if values else self._module()
+        return dict(zip(self.output_names, outputs))
+
+
+class Loaded:
+    """What ``load`` returns: ``signatures[name]`` and, with a default signature, ``obj(x)`` -> its outputs."""
+
+    def __init__(self, signatures: dict[str, ConcreteFunction], default: str | None):
+        self.signatures = signatures
+        self._default = default
+
+    def __call__(self, *args, **kwargs):
+        if self._default is None:
+            raise TypeError(f"This SavedModel has no 'serving_default' signature to call; use .signatures "
+                            f"{sorted(self.signatures)}.")
+        outputs = self.signatures[self._default](*args, **kwargs)
+        values = list(outputs.values())
+        return values[0] if len(values) == 1 else values
+
+
+def _example(spec: dict) -> torch.Tensor:
+    return torch.zeros([3 if d is None else d for d in spec["shape"]], dtype=getattr(torch, spec["dtype"]))
+
+
+def load(export_dir, tags=None, options=None) -> Any:
+    """Load what ``md.saved_model.save`` wrote: an object with ``.signatures`` (and callable).
+
+    Example:
+        loaded = md.saved_model.load("/tmp/export")
+        predictions = loaded.signatures["serving_default"](x)
+    """
+    export_dir = os.fspath(export_dir)
+    meta_path = os.path.join(export_dir, "saved_model.json")
+    if not os.path.isfile(meta_path):
+        raise OSError(f"SavedModel file does not exist at: {export_dir!r} (no saved_model.json). Write one with "
+                      "md.saved_model.save(obj, export_dir).")
+    with open(meta_path) as f:
+        meta = json.load(f)
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError(f"{meta_path!r} is not a multidev SavedModel of version {VERSION} (format "
+                         f"{meta.get('format') if isinstance(meta, dict) else meta!r}).")
+    signatures = {}
+    for name, spec in meta["signatures"].items():
+        if not name.isidentifier():
+            raise ValueError(f"{meta_path!r} names a signature {name!r}, which is not an identifier.")
+        with open(os.path.join(export_dir, "programs", f"{name}.json"), "rb") as f:
+            program_json = f.read()
+        weights = os.path.join(export_dir, "variables", f"{name}.safetensors")
+        with open(weights, "rb") as f:
+            tensors, _ = checked_safetensors.loads(f.read(), weights)
+        example = tuple(_example(i) for i in spec["inputs"])
+        program = serde.from_json_and_tensors(program_json, tensors, example)
+        signatures[name] = ConcreteFunction(name, program.module(), spec["inputs"], spec["outputs"])
+    return Loaded(signatures, meta.get("default"))

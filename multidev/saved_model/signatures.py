@@ -1,0 +1,125 @@
+"""Which functions of an object ``md.saved_model.save`` exports, with their input specs and output names."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from multidev.data.spec import TensorSpec
+
+DEFAULT_SERVING_SIGNATURE_DEF_KEY = "serving_default"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A function of tensors to export: ``fn(*inputs)``, its input specs, how its outputs are named."""
+    fn: Callable
+    inputs: tuple[TensorSpec, ...]
+    input_names: tuple[str, ...]
+    output_names: Callable[[Any], list[str]]
+    owner: Any = None   # an nn.Module whose parameters the trace should lift as the program's weights
+
+
+def _flat_specs(signature: Any, where: str) -> tuple[TensorSpec, ...]:
+    specs = tuple(signature) if isinstance(signature, (list, tuple)) else (signature,)
+    for spec in specs:
+        if not isinstance(spec, TensorSpec) or spec.shape is None or spec.dtype is str:
+            raise TypeError(f"{where}: every input_signature entry must be an md.TensorSpec with a known rank and a "
+                            f"tensor dtype; received {spec!r}.")
+    return specs
+
+
+def _generic_output_names(outputs: Any) -> list[str]:
+    if isinstance(outputs, dict):
+        return [str(k) for k in outputs]
+    if isinstance(outputs, (list, tuple)):
+        return [f"output_{i}" for i in range(len(outputs))]
+    return ["output_0"]
+
+
+def _from_function(fn: Callable, where: str) -> Signature:
+    signature = getattr(fn, "input_signature", None)
+    if signature is None:
+        raise ValueError(f"{where} has no input signature. Decorate it with md.function(input_signature=[md.TensorSpec("
+                         "shape, dtype), ...]) so its inputs are known when it is exported.")
+    specs = _flat_specs(signature, where)
+    target = getattr(fn, "python_function", None)
+    params = list(inspect.signature(target if target is not None else fn).parameters)
+    if params and params[0] == "self":   # a method: python_function is the function before binding
+        params = params[1:]
+    names = tuple(spec.name or (params[i] if i < len(params) else f"input_{i}") for i, spec in enumerate(specs))
+    owner = getattr(fn, "__self__", None)
+    owner = owner if isinstance(owner, torch.nn.Module) and not _is_keras(owner) else None
+    return Signature(fn, specs, names, _generic_output_names, owner)
+
+
+def _is_keras(obj: Any) -> bool:
+    from multidev.keras.layers.base import Layer
+    return isinstance(obj, Layer)
+
+
+def _keras_signature(model: Any) -> Signature:
+    from multidev.keras.layers.core import Embedding
+    if hasattr(model, "_inputs") and getattr(model, "inputs", None):
+        specs = tuple(TensorSpec(kt.shape, kt.dtype, kt.name if hasattr(kt, "name") else None) for kt in model.inputs)
+    else:
+        shape = getattr(model, "_input_batch_shape", None) or model._build_input_shape
+        if shape is None:
+            raise ValueError(f"Model {model.name!r} has no known input shape, so there is nothing to trace. Call it on "
+                             "a batch first, give it an Input, or pass signatures= with an md.function(input_signature"
+                             "=...).")
+        dtype = getattr(model, "_input_dtype", None)
+        first = model.layers[0] if getattr(model, "layers", None) else None
+        dtype = dtype or (torch.int64 if isinstance(first, Embedding) else torch.float32)
+        specs = (TensorSpec((None,) + tuple(shape[1:]), dtype),)
+    names = tuple(spec.name or f"input_{i + 1}" for i, spec in enumerate(specs))
+
+    def call(*xs):
+        return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+
+    def output_names(outputs):
+        if hasattr(model, "_outputs"):             # functional: the output layers' names, as TF's serving_default
+            return list(model._output_names())
+        last = model.layers[-1].name if getattr(model, "layers", None) else model.name
+        return [last] if isinstance(outputs, torch.Tensor) else [f"{last}_{i}" for i in range(len(outputs))]
+
+    return Signature(call, specs, names, output_names)
+
+
+def _decorated_methods(obj: Any) -> dict[str, Callable]:
+    found = {}
+    for name in dir(type(obj)):
+        attr = inspect.getattr_static(type(obj), name, None)
+        if callable(attr) and getattr(attr, "input_signature", None) is not None:
+            found[name] = getattr(obj, name)
+    return found
+
+
+def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
+    """``{name: Signature}`` to export, as TensorFlow chooses them."""
+    if signatures is None:
+        methods = _decorated_methods(obj)
+        if len(methods) == 1 or "__call__" in methods:
+            name, fn = ("__call__", methods["__call__"]) if "__call__" in methods else next(iter(methods.items()))
+            return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _from_function(fn, f"{type(obj).__name__}.{name}")}
+        if _is_keras(obj):
+            return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _keras_signature(obj)}
+        if methods:
+            raise ValueError(f"{type(obj).__name__} has several md.function methods with input signatures "
+                             f"({sorted(methods)}); say which to export: signatures={{'serving_default': obj.method}}.")
+        raise ValueError(f"Nothing to export from {type(obj).__name__}: it is not a Keras model and has no method "
+                         "decorated with md.function(input_signature=...). Pass signatures=.")
+    if callable(signatures) and not isinstance(signatures, dict):
+        return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _from_function(signatures, "signatures")}
+    if isinstance(signatures, dict):
+        out = {}
+        for name, fn in signatures.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ValueError(f"Signature names must be identifiers; received {name!r}.")
+            out[name] = _from_function(fn, f"signatures[{name!r}]")
+        return out
+    raise TypeError(f"signatures must be None, an md.function with an input_signature or a dict of them; received "
+                    f"{signatures!r}.")
