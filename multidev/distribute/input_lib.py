@@ -3,8 +3,9 @@
 A distributed dataset yields, per global batch, one slice per replica in replica order (the seed's
 ``range(16).batch(4)`` over two replicas gives ``[0, 1]`` and ``[2, 3]``), each already on its
 replica's device. Replicas get ``global_batch // n`` examples (the first ``global_batch % n`` one
-more); a partial last batch fills replicas in order, so some may get fewer or zero examples:
-every example is seen exactly once, none is padded, duplicated or dropped.
+more); a partial last batch is spread as TensorFlow spreads it, in consecutive slices of
+``ceil(B / n)`` rows (100 examples in batches of 16 on 2 replicas end with ``[2, 2]``, not
+``[4, 0]``): every example is seen exactly once, none is padded, duplicated or dropped.
 """
 
 from __future__ import annotations
@@ -49,19 +50,30 @@ def _leading_size(element: Any) -> int:
     return sizes.pop()
 
 
+def partial_batch_sizes(batch_size: int, num_replicas: int) -> list[int]:
+    """How many examples each replica gets from a partial (last) global batch, as TensorFlow splits it.
+
+    TensorFlow's rebatching cuts a short batch into consecutive slices of ``ceil(B / n)`` rows, so
+    the examples are spread over the replicas instead of filling the first ones: 4 over 2 replicas
+    gives ``[2, 2]``, 5 gives ``[3, 2]``, 4 over 3 gives ``[2, 2, 0]``.
+    """
+    per = -(-batch_size // num_replicas)
+    return [max(0, min(per, batch_size - r * per)) for r in range(num_replicas)]
+
+
+def split_sizes(size: int, num_replicas: int, static_batch_size: int) -> list[int]:
+    """Rows per replica for one global batch of ``size`` rows (``static_batch_size``: the dataset's
+    batch size, <= 0 when unknown): a full batch as ``replica_batch_sizes``, a partial one as
+    ``partial_batch_sizes``."""
+    if 0 < size < static_batch_size:
+        return partial_batch_sizes(size, num_replicas)
+    return replica_batch_sizes(size, num_replicas)
+
+
 def split_element(element: Any, num_replicas: int, static_batch_size: int) -> list[Any]:
-    """Split one global batch into per-replica batches, in order."""
-    size = _leading_size(element)
-    capacity = replica_batch_sizes(static_batch_size if static_batch_size > 0 else size, num_replicas)
-    counts, remaining = [], size
-    for c in capacity:
-        take = min(c, remaining)
-        counts.append(take)
-        remaining -= take
-    if remaining:  # element larger than the static batch size (e.g. rebatched input): split evenly
-        counts = replica_batch_sizes(size, num_replicas)
+    """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``)."""
     bounds = [0]
-    for c in counts:
+    for c in split_sizes(_leading_size(element), num_replicas, static_batch_size):
         bounds.append(bounds[-1] + c)
     return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(num_replicas)]
 

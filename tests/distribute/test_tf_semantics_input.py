@@ -1,0 +1,58 @@
+"""Issue 17 items 3 and 8: partial global batches and the distributed dataset's surface, as TF 2.21."""
+
+import pytest
+import torch
+
+import multidev as md
+
+
+@pytest.fixture(scope="module")
+def two():
+    return md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
+def _sizes(strategy, dataset):
+    dist = strategy.experimental_distribute_dataset(dataset)
+    return [[len(p) for p in strategy.experimental_local_results(b)] for b in dist]
+
+
+@pytest.mark.parametrize("n,batch,last", [(100, 16, [2, 2]), (13, 8, [3, 2]), (22, 8, [3, 3])])
+def test_partial_batch_splits_as_tensorflow(two, n, batch, last):
+    sizes = _sizes(two, md.data.Dataset.range(n).batch(batch))
+    assert sizes[:-1] == [[batch // 2] * 2] * (len(sizes) - 1)
+    assert sizes[-1] == last   # TF 2.21 observed; the old split filled replica 0 first ([4, 0] for 100/16)
+
+
+def test_partial_batch_keeps_order_and_every_example(two):
+    dist = two.experimental_distribute_dataset(md.data.Dataset.range(13).batch(8))
+    last = [t.tolist() for t in two.experimental_local_results(list(dist)[-1])]
+    assert last == [[8, 9, 10], [11, 12]]
+
+
+def test_compute_average_loss_on_the_last_step_matches_tensorflow(two):
+    """Per-example loss 1.0; without global_batch_size TF's last step sums to 1.0 (each replica 2 / (2 * 2))."""
+    dist = two.experimental_distribute_dataset(md.data.Dataset.range(100).batch(16))
+
+    def step(batch):
+        return md.nn.compute_average_loss(torch.ones(batch.shape[0]))
+
+    losses = [float(two.reduce("SUM", two.run(step, args=(b,)), axis=None)) for b in dist]
+    assert losses == [1.0] * 7
+
+
+def test_keras_fit_splits_the_last_batch_like_the_dataset(two):
+    """Keras fit on the strategy spreads the partial batch too (each replica sees 2 of the last 4)."""
+    seen = []
+
+    class Probe(md.keras.layers.Layer):
+        def call(self, x):
+            seen.append(int(x.shape[0]))
+            return x
+
+    with two.scope():
+        model = md.keras.Sequential([md.keras.Input((1,)), Probe(), md.keras.layers.Dense(1)])
+        model.compile(optimizer=md.keras.optimizers.SGD(0.0), loss="mse", metrics=["mae"])
+    x = torch.ones(20, 1)
+    history = model.fit(x, torch.zeros(20, 1), batch_size=16, epochs=1, verbose=0, shuffle=False)
+    assert seen[-4:] == [8, 8, 2, 2]   # the two replicas of each step (any earlier call builds the model)
+    assert history.history["loss"][0] == pytest.approx(history.history["mae"][0] ** 2, rel=1e-5)
