@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Sequence
 
 import torch
@@ -50,6 +51,21 @@ class Mirrored(DistributedValues):
     """Components known to be equal on every replica (results of a reduction)."""
 
     __slots__ = ()
+
+
+class AnyDistributedValue(abc.ABC):
+    """The public ``md.distribute.DistributedValues``: ``isinstance`` is True for ``PerReplica`` and
+    ``Mirrored`` values and for distributed variables (``MirroredVariable``, ...), as in TensorFlow.
+
+    Internal code checks the concrete ``DistributedValues`` base instead: a variable is not a value
+    to split per replica.
+
+        >>> isinstance(mirrored_variable, md.distribute.DistributedValues)
+        True
+    """
+
+
+AnyDistributedValue.register(DistributedValues)
 
 
 def local_value(value: Any, replica_id: int) -> Any:

@@ -22,7 +22,7 @@ from torch._C import DisableTorchFunctionSubclass
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values import context
-from multidev.values.distributed import DistributedValues, PerReplica
+from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica
 
 _counter = itertools.count()
 _UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
@@ -319,6 +319,9 @@ class DistributedVariable(Variable):
         new._mark_synced()
         memo[id(self)] = new
         return new
+
+
+AnyDistributedValue.register(DistributedVariable)   # isinstance(v, md.distribute.DistributedValues), as TF
 
 
 class MirroredVariable(DistributedVariable):
