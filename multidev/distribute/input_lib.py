@@ -24,7 +24,7 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import InputContext, InputOptions, InputReplicationMode
 from multidev.values import context
-from multidev.values.distributed import PerReplica, flatten, map_structure, pack_as, regroup
+from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as, regroup
 
 
 def replica_batch_sizes(global_batch_size: int, num_replicas: int) -> list[int]:
@@ -76,6 +76,10 @@ def split_element(element: Any, num_replicas: int, static_batch_size: int) -> li
     for c in split_sizes(_leading_size(element), num_replicas, static_batch_size):
         bounds.append(bounds[-1] + c)
     return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(num_replicas)]
+
+
+def _per_replica_spec(spec: Any, num_replicas: int) -> Any:
+    return spec if num_replicas == 1 else map_structure(lambda s: PerReplicaSpec(*(s,) * num_replicas), spec)
 
 
 def _to_device(element: Any, device: torch.device) -> Any:
@@ -186,9 +190,10 @@ class DistributedDataset(_DistributedBase):
         super().__init__(strategy, options)
         dataset = _check_dataset(dataset, "experimental_distribute_dataset")
         if self._options.experimental_replication_mode is InputReplicationMode.PER_REPLICA:
-            raise ValueError(
-                "InputReplicationMode.PER_REPLICA is only supported in distribute_datasets_from_function; "
-                "experimental_distribute_dataset splits one dataset per worker."
+            raise NotImplementedError(   # TensorFlow's type for this
+                "InputReplicationMode.PER_REPLICA is only supported in `distribute_datasets_from_function`; "
+                "experimental_distribute_dataset splits one dataset per worker. Use "
+                "strategy.distribute_datasets_from_function(dataset_fn, options) for per-replica datasets."
             )
         extended = strategy.extended
         self._num_workers, self._worker_index = extended._num_workers, extended._worker_index
@@ -246,8 +251,8 @@ class DistributedDataset(_DistributedBase):
 
     @property
     def element_spec(self) -> Any:
-        spec = self._dataset.element_spec
-        return spec if len(self._devices) == 1 else map_structure(lambda s: PerReplica((s,) * len(self._devices)), spec)
+        """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
+        return _per_replica_spec(self._dataset.element_spec, len(self._devices))
 
     def cardinality(self) -> int:
         return self._dataset.cardinality()
@@ -312,5 +317,5 @@ class DistributedDatasetsFromFunction(_DistributedBase):
 
     @property
     def element_spec(self) -> Any:
-        spec = self._datasets[0].element_spec
-        return spec if len(self._devices) == 1 else map_structure(lambda s: PerReplica((s,) * len(self._devices)), spec)
+        """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
+        return _per_replica_spec(self._datasets[0].element_spec, len(self._devices))

@@ -74,7 +74,7 @@ def test_iterator_api(two):
     with pytest.raises(md.errors.OutOfRangeError):
         it.get_next()
     spec = two.experimental_distribute_dataset(md.data.Dataset.range(4).batch(4)).element_spec
-    assert isinstance(spec, md.distribute.PerReplica)
+    assert type(spec).__name__ == "PerReplicaSpec" and len(spec.value_specs) == 2
 
 
 def test_bad_input(two):
