@@ -57,7 +57,7 @@ class _Scope:
         stack = context.scope_stack()
         current = context.current_scope_strategy()
         if current is not None and current is not self._strategy:
-            raise ValueError(
+            raise RuntimeError(   # TensorFlow's type
                 f"Mixing different md.distribute.Strategy objects: {self._strategy!r} is not {current!r}. "
                 "Leave the other strategy's scope before entering this one."
             )

@@ -62,7 +62,7 @@ def test_contexts_outside_and_in_scope(strategy):
 def test_mixing_strategies_raises(strategy):
     other = md.distribute.OneDeviceStrategy("/cpu:0")
     with strategy.scope():
-        with pytest.raises(ValueError, match="Mixing different"):
+        with pytest.raises(RuntimeError, match="Mixing different"):
             with other.scope():
                 pass
 
