@@ -124,6 +124,8 @@ class Strategy:
         parts = self._components_of(value)
         if parts is None:
             tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+            if isinstance(tensor, DistributedVariable):   # a value, not the live variable (TF returns a tensor)
+                tensor = tensor.read_value()
             if op is ReduceOp.SUM and self.num_replicas_in_sync > 1:
                 raise ValueError(
                     f"A non-distributed value {value!r} cannot be reduced with ReduceOp.SUM across "
@@ -149,7 +151,7 @@ class Strategy:
     @staticmethod
     def _components_of(value: Any) -> list[torch.Tensor] | None:
         if isinstance(value, DistributedVariable):
-            return list(value.values)
+            return value._reduce_parts()
         if isinstance(value, DistributedValues):
             return [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in value.values]
         return None

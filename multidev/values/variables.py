@@ -260,6 +260,10 @@ class DistributedVariable(Variable):
     def _local(self, replica_id: int) -> torch.Tensor:
         return self._components[replica_id]
 
+    def _reduce_parts(self) -> list | None:
+        """What ``strategy.reduce`` combines: every replica's copy (None: reduce it as a plain tensor)."""
+        return list(self._components)
+
     def _view_for(self, replica_id: int | None) -> torch.Tensor:
         """What an op sees: the replica's component, or in cross-replica context the primary."""
         if replica_id is None:

@@ -56,3 +56,27 @@ def test_keras_fit_splits_the_last_batch_like_the_dataset(two):
     history = model.fit(x, torch.zeros(20, 1), batch_size=16, epochs=1, verbose=0, shuffle=False)
     assert seen[-4:] == [8, 8, 2, 2]   # the two replicas of each step (any earlier call builds the model)
     assert history.history["loss"][0] == pytest.approx(history.history["mae"][0] ** 2, rel=1e-5)
+
+
+def test_element_spec_is_a_per_replica_spec_equal_to_the_iterators(two):
+    dist = two.experimental_distribute_dataset(md.data.Dataset.range(10).batch(4))
+    spec = dist.element_spec
+    assert type(spec).__name__ == "PerReplicaSpec"
+    assert spec.value_specs == (md.data.TensorSpec((None,), torch.int64),) * 2
+    assert spec == iter(dist).element_spec
+    assert spec != md.data.Dataset.range(10).batch(4).element_spec
+    one = md.distribute.MirroredStrategy(["/cpu:0"])   # one replica: the dataset's own spec, as TF
+    assert one.experimental_distribute_dataset(md.data.Dataset.range(4).batch(2)).element_spec == \
+        md.data.TensorSpec((None,), torch.int64)
+
+
+def test_input_options_fetch_to_device_defaults_true():
+    assert md.distribute.InputOptions().experimental_fetch_to_device is True
+    assert md.distribute.InputOptions(experimental_fetch_to_device=None).experimental_fetch_to_device is True
+    assert md.distribute.InputOptions(experimental_fetch_to_device=False).experimental_fetch_to_device is False
+
+
+def test_per_replica_mode_in_experimental_distribute_dataset_is_not_implemented(two):
+    options = md.distribute.InputOptions(experimental_replication_mode=md.distribute.InputReplicationMode.PER_REPLICA)
+    with pytest.raises(NotImplementedError, match="distribute_datasets_from_function"):
+        two.experimental_distribute_dataset(md.data.Dataset.range(4).batch(2), options)
