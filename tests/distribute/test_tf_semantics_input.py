@@ -40,8 +40,10 @@ def test_compute_average_loss_on_the_last_step_matches_tensorflow(two):
     assert losses == [1.0] * 7
 
 
-def test_keras_fit_splits_the_last_batch_like_the_dataset(two):
-    """Keras fit on the strategy spreads the partial batch too (each replica sees 2 of the last 4)."""
+def test_keras_fit_splits_the_last_batch_like_the_dataset():
+    """Keras fit on a strategy spreads a partial batch as the distributed dataset does (4 rows over 3
+    replicas: [2, 2, 0]), and its loss and metrics stay exact."""
+    three = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
     seen = []
 
     class Probe(md.keras.layers.Layer):
@@ -49,13 +51,16 @@ def test_keras_fit_splits_the_last_batch_like_the_dataset(two):
             seen.append(int(x.shape[0]))
             return x
 
-    with two.scope():
-        model = md.keras.Sequential([md.keras.Input((1,)), Probe(), md.keras.layers.Dense(1)])
+    with three.scope():
+        model = md.keras.Sequential([md.keras.Input((1,)), Probe(), md.keras.layers.Dense(1, kernel_initializer="ones")])
         model.compile(optimizer=md.keras.optimizers.SGD(0.0), loss="mse", metrics=["mae"])
-    x = torch.ones(20, 1)
+    x = torch.arange(20.0).reshape(20, 1)
     history = model.fit(x, torch.zeros(20, 1), batch_size=16, epochs=1, verbose=0, shuffle=False)
-    assert seen[-4:] == [8, 8, 2, 2]   # the two replicas of each step (any earlier call builds the model)
-    assert history.history["loss"][0] == pytest.approx(history.history["mae"][0] ** 2, rel=1e-5)
+    dataset_split = _sizes(three, md.data.Dataset.range(20).batch(16))
+    assert dataset_split == [[6, 5, 5], [2, 2, 0]]
+    assert sorted(seen[-6:-3]) == [5, 5, 6] and sorted(seen[-3:]) == [0, 2, 2]
+    assert history.history["loss"][0] == pytest.approx(float((x ** 2).mean()), rel=1e-6)
+    assert history.history["mae"][0] == pytest.approx(float(x.mean()), rel=1e-6)
 
 
 def test_element_spec_is_a_per_replica_spec_equal_to_the_iterators(two):
