@@ -39,7 +39,7 @@ class CentralStorageStrategy(Strategy):
     """Synchronous training with variables stored once, on ``parameter_device``.
 
     Args:
-        compute_devices: replica devices; default every logical GPU, else the CPU.
+        compute_devices: replica devices; default every logical GPU, else CPU:0 (as TensorFlow).
         parameter_device: where variables live; default the CPU with several GPUs, else the one device.
     """
 
