@@ -44,7 +44,8 @@ class CentralStorageStrategy(Strategy):
     """
 
     def __init__(self, compute_devices: Sequence[str] | None = None, parameter_device: str | None = None):
-        compute = _default_compute_devices() if compute_devices is None else resolve_devices(compute_devices, "compute_devices")
+        compute = (_default_compute_devices() if compute_devices is None
+                   else resolve_devices(compute_devices, "compute_devices"))
         if parameter_device is None:
             parameter = registry.resolve("/device:CPU:0") if len({d.torch_device for d in compute}) > 1 else compute[0]
         else:

@@ -1,10 +1,11 @@
 """``MultiWorkerMirroredStrategy``: MirroredStrategy across processes, over torch.distributed.
 
 Each worker process runs its local replicas (all logical GPUs, else all logical CPUs; with no
-cluster, as TensorFlow, the first CPU only) as ``MirroredStrategy`` does; collectives are hierarchical: the local replicas' values are reduced in
-process first, then across processes with one ``ProcessCollective`` call (Gloo on CPUs, NCCL on
-GPUs), then handed back to the local replicas. Worker 0 (the chief) broadcasts every variable's
-initial value, so workers start identical however they were seeded.
+cluster, as TensorFlow, the first CPU only) as ``MirroredStrategy`` does; collectives are
+hierarchical: the local replicas' values are reduced in process first, then across processes with
+one ``ProcessCollective`` call (Gloo on CPUs, NCCL on GPUs), then handed back to the local replicas.
+Worker 0 (the chief) broadcasts every variable's initial value, so workers start identical however
+they were seeded.
 
     TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:20001", "127.0.0.1:20002"]},
                 "task": {"type": "worker", "index": 0}}'  python train.py   # one per worker

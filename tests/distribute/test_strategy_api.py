@@ -148,7 +148,8 @@ def test_one_device_strategy_returns_plain_values():
 def test_default_mirrored_uses_every_logical_cpu_without_gpus():
     s = md.distribute.MirroredStrategy()   # conftest split the CPU in 4; TF 2.21 uses every logical CPU
     cpus = md.config.list_logical_devices("CPU")
-    assert s.extended.worker_devices == tuple(f"/job:localhost/replica:0/task:0/device:CPU:{i}" for i in range(len(cpus)))
+    assert s.extended.worker_devices == tuple(f"/job:localhost/replica:0/task:0/device:CPU:{i}"
+                                              for i in range(len(cpus)))
 
 
 def test_logical_devices_are_accepted_as_devices():

@@ -52,7 +52,8 @@ def test_keras_fit_splits_the_last_batch_like_the_dataset():
             return x
 
     with three.scope():
-        model = md.keras.Sequential([md.keras.Input((1,)), Probe(), md.keras.layers.Dense(1, kernel_initializer="ones")])
+        model = md.keras.Sequential([md.keras.Input((1,)), Probe(),
+                                     md.keras.layers.Dense(1, kernel_initializer="ones")])
         model.compile(optimizer=md.keras.optimizers.SGD(0.0), loss="mse", metrics=["mae"])
     x = torch.arange(20.0).reshape(20, 1)
     history = model.fit(x, torch.zeros(20, 1), batch_size=16, epochs=1, verbose=0, shuffle=False)
