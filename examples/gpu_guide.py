@@ -115,8 +115,8 @@ def single_device_on_multi_device_system(kind: str) -> None:
         with md.device(f"/device:{kind}:7"):   # an invalid device
             a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
             torch.matmul(a, a.T)
-    except RuntimeError as e:
-        print("RuntimeError:", e)
+    except md.errors.InvalidArgumentError as e:   # TF 2.21 raises InvalidArgumentError (older guides: RuntimeError)
+        print("InvalidArgumentError:", e)
     md.config.set_soft_device_placement(True)
     with md.device(f"/device:{kind}:7"):       # soft placement picks an existing device
         a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])

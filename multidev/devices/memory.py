@@ -95,30 +95,31 @@ def track(device: Device, outputs: object) -> None:
                 weakref.finalize(t, usage.release, ptr)
 
 
-def _gpu_device(device: str) -> Device:
+def _gpu_device(device: str) -> Device | None:
+    """The GPU logical device named ``device``; None for a CPU (TF 2.21 keeps no CPU statistics and
+    reports zeros, although its docstring says CPUs raise)."""
     if not isinstance(device, str):
         raise TypeError(f"device must be a device name such as 'GPU:0', got {device!r}.")
     resolved = registry.lookup(device)
-    if resolved.device_type != "GPU":
-        raise ValueError(
-            f"Memory statistics are not available for {resolved.name} (requested as {device!r}): as in "
-            "TensorFlow, they are kept for GPUs only. For the process's CPU memory use "
-            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss or psutil."
-        )
-    return resolved
+    return resolved if resolved.device_type == "GPU" else None
 
 
 def get_memory_info(device: str) -> dict[str, int]:
     """Current and peak memory, in bytes, used by tensors on a GPU logical device.
+
+    A CPU reports ``{'current': 0, 'peak': 0}`` as TensorFlow 2.21 does (no statistics are kept
+    for it; for the process's memory use ``resource.getrusage`` or psutil).
 
     Example:
         >>> md.config.experimental.get_memory_info("GPU:0")
         {'current': 0, 'peak': 0}
 
     Raises:
-        ValueError: the device does not exist, or is a CPU.
+        ValueError: the device does not exist.
     """
     resolved = _gpu_device(device)
+    if resolved is None:
+        return {"current": 0, "peak": 0}
     if resolved.memory_limit is not None:
         usage = _usage_of(resolved)
         with usage.lock:
@@ -133,8 +134,10 @@ def get_memory_usage(device: str) -> int:
 
 
 def reset_memory_stats(device: str) -> None:
-    """Reset the peak reported by :func:`get_memory_info` to the current usage."""
+    """Reset the peak reported by :func:`get_memory_info` to the current usage (a CPU: nothing to reset)."""
     resolved = _gpu_device(device)
+    if resolved is None:
+        return
     if resolved.memory_limit is not None:
         usage = _usage_of(resolved)
         with usage.lock:

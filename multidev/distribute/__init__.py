@@ -32,7 +32,8 @@ from multidev.distribute.parameter_server import ParameterServerStrategy, Server
 from multidev.distribute import coordinator
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.strategy import Strategy
-from multidev.values import DistributedValues, Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable
+from multidev.values import Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable
+from multidev.values import AnyDistributedValue as DistributedValues  # values and distributed variables
 
 module_hooks.install()
 optimizer_hooks.install()

@@ -42,6 +42,7 @@ def _strict(device: Any, argument: str) -> registry.Device:
 
 
 def default_devices() -> list[registry.Device]:
-    """TensorFlow's default for MirroredStrategy: every logical GPU, else the first CPU."""
+    """TensorFlow's default for MirroredStrategy: every logical GPU, else every logical CPU
+    (one CPU unless it was split into logical devices; TF 2.21 gives 2 replicas after a split in two)."""
     gpus = registry.logical_devices("GPU")
-    return gpus if gpus else [registry.resolve("/device:CPU:0")]
+    return gpus if gpus else registry.logical_devices("CPU")

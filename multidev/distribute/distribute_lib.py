@@ -26,7 +26,8 @@ from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneD
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.values import context
-from multidev.values.distributed import DistributedValues, Mirrored, PerReplica, local_value, map_structure, regroup
+from multidev.values.distributed import (DistributedValues, Mirrored, PerReplica, flatten, local_value, map_structure,
+                                        pack_as, regroup)
 from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
 
 DEFAULT_COLLECTIVE_TIMEOUT = float(os.environ.get("MULTIDEV_COLLECTIVE_TIMEOUT", "300"))
@@ -206,7 +207,7 @@ class StrategyExtended:
         finally:
             self._running = False
         self._raise_first_error(outcomes)
-        return regroup([value for _, value in outcomes])
+        return _regroup_results([value for _, value in outcomes])
 
     def _replica_args(self, structure: Any, replica_id: int) -> Any:
         device = self._torch_devices[replica_id]
@@ -318,6 +319,26 @@ def _synchronize(tensors: Sequence[torch.Tensor]) -> None:
     """Collectives combine tensors written on other replicas' streams: wait for those devices."""
     for device in {t.device for t in tensors if t.device.type == "cuda"}:
         torch.cuda.synchronize(device)
+
+
+def _regroup_results(outputs: list) -> Any:
+    """The replicas' results as ``regroup`` makes them, except that a distributed variable (returned
+    as is, or by ``assign_add``) becomes a snapshot of each replica's value, as in TensorFlow:
+    ``Mirrored`` for a MirroredVariable, ``PerReplica`` for a SyncOnReadVariable."""
+    def snapshot(value: Any, replica_id: int) -> Any:
+        if isinstance(value, DistributedVariable):
+            with torch.no_grad():
+                return value._components[replica_id].detach().clone()
+        return value
+
+    kinds = [type(v) for v in flatten(outputs[0])]
+    if not any(issubclass(k, DistributedVariable) for k in kinds):
+        return regroup(outputs)
+    grouped = regroup([map_structure(lambda v, r=r: snapshot(v, r), o) for r, o in enumerate(outputs)])
+    if len(outputs) == 1:
+        return grouped
+    return pack_as(grouped, [Mirrored(v.values) if isinstance(v, PerReplica) and issubclass(k, MirroredVariable) else v
+                             for v, k in zip(flatten(grouped), kinds)])
 
 
 def _outcome(task: Callable) -> tuple[bool, Any]:

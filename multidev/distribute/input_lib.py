@@ -3,8 +3,9 @@
 A distributed dataset yields, per global batch, one slice per replica in replica order (the seed's
 ``range(16).batch(4)`` over two replicas gives ``[0, 1]`` and ``[2, 3]``), each already on its
 replica's device. Replicas get ``global_batch // n`` examples (the first ``global_batch % n`` one
-more); a partial last batch fills replicas in order, so some may get fewer or zero examples:
-every example is seen exactly once, none is padded, duplicated or dropped.
+more); a partial last batch is spread as TensorFlow spreads it, in consecutive slices of
+``ceil(B / n)`` rows (100 examples in batches of 16 on 2 replicas end with ``[2, 2]``, not
+``[4, 0]``): every example is seen exactly once, none is padded, duplicated or dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import InputContext, InputOptions, InputReplicationMode
 from multidev.values import context
-from multidev.values.distributed import PerReplica, flatten, map_structure, pack_as, regroup
+from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as, regroup
 
 
 def replica_batch_sizes(global_batch_size: int, num_replicas: int) -> list[int]:
@@ -49,21 +50,36 @@ def _leading_size(element: Any) -> int:
     return sizes.pop()
 
 
+def partial_batch_sizes(batch_size: int, num_replicas: int) -> list[int]:
+    """How many examples each replica gets from a partial (last) global batch, as TensorFlow splits it.
+
+    TensorFlow's rebatching cuts a short batch into consecutive slices of ``ceil(B / n)`` rows, so
+    the examples are spread over the replicas instead of filling the first ones: 4 over 2 replicas
+    gives ``[2, 2]``, 5 gives ``[3, 2]``, 4 over 3 gives ``[2, 2, 0]``.
+    """
+    per = -(-batch_size // num_replicas)
+    return [max(0, min(per, batch_size - r * per)) for r in range(num_replicas)]
+
+
+def split_sizes(size: int, num_replicas: int, static_batch_size: int) -> list[int]:
+    """Rows per replica for one global batch of ``size`` rows (``static_batch_size``: the dataset's
+    batch size, <= 0 when unknown): a full batch as ``replica_batch_sizes``, a partial one as
+    ``partial_batch_sizes``."""
+    if 0 < size < static_batch_size:
+        return partial_batch_sizes(size, num_replicas)
+    return replica_batch_sizes(size, num_replicas)
+
+
 def split_element(element: Any, num_replicas: int, static_batch_size: int) -> list[Any]:
-    """Split one global batch into per-replica batches, in order."""
-    size = _leading_size(element)
-    capacity = replica_batch_sizes(static_batch_size if static_batch_size > 0 else size, num_replicas)
-    counts, remaining = [], size
-    for c in capacity:
-        take = min(c, remaining)
-        counts.append(take)
-        remaining -= take
-    if remaining:  # element larger than the static batch size (e.g. rebatched input): split evenly
-        counts = replica_batch_sizes(size, num_replicas)
+    """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``)."""
     bounds = [0]
-    for c in counts:
+    for c in split_sizes(_leading_size(element), num_replicas, static_batch_size):
         bounds.append(bounds[-1] + c)
     return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(num_replicas)]
+
+
+def _per_replica_spec(spec: Any, num_replicas: int) -> Any:
+    return spec if num_replicas == 1 else map_structure(lambda s: PerReplicaSpec(*(s,) * num_replicas), spec)
 
 
 def _to_device(element: Any, device: torch.device) -> Any:
@@ -174,9 +190,10 @@ class DistributedDataset(_DistributedBase):
         super().__init__(strategy, options)
         dataset = _check_dataset(dataset, "experimental_distribute_dataset")
         if self._options.experimental_replication_mode is InputReplicationMode.PER_REPLICA:
-            raise ValueError(
-                "InputReplicationMode.PER_REPLICA is only supported in distribute_datasets_from_function; "
-                "experimental_distribute_dataset splits one dataset per worker."
+            raise NotImplementedError(   # TensorFlow's type for this
+                "InputReplicationMode.PER_REPLICA is only supported in `distribute_datasets_from_function`; "
+                "experimental_distribute_dataset splits one dataset per worker. Use "
+                "strategy.distribute_datasets_from_function(dataset_fn, options) for per-replica datasets."
             )
         extended = strategy.extended
         self._num_workers, self._worker_index = extended._num_workers, extended._worker_index
@@ -234,8 +251,8 @@ class DistributedDataset(_DistributedBase):
 
     @property
     def element_spec(self) -> Any:
-        spec = self._dataset.element_spec
-        return spec if len(self._devices) == 1 else map_structure(lambda s: PerReplica((s,) * len(self._devices)), spec)
+        """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
+        return _per_replica_spec(self._dataset.element_spec, len(self._devices))
 
     def cardinality(self) -> int:
         return self._dataset.cardinality()
@@ -300,5 +317,5 @@ class DistributedDatasetsFromFunction(_DistributedBase):
 
     @property
     def element_spec(self) -> Any:
-        spec = self._datasets[0].element_spec
-        return spec if len(self._devices) == 1 else map_structure(lambda s: PerReplica((s,) * len(self._devices)), spec)
+        """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
+        return _per_replica_spec(self._datasets[0].element_spec, len(self._devices))

@@ -18,18 +18,21 @@ class InputOptions:
     """Options for ``experimental_distribute_dataset`` / ``distribute_datasets_from_function``.
 
     Args:
-        experimental_fetch_to_device: copy each replica's batch to its device ahead of time.
+        experimental_fetch_to_device: copy each replica's batch to its device ahead of time
+            (default True, as TensorFlow; ``None`` means True).
         experimental_replication_mode: PER_WORKER (default) or PER_REPLICA datasets.
         experimental_place_dataset_on_device: run the dataset on the replica device (PER_REPLICA only).
         experimental_per_replica_buffer_size: batches prefetched per replica device.
     """
 
-    experimental_fetch_to_device: bool | None = None
+    experimental_fetch_to_device: bool | None = True
     experimental_replication_mode: InputReplicationMode = InputReplicationMode.PER_WORKER
     experimental_place_dataset_on_device: bool = False
     experimental_per_replica_buffer_size: int = 1
 
     def __post_init__(self) -> None:
+        if self.experimental_fetch_to_device is None:   # TensorFlow: None stands for the default, True
+            object.__setattr__(self, "experimental_fetch_to_device", True)
         if not isinstance(self.experimental_replication_mode, InputReplicationMode):
             raise ValueError(
                 f"experimental_replication_mode must be a md.distribute.InputReplicationMode "
@@ -41,7 +44,8 @@ class InputOptions:
         if self.experimental_place_dataset_on_device and self.experimental_fetch_to_device:
             raise ValueError(
                 "`experimental_place_dataset_on_device` can not be set to True when "
-                "experimental_fetch_to_device is True: a dataset placed on the device is already there."
+                "experimental_fetch_to_device is True (its default): a dataset placed on the device is already "
+                "there. Pass experimental_fetch_to_device=False with it."
             )
         if (self.experimental_place_dataset_on_device
                 and self.experimental_replication_mode is not InputReplicationMode.PER_REPLICA):

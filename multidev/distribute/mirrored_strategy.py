@@ -17,7 +17,8 @@ class MirroredStrategy(Strategy):
     """Replicates variables on every device and keeps the copies identical.
 
     Args:
-        devices: device names; default every logical GPU, else the CPU.
+        devices: device names; default every logical GPU, else every logical CPU (TensorFlow's
+            ``all_local_devices``: one CPU unless it was split into logical devices).
         cross_device_ops: how gradients are summed; default chosen as TensorFlow does.
 
     Example:

@@ -1,10 +1,11 @@
 """``MultiWorkerMirroredStrategy``: MirroredStrategy across processes, over torch.distributed.
 
-Each worker process runs its local replicas (all logical GPUs, else all logical CPUs) as
-``MirroredStrategy`` does; collectives are hierarchical: the local replicas' values are reduced in
-process first, then across processes with one ``ProcessCollective`` call (Gloo on CPUs, NCCL on
-GPUs), then handed back to the local replicas. Worker 0 (the chief) broadcasts every variable's
-initial value, so workers start identical however they were seeded.
+Each worker process runs its local replicas (all logical GPUs, else all logical CPUs; with no
+cluster, as TensorFlow, the first CPU only) as ``MirroredStrategy`` does; collectives are
+hierarchical: the local replicas' values are reduced in process first, then across processes with
+one ``ProcessCollective`` call (Gloo on CPUs, NCCL on GPUs), then handed back to the local replicas.
+Worker 0 (the chief) broadcasts every variable's initial value, so workers start identical however
+they were seeded.
 
     TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:20001", "127.0.0.1:20002"]},
                 "task": {"type": "worker", "index": 0}}'  python train.py   # one per worker
@@ -35,9 +36,15 @@ from multidev.distribute.strategy import Strategy, divide
 _log = logging.getLogger("multidev.distribute")
 
 
-def _local_devices() -> list[registry.Device]:
+def _local_devices(has_cluster: bool) -> list[registry.Device]:
+    """Every logical GPU, else the CPU: in a cluster (or with ``multidev launch --devices-per-worker``)
+    every logical CPU, without one the first, as TensorFlow (``MultiWorkerMirroredStrategy()`` with no
+    TF_CONFIG on a CPU split in two has 1 replica)."""
     gpus = registry.logical_devices("GPU")
-    return gpus if gpus else registry.logical_devices("CPU")
+    if gpus:
+        return gpus
+    cpus = registry.logical_devices("CPU")
+    return cpus if has_cluster or os.environ.get(registry.DEVICES_PER_WORKER_ENV) else cpus[:1]
 
 
 def _shutdown(process: ProcessCollective) -> None:
@@ -154,7 +161,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         world = collective_world(resolver)  # validates the cluster before any network activity
         if resolver.task_type is not None and resolver.task_id is not None:
             registry.set_local_task(resolver.task_type, resolver.task_id)
-        devices = _local_devices()
+        devices = _local_devices(bool(resolver.cluster_spec()))
         backend = options.backend(cuda=devices[0].device_type == "GPU")
         process = ProcessCollective(world, backend=backend, timeout_seconds=options.timeout_seconds)
         extended = _MultiWorkerExtended(self, devices, process, resolver.task_type, resolver.task_id, options)

@@ -20,6 +20,21 @@ def divide(total: torch.Tensor, n: int) -> torch.Tensor:
     return torch.div(total, n, rounding_mode="floor")
 
 
+#: TensorFlow's ``/`` on integers (``truediv``): small ints divide in float32, 32/64-bit ints in float64.
+_TRUEDIV_DTYPES = {torch.uint8: torch.float32, torch.int8: torch.float32, torch.int16: torch.float32,
+                   torch.uint16: torch.float32, torch.int32: torch.float64, torch.uint32: torch.float64,
+                   torch.int64: torch.float64, torch.uint64: torch.float64}
+
+
+def true_divide(total: torch.Tensor, n: int | torch.Tensor) -> torch.Tensor:
+    """``total / n`` for ``strategy.reduce("MEAN", ...)``, as TensorFlow divides: the MEAN of int32
+    replica ids 0 and 1 is 0.5 (float64), not 0 (floating dtypes keep theirs)."""
+    target = _TRUEDIV_DTYPES.get(total.dtype)
+    if target is None:
+        return divide(total, int(n)) if total.dtype == torch.bool else total / n
+    return total.to(target) / n
+
+
 class ValueContext:
     """What ``experimental_distribute_values_from_function``'s function learns about its replica."""
 
@@ -42,7 +57,7 @@ class _Scope:
         stack = context.scope_stack()
         current = context.current_scope_strategy()
         if current is not None and current is not self._strategy:
-            raise ValueError(
+            raise RuntimeError(   # TensorFlow's type
                 f"Mixing different md.distribute.Strategy objects: {self._strategy!r} is not {current!r}. "
                 "Leave the other strategy's scope before entering this one."
             )
@@ -96,7 +111,8 @@ class Strategy:
         """Reduce a per-replica ``value`` across replicas (and along ``axis`` if given) to one tensor.
 
         MEAN with an ``axis`` divides by the total number of elements along that axis, so uneven
-        per-replica batches are averaged exactly.
+        per-replica batches are averaged exactly. MEAN of integers divides as TensorFlow's ``/``
+        (int32 ids 0 and 1 give 0.5 as float64).
         """
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.reduce must be called in cross-replica context (outside strategy.run).")
@@ -108,6 +124,8 @@ class Strategy:
         parts = self._components_of(value)
         if parts is None:
             tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+            if isinstance(tensor, DistributedVariable):   # a value, not the live variable (TF returns a tensor)
+                tensor = tensor.read_value()
             if op is ReduceOp.SUM and self.num_replicas_in_sync > 1:
                 raise ValueError(
                     f"A non-distributed value {value!r} cannot be reduced with ReduceOp.SUM across "
@@ -120,18 +138,20 @@ class Strategy:
         extended = self._extended
         if axis is None:
             total = extended._sum_across_workers(algorithms.reduce_to_one(parts, ReduceOp.SUM, device))
-            return total if op is ReduceOp.SUM else divide(total, self.num_replicas_in_sync)
+            if op is ReduceOp.SUM or self.num_replicas_in_sync == 1:   # one replica: TF returns the value as is
+                return total
+            return true_divide(total, self.num_replicas_in_sync)
         sums = [p.sum(dim=axis) for p in parts]
         total = extended._sum_across_workers(algorithms.reduce_to_one(sums, ReduceOp.SUM, device))
         if op is ReduceOp.MEAN:
             count = int(extended._sum_across_workers(torch.tensor(float(sum(p.shape[axis] for p in parts)))))
-            total = total / count if count else total * float("nan")
+            total = true_divide(total, count) if count else true_divide(total, 1) * float("nan")
         return total
 
     @staticmethod
     def _components_of(value: Any) -> list[torch.Tensor] | None:
         if isinstance(value, DistributedVariable):
-            return list(value.values)
+            return value._reduce_parts()
         if isinstance(value, DistributedValues):
             return [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in value.values]
         return None

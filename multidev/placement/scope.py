@@ -104,7 +104,7 @@ def device(name: "str | DeviceSpec | LogicalDevice | Device | torch.device | Non
 
     Raises:
         TypeError / ValueError: ``name`` is not a device name (the message quotes it).
-        RuntimeError: ``"<name> unknown device."`` when the device does not exist and soft
+        md.errors.InvalidArgumentError: ``"<name> unknown device."`` when the device does not exist and soft
             device placement is off.
     """
     if name is None:

@@ -6,12 +6,13 @@ interface in ``context.py``.
 """
 
 from multidev.values.context import current_replica_id
-from multidev.values.distributed import DistributedValues, Mirrored, PerReplica
+from multidev.values.distributed import AnyDistributedValue, DistributedValues, Mirrored, PerReplica
 from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable
 
 __all__ = [
     "current_replica_id",
     "DistributedValues",
+    "AnyDistributedValue",
     "PerReplica",
     "Mirrored",
     "Variable",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Sequence
 
 import torch
@@ -50,6 +51,53 @@ class Mirrored(DistributedValues):
     """Components known to be equal on every replica (results of a reduction)."""
 
     __slots__ = ()
+
+
+class PerReplicaSpec:
+    """The spec of a ``PerReplica`` value: one component spec per replica (TF's ``PerReplicaSpec``),
+    what a distributed dataset's (and its iterator's) ``element_spec`` holds at each leaf.
+
+        >>> dist.element_spec == iter(dist).element_spec
+        True
+    """
+
+    __slots__ = ("_value_specs",)
+
+    def __init__(self, *value_specs: Any):
+        self._value_specs = tuple(value_specs)
+
+    @property
+    def value_specs(self) -> tuple:
+        return self._value_specs
+
+    def __len__(self) -> int:
+        return len(self._value_specs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PerReplicaSpec):
+            return NotImplemented
+        return self._value_specs == other._value_specs
+
+    def __hash__(self) -> int:
+        return hash(self._value_specs)
+
+    def __repr__(self) -> str:
+        return f"PerReplicaSpec({', '.join(repr(s) for s in self._value_specs)})"
+
+
+class AnyDistributedValue(abc.ABC):
+    """The public ``md.distribute.DistributedValues``: ``isinstance`` is True for ``PerReplica`` and
+    ``Mirrored`` values and for distributed variables (``MirroredVariable``, ...), as in TensorFlow.
+
+    Internal code checks the concrete ``DistributedValues`` base instead: a variable is not a value
+    to split per replica.
+
+        >>> isinstance(mirrored_variable, md.distribute.DistributedValues)
+        True
+    """
+
+
+AnyDistributedValue.register(DistributedValues)
 
 
 def local_value(value: Any, replica_id: int) -> Any:

@@ -22,7 +22,7 @@ from torch._C import DisableTorchFunctionSubclass
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values import context
-from multidev.values.distributed import DistributedValues, PerReplica
+from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica
 
 _counter = itertools.count()
 _UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
@@ -260,6 +260,10 @@ class DistributedVariable(Variable):
     def _local(self, replica_id: int) -> torch.Tensor:
         return self._components[replica_id]
 
+    def _reduce_parts(self) -> list | None:
+        """What ``strategy.reduce`` combines: every replica's copy (None: reduce it as a plain tensor)."""
+        return list(self._components)
+
     def _view_for(self, replica_id: int | None) -> torch.Tensor:
         """What an op sees: the replica's component, or in cross-replica context the primary."""
         if replica_id is None:
@@ -319,6 +323,9 @@ class DistributedVariable(Variable):
         new._mark_synced()
         memo[id(self)] = new
         return new
+
+
+AnyDistributedValue.register(DistributedVariable)   # isinstance(v, md.distribute.DistributedValues), as TF
 
 
 class MirroredVariable(DistributedVariable):

@@ -50,7 +50,7 @@ def test_every_example_exactly_once(three, n_examples, batch):
 def test_uneven_sizes_follow_tensorflow(three):
     sizes = [[len(p) for p in _local(three, b)] for b in three.experimental_distribute_dataset(
         md.data.Dataset.range(37).batch(32))]
-    assert sizes == [[11, 11, 10], [5, 0, 0]]
+    assert sizes == [[11, 11, 10], [2, 2, 1]]   # a partial batch in slices of ceil(5 / 3), as TF
 
 
 def test_nested_elements_and_one_replica(two):
@@ -74,7 +74,7 @@ def test_iterator_api(two):
     with pytest.raises(md.errors.OutOfRangeError):
         it.get_next()
     spec = two.experimental_distribute_dataset(md.data.Dataset.range(4).batch(4)).element_spec
-    assert isinstance(spec, md.distribute.PerReplica)
+    assert type(spec).__name__ == "PerReplicaSpec" and len(spec.value_specs) == 2
 
 
 def test_bad_input(two):

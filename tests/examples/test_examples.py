@@ -67,7 +67,7 @@ def test_gpu_guide():
     assert "Executing op matmul in device /job:localhost/replica:0/task:0/device:CPU:0" in err
     assert "Executing op matmul in device /job:localhost/replica:0/task:0/device:CPU:1" in err   # md.device('/CPU:1')
     assert "ValueError: Cannot set memory growth on non-GPU device" in out
-    assert "RuntimeError: /job:localhost/replica:0/task:0/device:CPU:7 unknown device." in out
+    assert "InvalidArgumentError: /job:localhost/replica:0/task:0/device:CPU:7 unknown device." in out
     assert "soft device placement runs its ops on /job:localhost/replica:0/task:0/device:CPU:0" in err
     assert "Replicas: 2" in out and "loss after 5 epochs:" in out
     assert "tensor([[ 44.,  56.],\n        [ 98., 128.]])" in out        # 2 devices' matmuls added on the CPU

@@ -87,7 +87,7 @@ def test_checkpoint_from_two_workers_restores_on_other_layouts(two_by_two, fresh
                                             keras.layers.Dense(1)])
         path = {str(tmp / "ckpt" / "w.03.weights.h5")!r}
         plain = build(); plain.load_weights(path)
-        strategy = md.distribute.MultiWorkerMirroredStrategy()     # no cluster: 1 worker x 3 devices
+        strategy = md.distribute.MultiWorkerMirroredStrategy()     # no cluster, 3 devices per worker: 1 x 3
         with strategy.scope():
             three = build()
         three.load_weights(path)
@@ -95,7 +95,7 @@ def test_checkpoint_from_two_workers_restores_on_other_layouts(two_by_two, fresh
         copies = all(torch.equal(c, v.values[0]) for v in three.trainable_variables for c in v.values)
         print("RESULT " + json.dumps(dict(predictions, replicas=strategy.num_replicas_in_sync, copies=copies)))
         """,
-        env={"MULTIDEV_LOGICAL_CPUS": "3", "TF_CONFIG": ""}, timeout=120)
+        env={"MULTIDEV_DEVICES_PER_WORKER": "3", "TF_CONFIG": ""}, timeout=120)
     got = results_json(out)
     assert got["replicas"] == 3 and got["copies"]
     w = [torch.tensor(a) for a in results[0]["weights"]]

@@ -1,7 +1,8 @@
 """Running Keras steps on every replica of a strategy (``fit``/``evaluate``/``predict`` under a scope).
 
 Each global batch is split across the replicas exactly as ``experimental_distribute_dataset``
-splits it (in order; an uneven last batch leaves some replicas fewer or no examples), the loss
+splits it (in order; a partial last batch is spread as TensorFlow spreads it: 4 examples on 2
+replicas give [2, 2]; the largest batch seen so far stands for the dataset's batch size), the loss
 is divided by the global batch size so the summed gradients equal one device's, and every
 replica updates metrics in its own state, merged exactly afterwards (and summed across workers).
 """
@@ -32,6 +33,7 @@ class StrategyStepRunner:
 
     def __init__(self, strategy: Any):
         self.strategy = strategy
+        self._largest_batch = 0   # stands for the dataset's batch size: smaller batches are partial
 
     def run(self, step_fn, data, model):
         strategy = self.strategy
@@ -44,7 +46,8 @@ class StrategyStepRunner:
             global_size = sum(_batch_size(p) for p in parts) * extended._num_workers
         else:
             global_size = _batch_size(data)
-            parts = split_element(data, total, global_size)[first:first + local] if total > 1 else [data]
+            self._largest_batch = max(self._largest_batch, global_size)
+            parts = split_element(data, total, self._largest_batch)[first:first + local] if total > 1 else [data]
         ensure_built(model, strategy, parts[0])
         stores: list[dict] = [{} for _ in range(local)]
 
