@@ -60,6 +60,10 @@ class UnimplementedError(OpError, NotImplementedError):
     """The operation is not supported in this configuration."""
 
 
+class DataLossError(OpError, ValueError):
+    """Stored data is corrupt or inconsistent (a damaged checkpoint file)."""
+
+
 __all__ = [
     "OpError",
     "InvalidArgumentError",
@@ -74,4 +78,5 @@ __all__ = [
     "CancelledError",
     "InternalError",
     "UnimplementedError",
+    "DataLossError",
 ]
