@@ -20,6 +20,8 @@ from multidev.autodiff import GradientTape, UnconnectedGradients
 from multidev.function import function
 from multidev.values import Variable
 from multidev import keras
+from multidev import random, summary, train
+from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 
 __version__ = "0.1.0"
 
@@ -41,4 +43,11 @@ __all__ = [
     "function",
     "Variable",
     "__version__",
+    "train",
+    "random",
+    "summary",
+    "constant",
+    "reduce_sum",
+    "reduce_mean",
+    "add_n",
 ]

@@ -100,15 +100,16 @@ def _plan_variable(node, saved, tensors, plan, status) -> None:
 
 def _plan_module(node, saved, tensors, plan, status) -> None:
     live = T.module_tensors(node.obj)
+    modules = None
     for local, key in saved["tensors"].items():
         if local in live:
             plan.assignments.append((live[local], tensors[key], key))
             plan.key_to_var[key] = live[local]
             continue
         owner_path, _, name = local.rpartition(".")
-        try:
-            owner = node.obj.get_submodule(owner_path)
-        except AttributeError:
+        modules = dict(node.obj.named_modules()) if modules is None else modules
+        owner = modules.get(owner_path)   # (module paths, not attributes: Keras's `layers` is a list)
+        if owner is None:
             continue                      # no such layer: the value stays unused
         pending = deferred.PendingValue(tensors[key], key, status)
         plan.defers.append((owner, name, pending))
