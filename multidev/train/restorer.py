@@ -54,6 +54,7 @@ def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> 
                 plan.unmatched.append(node.path or "(root)")
             continue
         _PLANNERS[node.kind](node, saved, tensors, plan, status)
+        status._matched.add(node.path)
     _check_shapes(plan)
     for target, value, key in plan.assignments:
         deferred.assign(target, value)

@@ -28,6 +28,7 @@ class CheckpointLoadStatus:
         self._unmatched = list(unmatched)   # objects/variables of the graph the checkpoint has no value for
         self._pending: list = []            # deferred.PendingValue and deferred Checkpoint attributes
         self._silenced = False
+        self._matched: set = set()          # paths of objects the checkpoint had an entry for
 
     def _consume(self, key: str) -> None:
         self._consumed.add(key)
@@ -63,8 +64,8 @@ class CheckpointLoadStatus:
         return self
 
     def assert_nontrivial_match(self) -> "CheckpointLoadStatus":
-        """AssertionError unless at least one value of the checkpoint was restored (or is waiting)."""
-        if not self._consumed and not self._waiting():
+        """AssertionError unless at least one object besides the root matched the checkpoint."""
+        if not self._matched - {""}:
             raise AssertionError(f"Nothing in checkpoint {self.save_path!r} matched the objects being restored "
                                  f"(checkpoint holds {sorted(self._all_keys)}).")
         return self
