@@ -229,3 +229,14 @@ def test_a_save_killed_before_its_commit_leaves_the_previous_checkpoint(tmp_path
     restored = md.Variable(0.0)
     md.train.Checkpoint(v=restored).restore(md.train.latest_checkpoint(str(tmp_path))).assert_consumed()
     assert float(restored) == 1.0
+
+
+def test_distributed_iterator_position_is_restored(tmp_path):
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    ds = md.data.Dataset.range(16).batch(4)
+    it = iter(strategy.experimental_distribute_dataset(ds))
+    next(it)
+    prefix = md.train.Checkpoint(it=it).write(str(tmp_path / "dist"))
+    it2 = iter(strategy.experimental_distribute_dataset(ds))
+    md.train.Checkpoint(it=it2).read(prefix).assert_consumed()
+    assert [t.tolist() for t in next(it2).values] == [[4, 5], [6, 7]]
