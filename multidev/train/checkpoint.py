@@ -97,7 +97,7 @@ class Checkpoint:
         """Write a checkpoint at exactly ``file_prefix``; returns it. No numbering, no ``checkpoint`` index."""
         file_prefix = _prefix(file_prefix)
         objects, tensors = saver.collect(self)
-        target, temp_dir = _write_target(file_prefix, tensors, self)
+        target, temp_dir = _write_target(file_prefix, self)
         files.write(target, {"objects": objects}, tensors)
         if temp_dir is not None:
             shutil.rmtree(temp_dir, ignore_errors=True)
@@ -155,7 +155,7 @@ def _resolve(save_path) -> str:
     return save_path
 
 
-def _strategy(checkpoint, tensors=None):
+def _strategy(checkpoint):
     """The strategy of the checkpointed variables (first distributed one), else the current one."""
     for node in T.walk(checkpoint):
         obj = node.obj
@@ -171,7 +171,7 @@ def _is_chief(checkpoint) -> bool:
     return bool(_strategy(checkpoint).extended.should_checkpoint)
 
 
-def _write_target(file_prefix: str, tensors, checkpoint) -> tuple[str, str | None]:
+def _write_target(file_prefix: str, checkpoint) -> tuple[str, str | None]:
     """Where this worker writes: the prefix itself on the chief, a temporary directory elsewhere."""
     extended = _strategy(checkpoint).extended
     if extended.should_checkpoint:

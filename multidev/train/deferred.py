@@ -35,7 +35,12 @@ class PendingValue:
     key: str                         # its storage key in the checkpoint
     status: object                   # the load status that counts it as consumed
     callbacks: list = dataclasses.field(default_factory=list)   # fn(variable), after the value is in
+    dependents: list = dataclasses.field(default_factory=list)  # keys those callbacks restore (slots)
     done: bool = False
+
+    def waiting_keys(self, unused: set) -> set:
+        """The unconsumed keys that wait for this variable (its value, its optimizer slots)."""
+        return set() if self.done else {k for k in (self.key, *self.dependents) if k in unused}
 
 
 def assign(target: torch.Tensor, value: torch.Tensor) -> None:
@@ -68,8 +73,8 @@ def _on_register(module, name, tensor):
                          f"to restore variable {pending.key!r} (created with shape {tuple(tensor.shape)}) from "
                          "a checkpoint: the layer was built differently from the one that was saved.")
     assign(tensor, pending.value)
-    pending.done = True
     pending.status._consume(pending.key)
+    pending.done = True
     for callback in pending.callbacks:
         callback(tensor)
     return None

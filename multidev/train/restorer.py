@@ -37,8 +37,12 @@ class _Plan:
 class PendingChild:
     """A saved ``Checkpoint`` attribute waiting to be assigned."""
 
-    key: str
+    key: str                 # the attribute's path; every value stored under it waits
     done: bool = False
+
+    def waiting_keys(self, unused: set) -> set:
+        """The unconsumed keys stored under this attribute."""
+        return set() if self.done else {k for k in unused if k.startswith((self.key + ":", self.key + "/"))}
 
 
 def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> None:
@@ -141,6 +145,7 @@ def _plan_keras_optimizer(node, saved, tensors, plan, status) -> None:
             plan.consumed += list(entries.values())
         elif var_key in plan.pending:
             plan.pending[var_key].callbacks.append(_slot_loader(opt, var_key, entries, tensors, status))
+            plan.pending[var_key].dependents += list(entries.values())
     if ready:
         variables = {name.rsplit("/", 1)[0]: plan.key_to_var[name.rsplit("/", 1)[0]] for name in ready}
         plan.actions.append(lambda: opt.load_state_tensors(dict(ready, iterations=iterations), variables))

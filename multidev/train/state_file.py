@@ -37,6 +37,9 @@ class CheckpointState:
     last_preserved_timestamp: float = 0.0
 
 
+_FIELDS = {f.name for f in dataclasses.fields(CheckpointState)}
+
+
 def _relative(directory: str, path: str) -> str:
     path = os.fspath(path)
     if os.path.isabs(path) and os.path.dirname(os.path.abspath(path)) == os.path.abspath(directory):
@@ -83,7 +86,7 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointStat
             parsed = json.loads(value.strip()) if sep else None
         except ValueError:
             parsed = None
-        if parsed is None or not hasattr(state, key.strip()):
+        if parsed is None or key.strip() not in _FIELDS:
             raise ValueError(f"Cannot parse line {number} of the checkpoint index {path!r}: {line!r}. Expected "
                              "`model_checkpoint_path: \"...\"` lines as TensorFlow writes; delete or fix the file.")
         _set(state, key.strip(), parsed, checkpoint_dir)

@@ -26,7 +26,7 @@ class CheckpointLoadStatus:
         self._all_keys = set(all_keys)
         self._consumed: set = set()
         self._unmatched = list(unmatched)   # objects/variables of the graph the checkpoint has no value for
-        self._pending: list = []            # deferred.PendingValue and deferred Checkpoint attributes
+        self._pending: list = []            # deferred.PendingValue / restorer.PendingChild (waiting_keys())
         self._silenced = False
         self._matched: set = set()          # paths of objects the checkpoint had an entry for
 
@@ -37,7 +37,9 @@ class CheckpointLoadStatus:
         return sorted(self._all_keys - self._consumed)
 
     def _waiting(self) -> list[str]:
-        return sorted(p.key for p in self._pending if not p.done)
+        """Unconsumed keys that wait for objects not created yet."""
+        unused = set(self._unused())
+        return sorted(set().union(*(p.waiting_keys(unused) for p in self._pending)))
 
     def assert_consumed(self) -> "CheckpointLoadStatus":
         """AssertionError unless every checkpoint value was restored and every object matched."""
