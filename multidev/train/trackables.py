@@ -19,6 +19,7 @@ import torch
 
 from multidev.data.iterator import Iterator
 from multidev.keras.optimizers.base import Optimizer as KerasOptimizer
+from multidev.keras.saving.weights_io import variable_dict
 
 CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR = (
     "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator")
@@ -91,13 +92,9 @@ def walk(root, base_path: str = "") -> list[Node]:
 
 
 def module_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """``{state_dict name: tensor}`` of a module's parameters and persistent buffers, shared ones once."""
-    out, seen = {}, set()
-    for name, t in module.state_dict(keep_vars=True).items():
-        if isinstance(t, torch.Tensor) and id(t) not in seen:
-            seen.add(id(t))
-            out[name] = t
-    return out
+    """``{state_dict name: tensor}`` of a module's parameters and persistent buffers, shared ones once
+    (the names ``model.save_weights`` uses)."""
+    return {name: t for name, t in variable_dict(module).items() if isinstance(t, torch.Tensor)}
 
 
 def storage_key(path: str, local: str) -> str:
