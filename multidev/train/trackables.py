@@ -1,7 +1,7 @@
 """What a ``Checkpoint`` can track, and how each kind of object is found in the object graph.
 
 Kinds: nested ``Checkpoint`` (children by attribute name), ``torch.nn.Module`` (md.keras models
-and layers included: its ``state_dict``), md.keras optimizers, ``torch.optim`` optimizers,
+and layers included: its ``state_dict``; a compiled model's optimizer is its child ``optimizer``), md.keras optimizers, ``torch.optim`` optimizers,
 variables (``md.Variable``, distributed variables, any ``torch.nn.Parameter``) and md.data /
 distributed iterators. ``walk`` lists the graph breadth-first from the root; an object reachable
 twice is stored once, under the first path (later paths are aliases), as TensorFlow does.
@@ -18,6 +18,7 @@ import dataclasses
 import torch
 
 from multidev.data.iterator import Iterator
+from multidev.keras.models.model import Model as KerasModel
 from multidev.keras.optimizers.base import Optimizer as KerasOptimizer
 from multidev.keras.saving.weights_io import variable_dict
 
@@ -85,10 +86,18 @@ def walk(root, base_path: str = "") -> list[Node]:
             continue
         first_path[id(node.obj)] = node.path
         nodes.append(node)
-        if node.kind == CHECKPOINT:
-            for name, child in node.obj._trackable_children().items():
-                queue.append(Node(child_path(node.path, name), child, kind_of(child), parent=node.obj, name=name))
+        for name, child in _children(node).items():
+            queue.append(Node(child_path(node.path, name), child, kind_of(child), parent=node.obj, name=name))
     return nodes
+
+
+def _children(node: Node) -> dict:
+    """A Checkpoint's attributes; a compiled md.keras model's optimizer (Keras tracks it, as TF does)."""
+    if node.kind == CHECKPOINT:
+        return node.obj._trackable_children()
+    if isinstance(node.obj, KerasModel) and isinstance(node.obj.optimizer, KerasOptimizer):
+        return {"optimizer": node.obj.optimizer}
+    return {}
 
 
 def module_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:

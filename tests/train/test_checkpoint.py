@@ -240,3 +240,23 @@ def test_distributed_iterator_position_is_restored(tmp_path):
     it2 = iter(strategy.experimental_distribute_dataset(ds))
     md.train.Checkpoint(it=it2).read(prefix).assert_consumed()
     assert [t.tolist() for t in next(it2).values] == [[4, 5], [6, 7]]
+
+
+def test_a_compiled_model_carries_its_optimizer(tmp_path):
+    x, y = _data()
+    model, _ = _model()
+    model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="mse")
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    prefix = md.train.Checkpoint(model=model).write(str(tmp_path / "m"))
+    model2, _ = _model()
+    model2.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="mse")
+    model2.build((None, 4))
+    md.train.Checkpoint(model=model2).read(prefix).assert_consumed()
+    assert int(model2.optimizer.iterations) == 2
+    # The tutorials' form names the optimizer twice: it is stored once.
+    prefix = md.train.Checkpoint(model=model, optimizer=model.optimizer).write(str(tmp_path / "both"))
+    assert json.loads((tmp_path / "both.index").read_text())["objects"]["model/optimizer"] == {"alias": "optimizer"}
+    md.train.Checkpoint(model=model2, optimizer=model2.optimizer).read(prefix).assert_consumed()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    model2.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    assert _same_weights(model, model2)
