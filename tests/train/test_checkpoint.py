@@ -260,3 +260,15 @@ def test_a_compiled_model_carries_its_optimizer(tmp_path):
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
     model2.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
     assert _same_weights(model, model2)
+
+
+def test_checkpoints_can_be_inspected_without_the_objects(tmp_path):
+    ckpt = md.train.Checkpoint(step=md.Variable(3), net=torch.nn.Linear(2, 4))
+    ckpt.save(str(tmp_path / "ckpt"))
+    assert md.train.list_variables(str(tmp_path)) == [("net:bias", [4]), ("net:weight", [4, 2]),
+                                                      ("save_counter:value", []), ("step:value", [])]
+    assert int(md.train.load_variable(str(tmp_path), "step:value")) == 3
+    reader = md.train.load_checkpoint(str(tmp_path / "ckpt-1"))
+    assert reader.has_tensor("net:weight") and reader.get_variable_to_dtype_map()["step:value"] == torch.int64
+    with pytest.raises(md.errors.NotFoundError, match="'nope' not found.*net:bias"):
+        reader.get_tensor("nope")
