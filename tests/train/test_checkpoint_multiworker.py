@@ -29,8 +29,11 @@ ckpt = md.train.Checkpoint(model=model, optimizer=model.optimizer, counter=count
 manager = md.train.CheckpointManager(ckpt, directory, max_to_keep=1)
 first = manager.save()
 second = manager.save()
+counter.assign(0.0)
+status = ckpt.restore(manager.latest_checkpoint)     # every worker reads the chief's files
+status.assert_consumed()
 print("RESULT " + json.dumps({"paths": [first, second], "chief": bool(strategy.extended.should_checkpoint),
-                              "counter": float(counter),
+                              "counter": float(counter), "local": float(counter.values[0]),
                               "weights": [w.detach().reshape(-1).tolist() for w in model.state_dict().values()]}))
 """
 
@@ -43,6 +46,7 @@ def test_only_the_chief_writes_and_another_worker_count_restores(tmp_path):
     assert results[0]["paths"] == results[1]["paths"] == [os.path.join(directory, "ckpt-1"),
                                                           os.path.join(directory, "ckpt-2")]
     assert results[0]["weights"] == results[1]["weights"] and results[0]["counter"] == 2.0   # one replica per worker adds 1
+    assert [r["local"] for r in results] == [1.0, 1.0]       # restored SUM: a share per replica of every worker
     assert sorted(os.listdir(directory)) == ["checkpoint", "ckpt-2.data.safetensors", "ckpt-2.index"]
 
     model = keras.Sequential([keras.layers.Dense(4, activation="relu", input_shape=(3,)), keras.layers.Dense(1)])
