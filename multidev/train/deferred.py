@@ -20,6 +20,7 @@ import weakref
 
 import torch
 
+from multidev.values import context
 from multidev.values.variables import Variable
 
 _PENDING: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
@@ -72,11 +73,17 @@ def _on_register(module, name, tensor):
         raise ValueError(f"Received incompatible tensor with shape {tuple(pending.value.shape)} when attempting "
                          f"to restore variable {pending.key!r} (created with shape {tuple(tensor.shape)}) from "
                          "a checkpoint: the layer was built differently from the one that was saved.")
-    assign(tensor, pending.value)
-    pending.status._consume(pending.key)
-    pending.done = True
-    for callback in pending.callbacks:
-        callback(tensor)
+    # A variable created inside strategy.run: restore it as a cross-replica write (every copy gets the
+    # saved value, no aggregation of "updates"), and load its optimizer slots the same way.
+    previous = context.set_replica(None)
+    try:
+        assign(tensor, pending.value)
+        pending.status._consume(pending.key)
+        pending.done = True
+        for callback in pending.callbacks:
+            callback(tensor)
+    finally:
+        context.restore_replica(previous)
     return None
 
 
