@@ -50,9 +50,10 @@ def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> 
     plan = _Plan()
     nodes = [n for n in T.walk(root, base_path) if n.alias_of is None]
     for node in sorted(nodes, key=lambda n: n.kind in (T.KERAS_OPTIMIZER, T.TORCH_OPTIMIZER)):
-        saved = objects.get(node.path)
-        if saved is not None and "alias" in saved:
-            saved = objects.get(saved["alias"])
+        saved = lookup(objects, node.path)
+        if saved is not None and node.kind == T.CHECKPOINT and saved.get("kind") == T.MODULE:
+            status._matched.add(node.path)     # a Checkpoint standing for a saved module: children match by path
+            continue
         if saved is None or saved.get("kind") != node.kind:
             if node.kind != T.CHECKPOINT or node.path:
                 plan.unmatched.append(node.path or "(root)")
@@ -75,6 +76,33 @@ def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> 
         status._pending.append(child)
         ckpt._defer_child(name, lambda obj, p=path, c=child: _restore_child(obj, p, c, objects, tensors, status))
     status._unmatched.extend(plan.unmatched)
+
+
+def _resolved(objects: dict, path: str):
+    saved = objects.get(path)
+    return objects.get(saved["alias"]) if saved is not None and "alias" in saved else saved
+
+
+def lookup(objects: dict, path: str) -> dict | None:
+    """The saved description for ``path``; below a saved module, a view of it: ``net/l1`` is the
+    sub-module ``l1`` (its tensors ``l1.*``), ``net/l1/bias`` the variable ``l1.bias`` (as TF
+    matches a layer's attributes), so parts of a model restore into other objects."""
+    saved = _resolved(objects, path)
+    if saved is not None:
+        return saved
+    parts = path.split("/")
+    for cut in range(len(parts) - 1, 0, -1):
+        owner = _resolved(objects, "/".join(parts[:cut]))
+        if owner is None:
+            continue
+        if owner.get("kind") != T.MODULE:
+            return None
+        rest, local = ".".join(parts[cut:]), owner["tensors"]
+        if rest in local:
+            return {"kind": T.VARIABLE, "tensors": {"value": local[rest]}}
+        sub = {name[len(rest) + 1:]: key for name, key in local.items() if name.startswith(rest + ".")}
+        return {"kind": T.MODULE, "tensors": sub} if sub else None
+    return None
 
 
 def _restore_child(obj, path, child, objects, tensors, status) -> None:

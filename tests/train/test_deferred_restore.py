@@ -54,3 +54,29 @@ def test_attributes_assigned_after_restore_are_restored_on_assignment(tmp_path):
     status.assert_nontrivial_match()
     ckpt.net = torch.nn.Linear(2, 2)
     status.assert_consumed()
+
+
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(1, 5)
+        self.out = torch.nn.Linear(5, 1)
+
+
+def test_parts_of_a_saved_model_restore_into_other_objects(tmp_path):
+    net = _Net()
+    path = md.train.Checkpoint(net=net).save(str(tmp_path / "ckpt"))
+    # TF's "delayed restoration" example: one bias, reached through stand-in checkpoints.
+    to_restore = md.Variable(torch.zeros(5))
+    new_root = md.train.Checkpoint(net=md.train.Checkpoint(l1=md.train.Checkpoint(bias=to_restore)))
+    status = new_root.restore(path)
+    status.assert_existing_objects_matched()
+    assert torch.equal(to_restore.detach(), net.l1.bias.detach())
+    with pytest.raises(AssertionError, match="net:l1.weight"):
+        status.assert_consumed()
+    status.expect_partial()
+    # A sub-module on its own (transfer learning: reuse one layer of a trained model).
+    layer = torch.nn.Linear(1, 5)
+    md.train.Checkpoint(net=md.train.Checkpoint(l1=layer)).restore(path).expect_partial() \
+        .assert_existing_objects_matched()
+    assert torch.equal(layer.weight, net.l1.weight) and torch.equal(layer.bias, net.l1.bias)
