@@ -198,10 +198,14 @@ def _plan_torch_optimizer(node, saved, tensors, plan, status) -> None:
     for ref_slot, value in saved.get("scalars", {}).items():
         ref, slot = ref_slot.rsplit("/", 1)
         by_ref[ref][slot] = value
-    updates = []
+    updates, positions = [], saved.get("params", [])
     for g, group in enumerate(opt.param_groups):
         for i, p in enumerate(group["params"]):
+            # By the variable the state belongs to; else by position (the optimizer saved or
+            # restored without the module that owns its parameters).
             entries = by_ref.get(var_to_key.get(id(p), f"#{g}.{i}"))
+            if entries is None and g < len(positions) and i < len(positions[g]):
+                entries = by_ref.get(positions[g][i])
             if entries:
                 updates.append((p, {slot: tensors[v] if isinstance(v, str) else v for slot, v in entries.items()}))
                 plan.consumed += [v for v in entries.values() if isinstance(v, str)]

@@ -86,11 +86,12 @@ def param_ref(p, group: int, index: int, var_keys: dict) -> str:
 
 def _save_torch_optimizer(node, var_keys, tensors) -> dict:
     opt = node.obj
-    local, scalars, groups = {}, {}, []
+    local, scalars, groups, params = {}, {}, [], []
     for g, group in enumerate(opt.param_groups):
         groups.append({k: v for k, v in group.items() if k != "params" and _jsonable(v)})
+        params.append([param_ref(p, g, i, var_keys) for i, p in enumerate(group["params"])])
         for i, p in enumerate(group["params"]):
-            ref = param_ref(p, g, i, var_keys)
+            ref = params[g][i]
             for slot, value in opt.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
                     name = f"state/{ref}/{slot}"
@@ -100,7 +101,7 @@ def _save_torch_optimizer(node, var_keys, tensors) -> dict:
                 elif _jsonable(value):
                     scalars[f"{ref}/{slot}"] = value
     return {"kind": T.TORCH_OPTIMIZER, "class": type(opt).__name__, "tensors": local, "scalars": scalars,
-            "param_groups": groups}
+            "param_groups": groups, "params": params}
 
 
 def _jsonable(value) -> bool:

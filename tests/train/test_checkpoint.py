@@ -272,3 +272,21 @@ def test_checkpoints_can_be_inspected_without_the_objects(tmp_path):
     assert reader.has_tensor("net:weight") and reader.get_variable_to_dtype_map()["step:value"] == torch.int64
     with pytest.raises(md.errors.NotFoundError, match="'nope' not found.*net:bias"):
         reader.get_tensor("nope")
+
+
+def test_torch_optimizer_state_restores_with_or_without_its_module(tmp_path):
+    x, y = _data()
+    net = torch.nn.Linear(4, 1)
+    opt = torch.optim.Adam(net.parameters(), lr=0.1)
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(net(x), y).backward()
+    opt.step()
+    with_net = md.train.Checkpoint(net=net, opt=opt).write(str(tmp_path / "with"))
+    alone = md.train.Checkpoint(opt=opt).write(str(tmp_path / "alone"))
+    for prefix, make in ((with_net, lambda n, o: md.train.Checkpoint(opt=o)),
+                         (alone, lambda n, o: md.train.Checkpoint(net=n, opt=o))):
+        net2 = torch.nn.Linear(4, 1)
+        opt2 = torch.optim.Adam(net2.parameters(), lr=0.1)
+        make(net2, opt2).read(prefix).expect_partial()
+        exp_avg = [opt2.state[p]["exp_avg"] for p in net2.parameters()]
+        assert all(torch.equal(a, opt.state[p]["exp_avg"]) for a, p in zip(exp_avg, net.parameters()))
