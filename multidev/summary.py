@@ -29,7 +29,13 @@ _steps: list = [None]          # default step stack (experimental.set_step sets 
 
 
 class SummaryWriter:
-    """Writes summaries to one log directory (what ``create_file_writer`` returns)."""
+    """Writes summaries to one log directory (what ``create_file_writer`` returns).
+
+    Example:
+        >>> writer = md.summary.create_file_writer("/tmp/logs")
+        >>> with writer.as_default(step=1):
+        ...     md.summary.scalar("loss", 0.5)
+    """
 
     def __init__(self, logdir: str, max_queue: int, flush_secs: float, filename_suffix: str):
         self.logdir = logdir
@@ -116,7 +122,11 @@ def create_file_writer(logdir, max_queue=None, flush_millis=None, filename_suffi
 
 
 def create_noop_writer() -> SummaryWriter:
-    """A writer that records nothing (to switch summaries off without changing the code)."""
+    """A writer that records nothing (to switch summaries off without changing the code).
+
+    Example:
+        >>> writer = md.summary.create_noop_writer() if not is_chief else md.summary.create_file_writer(logdir)
+    """
     return _NoopWriter()
 
 
@@ -194,7 +204,11 @@ def text(name, data, step=None, description=None) -> bool:
 
 
 def flush(writer=None, name=None) -> None:
-    """Flush ``writer`` (default: the default writer)."""
+    """Flush ``writer`` (default: the default writer).
+
+    Example:
+        >>> md.summary.flush()
+    """
     writer = writer or _default_writer()
     if writer is not None:
         writer.flush()

@@ -50,7 +50,12 @@ def set_intra_op_parallelism_threads(num_threads: int) -> None:
 
 
 def get_intra_op_parallelism_threads() -> int:
-    """The intra-op thread count set (0: never set, the system chooses)."""
+    """The intra-op thread count set (0: never set, the system chooses).
+
+    Example:
+        >>> md.config.threading.get_intra_op_parallelism_threads()
+        0
+    """
     return _settings["intra"]
 
 
@@ -73,5 +78,10 @@ def set_inter_op_parallelism_threads(num_threads: int) -> None:
 
 
 def get_inter_op_parallelism_threads() -> int:
-    """The inter-op thread count set (0: never set, the system chooses)."""
+    """The inter-op thread count set (0: never set, the system chooses).
+
+    Example:
+        >>> md.config.threading.get_inter_op_parallelism_threads()
+        0
+    """
     return _settings["inter"]

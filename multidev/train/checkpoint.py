@@ -39,6 +39,9 @@ class Checkpoint:
     Raises:
         ValueError: a keyword's value cannot be tracked (the message names the keyword).
 
+    ``options`` arguments (TF's ``CheckpointOptions``) are accepted and ignored: files are written
+    by the calling process, on its own filesystem.
+
     Example:
         >>> ckpt = md.train.Checkpoint(step=md.Variable(1))
         >>> prefix = ckpt.write("/tmp/md_ckpt_doc/step")

@@ -31,7 +31,13 @@ def _prefix(ckpt_dir_or_file) -> str:
 
 
 class CheckpointReader:
-    """Read-only access to one checkpoint's tensors (what ``load_checkpoint`` returns)."""
+    """Read-only access to one checkpoint's tensors (what ``load_checkpoint`` returns).
+
+    Example:
+        >>> reader = md.train.load_checkpoint("/tmp/ckpts")
+        >>> reader.get_variable_to_shape_map()["model:layers.0.kernel"]
+        [4, 3]
+    """
 
     def __init__(self, prefix: str):
         self._prefix = prefix

@@ -29,7 +29,12 @@ _log = logging.getLogger("multidev.train")
 
 @dataclasses.dataclass
 class CheckpointState:
-    """What the ``checkpoint`` file records (TF's ``CheckpointState`` proto)."""
+    """What the ``checkpoint`` file records (TF's ``CheckpointState`` proto).
+
+    Example:
+        >>> md.train.get_checkpoint_state("/tmp/ckpts").model_checkpoint_path
+        '/tmp/ckpts/ckpt-3'
+    """
 
     model_checkpoint_path: str = ""
     all_model_checkpoint_paths: list = dataclasses.field(default_factory=list)

@@ -19,7 +19,11 @@ _log = logging.getLogger("multidev.train")
 
 
 class CheckpointLoadStatus:
-    """The result of restoring a checkpoint into an object graph."""
+    """The result of restoring a checkpoint into an object graph.
+
+    Example:
+        >>> ckpt.restore(path).assert_existing_objects_matched()
+    """
 
     def __init__(self, save_path: str, all_keys, unmatched: list[str]):
         self.save_path = save_path
@@ -94,7 +98,11 @@ class CheckpointLoadStatus:
 
 
 class InitializationOnlyStatus:
-    """What ``restore(None)`` returns: nothing was restored, every variable keeps its initial value."""
+    """What ``restore(None)`` returns: nothing was restored, every variable keeps its initial value.
+
+    Example:
+        >>> ckpt.restore(manager.latest_checkpoint)    # None before the first save: initialize only
+    """
 
     save_path = None
 
