@@ -290,3 +290,20 @@ def test_torch_optimizer_state_restores_with_or_without_its_module(tmp_path):
         make(net2, opt2).read(prefix).expect_partial()
         exp_avg = [opt2.state[p]["exp_avg"] for p in net2.parameters()]
         assert all(torch.equal(a, opt.state[p]["exp_avg"]) for a, p in zip(exp_avg, net.parameters()))
+
+
+@pytest.mark.gpu
+def test_a_checkpoint_moves_between_gpu_and_cpu(tmp_path):
+    net = torch.nn.Linear(3, 2).to("cuda")
+    opt = torch.optim.Adam(net.parameters(), lr=0.1)
+    net(torch.ones(1, 3, device="cuda")).sum().backward()
+    opt.step()
+    prefix = md.train.Checkpoint(net=net, opt=opt).write(str(tmp_path / "gpu"))
+    cpu_net = torch.nn.Linear(3, 2)
+    cpu_opt = torch.optim.Adam(cpu_net.parameters(), lr=0.1)
+    md.train.Checkpoint(net=cpu_net, opt=cpu_opt).read(prefix).assert_consumed()
+    assert torch.equal(cpu_net.weight, net.weight.cpu())
+    assert all(s["exp_avg"].device.type == "cpu" for s in cpu_opt.state.values())
+    back = torch.nn.Linear(3, 2).to("cuda")
+    md.train.Checkpoint(net=back).read(prefix).expect_partial()
+    assert torch.equal(back.weight, net.weight)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 import multidev as md
 from multidev import keras
 from multidev.train import files
 from tests.multiworker._cluster import results_json, run_cluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 BODY = """
 import json, os, sys

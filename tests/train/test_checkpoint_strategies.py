@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
 COMMON = """
 import json, sys
 import numpy as np, torch
