@@ -72,6 +72,10 @@ class Checkpoint:
         if pending is not None:
             pending(value)       # restore a saved value that waited for this attribute
 
+    def __delattr__(self, name):
+        self._children.pop(name, None)
+        object.__delattr__(self, name)
+
     def _trackable_children(self) -> dict:
         children = dict(self._children)
         if self._save_counter is not None:

@@ -307,3 +307,10 @@ def test_a_checkpoint_moves_between_gpu_and_cpu(tmp_path):
     back = torch.nn.Linear(3, 2).to("cuda")
     md.train.Checkpoint(net=back).read(prefix).expect_partial()
     assert torch.equal(back.weight, net.weight)
+
+
+def test_deleted_attributes_are_no_longer_saved(tmp_path):
+    ckpt = md.train.Checkpoint(a=md.Variable(1.0), b=md.Variable(2.0))
+    del ckpt.b
+    ckpt.write(str(tmp_path / "w"))
+    assert md.train.list_variables(str(tmp_path / "w")) == [("a:value", [])]
