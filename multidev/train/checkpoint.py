@@ -21,6 +21,7 @@ import shutil
 
 import torch
 
+from multidev._core.errors import NotFoundError
 from multidev.distribute.context_api import get_strategy
 from multidev.train import files, restorer, saver, state_file
 from multidev.train import trackables as T
@@ -144,8 +145,11 @@ class Checkpoint:
 def _prefix(file_prefix) -> str:
     if isinstance(file_prefix, (bytes, bytearray)):
         file_prefix = file_prefix.decode()
-    if not isinstance(file_prefix, (str, os.PathLike)) or not os.fspath(file_prefix):
-        raise ValueError(f"file_prefix must be a non-empty path, got {file_prefix!r}.")
+    if not isinstance(file_prefix, (str, os.PathLike)):
+        raise TypeError(f"A checkpoint path must be a str or os.PathLike, got {file_prefix!r} of type "
+                        f"{type(file_prefix).__name__}.")
+    if not os.fspath(file_prefix):
+        raise ValueError("A checkpoint path must not be empty: pass a prefix such as './ckpts/ckpt'.")
     return os.fspath(file_prefix)
 
 
@@ -155,7 +159,6 @@ def _resolve(save_path) -> str:
     if os.path.isdir(save_path) and not files.exists(save_path):
         latest = state_file.latest_checkpoint(save_path)
         if latest is None:
-            from multidev._core.errors import NotFoundError
             raise NotFoundError(f"Failed to restore from {save_path!r}: it is a directory without checkpoints "
                                 "(no 'checkpoint' index file naming one). Pass a checkpoint prefix.")
         return latest

@@ -16,6 +16,7 @@ import os
 
 import torch
 
+from multidev._core.errors import NotFoundError
 from multidev.train import files, state_file
 
 
@@ -24,7 +25,6 @@ def _prefix(ckpt_dir_or_file) -> str:
     if os.path.isdir(path) and not files.exists(path):
         latest = state_file.latest_checkpoint(path)
         if latest is None:
-            from multidev._core.errors import NotFoundError
             raise NotFoundError(f"Couldn't find a checkpoint in directory {path!r} (no 'checkpoint' index file).")
         return latest
     return path
@@ -46,7 +46,6 @@ class CheckpointReader:
     def get_tensor(self, name: str) -> torch.Tensor:
         """The stored value of ``name``; NotFoundError listing the names when it is absent."""
         if name not in self._tensors:
-            from multidev._core.errors import NotFoundError
             raise NotFoundError(f"Key {name!r} not found in checkpoint {self._prefix!r}; it holds "
                                 f"{sorted(self._tensors)}.")
         return self._tensors[name].clone()

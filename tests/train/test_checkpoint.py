@@ -314,3 +314,11 @@ def test_deleted_attributes_are_no_longer_saved(tmp_path):
     del ckpt.b
     ckpt.write(str(tmp_path / "w"))
     assert md.train.list_variables(str(tmp_path / "w")) == [("a:value", [])]
+
+
+def test_bad_paths_raise():
+    ckpt = md.train.Checkpoint(v=md.Variable(1.0))
+    with pytest.raises(TypeError, match="str or os.PathLike, got 3 of type int"):
+        ckpt.save(3)
+    with pytest.raises(ValueError, match="must not be empty"):
+        ckpt.write("")
