@@ -19,6 +19,7 @@ import torch
 
 from multidev.train import deferred
 from multidev.train import trackables as T
+from multidev.values.variables import Variable
 
 
 @dataclasses.dataclass
@@ -161,6 +162,8 @@ def _plan_keras_optimizer(node, saved, tensors, plan, status) -> None:
     opt, local = node.obj, saved["tensors"]
     iterations = tensors[local["iterations"]]
     plan.assignments.append((opt.iterations, iterations, local["iterations"]))
+    if "learning_rate" in local and isinstance(opt.learning_rate, Variable):
+        plan.assignments.append((opt.learning_rate, tensors[local["learning_rate"]], local["learning_rate"]))
     slots = collections.defaultdict(dict)
     for name, key in local.items():
         if "/" in name:

@@ -76,6 +76,8 @@ def _save_keras_optimizer(node, var_keys, tensors) -> dict:
         key = T.storage_key(node.path, name)
         tensors[key] = t
         local[name] = key
+    if isinstance(node.obj.learning_rate, Variable):      # Keras tracks its learning-rate variable
+        local["learning_rate"] = _add(node.path, "learning_rate", node.obj.learning_rate, var_keys, tensors)
     return {"kind": T.KERAS_OPTIMIZER, "class": type(node.obj).__name__, "tensors": local}
 
 

@@ -322,3 +322,14 @@ def test_bad_paths_raise():
         ckpt.save(3)
     with pytest.raises(ValueError, match="must not be empty"):
         ckpt.write("")
+
+
+def test_a_keras_learning_rate_variable_is_saved_and_restored(tmp_path):
+    opt = keras.optimizers.SGD(0.1)
+    if not isinstance(opt.learning_rate, md.Variable):
+        pytest.skip("this build's Keras optimizers keep the learning rate as a float")
+    opt.learning_rate.assign(0.02)                       # e.g. ReduceLROnPlateau lowered it
+    prefix = md.train.Checkpoint(opt=opt).write(str(tmp_path / "lr"))
+    opt2 = keras.optimizers.SGD(0.1)
+    md.train.Checkpoint(opt=opt2).read(prefix).assert_consumed()
+    assert float(opt2.learning_rate) == pytest.approx(0.02)
