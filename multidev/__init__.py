@@ -26,6 +26,8 @@ from multidev.module import Module
 from multidev.data.spec import TensorSpec
 from multidev.dtypes import (bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32,
                              int64, uint8)
+from multidev import random, summary
+from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 
 __version__ = "0.1.0"
 
@@ -53,4 +55,10 @@ __all__ = [
     "TensorSpec",
     "bfloat16", "bool", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8",
+    "random",
+    "summary",
+    "constant",
+    "reduce_sum",
+    "reduce_mean",
+    "add_n",
 ]
