@@ -58,7 +58,7 @@ def _trace(signature: Signature):
     dynamic = tuple({i: auto for i, d in enumerate(s.shape) if d is None} or None for s in signature.inputs)
     with torch.no_grad():
         names = signature.output_names(signature.fn(*example))
-        with _plain_parameters(signature.owner):
+        with _plain_parameters(signature.owner if signature.owner is not None else signature.holder):
             program = torch.export.export(_Traced(signature), example, dynamic_shapes=(dynamic,))  # forward(*inputs)
     return program, names
 

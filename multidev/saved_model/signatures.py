@@ -21,6 +21,7 @@ class Signature:
     input_names: tuple[str, ...]
     output_names: Callable[[Any], list[str]]
     owner: Any = None   # an nn.Module whose parameters the trace should lift as the program's weights
+    holder: Any = None  # a Keras model whose weights are the program's constants (distributed ones as plain tensors)
 
 
 def _flat_specs(signature: Any, where: str) -> tuple[TensorSpec, ...]:
@@ -86,7 +87,7 @@ def _keras_signature(model: Any) -> Signature:
         last = model.layers[-1].name if getattr(model, "layers", None) else model.name
         return [last] if isinstance(outputs, torch.Tensor) else [f"{last}_{i}" for i in range(len(outputs))]
 
-    return Signature(call, specs, names, output_names)
+    return Signature(call, specs, names, output_names, holder=model)
 
 
 def _decorated_methods(obj: Any) -> dict[str, Callable]:

@@ -127,3 +127,14 @@ def test_loaded_signature_runs_in_every_replica_of_another_strategy(tmp_path):
     result = strategy.run(serve, args=(batch,))
     local = [r["logits"] for r in strategy.experimental_local_results(result)]
     torch.testing.assert_close(torch.cat(local), model(x).detach())
+
+
+def test_a_model_built_under_mirrored_strategy_exports_its_weights(tmp_path):
+    """TF's save-and-load tutorial: md.saved_model.save of a model whose weights are MirroredVariables."""
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = _model()
+    md.saved_model.save(model, tmp_path / "m")
+    x = torch.randn(5, 4)
+    out = md.saved_model.load(tmp_path / "m").signatures["serving_default"](x)["logits"]
+    torch.testing.assert_close(out, model(x).detach())
