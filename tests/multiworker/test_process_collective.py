@@ -149,3 +149,21 @@ expect_error(lambda: ({call0}) if rank == 0 else ({call1}))
         w0, w1 = msg.index("worker 0 ("), msg.index("worker 1 (")
         assert expect0 in msg[w0:w1] and expect1 in msg[w1:], msg
         assert r["seconds"] < 20, r   # detected from the fingerprints, not by waiting for the timeout
+
+
+def test_paused_store_host_is_named_by_every_survivor_within_the_timeout():
+    # Worker 0 hosts the rendezvous store: paused (SIGSTOP), its sockets stay open but nothing answers,
+    # so the failure report must not wait on the store without a deadline (issue 18 item 1).
+    body = PRELUDE + """
+import signal
+pc.barrier()
+if rank == 0:
+    os.kill(os.getpid(), signal.SIGSTOP)   # paused; the harness kills it
+expect_error(lambda: pc.all_reduce(torch.ones(8)))
+"""
+    procs = run_cluster(body, workers=3, timeout=60, env={"T": "3"}, wait_ranks=[1, 2])
+    for p in procs[1:]:
+        r = results_json(p)
+        assert r["type"] in ("DeadlineExceededError", "UnavailableError"), r
+        assert r["msg"].startswith("worker 0 (127.0.0.1:"), r
+        assert r["seconds"] < 3 + 20, r   # the timeout plus a bounded margin, never forever
