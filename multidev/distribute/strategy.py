@@ -108,13 +108,13 @@ class Strategy:
         parts = self._components_of(value)
         if parts is None:
             tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
-            if op is ReduceOp.SUM and self.num_replicas_in_sync > 1:
+            if len(self._extended._devices) > 1 and op is ReduceOp.SUM:
                 raise ValueError(
                     f"A non-distributed value {value!r} cannot be reduced with ReduceOp.SUM across "
                     f"{self.num_replicas_in_sync} replicas: it would be counted once per replica. Return it "
                     "from strategy.run (a PerReplica value) or reduce with 'MEAN'."
                 )
-            return tensor  # MEAN of a value every replica holds is the value itself
+            return self._reduce_plain(op, tensor, axis)
         device = self._extended._torch_devices[0] if parts[0].device.type != "cpu" else parts[0].device
         parts = [p.to(device) for p in parts]
         extended = self._extended
@@ -127,6 +127,25 @@ class Strategy:
             count = int(extended._sum_across_workers(torch.tensor(float(sum(p.shape[axis] for p in parts)))))
             total = total / count if count else total * float("nan")
         return total
+
+    def _reduce_plain(self, op: ReduceOp, tensor: torch.Tensor, axis: int | None) -> torch.Tensor:
+        """A non-distributed value counts once per worker, as in TensorFlow: with one replica per worker
+        it is what ``run`` returned there; a MEAN of a value every local replica holds is its mean over
+        the workers (the value itself in one process)."""
+        workers = self._extended._num_workers
+        local = tensor if axis is None else tensor.sum(dim=axis)
+        if workers == 1:
+            total = local
+        else:
+            total = self._extended._sum_across_workers(local.clone())
+        if op is ReduceOp.SUM:
+            return total
+        if axis is None:
+            return total if workers == 1 else divide(total, workers)
+        count = tensor.shape[axis]
+        if workers > 1:  # workers' values may differ in length along axis
+            count = int(self._extended._sum_across_workers(torch.tensor(float(count))))
+        return total / count if count else total * float("nan")
 
     @staticmethod
     def _components_of(value: Any) -> list[torch.Tensor] | None:
