@@ -189,8 +189,9 @@ class StrategyExtended:
         if self._running:
             raise RuntimeError("strategy.run is already running on another thread for this strategy.")
         registry.initialize()
-        self._prepare_variables()
         n = len(self._devices)
+        _check_replica_counts((args, kwargs), n, "strategy.run")
+        self._prepare_variables()
         modes = _CallerModes({d.type for d in self._torch_devices})
         self._rendezvous.reset()
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes)
@@ -318,6 +319,20 @@ def _synchronize(tensors: Sequence[torch.Tensor]) -> None:
     """Collectives combine tensors written on other replicas' streams: wait for those devices."""
     for device in {t.device for t in tensors if t.device.type == "cuda"}:
         torch.cuda.synchronize(device)
+
+
+def _check_replica_counts(structure: Any, n: int, where: str) -> None:
+    """Every distributed value in ``structure`` has one component per local replica (no silent drops)."""
+    def check(v: Any) -> Any:
+        if isinstance(v, DistributedValues) and len(v.values) != n:
+            raise ValueError(
+                f"{where}: a {type(v).__name__} with {len(v.values)} values was given to a strategy with {n} "
+                f"local replica(s); it needs exactly {n}, one per replica. Build it with "
+                "strategy.experimental_distribute_values_from_function or experimental_distribute_dataset."
+            )
+        return v
+
+    map_structure(check, structure)
 
 
 def _outcome(task: Callable) -> tuple[bool, Any]:

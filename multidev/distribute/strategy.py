@@ -11,6 +11,7 @@ from multidev.collectives import algorithms
 from multidev.values import context
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
 from multidev.values.variables import DistributedVariable
+from multidev.distribute.distribute_lib import _check_replica_counts
 
 
 def divide(total: torch.Tensor, n: int) -> torch.Tensor:
@@ -147,11 +148,11 @@ class Strategy:
             count = int(self._extended._sum_across_workers(torch.tensor(float(count))))
         return total / count if count else total * float("nan")
 
-    @staticmethod
-    def _components_of(value: Any) -> list[torch.Tensor] | None:
+    def _components_of(self, value: Any) -> list[torch.Tensor] | None:
         if isinstance(value, DistributedVariable):
             return list(value.values)
         if isinstance(value, DistributedValues):
+            _check_replica_counts(value, len(self._extended._devices), "strategy.reduce/gather")
             return [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in value.values]
         return None
 
