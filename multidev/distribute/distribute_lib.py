@@ -9,7 +9,6 @@ reduction algorithm is the strategy's ``CrossDeviceOps``.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import weakref
 from typing import Any, Callable, Sequence
@@ -19,6 +18,7 @@ import torch
 from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
 from multidev._core.errors import AbortedError
 from multidev.collectives import algorithms
+from multidev.collectives.process_config import default_timeout_seconds
 from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import registry
 from multidev import placement
@@ -29,7 +29,6 @@ from multidev.values import context
 from multidev.values.distributed import DistributedValues, Mirrored, PerReplica, local_value, map_structure, regroup
 from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
 
-DEFAULT_COLLECTIVE_TIMEOUT = float(os.environ.get("MULTIDEV_COLLECTIVE_TIMEOUT", "300"))
 
 
 def _cross_replica_only(method: str) -> RuntimeError:
@@ -62,7 +61,8 @@ class StrategyExtended:
         self._parameter_device = parameter_device or self._devices[0]
         self._cross_device_ops = cross_device_ops or ReductionToOneDevice()
         self._variables: list[weakref.ref] = []  # creation order: workers agree on it
-        self._rendezvous = Rendezvous(len(self._devices), DEFAULT_COLLECTIVE_TIMEOUT)
+        # One documented limit for every collective wait, in-process and across processes.
+        self._rendezvous = Rendezvous(len(self._devices), default_timeout_seconds())
         self._contexts = [ReplicaContext(strategy, r) for r in range(len(self._devices))]
         self._threads: ReplicaThreads | None = None
         self._running = False
@@ -193,6 +193,8 @@ class StrategyExtended:
         _check_replica_counts((args, kwargs), n, "strategy.run")
         self._prepare_variables()
         modes = _CallerModes({d.type for d in self._torch_devices})
+        if self._threads is not None:  # replicas left running by a failed run must not join this one
+            self._threads.wait_idle()
         self._rendezvous.reset()
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes)
                  for r in range(n)]
@@ -202,7 +204,8 @@ class StrategyExtended:
                 outcomes = [_outcome(tasks[0])]
             else:
                 if self._threads is None:
-                    self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort)
+                    self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort,
+                                                   busy_wait_s=self._rendezvous.timeout)
                 outcomes = self._threads.run(tasks)
         finally:
             self._running = False
