@@ -67,3 +67,44 @@ except md.errors.OpError as err:
     assert r["type"] == "DeadlineExceededError", r
     assert r["msg"].startswith("worker 0 (127.0.0.1:") and "hung" in r["msg"], r
     assert r["seconds"] < 3 + 30, r   # the timeout plus a bounded margin (slow machines), never forever
+
+
+def test_workers_fitting_on_different_amounts_of_data_all_fail_or_all_finish_alike():
+    # Never one worker exiting 0 with a model of fewer steps while the other fails (issue 18 item 6).
+    body = PRELUDE + """
+import numpy as np
+from multidev import keras
+def data(n):
+    rng = np.random.RandomState(rank)
+    x = rng.randn(n, 4).astype("float32")
+    return x, x.sum(1, keepdims=True)
+def unknown_length(n):        # filter(): the cardinality is unknown, so workers agree step by step
+    options = md.data.Options()
+    options.experimental_distribute.auto_shard_policy = md.data.experimental.AutoShardPolicy.OFF
+    ds = md.data.Dataset.from_tensor_slices(data(n)).filter(lambda x, y: True).batch(8)
+    return ds.with_options(options)
+with strategy.scope():
+    model = keras.models.Sequential([keras.layers.Dense(1, input_shape=(4,))])
+    model.compile(keras.optimizers.SGD(0.01), "mse")
+out = {}
+for name, make in [("arrays", lambda: dict(zip("xy", data(40 if rank == 0 else 16)), batch_size=8)),
+                   ("unknown", lambda: dict(x=unknown_length(40 if rank == 0 else 16))),
+                   ("even", lambda: dict(x=unknown_length(24)))]:
+    before = int(model.optimizer.iterations)
+    try:
+        model.fit(epochs=2, verbose=0, **make())
+        out[name] = ["ok", int(model.optimizer.iterations) - before]
+    except md.errors.OpError as err:
+        out[name] = [type(err).__name__, str(err), int(model.optimizer.iterations) - before]
+report(**out)
+"""
+    procs = run_cluster(body, workers=2, timeout=150, env={"T": "20", "MULTIDEV_LOGICAL_CPUS": "1"})
+    results = [results_json(p) for p in procs]
+    for r in results:
+        kind, msg, steps = r["arrays"]
+        assert kind == "InvalidArgumentError" and "worker 0 has 5, worker 1 has 2 batches" in msg, r
+        assert steps == 0, r                                 # caught before any step
+        kind, msg, steps = r["unknown"]
+        assert kind == "InvalidArgumentError" and "Worker(s) [1] ran out of training data after 2" in msg, r
+        assert steps == 2, r                                 # both stopped at the same step
+        assert r["even"] == ["ok", 6], r                     # 3 steps per epoch on both, 2 epochs

@@ -19,6 +19,7 @@ from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
+from multidev.keras.models.worker_input import worker_input_check
 from multidev.keras.models.resume import worker_rng_sync
 
 
@@ -158,7 +159,7 @@ class Trainer:
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = da.split_for_validation(x, y, sample_weight, validation_split)
         train = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, shuffle), steps_per_epoch,
-                              sync_rng=worker_rng_sync(self))
+                              sync_rng=worker_rng_sync(self), worker_check=worker_input_check(self))
         val = self._validation_iterator(validation_data, validation_batch_size or batch_size, validation_steps)
         verbose = self._worker_verbosity(verbose)
         cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
