@@ -114,6 +114,27 @@ while True:
 """
 
 
+FIT_CTRL_C_CHILD = """
+import numpy as np, torch, multidev as md
+from multidev import keras
+strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+rng = np.random.RandomState(0)
+x = rng.randn(256, 8).astype("float32"); y = x.sum(1, keepdims=True)
+with strategy.scope():
+    model = keras.models.Sequential([keras.layers.Dense(16, activation="relu", input_shape=(8,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+model.fit(x[:16], y[:16], batch_size=8, verbose=0)
+print("READY", flush=True)
+while True:
+    try:
+        model.fit(x, y, batch_size=8, epochs=10**6, verbose=0)
+    except KeyboardInterrupt:
+        pass
+    h = model.fit(x[:16], y[:16], batch_size=8, verbose=0)
+    print("OK", len(h.history["loss"]), flush=True)
+"""
+
+
 def _read_line(proc, seconds):
     """The child's next stdout line, or None after ``seconds``."""
     import selectors
@@ -126,7 +147,9 @@ def _read_line(proc, seconds):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_ctrl_c_at_random_moments_stops_run_within_seconds_and_leaves_the_strategy_usable():
+@pytest.mark.parametrize("child, times, ok", [(CTRL_C_CHILD, 30, "OK [[2.0], [2.0]]"), (FIT_CTRL_C_CHILD, 12, "OK 1")],
+                         ids=["run", "fit"])
+def test_ctrl_c_at_random_moments_stops_run_within_seconds_and_leaves_the_strategy_usable(child, times, ok):
     import random
     import signal
     import subprocess
@@ -134,16 +157,16 @@ def test_ctrl_c_at_random_moments_stops_run_within_seconds_and_leaves_the_strate
 
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                MULTIDEV_LOGICAL_CPUS="2", OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_CHILD], env=env, cwd=ROOT, text=True, bufsize=1,
+    proc = subprocess.Popen([sys.executable, "-c", child], env=env, cwd=ROOT, text=True, bufsize=1,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     rng = random.Random(18)
     try:
         assert _read_line(proc, 120) == "READY", proc.stderr.read() if proc.poll() is not None else "no READY"
-        for i in range(30):
+        for i in range(times):
             time.sleep(rng.uniform(0.0, 0.15))
             proc.send_signal(signal.SIGINT)
             line = _read_line(proc, 20)   # seconds, generous for a loaded machine; a lost result hangs
-            assert line == "OK [[2.0], [2.0]]", (i, line, proc.poll())
+            assert line == ok, (i, line, proc.poll(), proc.stderr.read() if proc.poll() is not None else "")
     finally:
         proc.kill()
         proc.wait(10)
