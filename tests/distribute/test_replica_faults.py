@@ -66,8 +66,10 @@ def test_collective_timeout_is_one_documented_value(fresh):
         print(DEFAULT_TIMEOUT_SECONDS, s.extended._rendezvous.timeout)
         os.environ["MULTIDEV_COLLECTIVE_TIMEOUT"] = "7"
         print(md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).extended._rendezvous.timeout)
-    """, env={"MULTIDEV_LOGICAL_CPUS": "2"}).stdout.split()
-    assert out == ["30.0", "30.0", "7.0"]
+        options = md.distribute.experimental.CommunicationOptions(timeout_seconds=5)
+        print(md.distribute.MultiWorkerMirroredStrategy(communication_options=options).extended._rendezvous.timeout)
+    """, env={"MULTIDEV_LOGICAL_CPUS": "2", "TF_CONFIG": ""}).stdout.split()
+    assert out == ["30.0", "30.0", "7.0", "5.0"]
     with open(os.path.join(ROOT, "docs", "multi_worker.md")) as f:
         assert "else 30 s" in f.read()
 
