@@ -40,7 +40,12 @@ _POLL_SECONDS = 0.2        # the caller's waits are sliced so that signals are h
 
 
 class _Run:
-    """One ``run``'s outcomes, filled in by the replica threads under a condition."""
+    """One ``run``'s outcomes, filled in by the replica threads.
+
+    The caller never holds a condition variable: an interrupt inside ``Condition.wait`` can leave
+    its lock released and turn Ctrl-C into "cannot release un-acquired lock". It polls a queue
+    the replicas post to instead, and reads the state under a plain lock held for a few lines.
+    """
 
     def __init__(self, num_replicas: int):
         self.results: list[tuple[bool, Any]] = [(False, None)] * num_replicas
@@ -48,11 +53,12 @@ class _Run:
         self.failed_at: float | None = None
         self._claimed: set[int] = set()
         self._cancelled = False
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._wakeups: queue.SimpleQueue = queue.SimpleQueue()
 
     def claim(self, replica_id: int) -> bool:
         """Whether the replica should run its task: once, and not after the run was cancelled."""
-        with self._cond:
+        with self._lock:
             if replica_id in self._claimed:
                 return False
             self._claimed.add(replica_id)
@@ -63,30 +69,35 @@ class _Run:
 
     def cancel(self) -> None:
         """Replicas that did not start yet deliver without running their task."""
-        with self._cond:
+        with self._lock:
             self._cancelled = True
 
     def deliver(self, replica_id: int, ok: bool, value: Any) -> None:
-        with self._cond:
+        with self._lock:
             self.results[replica_id] = (ok, value)
             self.busy.discard(replica_id)
             if not ok and self.failed_at is None:
                 self.failed_at = time.monotonic()
-            self._cond.notify_all()
+        self._wakeups.put(None)
 
     def wait(self, timeout: float | None = None, settle: float | None = None) -> bool:
         """Wait until every replica delivered (True); False once ``timeout`` passed, or ``settle``
         seconds after the first failure."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while self.busy:
-                now = time.monotonic()
-                limits = [t for t in (deadline, None if settle is None or self.failed_at is None
-                                      else self.failed_at + settle) if t is not None]
-                if limits and now >= min(limits):
-                    return False
-                self._cond.wait(min([_POLL_SECONDS] + [t - now for t in limits]))
-        return True
+        while True:
+            with self._lock:
+                busy, failed_at = bool(self.busy), self.failed_at
+            if not busy:
+                return True
+            now = time.monotonic()
+            limits = [t for t in (deadline, None if settle is None or failed_at is None else failed_at + settle)
+                      if t is not None]
+            if limits and now >= min(limits):
+                return False
+            try:
+                self._wakeups.get(timeout=min([_POLL_SECONDS] + [t - now for t in limits]))
+            except queue.Empty:
+                pass
 
 
 def _worker(inbox: queue.SimpleQueue, replica_id: int) -> None:
