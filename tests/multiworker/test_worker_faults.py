@@ -96,15 +96,22 @@ for name, make in [("arrays", lambda: dict(zip("xy", data(40 if rank == 0 else 1
         out[name] = ["ok", int(model.optimizer.iterations) - before]
     except md.errors.OpError as err:
         out[name] = [type(err).__name__, str(err), int(model.optimizer.iterations) - before]
+try:
+    model.evaluate(unknown_length(24 if rank == 0 else 40), verbose=0)
+    out["evaluate"] = ["ok"]
+except md.errors.OpError as err:
+    out["evaluate"] = [type(err).__name__, str(err)]
 report(**out)
 """
     procs = run_cluster(body, workers=2, timeout=150, env={"T": "20", "MULTIDEV_LOGICAL_CPUS": "1"})
     results = [results_json(p) for p in procs]
     for r in results:
         kind, msg, steps = r["arrays"]
-        assert kind == "InvalidArgumentError" and "worker 0 has 5, worker 1 has 2 batches" in msg, r
+        assert kind == "InvalidArgumentError" and "training inputs differ in length: worker 0 has 5, worker 1 has 2 batches" in msg, r
         assert steps == 0, r                                 # caught before any step
         kind, msg, steps = r["unknown"]
         assert kind == "InvalidArgumentError" and "Worker(s) [1] ran out of training data after 2" in msg, r
         assert steps == 2, r                                 # both stopped at the same step
         assert r["even"] == ["ok", 6], r                     # 3 steps per epoch on both, 2 epochs
+        kind, msg = r["evaluate"]
+        assert kind == "InvalidArgumentError" and "Worker(s) [0] ran out of evaluation data after 3" in msg, r

@@ -221,7 +221,7 @@ class Trainer:
             adapter = da.ArrayAdapter(*validation_data, batch_size=batch_size)
         else:
             adapter = da.make_adapter(validation_data)
-        return EpochIterator(adapter, steps)
+        return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"))
 
     def _evaluate_loop(self, iterator, cbs) -> dict:
         self.reset_metrics()
@@ -244,7 +244,8 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `evaluate()`: {sorted(kwargs)!r}.")
         self._assert_compiled("evaluating it")
-        iterator = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, False), steps)
+        iterator = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, False), steps,
+                                 worker_check=worker_input_check(self, "evaluation"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
                            steps=iterator.steps)
@@ -256,7 +257,8 @@ class Trainer:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         """Predictions for ``x`` as numpy arrays (concatenated over batches)."""
-        iterator = EpochIterator(da.make_adapter(x, None, None, batch_size, False), steps)
+        iterator = EpochIterator(da.make_adapter(x, None, None, batch_size, False), steps,
+                                 worker_check=worker_input_check(self, "prediction"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
                            steps=iterator.steps)

@@ -1,4 +1,4 @@
-"""Workers of one job agree on how many batches each epoch of ``fit`` has.
+"""Workers of one job agree on how many batches each pass of ``fit``/``evaluate``/``predict`` has.
 
 Every training step is a collective, so a worker whose input runs out first would leave ``fit``
 with a model trained on fewer steps (exit 0) while the others fail waiting for it. Instead:
@@ -11,8 +11,8 @@ with a model trained on fewer steps (exit 0) while the others fail waiting for i
 
 Example (what a worker sees when the others have more data)::
 
-    InvalidArgumentError: Workers' training inputs differ in length: worker 0 has 20 batches per
-    epoch, worker 1 has 10. ...
+    InvalidArgumentError: Workers' training inputs differ in length: worker 0 has 20, worker 1
+    has 10 batches per pass. ...
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ _HINT = ("With several workers every worker must yield the same number of batche
 class WorkerInputCheck:
     """Keeps the workers' epochs in step (see the module docstring); one per ``fit``."""
 
-    def __init__(self, extended):
+    def __init__(self, extended, what: str = "training"):
         self._extended = extended
+        self._what = what
         self._workers = extended._num_workers
         self._index = extended._worker_index
         self._per_step = True
@@ -43,7 +44,7 @@ class WorkerInputCheck:
         known = [n for n in lengths if n is not None]
         if len(known) == len(lengths) and len(set(known)) > 1:
             counts = ", ".join(f"worker {i} has {n}" for i, n in enumerate(lengths))
-            raise InvalidArgumentError(f"Workers' training inputs differ in length: {counts} batches per epoch. {_HINT}")
+            raise InvalidArgumentError(f"Workers' {self._what} inputs differ in length: {counts} batches per pass. {_HINT}")
         self._per_step = len(known) < len(lengths)
 
     def agree(self, has_batch: bool, taken: int) -> bool:
@@ -60,12 +61,12 @@ class WorkerInputCheck:
         done = [i for i, f in enumerate(flags) if not f]
         busy = [i for i, f in enumerate(flags) if f]
         raise InvalidArgumentError(
-            f"Worker(s) {done} ran out of training data after {taken} batches of this pass while worker(s) "
+            f"Worker(s) {done} ran out of {self._what} data after {taken} batches of this pass while worker(s) "
             f"{busy} still have batches; every worker stops here rather than train on fewer steps. {_HINT}"
         )
 
 
-def worker_input_check(model) -> WorkerInputCheck | None:
-    """A ``WorkerInputCheck`` when ``model`` trains on several workers, else None."""
+def worker_input_check(model, what: str = "training") -> WorkerInputCheck | None:
+    """A ``WorkerInputCheck`` when ``model`` runs on several workers, else None."""
     extended = model.distribute_strategy.extended
-    return WorkerInputCheck(extended) if extended._num_workers > 1 else None
+    return WorkerInputCheck(extended, what) if extended._num_workers > 1 else None
