@@ -80,6 +80,11 @@ class _Run:
                 self.failed_at = time.monotonic()
         self._wakeups.put(None)
 
+    def snapshot(self) -> tuple[list[tuple[bool, Any]], set[int]]:
+        """The outcomes so far and the replicas still busy, read together."""
+        with self._lock:
+            return list(self.results), set(self.busy)
+
     def wait(self, timeout: float | None = None, settle: float | None = None) -> bool:
         """Wait until every replica delivered (True); False once ``timeout`` passed, or ``settle``
         seconds after the first failure."""
@@ -165,8 +170,9 @@ class ReplicaThreads:
             self._interrupted(run, interrupt, tasks, handed)
             raise
         if not done:  # a replica failed and another is still busy: raise without it
-            return [(False, _left_behind_error(r, SETTLE_SECONDS)) if r in run.busy else outcome
-                    for r, outcome in enumerate(list(run.results))]
+            results, busy = run.snapshot()
+            return [(False, _left_behind_error(r, SETTLE_SECONDS)) if r in busy else outcome
+                    for r, outcome in enumerate(results)]
         self._left_behind = None
         return run.results
 
