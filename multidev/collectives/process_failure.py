@@ -99,7 +99,7 @@ class FailureReport:
         """What the given peers reported (``worker 0 (addr) failed at all_reduce #3``)."""
         out = []
         for r in ranks:
-            raw = _bounded(lambda: self._store.get(self._key(r)), self._grace)
+            raw = _bounded(lambda key=self._key(r): self._store.get(key), self._grace)
             call = "an unknown call" if raw is _UNANSWERED else raw.decode("ascii", "replace")
             out.append(f"{self._world.describe(r)} failed at {call}")
         return out
