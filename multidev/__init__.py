@@ -20,14 +20,13 @@ from multidev.autodiff import GradientTape, UnconnectedGradients
 from multidev.function import function
 from multidev.values import Variable
 from multidev import keras
-from multidev import train
+from multidev import random, summary, train
+from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 from multidev import saved_model
 from multidev.module import Module
 from multidev.data.spec import TensorSpec
 from multidev.dtypes import (bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32,
                              int64, uint8)
-from multidev import random, summary
-from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 
 __version__ = "0.1.0"
 

@@ -61,7 +61,7 @@ class UnimplementedError(OpError, NotImplementedError):
 
 
 class DataLossError(OpError, ValueError):
-    """Stored data is damaged (e.g. a checksum mismatch in a weights file)."""
+    """Stored data is damaged or inconsistent (a checksum mismatch, a damaged checkpoint file)."""
 
 
 __all__ = [

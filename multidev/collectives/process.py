@@ -40,7 +40,10 @@ class ProcessCollective:
         timeout_seconds: bound on the rendezvous and on every collective (None: 30 s or
             ``MULTIDEV_COLLECTIVE_TIMEOUT``).
         check_fingerprints: verify before each call that all processes make the same call
-            (None: on unless ``MULTIDEV_COLLECTIVE_FINGERPRINTS=0``).
+            (None: on unless ``MULTIDEV_COLLECTIVE_FINGERPRINTS=0``). Off saves one small round
+            trip per call, but then a mismatch hangs until the timeout or, worse, gives a wrong
+            result without any error (tensors of the same element count and another shape are
+            combined element by element in memory order); a warning says so once per process.
 
     Calls must come from one thread at a time, in the same order on every process (the
     strategy's cross-replica step, after the in-process reduction).
@@ -60,6 +63,8 @@ class ProcessCollective:
         self.backend_name = backend
         self.timeout_seconds = resolve_timeout(timeout_seconds)
         self.check_fingerprints = fingerprints_enabled() if check_fingerprints is None else bool(check_fingerprints)
+        if not self.check_fingerprints:
+            fingerprint.warn_unchecked()
         self._seq = 0
         self._closed = False
         self._broken: OpError | None = None

@@ -24,7 +24,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from multidev._core.errors import DataLossError, NotFoundError
-from multidev.train import _atomic
+from multidev._core.atomic_files import atomic_write
 
 FORMAT = "multidev.train.checkpoint/1"
 INDEX_SUFFIX = ".index"
@@ -49,10 +49,10 @@ def write(prefix: str, graph: dict, tensors: dict[str, torch.Tensor]) -> None:
     prefix = os.fspath(prefix)
     data = st_save({k: t.detach().to("cpu").contiguous() for k, t in tensors.items()},
                    metadata={"format": FORMAT})
-    _atomic.write_atomic(data_path(prefix), data)
+    atomic_write(data_path(prefix), data)
     index = dict(graph, format=FORMAT, data={"file": os.path.basename(data_path(prefix)),
                                              "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
-    _atomic.write_atomic(index_path(prefix), json.dumps(index, indent=1, sort_keys=True).encode())
+    atomic_write(index_path(prefix), json.dumps(index, indent=1, sort_keys=True).encode())
 
 
 def read(prefix: str) -> tuple[dict, dict[str, torch.Tensor]]:

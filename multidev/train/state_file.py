@@ -21,7 +21,8 @@ import json
 import logging
 import os
 
-from multidev.train import _atomic, files
+from multidev._core.atomic_files import atomic_write
+from multidev.train import files
 
 STATE_FILE = "checkpoint"
 _log = logging.getLogger("multidev.train")
@@ -65,7 +66,7 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     lines += [f"all_model_checkpoint_timestamps: {float(t)!r}" for t in (all_model_checkpoint_timestamps or [])]
     if last_preserved_timestamp is not None:
         lines.append(f"last_preserved_timestamp: {float(last_preserved_timestamp)!r}")
-    _atomic.write_atomic(os.path.join(save_dir, latest_filename or STATE_FILE), ("\n".join(lines) + "\n").encode())
+    atomic_write(os.path.join(save_dir, latest_filename or STATE_FILE), ("\n".join(lines) + "\n").encode())
 
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointState | None:
