@@ -121,3 +121,33 @@ def test_constructor_validation():
     for name in ("adadelta", "adamax", "ftrl", "lion"):
         opt = optimizers.get(name)
         assert type(opt).from_config(opt.get_config()).get_config() == opt.get_config()
+
+
+def _fit_small(strategy, name, hyper):
+    rng = np.random.RandomState(0)
+    x = rng.randn(64, 6).astype("float32")
+    y = (x[:, 0] - x[:, 2] > 0).astype("int64")
+    scope = strategy.scope() if strategy is not None else md.distribute.get_strategy().scope()
+    with scope:
+        torch.manual_seed(5)
+        model = md.keras.Sequential([md.keras.layers.Dense(8, activation="relu", input_shape=(6,)),
+                                     md.keras.layers.Dense(2, activation="softmax")])
+        model.compile(getattr(optimizers, name)(0.05, **hyper), "sparse_categorical_crossentropy")
+    history = model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    return model, history
+
+
+@pytest.mark.parametrize("name, hyper", [("Nadam", {}), ("RMSprop", {"centered": True, "momentum": 0.5}),
+                                         ("Ftrl", {"l1_regularization_strength": 0.001}), ("Lion", {}),
+                                         ("AdamW", {}), ("Adadelta", {}), ("Adamax", {})])
+def test_fit_on_two_logical_cpus_equals_one_device_on_the_split_path(name, hyper):
+    from multidev.distribute import optimizer_hooks
+
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    model, history = _fit_small(strategy, name, hyper)
+    ref, ref_history = _fit_small(None, name, hyper)
+    assert optimizer_hooks._plans[model.optimizer._torch_opt].shards is not None   # each replica updates half
+    for got, want in zip(model.get_weights(), ref.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(history.history["loss"], ref_history.history["loss"], rtol=1e-5)
+    assert int(model.optimizer.iterations) == 8

@@ -198,7 +198,7 @@ class Optimizer:
         already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
         self._ensure_built(variables)
-        lr = self._current_lr() if lr is None else lr
+        lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         decay = self.weight_decay or 0.0
         for group in self._torch_opt.param_groups:
             group["lr"] = lr
