@@ -134,7 +134,8 @@ class AdamRule(KerasRule):
         steps = self._next_steps(states)
         m, v = _slot(states, "momentum"), _slot(states, "velocity")
         torch._foreach_lerp_(m, grads, 1 - beta_1)
-        torch._foreach_lerp_(v, torch._foreach_mul(grads, grads), 1 - beta_2)
+        torch._foreach_mul_(v, beta_2)                       # v + (g^2 - v)(1 - b2), with no temporary
+        torch._foreach_addcmul_(v, grads, grads, value=1 - beta_2)
         if group["amsgrad"]:
             v_hat = _slot(states, "velocity_hat")
             torch._foreach_maximum_(v_hat, v)
@@ -172,7 +173,8 @@ class NadamRule(KerasRule):
         prod_now = [p.item() for p in products]
         m, v = _slot(states, "momentum"), _slot(states, "velocity")
         torch._foreach_lerp_(m, grads, 1 - beta_1)
-        torch._foreach_lerp_(v, torch._foreach_mul(grads, grads), 1 - beta_2)
+        torch._foreach_mul_(v, beta_2)                       # v + (g^2 - v)(1 - b2), with no temporary
+        torch._foreach_addcmul_(v, grads, grads, value=1 - beta_2)
         denom = torch._foreach_sqrt(v)
         torch._foreach_div_(denom, [math.sqrt(1 - beta_2 ** t) for t in steps])
         torch._foreach_add_(denom, group["epsilon"])
