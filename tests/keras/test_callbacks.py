@@ -107,9 +107,12 @@ def test_reduce_lr_on_plateau():
     cb = callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_lr=0.3)
     cb.set_model(model)
     cb.on_train_begin()
+    logs = [{"loss": 1.0} for _ in range(4)]
     for epoch in range(4):
-        cb.on_epoch_end(epoch, {"loss": 1.0})
-    assert model.optimizer.learning_rate == pytest.approx(0.3)
+        cb.on_epoch_end(epoch, logs[epoch])
+    assert model.optimizer.learning_rate.numpy() == pytest.approx(0.3)
+    # Keras 3 logs the rate the epoch ran with, under `learning_rate`
+    assert [log["learning_rate"] for log in logs] == pytest.approx([1.0, 1.0, 0.5, 0.3])
     with pytest.raises(ValueError, match="factor >= 1.0"):
         callbacks.ReduceLROnPlateau(factor=1.5)
 
