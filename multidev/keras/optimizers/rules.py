@@ -63,8 +63,8 @@ class KerasRule(torch.optim.Optimizer):
             if grad.is_sparse:
                 raise RuntimeError(f"{type(self).__name__} does not support sparse gradients; densify them first.")
             state = self.state[p]
-            if len(state) < len(names) + self._counts_steps:
-                self._init_state(state, p, group, names)
+            if any(name not in state for name in names) or (self._counts_steps and "step" not in state):
+                self._init_state(state, p, group, names)   # first step, or state saved under other slot names
             params, grads, states = batches[(p.device, p.dtype)]
             params.append(p)
             grads.append(grad)
