@@ -281,11 +281,22 @@ def _float_lr(value) -> float:
                          f"returning the learning rate. Received: learning_rate={value!r}") from err
 
 
+class _LearningRate(Variable):
+    """Keras's ``learning_rate`` variable: a host float32 scalar. It pickles by value (a function
+    scheduled on parameter-server workers captures the optimizer; each worker gets a copy)."""
+
+    def __reduce_ex__(self, protocol):
+        return _lr_value, (torch.Tensor.item(self),)
+
+    def __deepcopy__(self, memo):
+        return _lr_value(torch.Tensor.item(self))
+
+
 def _lr_value(value):
     """A schedule or callable as given; a number becomes Keras's float32 ``learning_rate`` variable."""
     if isinstance(value, schedules.LearningRateSchedule) or (callable(value) and not isinstance(value, torch.Tensor)):
         return value
     data = torch.tensor(_float_lr(value), dtype=torch.float32)
-    return Variable._from_tensor(data, trainable=False, name="learning_rate",
+    return _LearningRate._from_tensor(data, trainable=False, name="learning_rate",
                                  synchronization=VariableSynchronization.from_value(None),
                                  aggregation=VariableAggregation.from_value("only_first_replica"))
