@@ -69,7 +69,7 @@ class Optimizer:
 
     @learning_rate.setter
     def learning_rate(self, value):
-        if isinstance(value, schedules.LearningRateSchedule) or (callable(value) and not isinstance(value, torch.Tensor)):
+        if _is_schedule(value):
             self._learning_rate = value
         elif isinstance(self._learning_rate, schedules.LearningRateSchedule):
             raise TypeError(f"This optimizer was created with a `LearningRateSchedule` object as its `learning_rate` "
@@ -273,6 +273,11 @@ class Optimizer:
         self._torch_opt.state = state
 
 
+def _is_schedule(value) -> bool:
+    """A LearningRateSchedule or another callable giving the rate (Keras accepts both)."""
+    return isinstance(value, schedules.LearningRateSchedule) or (callable(value) and not isinstance(value, torch.Tensor))
+
+
 def _float_lr(value) -> float:
     try:
         return float(value)
@@ -294,7 +299,7 @@ class _LearningRate(Variable):
 
 def _lr_value(value):
     """A schedule or callable as given; a number becomes Keras's float32 ``learning_rate`` variable."""
-    if isinstance(value, schedules.LearningRateSchedule) or (callable(value) and not isinstance(value, torch.Tensor)):
+    if _is_schedule(value):
         return value
     data = torch.tensor(_float_lr(value), dtype=torch.float32)
     return _LearningRate._from_tensor(data, trainable=False, name="learning_rate",
