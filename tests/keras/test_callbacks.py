@@ -92,6 +92,17 @@ def test_early_stopping_patience_and_restore_best_weights():
     assert hist.history["learning_rate"][0] == pytest.approx(0.05) and "lr" not in hist.history   # Keras 3's key
 
 
+def test_learning_rate_scheduler_passes_a_float_and_assigns_the_variable():
+    x, y = regression()
+    model = linear_model(lr=0.05)
+    lr_variable, seen = model.optimizer.learning_rate, []
+    sched = callbacks.LearningRateScheduler(lambda epoch, lr: seen.append(lr) or lr * 0.5)
+    hist = model.fit(x, y, epochs=3, verbose=0, callbacks=[sched])
+    assert all(type(v) is float for v in seen) and seen == pytest.approx([0.05, 0.025, 0.0125])
+    assert hist.history["learning_rate"] == pytest.approx([0.025, 0.0125, 0.00625])
+    assert model.optimizer.learning_rate is lr_variable and lr_variable.numpy() == pytest.approx(0.00625)
+
+
 def test_early_stopping_min_delta_and_mode_max():
     stop = callbacks.EarlyStopping(monitor="val_accuracy", min_delta=0.1, patience=1)
     assert stop.mode == "max"
