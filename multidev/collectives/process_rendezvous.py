@@ -1,6 +1,7 @@
 """Meeting of the processes: the rendezvous store, a bounded join, and the backend (Gloo or NCCL).
 
-Rank 0 hosts torch's TCP store at its address; on a loopback address it listens on loopback only.
+Rank 0 hosts torch's TCP store at its address; when every address of the job resolves to loopback
+(``127.1``, ``localhost.``, a hostname mapped to 127.0.1.1 ...) it listens on loopback only.
 Every rank then posts a join key and waits, bounded, for all the others, so a process that never
 starts is named (``worker 2 (127.0.0.1:41003) did not join ...``) instead of waited for forever.
 """
@@ -16,17 +17,16 @@ import torch.distributed as dist
 
 from multidev._core.errors import DeadlineExceededError, UnavailableError
 from multidev.collectives.process_failure import first_line
-from multidev.collectives.process_world import ProcessWorld
+from multidev.collectives.process_world import ProcessWorld, loopback_address
 
 _POLL_SECONDS = 0.02
 
 
 def _listen_fd(world: ProcessWorld) -> int | None:
     """A socket bound to the loopback rendezvous address (None: let the store listen everywhere)."""
-    if not world.is_loopback:
+    host = world.loopback_bind_address
+    if host is None:
         return None
-    host = world.store_host.strip("[]")
-    host = "127.0.0.1" if host.lower() == "localhost" else host
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -47,7 +47,7 @@ def open_store(world: ProcessWorld, timeout_s: float) -> dist.Store:
     if world.world_size == 1:
         return dist.HashStore()
     timeout = datetime.timedelta(seconds=timeout_s)
-    host, port = world.store_host.strip("[]"), world.store_port
+    host, port = world.loopback_bind_address or world.store_host.strip("[]"), world.store_port
     if world.rank == 0 and not world.store_is_external:
         fd = _listen_fd(world)
         try:
@@ -95,7 +95,8 @@ def _gloo_device(world: ProcessWorld):
     if os.environ.get("GLOO_SOCKET_IFNAME"):
         return gloo.create_device(interface=os.environ["GLOO_SOCKET_IFNAME"].split(",")[0])
     if world.bind_host:
-        return gloo.create_device(hostname=world.bind_host.strip("[]"))
+        local = loopback_address(world.bind_host) if world.is_loopback else None
+        return gloo.create_device(hostname=local or world.bind_host.strip("[]"))
     return gloo.create_default_device()
 
 
