@@ -60,6 +60,10 @@ class UnimplementedError(OpError, NotImplementedError):
     """The operation is not supported in this configuration."""
 
 
+class UnauthenticatedError(OpError, PermissionError):
+    """The request lacks valid credentials (a process without the job's secret tried to join)."""
+
+
 __all__ = [
     "OpError",
     "InvalidArgumentError",
@@ -74,4 +78,5 @@ __all__ = [
     "CancelledError",
     "InternalError",
     "UnimplementedError",
+    "UnauthenticatedError",
 ]

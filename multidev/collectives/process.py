@@ -74,7 +74,7 @@ class ProcessCollective:
     def _connect(self) -> None:
         self._store = open_store(self.world, self.timeout_seconds)
         try:
-            join(self._store, self.world, self._prefix, self.timeout_seconds)
+            self._store = join(self._store, self.world, self._prefix, self.timeout_seconds)  # signed with a job secret
             self._backend = create_backend(self._store, self.world, self.backend_name, self._prefix, self.timeout_seconds)
             # Fingerprints and barriers always travel on Gloo (CPU, bounded waits, our error messages);
             # with NCCL the data group is separate and only ever sees calls that all processes agree on.

@@ -15,7 +15,8 @@ import time
 
 import torch.distributed as dist
 
-from multidev._core.errors import DeadlineExceededError, UnavailableError
+from multidev._core.errors import DeadlineExceededError, UnauthenticatedError, UnavailableError
+from multidev.collectives.process_auth import JobGate, job_secret
 from multidev.collectives.process_failure import first_line
 from multidev.collectives.process_world import ProcessWorld, loopback_address
 
@@ -64,30 +65,83 @@ def open_store(world: ProcessWorld, timeout_s: float) -> dist.Store:
         ) from err
 
 
-def join(store: dist.Store, world: ProcessWorld, prefix: str, timeout_s: float) -> None:
-    """Post this rank's join key and wait until every rank has posted; name the absent ones on timeout."""
+def join(store: dist.Store, world: ProcessWorld, prefix: str, timeout_s: float) -> dist.Store:
+    """Admit this rank (job secret, see ``process_auth``), post its join record and wait, bounded, for
+    every rank's; name the absent ones on timeout. Returns the store the job uses from now on (signed
+    when the job has a secret).
+
+    Raises:
+        UnauthenticatedError: this process does not hold the job's secret (or the host not ours).
+        DeadlineExceededError: a rank did not join within ``timeout_s``.
+    """
     if world.world_size == 1:
-        return
+        return store
+    where = f"{world.store_host}:{world.store_port}"
+    gate = JobGate(store, prefix, job_secret(), world.describe(world.rank), where, warn_open=not world.is_loopback)
     keys = [f"{prefix}/join/{r}" for r in range(world.world_size)]
+    deadline = time.monotonic() + timeout_s
     try:
-        store.set(keys[world.rank], "1")
-        deadline = time.monotonic() + timeout_s
-        while not store.check(keys):
-            if time.monotonic() > deadline:
-                missing = [r for r, key in enumerate(keys) if not store.check([key])]
-                raise DeadlineExceededError(
-                    f"{world.describe_ranks(missing)} did not join the job within {timeout_s:g} s "
-                    f"(rendezvous at {world.store_host}:{world.store_port}, seen from {world.describe(world.rank)}). "
-                    "Start every task of the cluster, check its log, or raise the timeout."
-                )
-            time.sleep(_POLL_SECONDS)
-    except (DeadlineExceededError, UnavailableError):
+        if world.rank == 0:
+            gate.post()
+        _wait_until(deadline, gate.posted, lambda: _absent(world, [0], timeout_s, where))
+        session = gate.admit()
+        session.set(keys[world.rank], world.describe(world.rank))
+        members = _Members(session, keys)
+        _wait_until(deadline, members.all_joined, lambda: _absent(world, members.missing(), timeout_s, where,
+                                                                  members.forged))
+        gate.confirm()
+        return session
+    except (DeadlineExceededError, UnavailableError, UnauthenticatedError):
         raise
     except Exception as err:
         raise UnavailableError(
             f"The rendezvous hosted by {world.describe(0)} became unreachable while "
             f"{world.describe(world.rank)} was joining: {first_line(err)}."
         ) from err
+
+
+class _Members:
+    """The join records seen so far; a record that fails verification counts as absent (and is named)."""
+
+    def __init__(self, store: dist.Store, keys: list[str]):
+        self._store = store
+        self._keys = keys
+        self._joined: set[int] = set()
+        self.forged: set[int] = set()
+
+    def all_joined(self) -> bool:
+        for rank, key in enumerate(self._keys):
+            if rank in self._joined or not self._store.check([key]):
+                continue
+            try:
+                self._store.get(key)
+            except UnauthenticatedError:
+                self.forged.add(rank)  # an impostor's record; the real rank may still overwrite it
+                continue
+            self._joined.add(rank)
+        return len(self._joined) == len(self._keys)
+
+    def missing(self) -> list[int]:
+        return [r for r in range(len(self._keys)) if r not in self._joined]
+
+
+def _wait_until(deadline: float, done, error) -> None:
+    while not done():
+        if time.monotonic() > deadline:
+            raise error()
+        time.sleep(_POLL_SECONDS)
+
+
+def _absent(world: ProcessWorld, missing: list[int], timeout_s: float, where: str,
+            forged: set[int] = frozenset()) -> DeadlineExceededError:
+    impostors = sorted(forged & set(missing))
+    note = (f" A record for {world.describe_ranks(impostors)} not signed with this job's secret was seen: "
+            "another process tried to join in its place and was ignored." if impostors else "")
+    return DeadlineExceededError(
+        f"{world.describe_ranks(missing)} did not join the job within {timeout_s:g} s "
+        f"(rendezvous at {where}, seen from {world.describe(world.rank)}).{note} "
+        "Start every task of the cluster, check its log, or raise the timeout."
+    )
 
 
 def _gloo_device(world: ProcessWorld):
