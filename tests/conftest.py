@@ -44,6 +44,21 @@ def fresh():
 TEST_LOGICAL_CPUS = 4
 
 
+def _register_hypothesis_profiles() -> None:
+    """Fuzz-test budgets (tests/fuzz): "ci" by default, "long" with ``--hypothesis-profile=long``."""
+    try:
+        from hypothesis import HealthCheck, settings
+    except ImportError:  # hypothesis is in the `test` extra; tests/fuzz skips without it
+        return
+    common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.register_profile("ci", max_examples=150, **common)
+    settings.register_profile("long", max_examples=5000, **common)
+    settings.load_profile("ci")  # the plugin then loads --hypothesis-profile if given
+
+
+_register_hypothesis_profiles()
+
+
 def pytest_configure(config):
     """Split the CPU into 4 logical devices for the in-process tests (multi-replica strategies).
 

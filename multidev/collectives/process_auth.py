@@ -7,13 +7,14 @@ key. With ``MULTIDEV_JOB_SECRET`` set (``multidev launch`` sets a fresh random o
 * rank 0 posts a public *gate* record: a random nonce and a proof (HMAC of the nonce with the secret);
 * every process checks the proof before it writes anything: a process without the secret, or with
   another one, is refused at once (``UnauthenticatedError``) and the job never sees it;
-* from then on every value the job writes (join records, the backend's connection addresses,
-  failure reports) carries an HMAC-SHA256 under a key derived from the secret and the nonce, and
-  every value read is checked (``SignedStore``): a forged or replayed value is rejected, never used.
+* from then on every record multidev writes (join records, failure reports) carries an HMAC-SHA256
+  under a key derived from the secret and the nonce, and every record read is checked
+  (``SignedStore``): a forged or replayed record is rejected, never used.
 
-What it does not do: encrypt. Values stay readable by whoever can connect to the store, and the
-data connections (Gloo, NCCL, TensorPipe) are neither authenticated nor encrypted; see
-docs/multi_worker.md ("Who may join a job").
+What it does not do: encrypt. Values stay readable by whoever can connect to the store; torch's
+backends exchange their addresses through the plain store (Gloo's timeouts stop firing on a Python
+store), and the data connections (Gloo, NCCL, TensorPipe) are neither authenticated nor encrypted;
+see docs/multi_worker.md ("Security: who may join a job").
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class SignedStore(dist.Store):
 
     ``set`` stores ``mac || value``; ``get`` checks the MAC and raises ``UnauthenticatedError`` for a
     value not written with this job's key. Counters (``add``) stay unsigned: nothing of ours reads
-    them. Works wherever torch takes a store (the Gloo/NCCL backends call it from C++).
+    them. Used for multidev's own records; not handed to torch's backends (Gloo's op timeouts stop
+    firing with a Python store underneath).
 
     Example:
         >>> signed = SignedStore(dist.HashStore(), b"k" * 32)
@@ -57,6 +59,7 @@ class SignedStore(dist.Store):
 
     def __init__(self, store: dist.Store, key: bytes, where: str = "the rendezvous store"):
         super().__init__()
+        dist.Store.set_timeout(self, store.timeout)  # torch reads the wrapper's own timeout (Gloo's waits use it)
         self._inner = store
         self._key = key
         self._where = where
@@ -104,6 +107,7 @@ class SignedStore(dist.Store):
         return self._inner.num_keys()
 
     def set_timeout(self, timeout):
+        dist.Store.set_timeout(self, timeout)
         self._inner.set_timeout(timeout)
 
 
