@@ -32,7 +32,9 @@ def _parse_int(spec: str, field: str, text: str) -> int:
     return int(text)
 
 
-def _parse_type(spec: str, text: str) -> str:
+def _parse_type(spec: str, text: str) -> str | None:
+    if text == "*":
+        return None  # any device type, as in TensorFlow's '/device:*:0'
     if not _IDENT.fullmatch(text):
         raise _bad(spec, f"device type must be a name such as 'CPU' or 'GPU', got {text!r}")
     return text.upper()
@@ -145,9 +147,9 @@ class DeviceSpec:
             out.append(f"/replica:{self._replica}")
         if self._task is not None:
             out.append(f"/task:{self._task}")
-        if self._device_type is not None:
+        if self._device_type is not None or self._device_index is not None:
             index = "*" if self._device_index is None else str(self._device_index)
-            out.append(f"/device:{self._device_type}:{index}")
+            out.append(f"/device:{self._device_type or '*'}:{index}")  # any type: '/device:*:1', as TF parses
         return "".join(out)
 
     def make_merged_spec(self, dev: "DeviceSpec") -> "DeviceSpec":
