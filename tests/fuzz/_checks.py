@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import traceback
 
+import numpy as np
+import torch
+
 import multidev as md
 
 # TensorFlow's types for bad input (md.errors.InvalidArgumentError is a ValueError, md.errors
@@ -30,6 +33,8 @@ def check_error(err: BaseException, *values) -> None:
     assert _raised_in_multidev(err), (
         f"bare {type(err).__name__} from {traceback.extract_tb(err.__traceback__)[-1].filename}: {err}")
     shown = [repr(v) for v in values if len(repr(v)) <= 200]
+    shown += [str(v) for v in values if isinstance(v, (np.integer, np.floating))]  # shown as the number it is
+    shown += [repr(v.item()) for v in values if isinstance(v, torch.Tensor) and v.dim() == 0]
     if shown:
         assert any(r in str(err) for r in shown), f"{type(err).__name__} does not show any of {shown}: {err}"
 
