@@ -8,13 +8,13 @@ import pytest
 import torch
 
 pytest.importorskip("hypothesis")
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
 import multidev as md  # noqa: E402
 from tests.fuzz._checks import FAILED, outcome  # noqa: E402
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(300 if settings().max_examples < 1000 else 3600)  # the long profile runs for minutes
 
 ARRAYS = hnp.arrays(dtype=st.sampled_from([np.float32, np.int64, np.bool_, np.float64, np.uint8]),
                     shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 pytest.importorskip("hypothesis")
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import multidev as md  # noqa: E402
 from tests.fuzz._checks import FAILED, outcome  # noqa: E402
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(300 if settings().max_examples < 1000 else 3600)  # the long profile runs for minutes
 
 _DIGITS = st.sampled_from(["0", "1", "7", "12", "*", "-1", "١", "²", "٣", "1.5", "", " 1", "1\n", "00", "9" * 25])
 _WORDS = st.sampled_from(["job", "replica", "task", "device", "cpu", "CPU", "gpu", "GPU", "TPU", "Cpu", "XLA_GPU",

@@ -14,7 +14,7 @@ import multidev as md  # noqa: E402
 from multidev.values.distributed import DistributedValues, flatten  # noqa: E402
 from tests.fuzz._checks import FAILED, outcome  # noqa: E402
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(300 if settings().max_examples < 1000 else 3600)  # the long profile runs for minutes
 
 _STRATEGY = None
 

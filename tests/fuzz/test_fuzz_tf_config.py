@@ -8,14 +8,14 @@ import os
 import pytest
 
 pytest.importorskip("hypothesis")
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from multidev.distribute.cluster_resolver import TFConfigClusterResolver, collective_world  # noqa: E402
 from multidev.distribute.cluster_resolver.tfconfig import parse_tf_config  # noqa: E402
 from multidev.distribute.cluster_resolver.validation import parse_address, same_host_key  # noqa: E402
 from tests.fuzz._checks import FAILED, outcome  # noqa: E402
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(300 if settings().max_examples < 1000 else 3600)  # the long profile runs for minutes
 
 HOSTS = st.one_of(
     st.sampled_from(["localhost", "127.0.0.1", "127.1", "LOCALHOST", "[::1]", "::1", "10.0.0.2", "host-a", "h_b.example",
