@@ -53,7 +53,6 @@ def _register_hypothesis_profiles() -> None:
     common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     settings.register_profile("ci", max_examples=150, **common)
     settings.register_profile("long", max_examples=5000, **common)
-    settings.load_profile("ci")  # the plugin then loads --hypothesis-profile if given
 
 
 _register_hypothesis_profiles()
@@ -65,6 +64,12 @@ def pytest_configure(config):
     Configuration is per process and frozen once devices initialise, so it happens here, before any
     test runs; tests of configuration itself run in fresh interpreters (``fresh`` fixture).
     """
+    try:
+        from hypothesis import settings
+    except ImportError:
+        pass
+    else:  # "ci" unless --hypothesis-profile names another (whichever of us configures last)
+        settings.load_profile(config.getoption("hypothesis_profile", None) or "ci")
     import multidev as md
 
     cpu = md.config.list_physical_devices("CPU")[0]
