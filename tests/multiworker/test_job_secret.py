@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import subprocess
 import sys
@@ -171,3 +171,42 @@ def test_an_impostor_without_the_secret_is_refused_and_the_job_never_sees_its_va
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+
+
+# -- the launcher makes one secret per job -------------------------------------------------------
+
+SECRET_PRINTER = """
+import hashlib, json, os
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+secret = os.environ.get("MULTIDEV_JOB_SECRET", "")
+print("SECRET", task["index"], len(secret), hashlib.sha256(secret.encode()).hexdigest()[:16])
+"""
+
+
+def _launch_secrets(tmp_path, secret=None) -> dict:
+    script = tmp_path / "secret.py"
+    script.write_text(textwrap.dedent(SECRET_PRINTER))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("TF_CONFIG", None)
+    env.pop(SECRET_ENV, None)
+    if secret is not None:
+        env[SECRET_ENV] = secret
+    proc = subprocess.run([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2", str(script)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = {}
+    for line in proc.stdout.splitlines():
+        if "SECRET" in line:
+            index, length, digest = line.split("SECRET", 1)[1].split()
+            found[int(index)] = (int(length), digest)
+    return found
+
+
+def test_launch_gives_every_task_of_a_job_one_fresh_secret(tmp_path):
+    first, second = _launch_secrets(tmp_path), _launch_secrets(tmp_path)
+    assert set(first) == set(second) == {0, 1}
+    assert first[0] == first[1] and second[0] == second[1]          # one secret per job ...
+    assert first[0] != second[0] and first[0][0] == 64               # ... a new random one each time
+    kept = _launch_secrets(tmp_path, SECRET)                         # a secret set by the user is kept
+    assert kept[0] == kept[1] == (64, hashlib.sha256(SECRET.encode()).hexdigest()[:16])
