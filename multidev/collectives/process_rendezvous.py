@@ -110,11 +110,12 @@ class _Members:
         self.forged: set[int] = set()
 
     def all_joined(self) -> bool:
-        for rank, key in enumerate(self._keys):
-            if rank in self._joined or not self._store.check([key]):
-                continue
+        pending = [r for r in range(len(self._keys)) if r not in self._joined]
+        if not self._store.check([self._keys[r] for r in pending]):  # one round trip per poll
+            return False
+        for rank in pending:
             try:
-                self._store.get(key)
+                self._store.get(self._keys[rank])
             except UnauthenticatedError:
                 self.forged.add(rank)  # an impostor's record; the real rank may still overwrite it
                 continue
@@ -122,7 +123,19 @@ class _Members:
         return len(self._joined) == len(self._keys)
 
     def missing(self) -> list[int]:
-        return [r for r in range(len(self._keys)) if r not in self._joined]
+        """Ranks without a genuine join record (checked one by one: only on timeout)."""
+        out = []
+        for rank, key in enumerate(self._keys):
+            if rank in self._joined:
+                continue
+            if self._store.check([key]):
+                try:
+                    self._store.get(key)
+                    continue
+                except UnauthenticatedError:
+                    self.forged.add(rank)
+            out.append(rank)
+        return out
 
 
 def _wait_until(deadline: float, done, error) -> None:
