@@ -3,6 +3,8 @@
 Local: ``multidev launch --workers 2 [--chief] [--ps 1] [--devices-per-worker K] train.py [args]``
 starts one process per task with ``TF_CONFIG`` on free loopback ports, prefixes every output line
 with ``[worker 0]``, stops everyone when one task fails and returns its exit code; Ctrl-C stops all.
+Every task gets the job's secret in ``MULTIDEV_JOB_SECRET`` (a fresh random one unless already set),
+so that only these tasks are admitted to the job's rendezvous.
 
 Multi-host: add ``--nnodes N --node-rank R --rdzv-endpoint HOST:PORT`` and the job is handed to
 torch's elastic launcher (``torch.distributed.run``), which sets RANK/WORLD_SIZE/MASTER_ADDR/...;
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from multidev.collectives.job_secret import SECRET_ENV, new_secret
 from multidev.collectives.process_world import free_loopback_ports as _free_ports
 
 DEVICES_ENV = "MULTIDEV_DEVICES_PER_WORKER"
@@ -215,12 +218,14 @@ def _run_local(args: argparse.Namespace) -> int:
     cluster, roles = local_cluster(args.workers, chief=args.chief, ps=args.ps)
     compute = [r for r in roles if r[0] != "ps"]
     slices = _gpu_slices(args, len(compute))
+    secret = os.environ.get(SECRET_ENV) or new_secret()  # one per job: admits only its own tasks
     lock = threading.Lock()
     tasks: list[_Task] = []
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for role, index in roles:
             env = _task_env(cluster, role, index, args, len(roles))
+            env[SECRET_ENV] = secret
             if slices is not None:
                 env["CUDA_VISIBLE_DEVICES"] = slices[compute.index((role, index))] if role != "ps" else ""
             tasks.append(_Task(role, index, _command(args), env, lock))

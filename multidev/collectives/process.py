@@ -79,7 +79,10 @@ class ProcessCollective:
     def _connect(self) -> None:
         self._store = open_store(self.world, self.timeout_seconds)
         try:
-            join(self._store, self.world, self._prefix, self.timeout_seconds)
+            # join admits only holders of the job secret; our own records then go through the
+            # signed session. torch's backends keep the plain store (a Python store in Gloo stops
+            # its timeouts from firing), see docs/multi_worker.md on what the secret protects.
+            session = join(self._store, self.world, self._prefix, self.timeout_seconds)
             self._backend = create_backend(self._store, self.world, self.backend_name, self._prefix, self.timeout_seconds)
             # Fingerprints and barriers always travel on Gloo (CPU, bounded waits, our error messages);
             # with NCCL the data group is separate and only ever sees calls that all processes agree on.
@@ -88,6 +91,7 @@ class ProcessCollective:
         except BaseException:
             self._store = None
             raise
+        self._store = session
         self._report = FailureReport(self._store, self.world, self._prefix, self.timeout_seconds)
 
     # -- public API -------------------------------------------------------------------------

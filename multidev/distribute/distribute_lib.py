@@ -20,7 +20,7 @@ from multidev._core.errors import AbortedError
 from multidev.collectives import algorithms
 from multidev.collectives.process_config import default_timeout_seconds
 from multidev.collectives.rendezvous import Rendezvous
-from multidev.devices import registry
+from multidev.devices import options as device_options, registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.replica_context import ReplicaContext
@@ -300,16 +300,19 @@ class StrategyExtended:
 
 
 class _CallerModes:
-    """The caller's thread-local autograd and autocast modes, which every replica thread runs under
-    (``with torch.no_grad(): strategy.run(...)``, ``with torch.autocast("cpu"): strategy.run(...)``)."""
+    """The caller's thread-local modes, which every replica thread runs under: autograd and autocast
+    (``with torch.no_grad(): strategy.run(...)``, ``with torch.autocast("cpu"): strategy.run(...)``)
+    and the device policy (``md.config.experimental.set_device_policy("explicit")``)."""
 
     def __init__(self, device_types: set) -> None:  # read in the caller's thread
         self.grad_enabled = torch.is_grad_enabled()
         self._autocast = {t: torch.get_autocast_dtype(t) for t in device_types if torch.is_autocast_enabled(t)}
+        self.device_policy = device_options.get_device_policy()
 
     def applied(self, device_type: str) -> contextlib.ExitStack:
         stack = contextlib.ExitStack()
         stack.enter_context(torch.set_grad_enabled(self.grad_enabled))
+        stack.enter_context(device_options.device_policy_scope(self.device_policy))
         if device_type in self._autocast:
             stack.enter_context(torch.autocast(device_type, dtype=self._autocast[device_type]))
         return stack

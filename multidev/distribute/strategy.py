@@ -8,6 +8,7 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
+from multidev.distribute.reduce_checks import check_reduce_arguments
 from multidev.values import context
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
 from multidev.values.variables import DistributedVariable
@@ -118,6 +119,7 @@ class Strategy:
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.reduce must be called in cross-replica context (outside strategy.run).")
         op = ReduceOp.from_value(reduce_op)
+        check_reduce_arguments("strategy.reduce", value, axis)
         leaves = flatten(value)
         return pack_as(value, [self._reduce_leaf(op, leaf, axis) for leaf in leaves])
 
@@ -180,6 +182,7 @@ class Strategy:
         """Concatenate the replicas' values along ``axis`` (shapes may differ only along ``axis``)."""
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.gather must be called in cross-replica context (outside strategy.run).")
+        check_reduce_arguments("strategy.gather", value, axis, axis_required=True)
 
         def gather_leaf(leaf: Any) -> torch.Tensor:
             parts = self._components_of(leaf) or [leaf if isinstance(leaf, torch.Tensor) else torch.as_tensor(leaf)]
