@@ -64,9 +64,7 @@ def main(argv=None) -> int:
         """Prints the optimizer's learning rate at the end of each epoch."""
 
         def on_epoch_end(self, epoch, logs=None):
-            rate = model.optimizer.learning_rate     # a variable in Keras (and multidev with kopt's work)
-            rate = rate.numpy() if hasattr(rate, "numpy") else rate
-            print(f"\nLearning rate for epoch {epoch + 1} is {float(rate):g}")
+            print(f"\nLearning rate for epoch {epoch + 1} is {float(model.optimizer.learning_rate.numpy()):g}")
 
     callbacks = [
         md.keras.callbacks.TensorBoard(log_dir=os.path.join(workdir, "logs")),
