@@ -33,8 +33,8 @@ def keras_fit(strategy, workdir) -> None:
     print("== Model.fit")
     global_batch_size = 64
     x = torch.rand(10, 10, generator=torch.Generator().manual_seed(0)).numpy()
-    # TF's y has shape (10,), which Keras expands to (10, 1) against the (batch, 10) output; multidev's
-    # "mse" does not expand it yet, so y is made (10, 1) here.
+    # TF's y has shape (10,), which Keras 2's fit expands to (batch, 1); multidev's fit follows Keras 3,
+    # which does not, so y is (10, 1) here.
     y = torch.rand(10, 1, generator=torch.Generator().manual_seed(1)).numpy()
 
     def dataset_fn(input_context):
