@@ -22,6 +22,7 @@ from multidev.collectives import fingerprint
 from multidev.collectives.algorithms import divide_
 from multidev.collectives.process_config import fingerprints_enabled, resolve_timeout
 from multidev.collectives.process_failure import FailureReport, diagnose
+from multidev.collectives.process_hosts import post_host, with_hosts
 from multidev.collectives.process_pending import PendingCollective
 from multidev.collectives.process_queue import OrderedQueue
 from multidev.collectives.process_rendezvous import create_backend, join, open_store
@@ -74,7 +75,9 @@ class ProcessCollective:
     def _connect(self) -> None:
         self._store = open_store(self.world, self.timeout_seconds)
         try:
+            post_host(self._store, self.world, self._prefix)
             join(self._store, self.world, self._prefix, self.timeout_seconds)
+            self.world = with_hosts(self._store, self.world, self._prefix)
             self._backend = create_backend(self._store, self.world, self.backend_name, self._prefix, self.timeout_seconds)
             # Fingerprints and barriers always travel on Gloo (CPU, bounded waits, our error messages);
             # with NCCL the data group is separate and only ever sees calls that all processes agree on.

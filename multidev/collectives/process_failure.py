@@ -91,9 +91,11 @@ def diagnose(report: FailureReport, world: ProcessWorld, call: str, err: BaseExc
     absent = report.absent_peers() if posted else None
     detail = first_line(err)
     if absent is None:
+        where = (f"The job's rendezvous at {world.store_host}:{world.store_port} (hosted by the launcher's agent)"
+                 if world.store_is_external else f"{world.describe(0)}, which hosts the job's rendezvous,")
         return UnavailableError(
-            f"{world.describe(0)}, which hosts the job's rendezvous, is unreachable: {call} failed on {me} "
-            f"({detail}). It probably exited or crashed; check its log."
+            f"{where} is unreachable: {call} failed on {me} ({detail}). It probably exited or crashed, or "
+            "its host is cut off; check its log."
         )
     if absent and is_timeout(err):
         return DeadlineExceededError(

@@ -98,7 +98,10 @@ class TorchrunClusterResolver(ClusterResolver):
         if "worker" not in roles:
             raise ValueError(f"torchrun starts only 'worker' tasks; a group of {list(roles)} cannot be formed from it.")
         members = tuple(
-            ProcessMember("worker", r, self._address(r) if r == 0 else None) for r in range(self.world_size)
+            # With torchrun's agent store, MASTER_ADDR is the agent's host, not necessarily rank 0's:
+            # every address then comes from the ranks themselves (process_hosts).
+            ProcessMember("worker", r, self._address(r) if r == 0 and not self.agent_store else None)
+            for r in range(self.world_size)
         )
         return ProcessWorld(
             rank=self.rank,
