@@ -7,7 +7,8 @@ with several interfaces (or network namespaces). Here the advertised address def
 one this host uses to reach the rendezvous endpoint, and the host whose addresses include the
 endpoint hosts the rendezvous. When a worker fails, torchrun exits with 1 whatever happened; run
 through ``python -m multidev.cli.elastic`` the launcher exits with the first failed worker's code
-(128 + N when signal N killed it), as the local launcher does.
+(128 + N when signal N killed it), as the local launcher does. Each rendezvous round gets a fresh
+store hosted by rank 0 (``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``), so a restarted group starts clean.
 
 Example:
     >>> route_source_address("127.0.0.1")
@@ -16,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -70,6 +72,10 @@ def exit_code_of(failure_exitcode: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run torch's elastic launcher; return the first failed worker's exit code (0 on success)."""
+    # A fresh store per rendezvous round, hosted by rank 0 at MASTER_ADDR (its host) and a new
+    # MASTER_PORT: restarted workers never meet keys of an earlier round, and need not agree on
+    # TORCHELASTIC_RESTART_COUNT (agents count restarts differently: a membership change is not one).
+    os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 

@@ -264,7 +264,7 @@ def elastic_command(args: argparse.Namespace) -> list[str]:
            "--rdzv-endpoint", args.rdzv_endpoint,
            "--max-restarts", str(args.max_restarts),
            "--tee", "3"]  # with TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE: lines prefixed "[worker R]"
-    if args.node_rank is not None:
+    if args.node_rank is not None and args.rdzv_backend == "static":   # c10d assigns ranks by arrival
         cmd += ["--node-rank", str(args.node_rank)]
     if args.rdzv_id is not None:
         cmd += ["--rdzv-id", args.rdzv_id]

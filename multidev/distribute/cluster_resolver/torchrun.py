@@ -110,7 +110,10 @@ class TorchrunClusterResolver(ClusterResolver):
             store_port=self.master_port,
             bind_host=None,
             store_is_external=self.agent_store,
-            key_prefix=f"multidev/{self.run_id}/{self.restart_count}",
+            # The agent's store outlives restarts: keys are kept apart by restart count. A store of
+            # our own (rank 0's, fresh each rendezvous round) needs no such prefix, which agents
+            # could disagree on (a membership change restarts workers without counting).
+            key_prefix=f"multidev/{self.run_id}" + (f"/{self.restart_count}" if self.agent_store else ""),
             local_rank=self.local_rank,
         )
 
