@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import threading
 import time
 from collections.abc import Callable
 
@@ -50,6 +51,9 @@ class FailureReport:
 
     def post(self, call: str) -> bool:
         """Record that this rank failed at ``call``; False when the store is unreachable."""
+        return _bounded(lambda: self._post(call), self._grace + 3.0, False)
+
+    def _post(self, call: str) -> bool:
         try:
             self._store.set_timeout(datetime.timedelta(seconds=self._grace))
             self._store.set(self._key(self._world.rank), call)
@@ -59,6 +63,11 @@ class FailureReport:
 
     def absent_peers(self) -> list[int] | None:
         """Peers that posted no failure within the grace period (None: the store became unreachable)."""
+        # Bounded from outside too: a store whose host was cut off the network can block a client
+        # call far beyond the store's timeout (the client keeps retrying the connection).
+        return _bounded(self._absent_peers, self._grace + 3.0, None)
+
+    def _absent_peers(self) -> list[int] | None:
         peers = [r for r in range(self._world.world_size) if r != self._world.rank]
         deadline = time.monotonic() + self._grace
         try:
@@ -80,6 +89,15 @@ class FailureReport:
                 call = "an unknown call"
             out.append(f"{self._world.describe(r)} failed at {call}")
         return out
+
+
+def _bounded(fn: Callable[[], object], seconds: float, default: object) -> object:
+    """``fn()``, or ``default`` when it has not returned within ``seconds`` (it is left running, daemonic)."""
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(fn()), name="multidev-failure-report", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return box[0] if box else default
 
 
 def diagnose(report: FailureReport, world: ProcessWorld, call: str, err: BaseException, timeout_s: float,

@@ -1,5 +1,6 @@
 """The training script of ``_elastic_job`` (run by torchrun's workers; see that module for its settings)."""
 
+import faulthandler
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import torch
 import multidev as md
 from multidev import keras
 
+faulthandler.register(signal.SIGUSR1, all_threads=True)   # where a stuck worker is: kill -USR1 <pid>
 env = os.environ
 out = env["JOB_DIR"]
 strategy = md.distribute.MultiWorkerMirroredStrategy(

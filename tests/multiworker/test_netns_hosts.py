@@ -115,27 +115,38 @@ def _failures(text):
 
 def test_netns_link_cut_every_survivor_names_the_lost_host(two_hosts, tmp_path):
     a, b = two_hosts
-    timeout_s = 8
+    timeout_s = 6
     launches, by_host = _paused_job(two_hosts, tmp_path / "job", timeout_s)
     b.link("down")                                        # host b is cut off; nothing is killed
     cut = time.time()
     (tmp_path / "job" / "go").touch()
-    codes = hl.finish(launches, 120)
+    code_a = launches[0].wait(time.monotonic() + 120)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_failures(launches[1].output())) < 2:
+        time.sleep(0.2)
+    code_b = hl.finish(launches, 1)[1]
     outputs = [launch.output() for launch in launches]
-    failures = [_failures(text) for text in outputs]
-    # Each side sees the other side as lost: 2 workers per host, each names the other host's address.
-    for host, other, found, text in ((a, b, failures[0], outputs[0]), (b, a, failures[1], outputs[1])):
+    # Each side sees the other as lost: host a's workers name host b's workers, at b's address;
+    # host b's workers name the rendezvous (rank 0's store, on host a) at a's address.
+    for host, other, text in ((a, b, outputs[0]), (b, a, outputs[1])):
+        found = _failures(text)
         assert len(found) == 2, text[-6000:]
         for stamp, message in found:
             assert other.address in message, message
             print(f"netns link cut: a worker on {host.address} named {other.address} after {stamp - cut:.1f} s: "
-                  f"{message[:160]}")
+                  f"{message[:200]}")
             assert stamp - cut < timeout_s + 30           # bounded by the timeout (plus a loaded machine's slack)
-    # Host a hosts the rendezvous: its launcher reports the workers' failure (their exit code).
-    assert codes[0] == _elastic_job.FAILED_EXIT_CODE, outputs[0][-4000:]
-    assert "failed first, with exit code 3" in outputs[0]
-    print(f"netns link cut: launcher exit codes: host a {codes[0]}, host b {codes[1]}")
-    assert codes[1] is not None and codes[1] != 0, outputs[1][-4000:]
+    for stamp, message in _failures(outputs[0]):
+        assert message.startswith("DeadlineExceededError"), message   # cut off, not dead: a timeout
+        for rank in sorted(by_host[b.ifname]):
+            assert f"worker {rank} ({b.address})" in message, message
+    # Host a: its launcher exits with the workers' exit code. Host b's torch elastic agent blocks in
+    # its rendezvous client while the rendezvous host is unreachable (a torch limitation, see
+    # docs/multi_worker.md): its workers have failed and exited; the launcher is stopped here.
+    assert code_a == _elastic_job.FAILED_EXIT_CODE, outputs[0][-4000:]
+    assert "multidev launch: worker" in outputs[0] and "failed first, with exit code 3" in outputs[0]
+    print(f"netns link cut: launcher exit codes: host a {code_a}, host b "
+          f"{'still blocked in the rendezvous (stopped by the test)' if code_b is None else code_b}")
 
 
 def test_netns_host_killed_every_survivor_names_the_lost_host(two_hosts, tmp_path):
