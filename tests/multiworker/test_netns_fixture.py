@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from tests.multiworker import netns
-from tests.multiworker.netns import two_hosts  # noqa: F401  (the fixture)
 
 
 def test_netns_hosts_reach_each_other_on_their_own_addresses_only(two_hosts):

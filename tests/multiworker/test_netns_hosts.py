@@ -7,7 +7,6 @@ host (4 workers), training a small Keras model under MultiWorkerMirroredStrategy
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -16,7 +15,6 @@ import torch
 
 from tests.multiworker import _elastic_job
 from tests.multiworker import _hosts_launch as hl
-from tests.multiworker.netns import two_hosts  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
