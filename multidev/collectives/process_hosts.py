@@ -40,9 +40,10 @@ def with_hosts(store: dist.Store, world: ProcessWorld, prefix: str) -> ProcessWo
     members = []
     for rank, member in enumerate(world.members):
         if member.address is None:
+            key = f"{prefix}/host/{rank}"
             try:
-                host = store.get(f"{prefix}/host/{rank}").decode("ascii", "replace")
-                member = dataclasses.replace(member, address=host)
+                if store.check([key]):      # never wait: a rank that posted nothing stays unnamed
+                    member = dataclasses.replace(member, address=store.get(key).decode("ascii", "replace"))
             except Exception:
                 pass
         members.append(member)
