@@ -22,6 +22,7 @@ from multidev.collectives import fingerprint
 from multidev.collectives.algorithms import divide_
 from multidev.collectives.process_config import fingerprints_enabled, resolve_timeout
 from multidev.collectives.process_failure import FailureReport, diagnose
+from multidev.collectives.process_hosts import post_host, with_hosts
 from multidev.collectives.process_pending import PendingCollective
 from multidev.collectives.process_queue import OrderedQueue
 from multidev.collectives.process_rendezvous import create_backend, join, open_store
@@ -82,7 +83,9 @@ class ProcessCollective:
             # join admits only holders of the job secret; our own records then go through the
             # signed session. torch's backends keep the plain store (a Python store in Gloo stops
             # its timeouts from firing), see docs/multi_worker.md on what the secret protects.
-            session = join(self._store, self.world, self._prefix, self.timeout_seconds)
+            session = join(self._store, self.world, self._prefix, self.timeout_seconds,
+                           before_join=lambda signed: post_host(signed, self.world, self._prefix))
+            self.world = with_hosts(session, self.world, self._prefix)
             self._backend = create_backend(self._store, self.world, self.backend_name, self._prefix, self.timeout_seconds)
             # Fingerprints and barriers always travel on Gloo (CPU, bounded waits, our error messages);
             # with NCCL the data group is separate and only ever sees calls that all processes agree on.

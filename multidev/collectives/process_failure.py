@@ -85,6 +85,12 @@ class FailureReport:
 
     def absent_peers(self) -> list[int] | None:
         """Peers that posted no failure within the grace period (None: the store became unreachable)."""
+        # Bounded from outside too: a store whose host was cut off the network can block a client
+        # call far beyond the store's timeout (the client keeps retrying the connection).
+        absent = _bounded(self._absent_peers, self._grace + 3.0)
+        return None if absent is _UNANSWERED else absent
+
+    def _absent_peers(self) -> list[int] | None:
         peers = [r for r in range(self._world.world_size) if r != self._world.rank]
         deadline = time.monotonic() + self._grace
         while True:
@@ -120,9 +126,11 @@ def diagnose(report: FailureReport, world: ProcessWorld, call: str, err: BaseExc
             "check its log, or raise CommunicationOptions(timeout_seconds=...) / MULTIDEV_COLLECTIVE_TIMEOUT."
         )
     if absent is None:
+        where = (f"The job's rendezvous at {world.store_host}:{world.store_port} (hosted by the launcher's agent)"
+                 if world.store_is_external else f"{world.describe(0)}, which hosts the job's rendezvous,")
         return UnavailableError(
-            f"{world.describe(0)}, which hosts the job's rendezvous, is unreachable: {call} failed on {me} "
-            f"({detail}). It probably exited or crashed; check its log."
+            f"{where} is unreachable: {call} failed on {me} ({detail}). It probably exited or crashed, or "
+            "its host is cut off; check its log."
         )
     if absent and is_timeout(err):
         return DeadlineExceededError(

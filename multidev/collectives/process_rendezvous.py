@@ -12,6 +12,7 @@ import datetime
 import os
 import socket
 import time
+from typing import Callable
 
 import torch.distributed as dist
 
@@ -65,7 +66,8 @@ def open_store(world: ProcessWorld, timeout_s: float) -> dist.Store:
         ) from err
 
 
-def join(store: dist.Store, world: ProcessWorld, prefix: str, timeout_s: float) -> dist.Store:
+def join(store: dist.Store, world: ProcessWorld, prefix: str, timeout_s: float,
+         before_join: Callable[[dist.Store], None] | None = None) -> dist.Store:
     """Admit this rank (job secret, see ``process_auth``), post its join record and wait, bounded, for
     every rank's; name the absent ones on timeout. Returns the store the job uses from now on (signed
     when the job has a secret).
@@ -85,6 +87,8 @@ def join(store: dist.Store, world: ProcessWorld, prefix: str, timeout_s: float) 
             gate.post()
         _wait_until(deadline, gate.posted, lambda: _absent(world, [0], timeout_s, where))
         session = gate.admit()
+        if before_join is not None:     # e.g. post this rank's host, so every joined rank's is readable
+            before_join(session)
         session.set(keys[world.rank], world.describe(world.rank))
         members = _Members(session, keys)
         _wait_until(deadline, members.all_joined, lambda: _absent(world, members.missing(), timeout_s, where,
