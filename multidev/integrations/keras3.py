@@ -1,11 +1,18 @@
-"""Keras 3 (``KERAS_BACKEND=torch``) models under multidev strategies.
+"""Keras 3 (``KERAS_BACKEND=torch``) models under ``MirroredStrategy``: custom training loops.
 
-Keras 3 on torch keeps each weight in its own ``KerasVariable`` (``variable._value``, a
-``torch.nn.Parameter``) and registers the same tensor in a ``torch.nn.ParameterDict``
-(``layer._torch_params``). multidev's module hooks mirror the dict's parameters, but Keras's
-forward reads its own variables, so a distributed Keras 3 model would train one copy while the
-optimizer updates another. Until the replica's copy is substituted where Keras reads a variable,
-Keras 3 layers built in a distributing strategy's scope are refused here.
+Keras 3 on torch keeps each weight in its own variable (``variable._value``, a
+``torch.nn.Parameter``) and registers that tensor in ``layer._torch_params`` (a ParameterDict);
+its forward reads the variable, not the dict. So the seam is the variable: a Keras variable
+created in a ``MirroredStrategy`` scope gets a multidev distributed variable as its ``_value``.
+Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
+distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
+variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
+across replicas before applying them, as TensorFlow's do.
+
+Refused with a clear error (never trained wrong): Keras 3 on another backend, Keras versions
+outside the checked range, other distributing strategies, Keras variables created inside
+``strategy.run`` or outside the scope of a model built in it, and Keras's own
+``fit``/``evaluate``/``predict`` on a distributed model.
 
 Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
@@ -13,17 +20,22 @@ itself is never imported here, only looked up in ``sys.modules`` once the user i
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
 import torch
 from torch.nn.modules import module as torch_module
 
+from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
 from multidev.distribute import strategy as strategy_module
+from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.values import context
+from multidev.values.variables import DistributedVariable
 
-_CHECKED_VERSIONS = "3.15.1"
-_backend_checked = False
+CHECKED_VERSIONS = ("3.15.1",)
+SUPPORTED_RANGE = ((3, 15), (3, 16))  # >=3.15, <3.16: pyproject's multidev[keras3]
+_state = {"checked": False, "patched": False}
 
 
 def _keras3() -> Any | None:
@@ -35,23 +47,39 @@ def _keras3() -> Any | None:
     return keras
 
 
-def _check_backend(strategy: Any) -> None:
-    """Scope-entry hook: refuse Keras 3 on a backend other than torch (its weights would not be torch tensors)."""
-    global _backend_checked
-    if _backend_checked:
+def _check_keras(keras: Any, strategy: Any) -> None:
+    """Refuse Keras 3 on another backend or outside the checked version range."""
+    backend = keras.backend.backend()
+    where = f"entering {type(strategy).__name__}.scope()"
+    if backend != "torch":
+        raise ValueError(
+            f"Keras 3 is imported with backend {backend!r}, which multidev strategies cannot distribute "
+            f"({where}). Set KERAS_BACKEND=torch before importing keras "
+            "(e.g. os.environ['KERAS_BACKEND'] = 'torch' at the top of the program), or use md.keras."
+        )
+    version = tuple(int(p) for p in keras.__version__.split(".")[:2] if p.isdigit())
+    low, high = SUPPORTED_RANGE
+    if not low <= version < high:
+        raise NotImplementedError(
+            f"Keras {keras.__version__!r} is not supported by multidev ({where}): supported "
+            f"keras>={low[0]}.{low[1]},<{high[0]}.{high[1]} (checked: {', '.join(CHECKED_VERSIONS)}). "
+            "Install a supported version: pip install 'multidev[keras3]'."
+        )
+
+
+def _on_scope_entry(strategy: Any) -> None:
+    """Scope-entry hook: check the imported Keras 3 once and install the variable seam."""
+    if _state["checked"]:
         return
     keras = _keras3()
     if keras is None:
         return
-    backend = keras.backend.backend()
-    if backend != "torch":
-        raise ValueError(
-            f"Keras 3 is imported with backend {backend!r}, which multidev strategies cannot distribute "
-            f"(entering {type(strategy).__name__}.scope()). Set KERAS_BACKEND=torch before importing keras "
-            "(e.g. os.environ['KERAS_BACKEND'] = 'torch' at the top of the program), or use md.keras."
-        )
-    _backend_checked = True
+    _check_keras(keras, strategy)
+    _patch(keras)
+    _state["checked"] = True
 
+
+# --- the seam: Keras variables created in a MirroredStrategy's scope are distributed ---------------
 
 def _distributing_strategy() -> Any | None:
     strategy = context.current_scope_strategy()
@@ -60,8 +88,130 @@ def _distributing_strategy() -> Any | None:
     return strategy
 
 
+def _require_supported(strategy: Any, what: str) -> None:
+    if type(strategy) is not MirroredStrategy:
+        raise NotImplementedError(
+            f"{what} in the scope of {type(strategy).__name__}: multidev distributes Keras 3 models only "
+            "under md.distribute.MirroredStrategy (custom training loops). Use MirroredStrategy, or md.keras."
+        )
+
+
+def _keras_aggregation(name: str) -> VariableAggregation:
+    return {"none": VariableAggregation.NONE, "mean": VariableAggregation.MEAN, "sum": VariableAggregation.SUM,
+            "only_first_replica": VariableAggregation.ONLY_FIRST_REPLICA}[name]
+
+
+def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
+    """The distributed variable holding ``variable``'s value: trainable weights are mirrored (kept equal,
+    gradients summed); other state (statistics, metrics, optimizer slots, counters) is kept per replica
+    and reduced when read outside ``strategy.run``, as TensorFlow's ON_READ variables."""
+    param = variable._value
+    aggregation = _keras_aggregation(variable.aggregation)
+    if variable.trainable:
+        sync, aggregation = VariableSynchronization.ON_WRITE, VariableAggregation.SUM
+    else:
+        sync = VariableSynchronization.ON_READ
+        if aggregation is VariableAggregation.NONE or (
+                not param.is_floating_point() and aggregation is VariableAggregation.MEAN):
+            aggregation = VariableAggregation.MEAN if param.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
+    var = strategy.extended._wrap(param.detach(), trainable=variable.trainable, name=variable.path,
+                                  synchronization=sync, aggregation=aggregation)
+    var.requires_grad_(variable.trainable)
+    return var
+
+
+def _initialize(original: Any, variable: Any, value: Any) -> None:
+    """``Variable._initialize``: in a distributing scope, replace the new Parameter by a distributed variable."""
+    strategy = _distributing_strategy()
+    if strategy is not None and context.current_replica_id() is not None and len(strategy.extended._devices) > 1:
+        raise ValueError(
+            f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context): create every "
+            "variable in strategy.scope() first: build the model (keras.Input or model.build(shape)) and the "
+            "optimizer (optimizer.build(model.trainable_variables)) in the scope."
+        )
+    original(variable, value)
+    if strategy is not None and context.current_replica_id() is None:
+        _require_supported(strategy, f"Keras 3 variable {variable.path!r} created")
+        variable._value = _distribute_value(variable, strategy)
+
+
+def _direct_assign(original: Any, variable: Any, value: Any) -> None:
+    """``Variable._direct_assign``: outside ``strategy.run`` write every copy; inside, the replica's own."""
+    dv = variable._value
+    if not isinstance(dv, DistributedVariable):
+        return original(variable, value)
+    replica_id = context.current_replica_id()
+    if replica_id is None:
+        dv.assign(value)
+    else:
+        dv._apply_to([replica_id], "assign", value)
+
+
+def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+    """``Optimizer.apply`` inside ``strategy.run``: sum the gradients across replicas first (TensorFlow's
+    ``apply_gradients`` in replica context does the same); each replica then updates its own copies."""
+    ctx = context.current_replica_context()
+    if ctx is not None and ctx.num_replicas_in_sync > 1:
+        grads = list(grads)
+        present = [i for i, g in enumerate(grads) if g is not None]
+        summed = ctx.all_reduce(ReduceOp.SUM, [grads[i] for i in present])
+        for i, g in zip(present, summed):
+            grads[i] = g
+    return original(optimizer, grads, trainable_variables)
+
+
+def _refuse_trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
+    """Keras's own ``fit``/``evaluate``/``predict`` would run on one replica: refused on a distributed model."""
+    if any(isinstance(v._value, DistributedVariable) for v in model.variables):
+        raise NotImplementedError(
+            f"Keras 3's own model.{name}() on a model built in a multidev strategy's scope is not supported: it "
+            "would run on one replica only. Train with a custom loop (strategy.run with the forward, backward "
+            "and optimizer step; see README 'Keras 3 models'), or build the model with md.keras to use fit."
+        )
+    return original(model, *args, **kwargs)
+
+
+def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def method(self, *args, **kwargs):
+        return wrapper(original, self, *args, **kwargs)
+
+    setattr(owner, name, method)
+
+
+def _keras_names(keras: Any) -> tuple:
+    """The Keras classes the seam patches; a missing one fails loudly (the seam was checked on 3.15.1)."""
+    try:
+        from keras.src.backend.torch.core import Variable  # private: the torch backend's variable
+        for attr in ("_initialize", "_direct_assign"):
+            getattr(Variable, attr)
+        return Variable, keras.optimizers.Optimizer, keras.Model
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(
+            f"Keras {keras.__version__!r} lacks a name multidev's Keras 3 seam needs ({exc}); it was checked "
+            f"against Keras {', '.join(CHECKED_VERSIONS)}: pip install 'multidev[keras3]'."
+        ) from exc
+
+
+def _patch(keras: Any) -> None:
+    if _state["patched"]:
+        return
+    variable_cls, optimizer_cls, model_cls = _keras_names(keras)
+    _wrap_method(variable_cls, "_initialize", _initialize)
+    _wrap_method(variable_cls, "_direct_assign", _direct_assign)
+    _wrap_method(optimizer_cls, "apply", _apply)
+    for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
+        _wrap_method(model_cls, name, functools.partial(_refuse_trainer, name))
+    _state["patched"] = True
+
+
+# --- safety net: a Keras layer registering weights that are not distributed -------------------------
+
 def _on_module(module: torch.nn.Module, name: str, submodule: Any) -> None:
-    """Global module-registration hook: a Keras 3 layer registering its weights in a distributing scope."""
+    """Global module-registration hook: refuse a Keras 3 layer whose weights this seam did not distribute
+    (created outside the scope, or before keras was checked) when it registers them in a distributing scope."""
     if name != "_torch_params":  # keras.src.backend.torch.layer.TorchLayer._track_variables
         return None
     keras = _keras3()
@@ -70,14 +220,17 @@ def _on_module(module: torch.nn.Module, name: str, submodule: Any) -> None:
     strategy = _distributing_strategy()
     if strategy is None:
         return None
-    where = "inside strategy.run" if context.current_replica_id() is not None else "in the strategy's scope"
-    raise NotImplementedError(
-        f"Keras 3 layer {module.name!r} ({type(module).__name__}) built {where} of "
-        f"{type(strategy).__name__}: multidev does not distribute Keras 3 models yet. Keras reads its own "
-        "variables, not the mirrored copies, so it would train one copy while the optimizer updates "
-        "another (wrong weights, no error). Build the model with md.keras instead, or build the Keras 3 "
-        "model outside any multidev strategy."
-    )
+    _on_scope_entry(strategy)
+    _require_supported(strategy, f"Keras 3 layer {module.name!r} built")
+    plain = [v.path for v in module.variables if not isinstance(v._value, DistributedVariable)]
+    if plain:
+        raise NotImplementedError(
+            f"Keras 3 layer {module.name!r} ({type(module).__name__}) uses variables created outside "
+            f"{type(strategy).__name__}'s scope ({plain[:3]}...): they cannot be distributed, and training them "
+            "would update one copy while the replicas read others. Create all layers and the model inside "
+            "strategy.scope() (after importing keras)."
+        )
+    return None
 
 
 _installed: list = []
@@ -87,5 +240,5 @@ def install() -> None:
     """Register the scope-entry and module-registration hooks once (idempotent)."""
     if _installed:
         return
-    strategy_module.SCOPE_ENTRY_HOOKS.append(_check_backend)
+    strategy_module.SCOPE_ENTRY_HOOKS.append(_on_scope_entry)
     _installed.append(torch_module.register_module_module_registration_hook(_on_module))
