@@ -152,6 +152,11 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     ``apply_gradients`` in replica context does the same); each replica then updates its own copies."""
     ctx = context.current_replica_context()
     if ctx is not None and ctx.num_replicas_in_sync > 1:
+        if not optimizer.built:  # every replica would build it at once, in replica context
+            raise ValueError(
+                f"Keras optimizer {optimizer.name!r} is not built: its variables cannot be created inside "
+                "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
+            )
         grads = list(grads)
         present = [i for i, g in enumerate(grads) if g is not None]
         summed = ctx.all_reduce(ReduceOp.SUM, [grads[i] for i in present])
