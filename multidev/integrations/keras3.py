@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from typing import Any
 
 import torch
@@ -36,6 +37,7 @@ from multidev.values.variables import DistributedVariable
 CHECKED_VERSIONS = ("3.15.1",)
 SUPPORTED_RANGE = ((3, 15), (3, 16))  # >=3.15, <3.16: pyproject's multidev[keras3]
 _state = {"checked": False, "patched": False}
+_summing = threading.local()  # set while an optimizer applies gradients already summed across replicas
 
 
 def _keras3() -> Any | None:
@@ -149,20 +151,26 @@ def _direct_assign(original: Any, variable: Any, value: Any) -> None:
 
 def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
     """``Optimizer.apply`` inside ``strategy.run``: sum the gradients across replicas first (TensorFlow's
-    ``apply_gradients`` in replica context does the same); each replica then updates its own copies."""
+    ``apply_gradients`` in replica context does the same); each replica then updates its own copies.
+    A ``LossScaleOptimizer`` sums before its finite check, so every replica takes the same branch."""
     ctx = context.current_replica_context()
-    if ctx is not None and ctx.num_replicas_in_sync > 1:
-        if not optimizer.built:  # every replica would build it at once, in replica context
-            raise ValueError(
-                f"Keras optimizer {optimizer.name!r} is not built: its variables cannot be created inside "
-                "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
-            )
-        grads = list(grads)
-        present = [i for i, g in enumerate(grads) if g is not None]
-        summed = ctx.all_reduce(ReduceOp.SUM, [grads[i] for i in present])
-        for i, g in zip(present, summed):
-            grads[i] = g
-    return original(optimizer, grads, trainable_variables)
+    if ctx is None or ctx.num_replicas_in_sync == 1 or getattr(_summing, "active", False):
+        return original(optimizer, grads, trainable_variables)
+    if not optimizer.built:  # every replica would build it at once, in replica context
+        raise ValueError(
+            f"Keras optimizer {optimizer.name!r} is not built: its variables cannot be created inside "
+            "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
+        )
+    grads = list(grads)
+    present = [i for i, g in enumerate(grads) if g is not None]
+    summed = ctx.all_reduce(ReduceOp.SUM, [grads[i] for i in present])
+    for i, g in zip(present, summed):
+        grads[i] = g
+    _summing.active = True
+    try:
+        return original(optimizer, grads, trainable_variables)
+    finally:
+        _summing.active = False
 
 
 def _refuse_trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
@@ -192,7 +200,7 @@ def _keras_names(keras: Any) -> tuple:
         from keras.src.backend.torch.core import Variable  # private: the torch backend's variable
         for attr in ("_initialize", "_direct_assign"):
             getattr(Variable, attr)
-        return Variable, keras.optimizers.Optimizer, keras.Model
+        return Variable, (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer), keras.Model
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(
             f"Keras {keras.__version__!r} lacks a name multidev's Keras 3 seam needs ({exc}); it was checked "
@@ -203,10 +211,11 @@ def _keras_names(keras: Any) -> tuple:
 def _patch(keras: Any) -> None:
     if _state["patched"]:
         return
-    variable_cls, optimizer_cls, model_cls = _keras_names(keras)
+    variable_cls, optimizer_classes, model_cls = _keras_names(keras)
     _wrap_method(variable_cls, "_initialize", _initialize)
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
-    _wrap_method(optimizer_cls, "apply", _apply)
+    for optimizer_cls in optimizer_classes:
+        _wrap_method(optimizer_cls, "apply", _apply)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(_refuse_trainer, name))
     _state["patched"] = True

@@ -176,3 +176,49 @@ def test_dropout_model_trains_and_replicas_stay_equal():
         a, b = w._value.values
         assert torch.equal(a, b), w.path
         assert not torch.equal(a.detach(), torch.as_tensor(old)), w.path
+
+
+def test_keras_metrics_count_every_replica():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        mean = keras.metrics.Mean()
+        accuracy = keras.metrics.SparseCategoricalAccuracy()
+    values = torch.arange(10, dtype=torch.float32)
+    labels = torch.tensor([0, 1, 1, 0, 1, 1, 1, 0, 0, 1])
+    logits = torch.nn.functional.one_hot(torch.tensor([0, 1, 0, 0, 1, 1, 1, 1, 0, 1]), 2).float()
+    data = md.data.Dataset.from_tensor_slices((values, labels, logits)).batch(5)  # uneven last split: 3 + 2
+
+    def update(v, y, p):
+        mean.update_state(v)
+        accuracy.update_state(y, p)
+
+    for v, y, p in strategy.experimental_distribute_dataset(data):
+        strategy.run(update, (v, y, p))
+    assert float(mean.result()) == pytest.approx(4.5)
+    assert float(accuracy.result()) == pytest.approx(0.8)
+
+
+def test_loss_scale_optimizer_two_replicas_equal_one_device():
+    def make(model):
+        optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(learning_rate=0.1))
+        optimizer.build(model.trainable_variables)
+        return optimizer
+
+    def step(model, optimizer, x, y):
+        for v in model.trainable_variables:
+            v.value.grad = None
+        optimizer.scale_loss(((model(x) - y) ** 2).sum() / GLOBAL_BATCH).backward()
+        optimizer.apply([v.value.grad for v in model.trainable_variables], model.trainable_variables)
+
+    x, y = _data()
+    reference = _dense()
+    ref_opt = make(reference)
+    for i in range(0, 16, GLOBAL_BATCH):
+        step(reference, ref_opt, x[i:i + GLOBAL_BATCH], y[i:i + GLOBAL_BATCH])
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = _dense()
+        optimizer = make(model)
+    for xb, yb in strategy.experimental_distribute_dataset(md.data.Dataset.from_tensor_slices((x, y)).batch(8)):
+        strategy.run(step, (model, optimizer, xb, yb))
+    _assert_replicas_match(reference, model)
