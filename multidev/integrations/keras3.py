@@ -125,14 +125,17 @@ def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
 def _initialize(original: Any, variable: Any, value: Any) -> None:
     """``Variable._initialize``: in a distributing scope, replace the new Parameter by a distributed variable."""
     strategy = _distributing_strategy()
-    if strategy is not None and context.current_replica_id() is not None and len(strategy.extended._devices) > 1:
+    in_replica = context.current_replica_id() is not None
+    if strategy is not None and in_replica and len(strategy.extended._devices) > 1:
+        if variable.name == "seed_generator_state" and not variable.trainable:
+            return original(variable, value)  # keras.random's per-thread global seed generator: replica-local
         raise ValueError(
             f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context): create every "
             "variable in strategy.scope() first: build the model (keras.Input or model.build(shape)) and the "
             "optimizer (optimizer.build(model.trainable_variables)) in the scope."
         )
     original(variable, value)
-    if strategy is not None and context.current_replica_id() is None:
+    if strategy is not None and not in_replica:
         _require_supported(strategy, f"Keras 3 variable {variable.path!r} created")
         variable._value = _distribute_value(variable, strategy)
 
@@ -238,11 +241,12 @@ def _on_module(module: torch.nn.Module, name: str, submodule: Any) -> None:
     _require_supported(strategy, f"Keras 3 layer {module.name!r} built")
     plain = [v.path for v in module.variables if not isinstance(v._value, DistributedVariable)]
     if plain:
+        where = ("built inside strategy.run" if context.current_replica_id() is not None
+                 else f"uses variables created outside {type(strategy).__name__}'s scope")
         raise NotImplementedError(
-            f"Keras 3 layer {module.name!r} ({type(module).__name__}) uses variables created outside "
-            f"{type(strategy).__name__}'s scope ({plain[:3]}...): they cannot be distributed, and training them "
-            "would update one copy while the replicas read others. Create all layers and the model inside "
-            "strategy.scope() (after importing keras)."
+            f"Keras 3 layer {module.name!r} ({type(module).__name__}) {where} ({plain[:3]}): they cannot be "
+            "distributed, and training them would update one copy while the replicas read others. Create and "
+            "build all layers and the model inside strategy.scope() (after importing keras)."
         )
     return None
 

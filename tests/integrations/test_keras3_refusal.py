@@ -122,3 +122,9 @@ def test_unsupported_keras_version_is_refused_at_scope_entry(fresh):
         """, timeout=240)
     assert "REFUSED" in proc.stdout and "ENTERED" not in proc.stdout, proc.stdout + proc.stderr
     assert "'3.99.0'" in proc.stdout and "multidev[keras3]" in proc.stdout
+
+
+def test_unseeded_keras_random_inside_run_is_allowed():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    out = strategy.run(lambda: keras.random.normal((2,)))  # keras's per-thread global seed generator
+    assert all(v.shape == (2,) for v in strategy.experimental_local_results(out))
