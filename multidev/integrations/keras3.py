@@ -1,9 +1,9 @@
-"""Keras 3 (``KERAS_BACKEND=torch``) models under ``MirroredStrategy``: custom training loops.
+"""Keras 3 (``KERAS_BACKEND=torch``) models under (MultiWorker)``MirroredStrategy``: custom training loops.
 
 Keras 3 on torch keeps each weight in its own variable (``variable._value``, a
 ``torch.nn.Parameter``) and registers that tensor in ``layer._torch_params`` (a ParameterDict);
 its forward reads the variable, not the dict. So the seam is the variable: a Keras variable
-created in a ``MirroredStrategy`` scope gets a multidev distributed variable as its ``_value``.
+created in the scope gets a multidev distributed variable as its ``_value``.
 Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
 distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
@@ -31,6 +31,7 @@ from torch.nn.modules import module as torch_module
 from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
 from multidev.distribute import strategy as strategy_module
 from multidev.distribute.mirrored_strategy import MirroredStrategy
+from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -91,10 +92,11 @@ def _distributing_strategy() -> Any | None:
 
 
 def _require_supported(strategy: Any, what: str) -> None:
-    if type(strategy) is not MirroredStrategy:
+    if type(strategy) not in (MirroredStrategy, MultiWorkerMirroredStrategy):
         raise NotImplementedError(
             f"{what} in the scope of {type(strategy).__name__}: multidev distributes Keras 3 models only "
-            "under md.distribute.MirroredStrategy (custom training loops). Use MirroredStrategy, or md.keras."
+            "under md.distribute.MirroredStrategy and MultiWorkerMirroredStrategy (custom training loops). "
+            "Use one of those, or md.keras."
         )
 
 
