@@ -115,9 +115,9 @@ def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
         sync, aggregation = VariableSynchronization.ON_WRITE, VariableAggregation.SUM
     else:
         sync = VariableSynchronization.ON_READ
-        if aggregation is VariableAggregation.NONE or (
-                not param.is_floating_point() and aggregation is VariableAggregation.MEAN):
-            aggregation = VariableAggregation.MEAN if param.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
+        floating = param.is_floating_point()
+        if aggregation is VariableAggregation.NONE or (not floating and aggregation is VariableAggregation.MEAN):
+            aggregation = VariableAggregation.MEAN if floating else VariableAggregation.ONLY_FIRST_REPLICA
     var = strategy.extended._wrap(param.detach(), trainable=variable.trainable, name=variable.path,
                                   synchronization=sync, aggregation=aggregation)
     var.requires_grad_(variable.trainable)
@@ -152,6 +152,20 @@ def _direct_assign(original: Any, variable: Any, value: Any) -> None:
         dv.assign(value)
     else:
         dv._apply_to([replica_id], "assign", value)
+
+
+def _set_trainable(variable_cls: type) -> None:
+    """``Variable.trainable = flag`` also sets ``requires_grad`` on every replica's copy (Keras sets it on
+    ``_value`` only, which for a distributed variable is replica 0's storage, not what replicas differentiate)."""
+    prop = variable_cls.trainable
+
+    def fset(variable: Any, value: bool) -> None:
+        prop.fset(variable, value)
+        if isinstance(variable._value, DistributedVariable):
+            for component in variable._value.values:
+                component.requires_grad_(bool(value))
+
+    variable_cls.trainable = property(prop.fget, fset, doc=prop.__doc__)
 
 
 def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
@@ -205,6 +219,8 @@ def _keras_names(keras: Any) -> tuple:
         from keras.src.backend.torch.core import Variable  # private: the torch backend's variable
         for attr in ("_initialize", "_direct_assign"):
             getattr(Variable, attr)
+        if not isinstance(Variable.__dict__.get("trainable"), property):
+            raise AttributeError("keras.src.backend.torch.core.Variable.trainable is not a property")
         return Variable, (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer), keras.Model
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(
@@ -219,6 +235,7 @@ def _patch(keras: Any) -> None:
     variable_cls, optimizer_classes, model_cls = _keras_names(keras)
     _wrap_method(variable_cls, "_initialize", _initialize)
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
+    _set_trainable(variable_cls)
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):

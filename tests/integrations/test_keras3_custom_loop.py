@@ -222,3 +222,20 @@ def test_loss_scale_optimizer_two_replicas_equal_one_device():
     for xb, yb in strategy.experimental_distribute_dataset(md.data.Dataset.from_tensor_slices((x, y)).batch(8)):
         strategy.run(step, (model, optimizer, xb, yb))
     _assert_replicas_match(reference, model)
+
+
+def test_frozen_layer_is_not_trained_on_any_replica():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = _dense()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.layers[0].trainable = False
+    frozen = model.layers[0].kernel.numpy().copy()
+    x, y = _data()
+    for xb, yb in strategy.experimental_distribute_dataset(md.data.Dataset.from_tensor_slices((x, y)).batch(8)):
+        strategy.run(_torch_step, (model, optimizer, xb, yb))
+    for copy in model.layers[0].kernel._value.values:
+        assert torch.equal(copy.detach(), torch.as_tensor(frozen))
+    trained = model.layers[1].kernel._value.values
+    assert torch.equal(trained[0], trained[1])
+    assert not torch.equal(trained[0].detach(), torch.as_tensor(_dense().layers[1].kernel.numpy()))
