@@ -192,15 +192,56 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
         _summing.active = False
 
 
-def _refuse_trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
-    """Keras's own ``fit``/``evaluate``/``predict`` would run on one replica: refused on a distributed model."""
-    if any(isinstance(v._value, DistributedVariable) for v in model.variables):
+_STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
+
+
+def _model_strategy(model: Any) -> Any | None:
+    """The strategy that distributed ``model``'s variables (None: an ordinary Keras model)."""
+    for v in model.variables:
+        if isinstance(v._value, DistributedVariable):
+            return v._value._strategy
+    return None
+
+
+def loss_tracker(model: Any) -> Any:
+    """The ``Mean`` metric Keras's train/test steps feed the loss to (private ``_loss_tracker``)."""
+    try:
+        return model._loss_tracker
+    except AttributeError as exc:
+        raise RuntimeError(
+            f"keras.Model._loss_tracker is missing in Keras {sys.modules['keras'].__version__!r}; multidev's "
+            f"Keras 3 fit was checked against Keras {', '.join(CHECKED_VERSIONS)}."
+        ) from exc
+
+
+def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
+    """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
+    (the global batch split across MirroredStrategy's replicas); anything else that would run on one
+    replica only is refused."""
+    strategy = _model_strategy(model)
+    if strategy is None:
+        return original(model, *args, **kwargs)
+    if name not in _STEP_FUNCTIONS or type(strategy) is not MirroredStrategy:
         raise NotImplementedError(
-            f"Keras 3's own model.{name}() on a model built in a multidev strategy's scope is not supported: it "
-            "would run on one replica only. Train with a custom loop (strategy.run with the forward, backward "
-            "and optimizer step; see README 'Keras 3 models'), or build the model with md.keras to use fit."
+            f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
+            "it would run on one replica only. Use fit/evaluate/predict under MirroredStrategy, train with a custom "
+            "loop (strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
         )
-    return original(model, *args, **kwargs)
+    from multidev.integrations import keras3_fit
+
+    keras = sys.modules["keras"]
+    if name == "predict":
+        step = keras3_fit.predict_function(keras, model, strategy)
+    else:
+        make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
+        step = make(keras, model, strategy, loss_tracker(model))
+    attribute = _STEP_FUNCTIONS[name]
+    with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too
+        setattr(model, attribute, step)
+        try:
+            return original(model, *args, **kwargs)
+        finally:
+            setattr(model, attribute, None)
 
 
 def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
@@ -239,7 +280,7 @@ def _patch(keras: Any) -> None:
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
-        _wrap_method(model_cls, name, functools.partial(_refuse_trainer, name))
+        _wrap_method(model_cls, name, functools.partial(_trainer, name))
     _state["patched"] = True
 
 

@@ -18,16 +18,24 @@ def _model():
 
 
 @pytest.mark.parametrize("method,args", [
-    ("fit", (torch.ones(4, 3), torch.ones(4, 2))),
-    ("evaluate", (torch.ones(4, 3), torch.ones(4, 2))),
-    ("predict", (torch.ones(4, 3),)),
+    ("train_on_batch", (torch.ones(4, 3), torch.ones(4, 2))),
+    ("test_on_batch", (torch.ones(4, 3), torch.ones(4, 2))),
+    ("predict_on_batch", (torch.ones(4, 3),)),
 ])
-def test_keras_own_fit_on_a_distributed_model_is_refused(method, args):
+def test_keras_on_batch_methods_on_a_distributed_model_are_refused(method, args):
     with md.distribute.MirroredStrategy(DEVICES).scope():
         model = _model()
         model.compile(optimizer="sgd", loss="mse")
     with pytest.raises(NotImplementedError, match=rf"model.{method}\(\).*one replica only.*custom loop"):
-        getattr(model, method)(*args, verbose=0)
+        getattr(model, method)(*args)
+
+
+def test_keras_fit_on_multi_worker_mirrored_is_refused():
+    with md.distribute.MultiWorkerMirroredStrategy().scope():
+        model = _model()
+        model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(NotImplementedError, match=r"model.fit\(\).*MultiWorkerMirroredStrategy.*one replica only"):
+        model.fit(torch.ones(4, 3), torch.ones(4, 2), verbose=0)
 
 
 def test_keras_own_fit_outside_strategies_still_works():
