@@ -1,4 +1,4 @@
-"""Keras 3 (``KERAS_BACKEND=torch``) models under (MultiWorker)``MirroredStrategy``: custom training loops.
+"""Keras 3 (``KERAS_BACKEND=torch``) models under multidev's mirrored strategies.
 
 Keras 3 on torch keeps each weight in its own variable (``variable._value``, a
 ``torch.nn.Parameter``) and registers that tensor in ``layer._torch_params`` (a ParameterDict);
@@ -7,12 +7,14 @@ created in the scope gets a multidev distributed variable as its ``_value``.
 Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
 distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
-across replicas before applying them, as TensorFlow's do.
+across replicas before applying them, as TensorFlow's do. Custom loops work on
+``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``; Keras's own ``fit``/``evaluate``/``predict``
+on ``MirroredStrategy`` (step functions in ``keras3_fit``).
 
 Refused with a clear error (never trained wrong): Keras 3 on another backend, Keras versions
 outside the checked range, other distributing strategies, Keras variables created inside
-``strategy.run`` or outside the scope of a model built in it, and Keras's own
-``fit``/``evaluate``/``predict`` on a distributed model.
+``strategy.run`` or outside the scope of a model built in it, Keras's ``fit`` & co. on
+``MultiWorkerMirroredStrategy`` and its ``*_on_batch`` methods on any distributed model.
 
 Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.

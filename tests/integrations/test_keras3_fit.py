@@ -65,3 +65,22 @@ def test_callbacks_and_checkpoint_saved_on_two_replicas_load_on_one(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "best.keras")
     for var, other in zip(model.weights, loaded.weights):
         torch.testing.assert_close(torch.as_tensor(other.numpy()), var._value.values[1].detach())
+
+
+def test_fit_with_batch_normalization_and_dropout_keeps_replicas_equal():
+    x, y = _data(16)
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(),
+                                  keras.layers.Dropout(0.3), keras.layers.Dense(2)])
+        model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    loss = model.fit(x, y, batch_size=8, epochs=2, verbose=0).history["loss"]
+    assert len(loss) == 2 and all(torch.isfinite(torch.tensor(loss)))
+    for var in model.trainable_weights:
+        first, second = var._value.values
+        assert torch.equal(first, second), var.path
+    mean = model.layers[1].moving_mean
+    copies = [c.detach() for c in mean._value.values]
+    assert not torch.equal(copies[0], copies[1])  # each replica's own batch statistics...
+    torch.testing.assert_close(torch.as_tensor(mean.numpy()), (copies[0] + copies[1]) / 2)  # ...averaged when read
