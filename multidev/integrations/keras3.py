@@ -9,12 +9,13 @@ distributed variable's ``__torch_function__``), ``model.parameters()`` yields th
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
 across replicas before applying them, as TensorFlow's do. Custom loops work on
 ``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``; Keras's own ``fit``/``evaluate``/``predict``
-on ``MirroredStrategy`` (step functions in ``keras3_fit``).
+on ``MirroredStrategy``, ``fit``/``evaluate`` on ``MultiWorkerMirroredStrategy`` (step functions in
+``keras3_fit``).
 
 Refused with a clear error (never trained wrong): Keras 3 on another backend, Keras versions
 outside the checked range, other distributing strategies, Keras variables created inside
-``strategy.run`` or outside the scope of a model built in it, Keras's ``fit`` & co. on
-``MultiWorkerMirroredStrategy`` and its ``*_on_batch`` methods on any distributed model.
+``strategy.run`` or outside the scope of a model built in it, ``predict`` and shuffled ``fit`` on
+``MultiWorkerMirroredStrategy``, and the ``*_on_batch`` methods on any distributed model.
 
 Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
@@ -223,11 +224,18 @@ def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) ->
     strategy = _model_strategy(model)
     if strategy is None:
         return original(model, *args, **kwargs)
-    if name not in _STEP_FUNCTIONS or type(strategy) is not MirroredStrategy:
+    multi_worker = type(strategy) is MultiWorkerMirroredStrategy
+    if name not in _STEP_FUNCTIONS or (multi_worker and name == "predict"):
         raise NotImplementedError(
             f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
-            "it would run on one replica only. Use fit/evaluate/predict under MirroredStrategy, train with a custom "
-            "loop (strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
+            "it would run on one replica only. Use fit/evaluate (and predict on MirroredStrategy), train with a "
+            "custom loop (strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
+        )
+    if multi_worker and name == "fit" and kwargs.get("shuffle", True):
+        raise ValueError(
+            f"model.fit(shuffle={kwargs.get('shuffle', True)!r}) on MultiWorkerMirroredStrategy: every worker must "
+            "read the same global batches in the same order (each keeps its replicas' slices), and Keras shuffles "
+            "each worker's copy independently. Pass shuffle=False (shuffle the arrays identically beforehand)."
         )
     from multidev.integrations import keras3_fit
 

@@ -32,7 +32,8 @@ def _flatten(structure: Any) -> list:
 
 
 class _Splitter:
-    """Splits each global batch into the replicas' slices; the first (largest) batch is the full size."""
+    """Splits each global batch into every replica's slice (all workers') and keeps this worker's;
+    the first (largest) batch is the full size. Every worker reads the same global batches."""
 
     def __init__(self, strategy: Any):
         self.strategy = strategy
@@ -42,7 +43,9 @@ class _Splitter:
         size = _leading(batch)
         self.full = max(self.full, size)
         parts = split_element(batch, self.strategy.num_replicas_in_sync, self.full)
-        return PerReplica(parts), size
+        extended = self.strategy.extended
+        offset = extended._replica_offset
+        return PerReplica(parts[offset:offset + len(extended._devices)]), size
 
 
 def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> Any:

@@ -30,12 +30,12 @@ def test_keras_on_batch_methods_on_a_distributed_model_are_refused(method, args)
         getattr(model, method)(*args)
 
 
-def test_keras_fit_on_multi_worker_mirrored_is_refused():
+def test_keras_predict_on_multi_worker_mirrored_is_refused():
     with md.distribute.MultiWorkerMirroredStrategy().scope():
         model = _model()
         model.compile(optimizer="sgd", loss="mse")
-    with pytest.raises(NotImplementedError, match=r"model.fit\(\).*MultiWorkerMirroredStrategy.*one replica only"):
-        model.fit(torch.ones(4, 3), torch.ones(4, 2), verbose=0)
+    with pytest.raises(NotImplementedError, match=r"model.predict\(\).*MultiWorkerMirroredStrategy.*one replica only"):
+        model.predict(torch.ones(4, 3), verbose=0)
 
 
 def test_keras_own_fit_outside_strategies_still_works():
