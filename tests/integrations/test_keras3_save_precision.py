@@ -94,3 +94,32 @@ def test_mixed_precision_two_replicas_equal_one_device():
             torch.testing.assert_close(first.detach(), ref.value.detach(), rtol=2e-2, atol=2e-3)
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+def test_mixed_float16_fit_with_loss_scaling_two_replicas_equal_one_device():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        def build():
+            keras.utils.set_random_seed(0)
+            model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"),
+                                      keras.layers.Dense(2, dtype="float32")])
+            model.compile(optimizer=keras.optimizers.SGD(0.1),
+                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            return model
+
+        g = torch.Generator().manual_seed(1)
+        x, y = torch.randn(16, 3, generator=g), torch.randint(0, 2, (16,), generator=g)
+        reference = build()
+        expected = reference.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+        with md.distribute.MirroredStrategy(DEVICES).scope():
+            model = build()
+        assert type(model.optimizer).__name__ == "LossScaleOptimizer"
+        loss = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+        # float16 forward on half batches vs whole batches: float16 rounding, not float32's
+        torch.testing.assert_close(torch.tensor(loss), torch.tensor(expected), rtol=1e-3, atol=1e-4)
+        for ref, var in zip(reference.weights, model.weights):
+            first, second = var._value.values
+            assert torch.equal(first, second), var.path
+            torch.testing.assert_close(first.detach(), ref.value.detach(), rtol=1e-2, atol=2e-4)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
