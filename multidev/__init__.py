@@ -21,7 +21,8 @@ from multidev.function import function
 from multidev.values import Variable
 from multidev import keras
 from multidev import integrations
-from multidev import train
+from multidev import random, summary, train
+from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 from multidev import saved_model
 from multidev.module import Module
 from multidev.data.spec import TensorSpec
@@ -54,4 +55,10 @@ __all__ = [
     "TensorSpec",
     "bfloat16", "bool", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8",
+    "random",
+    "summary",
+    "constant",
+    "reduce_sum",
+    "reduce_mean",
+    "add_n",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import types
 
-from multidev.devices import memory, physical
+from multidev.devices import memory, physical, threading_config
 from multidev.devices.configuration import (
     get_logical_device_configuration,
     get_memory_growth,
@@ -45,6 +45,17 @@ def get_device_details(device: PhysicalDevice) -> dict:
     """
     return physical.device_details(physical.check_physical(device))
 
+
+threading = types.ModuleType(
+    "multidev.config.threading",
+    "``md.config.threading``: intra-op and inter-op thread counts (torch's thread pools), settable "
+    "before the devices are initialized.",
+)
+for _name in ("set_intra_op_parallelism_threads", "get_intra_op_parallelism_threads",
+              "set_inter_op_parallelism_threads", "get_inter_op_parallelism_threads"):
+    setattr(threading, _name, getattr(threading_config, _name))
+threading.__all__ = sorted(n for n in vars(threading) if not n.startswith("_"))
+sys.modules[threading.__name__] = threading
 
 experimental = types.ModuleType(
     "multidev.config.experimental",
@@ -86,4 +97,5 @@ __all__ = [
     "LogicalDevice",
     "PhysicalDevice",
     "experimental",
+    "threading",
 ]

@@ -27,7 +27,16 @@ def _snake(name: str) -> str:
 
 
 class Module(torch.nn.Module):
-    """A ``torch.nn.Module`` with ``tf.Module``'s ``name``, ``variables``, ``trainable_variables``, ``submodules``."""
+    """A ``torch.nn.Module`` with ``tf.Module``'s ``name``, ``variables``, ``trainable_variables``, ``submodules``.
+
+    Example:
+        >>> class Dense(md.Module):
+        ...     def __init__(self):
+        ...         super().__init__(name="dense")
+        ...         self.w = md.Variable(torch.ones(3, 2))
+        >>> [tuple(v.shape) for v in Dense().trainable_variables]
+        [(3, 2)]
+    """
 
     def __init__(self, name: str | None = None):
         super().__init__()

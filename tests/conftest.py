@@ -44,12 +44,32 @@ def fresh():
 TEST_LOGICAL_CPUS = 4
 
 
+def _register_hypothesis_profiles() -> None:
+    """Fuzz-test budgets (tests/fuzz): "ci" by default, "long" with ``--hypothesis-profile=long``."""
+    try:
+        from hypothesis import HealthCheck, settings
+    except ImportError:  # hypothesis is in the `test` extra; tests/fuzz skips without it
+        return
+    common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.register_profile("ci", max_examples=150, **common)
+    settings.register_profile("long", max_examples=5000, **common)
+
+
+_register_hypothesis_profiles()
+
+
 def pytest_configure(config):
     """Split the CPU into 4 logical devices for the in-process tests (multi-replica strategies).
 
     Configuration is per process and frozen once devices initialise, so it happens here, before any
     test runs; tests of configuration itself run in fresh interpreters (``fresh`` fixture).
     """
+    try:
+        from hypothesis import settings
+    except ImportError:
+        pass
+    else:  # "ci" unless --hypothesis-profile names another (whichever of us configures last)
+        settings.load_profile(config.getoption("hypothesis_profile", None) or "ci")
     import multidev as md
 
     cpu = md.config.list_physical_devices("CPU")[0]

@@ -61,7 +61,11 @@ class UnimplementedError(OpError, NotImplementedError):
 
 
 class DataLossError(OpError, ValueError):
-    """Stored data is damaged (e.g. a checksum mismatch in a weights file)."""
+    """Stored data is damaged or inconsistent (a checksum mismatch, a damaged checkpoint file)."""
+
+
+class UnauthenticatedError(OpError, PermissionError):
+    """The request lacks valid credentials (a process without the job's secret tried to join)."""
 
 
 __all__ = [
@@ -79,4 +83,5 @@ __all__ = [
     "InternalError",
     "UnimplementedError",
     "DataLossError",
+    "UnauthenticatedError",
 ]

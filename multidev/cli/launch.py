@@ -3,10 +3,13 @@
 Local: ``multidev launch --workers 2 [--chief] [--ps 1] [--devices-per-worker K] train.py [args]``
 starts one process per task with ``TF_CONFIG`` on free loopback ports, prefixes every output line
 with ``[worker 0]``, stops everyone when one task fails and returns its exit code; Ctrl-C stops all.
+Every task gets the job's secret in ``MULTIDEV_JOB_SECRET`` (a fresh random one unless already set),
+so that only these tasks are admitted to the job's rendezvous.
 
 Multi-host: add ``--nnodes N --node-rank R --rdzv-endpoint HOST:PORT`` and the job is handed to
 torch's elastic launcher (``torch.distributed.run``), which sets RANK/WORLD_SIZE/MASTER_ADDR/...;
 ``TorchrunClusterResolver`` reads them. ``--workers`` is then the number of processes per host.
+``--max-restarts N`` lets the agent restart the worker group after a failure (see ``elastic``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import subprocess
 import sys
 import threading
 import time
+from multidev.cli import elastic
+from multidev.collectives.job_secret import SECRET_ENV, new_secret
 from multidev.collectives.process_world import free_loopback_ports as _free_ports
 
 DEVICES_ENV = "MULTIDEV_DEVICES_PER_WORKER"
@@ -43,7 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT", help="rendezvous address (host 0)")
     group.add_argument("--rdzv-backend", default="static", help="torch rendezvous backend (static or c10d)")
     group.add_argument("--rdzv-id", default=None, help="job id shared by all hosts (c10d rendezvous)")
-    group.add_argument("--max-restarts", type=int, default=0, help="restarts of the worker group on failure")
+    group.add_argument("--rdzv-conf", default=None, metavar="K=V,...",
+                       help="torch rendezvous options, e.g. join_timeout=60,read_timeout=30 (c10d: is_host is "
+                            "set from whether the endpoint is an address of this host, unless given)")
+    group.add_argument("--local-addr", default=None, metavar="ADDR",
+                       help="address other hosts reach this host at (default: this host's address on the "
+                            "route to --rdzv-endpoint)")
+    group.add_argument("--max-restarts", type=int, default=0, metavar="N",
+                       help="restart the whole worker group up to N times when a worker fails (elastic "
+                            "resume: with BackupAndRestore the restarted fit continues from the last backup)")
     parser.add_argument("-m", "--module", action="store_true", help="run SCRIPT as a module (python -m SCRIPT)")
     parser.add_argument("script", help="the training script (or module with -m)")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
@@ -74,6 +87,11 @@ def _validate(args: argparse.Namespace) -> None:
         )
     if multi_host and args.rdzv_endpoint is None:
         raise SystemExit("multidev launch: --nnodes needs --rdzv-endpoint HOST:PORT (the address of host 0).")
+    if args.max_restarts < 0:
+        raise SystemExit(f"multidev launch: --max-restarts must be >= 0; got {args.max_restarts!r}.")
+    if args.max_restarts and not multi_host:
+        raise SystemExit("multidev launch: --max-restarts needs the elastic launcher: add --nnodes 1 "
+                         "--rdzv-endpoint 127.0.0.1:PORT to restart the workers of one machine.")
 
 
 # -- local launch --------------------------------------------------------------------------------
@@ -215,12 +233,14 @@ def _run_local(args: argparse.Namespace) -> int:
     cluster, roles = local_cluster(args.workers, chief=args.chief, ps=args.ps)
     compute = [r for r in roles if r[0] != "ps"]
     slices = _gpu_slices(args, len(compute))
+    secret = os.environ.get(SECRET_ENV) or new_secret()  # one per job: admits only its own tasks
     lock = threading.Lock()
     tasks: list[_Task] = []
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for role, index in roles:
             env = _task_env(cluster, role, index, args, len(roles))
+            env[SECRET_ENV] = secret
             if slices is not None:
                 env["CUDA_VISIBLE_DEVICES"] = slices[compute.index((role, index))] if role != "ps" else ""
             tasks.append(_Task(role, index, _command(args), env, lock))
@@ -241,18 +261,19 @@ def _raise_interrupt(signum, frame):
 
 
 def elastic_command(args: argparse.Namespace) -> list[str]:
-    """The ``python -m torch.distributed.run ...`` command line for a multi-host job."""
-    cmd = [sys.executable, "-m", "torch.distributed.run",
+    """The torch elastic launcher's command line for a multi-host job (``multidev.cli.elastic`` runs it)."""
+    cmd = [sys.executable, "-m", "multidev.cli.elastic",
            "--nnodes", str(args.nnodes or 1),
            "--nproc-per-node", str(args.workers or 1),
            "--rdzv-backend", args.rdzv_backend,
            "--rdzv-endpoint", args.rdzv_endpoint,
            "--max-restarts", str(args.max_restarts),
            "--tee", "3"]  # with TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE: lines prefixed "[worker R]"
-    if args.node_rank is not None:
+    if args.node_rank is not None and args.rdzv_backend == "static":   # c10d assigns ranks by arrival
         cmd += ["--node-rank", str(args.node_rank)]
     if args.rdzv_id is not None:
         cmd += ["--rdzv-id", args.rdzv_id]
+    cmd += elastic.rendezvous_flags(args.rdzv_backend, args.rdzv_endpoint, args.rdzv_conf, args.local_addr)
     if args.module:
         cmd.append("-m")
     return cmd + [args.script, *args.script_args]

@@ -9,6 +9,7 @@ exchanging garbage. Plain integers only: nothing received is unpickled.
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections.abc import Sequence
 
@@ -25,6 +26,17 @@ REDUCE_OP_NAMES = ("SUM", "MEAN")
 _MAX_DIMS = 4
 _SEQ, _OP, _DTYPE, _EXTRA, _NUMEL, _NDIM, _DIM0 = 1, 2, 3, 4, 5, 6, 7
 _MIXED = -2  # dtype field of a batch whose tensors have different dtypes
+
+
+def warn_unchecked() -> None:
+    """Say once per process that collectives run unchecked (wrong results are then possible)."""
+    warnings.warn(
+        "Collective fingerprints are off (MULTIDEV_COLLECTIVE_FINGERPRINTS=0 or check_fingerprints="
+        "False): workers making different calls are not detected. A mismatch then hangs until the "
+        "timeout or gives a wrong result silently, e.g. an all-reduce of shape (2, 3) on one worker and "
+        "(3, 2) on another adds them element by element. Turn them back on to diagnose.",
+        RuntimeWarning, stacklevel=3,
+    )
 
 
 def dtype_code(dtype: torch.dtype) -> int:
@@ -144,4 +156,4 @@ def mismatch_message(rows: Sequence[Sequence[int]], names: Sequence[str]) -> str
     )
 
 
-__all__ = ["FIELDS", "encode", "encode_batch", "describe", "is_valid", "first_dims", "mismatch", "mismatch_message", "dtype_code"]
+__all__ = ["FIELDS", "encode", "encode_batch", "describe", "is_valid", "first_dims", "mismatch", "mismatch_message", "dtype_code", "warn_unchecked"]

@@ -22,6 +22,7 @@ from multidev.collectives import fingerprint
 from multidev.collectives.algorithms import divide_
 from multidev.collectives.process_config import fingerprints_enabled, resolve_timeout
 from multidev.collectives.process_failure import FailureReport, diagnose
+from multidev.collectives.process_hosts import post_host, with_hosts
 from multidev.collectives.process_pending import PendingCollective
 from multidev.collectives.process_queue import OrderedQueue
 from multidev.collectives.process_rendezvous import create_backend, join, open_store
@@ -40,7 +41,10 @@ class ProcessCollective:
         timeout_seconds: bound on the rendezvous and on every collective (None: 30 s or
             ``MULTIDEV_COLLECTIVE_TIMEOUT``).
         check_fingerprints: verify before each call that all processes make the same call
-            (None: on unless ``MULTIDEV_COLLECTIVE_FINGERPRINTS=0``).
+            (None: on unless ``MULTIDEV_COLLECTIVE_FINGERPRINTS=0``). Off saves one small round
+            trip per call, but then a mismatch hangs until the timeout or, worse, gives a wrong
+            result without any error (tensors of the same element count and another shape are
+            combined element by element in memory order); a warning says so once per process.
 
     Calls must come from one thread at a time, in the same order on every process (the
     strategy's cross-replica step, after the in-process reduction).
@@ -60,6 +64,8 @@ class ProcessCollective:
         self.backend_name = backend
         self.timeout_seconds = resolve_timeout(timeout_seconds)
         self.check_fingerprints = fingerprints_enabled() if check_fingerprints is None else bool(check_fingerprints)
+        if not self.check_fingerprints:
+            fingerprint.warn_unchecked()
         self._seq = 0
         self._closed = False
         self._broken: OpError | None = None
@@ -74,7 +80,12 @@ class ProcessCollective:
     def _connect(self) -> None:
         self._store = open_store(self.world, self.timeout_seconds)
         try:
-            join(self._store, self.world, self._prefix, self.timeout_seconds)
+            # join admits only holders of the job secret; our own records then go through the
+            # signed session. torch's backends keep the plain store (a Python store in Gloo stops
+            # its timeouts from firing), see docs/multi_worker.md on what the secret protects.
+            session = join(self._store, self.world, self._prefix, self.timeout_seconds,
+                           before_join=lambda signed: post_host(signed, self.world, self._prefix))
+            self.world = with_hosts(session, self.world, self._prefix)
             self._backend = create_backend(self._store, self.world, self.backend_name, self._prefix, self.timeout_seconds)
             # Fingerprints and barriers always travel on Gloo (CPU, bounded waits, our error messages);
             # with NCCL the data group is separate and only ever sees calls that all processes agree on.
@@ -83,6 +94,7 @@ class ProcessCollective:
         except BaseException:
             self._store = None
             raise
+        self._store = session
         self._report = FailureReport(self._store, self.world, self._prefix, self.timeout_seconds)
 
     # -- public API -------------------------------------------------------------------------

@@ -4,12 +4,17 @@ On failure a process posts ``failed/<rank>`` to the rendezvous store, closes its
 peers blocked on it notice at once) and waits briefly for the other ranks' posts. Ranks that post
 nothing are missing: dead (connection lost) or hung (timeout). If rank 0, which hosts the store,
 is unreachable, it is the one named. Store values are plain ASCII text, never unpickled.
+
+Every store call here runs under a deadline of its own (``_bounded``): a paused store host keeps
+its sockets open but never answers, and the store's own timeout does not cover a reply that never
+comes, so without it every survivor would wait forever in its failure report.
 """
 
 from __future__ import annotations
 
 import datetime
 import re
+import threading
 import time
 from collections.abc import Callable
 
@@ -20,6 +25,27 @@ from multidev.collectives.process_world import ProcessWorld
 
 _POLL_SECONDS = 0.05
 _MAX_GRACE_SECONDS = 3.0
+_UNANSWERED = object()
+
+
+def _bounded(fn: Callable[[], object], seconds: float) -> object:
+    """``fn()``, or ``_UNANSWERED`` if it raised or did not return within ``seconds``.
+
+    It runs in a daemon thread, which is left blocked if the store never answers (the process is
+    about to raise, and a blocked socket read cannot be interrupted from Python).
+    """
+    box: list = [_UNANSWERED]
+
+    def call() -> None:
+        try:
+            box[0] = fn()
+        except Exception:
+            pass
+
+    t = threading.Thread(target=call, name="multidev-failure-report", daemon=True)
+    t.start()
+    t.join(seconds)
+    return box[0]
 
 
 def is_timeout(err: BaseException) -> bool:
@@ -49,35 +75,38 @@ class FailureReport:
         return f"{self._prefix}/failed/{rank}"
 
     def post(self, call: str) -> bool:
-        """Record that this rank failed at ``call``; False when the store is unreachable."""
-        try:
+        """Record that this rank failed at ``call``; False when the store is unreachable or silent."""
+        def set_key() -> bool:
             self._store.set_timeout(datetime.timedelta(seconds=self._grace))
             self._store.set(self._key(self._world.rank), call)
             return True
-        except Exception:
-            return False
+
+        return _bounded(set_key, self._grace) is True
 
     def absent_peers(self) -> list[int] | None:
         """Peers that posted no failure within the grace period (None: the store became unreachable)."""
+        # Bounded from outside too: a store whose host was cut off the network can block a client
+        # call far beyond the store's timeout (the client keeps retrying the connection).
+        absent = _bounded(self._absent_peers, self._grace + 3.0)
+        return None if absent is _UNANSWERED else absent
+
+    def _absent_peers(self) -> list[int] | None:
         peers = [r for r in range(self._world.world_size) if r != self._world.rank]
         deadline = time.monotonic() + self._grace
-        try:
-            while True:
-                absent = [r for r in peers if not self._store.check([self._key(r)])]
-                if not absent or time.monotonic() > deadline:
-                    return absent
-                time.sleep(_POLL_SECONDS)
-        except Exception:
-            return None
+        while True:
+            absent = _bounded(lambda: [r for r in peers if not self._store.check([self._key(r)])], self._grace)
+            if absent is _UNANSWERED:
+                return None
+            if not absent or time.monotonic() > deadline:
+                return absent
+            time.sleep(_POLL_SECONDS)
 
     def peer_calls(self, ranks: list[int]) -> list[str]:
         """What the given peers reported (``worker 0 (addr) failed at all_reduce #3``)."""
         out = []
         for r in ranks:
-            try:
-                call = self._store.get(self._key(r)).decode("ascii", "replace")
-            except Exception:
-                call = "an unknown call"
+            raw = _bounded(lambda key=self._key(r): self._store.get(key), self._grace)
+            call = "an unknown call" if raw is _UNANSWERED else raw.decode("ascii", "replace")
             out.append(f"{self._world.describe(r)} failed at {call}")
         return out
 
@@ -90,10 +119,18 @@ def diagnose(report: FailureReport, world: ProcessWorld, call: str, err: BaseExc
     close_connections()
     absent = report.absent_peers() if posted else None
     detail = first_line(err)
+    if absent is None and is_timeout(err):
+        return DeadlineExceededError(
+            f"{world.describe(0)}, which hosts the job's rendezvous, did not answer: {call} timed out after "
+            f"{timeout_s:g} s on {me} ({detail}). It is hung (paused, stuck, or much slower than the others); "
+            "check its log, or raise CommunicationOptions(timeout_seconds=...) / MULTIDEV_COLLECTIVE_TIMEOUT."
+        )
     if absent is None:
+        where = (f"The job's rendezvous at {world.store_host}:{world.store_port} (hosted by the launcher's agent)"
+                 if world.store_is_external else f"{world.describe(0)}, which hosts the job's rendezvous,")
         return UnavailableError(
-            f"{world.describe(0)}, which hosts the job's rendezvous, is unreachable: {call} failed on {me} "
-            f"({detail}). It probably exited or crashed; check its log."
+            f"{where} is unreachable: {call} failed on {me} ({detail}). It probably exited or crashed, or "
+            "its host is cut off; check its log."
         )
     if absent and is_timeout(err):
         return DeadlineExceededError(

@@ -11,14 +11,52 @@ import ipaddress
 import socket
 
 
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
+def _is_localhost_name(name: str) -> bool:
+    """``localhost``, ``localhost.`` and ``*.localhost``: loopback by definition (RFC 6761), resolvable or not."""
+    name = name.lower().rstrip(".")
+    return name == "localhost" or name.endswith(".localhost")
+
+
+def loopback_address(host: str) -> str | None:
+    """The loopback IP address that ``host`` resolves to (the one to bind to), or None.
+
+    Decided by resolving, not by spelling: ``127.1``, ``localhost.``, the machine's own hostname
+    where ``/etc/hosts`` maps it to 127.0.1.1, or ``ip6-localhost`` are loopback; a name is
+    loopback only when every address it resolves to is (IPv4 preferred); unresolvable -> None.
+
+    Example:
+        >>> loopback_address("127.1"), loopback_address("[::1]"), loopback_address("10.0.0.1")
+        ('127.0.0.1', '::1', None)
+    """
+    name = host.strip().strip("[]")
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        literal = ipaddress.ip_address(name)
+        return str(literal) if literal.is_loopback else None
     except ValueError:
-        return False
+        pass
+    if not name:
+        return None
+    if _is_localhost_name(name):
+        return "127.0.0.1"
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    except (OSError, UnicodeError, ValueError):
+        return None
+    if not addresses or not all(a.is_loopback for a in addresses):
+        return None
+    return str(next((a for a in addresses if a.version == 4), addresses[0]))
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` resolves to loopback addresses only (see ``loopback_address``)."""
+    return loopback_address(host) is not None
+
+
+def _address_host(address: str) -> str:
+    """The host part of ``host:port`` / ``[v6]:port``."""
+    host = address.rpartition(":")[0] if not address.startswith("[") else address[1:].partition("]")[0]
+    return host or address
 
 
 def free_loopback_ports(count: int) -> list[int]:
@@ -104,8 +142,16 @@ class ProcessWorld:
 
     @property
     def is_loopback(self) -> bool:
-        """True when the rendezvous is on this machine's loopback interface (a local launch)."""
-        return is_loopback_host(self.store_host)
+        """True for a job on this machine only: the rendezvous host and every member's known
+        address resolve to loopback (so the store and connections may listen on loopback only)."""
+        if not is_loopback_host(self.store_host):
+            return False
+        return all(is_loopback_host(_address_host(m.address)) for m in self.members if m.address)
+
+    @property
+    def loopback_bind_address(self) -> str | None:
+        """The loopback IP the rendezvous store listens on for a local job (None: all interfaces)."""
+        return loopback_address(self.store_host) if self.is_loopback else None
 
     def describe(self, rank: int) -> str:
         """How errors name the process of rank ``rank``."""
@@ -119,4 +165,4 @@ class ProcessWorld:
         return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-__all__ = ["ProcessMember", "ProcessWorld", "is_loopback_host", "format_host_port"]
+__all__ = ["ProcessMember", "ProcessWorld", "is_loopback_host", "loopback_address", "format_host_port"]

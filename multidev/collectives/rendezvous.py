@@ -31,6 +31,11 @@ class Rendezvous:
         self._cond = threading.Condition()
         self.reset()
 
+    @property
+    def timeout(self) -> float:
+        """Seconds a replica waits for the others at a collective."""
+        return self._timeout
+
     def reset(self) -> None:
         """Start a new ``strategy.run``: forget calls, errors and finished replicas."""
         with self._cond:

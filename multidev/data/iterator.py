@@ -49,6 +49,7 @@ class Iterator:
         self._dataset = dataset
         self._generator = dataset._iterate()
         self._done = False
+        self._position = 0          # elements returned so far (what a checkpoint saves)
 
     def __iter__(self) -> "Iterator":
         return self
@@ -57,13 +58,15 @@ class Iterator:
         if self._done:
             raise StopIteration
         try:
-            return next(self._generator)
+            element = next(self._generator)
         except StopIteration:
             self.close()
             raise
         except BaseException:
             self.close()
             raise
+        self._position += 1
+        return element
 
     def get_next(self) -> Any:
         """The next element, or ``md.errors.OutOfRangeError`` at the end (as TF)."""
@@ -82,6 +85,20 @@ class Iterator:
     @property
     def element_spec(self) -> Any:
         return self._dataset.element_spec
+
+    def _restore_position(self, position: int) -> None:
+        """Continue after the first ``position`` elements of the dataset (a checkpoint's restore):
+        this pass is advanced if it has not gone past them, else a new pass is started and advanced.
+        Exact for deterministic pipelines (and seeded shuffles whose pass matches the saved one)."""
+        if self._position > position or self._done:
+            self._generator.close()
+            self._generator, self._done, self._position = self._dataset._iterate(), False, 0
+        while self._position < position:
+            try:
+                next(self)
+            except StopIteration:
+                raise ValueError(f"Cannot restore the iterator to position {position}: its dataset ends after "
+                                 f"{self._position} elements. Restore it over the dataset it was saved with.") from None
 
     def close(self) -> None:
         """Stop the pipeline now, joining its background threads."""

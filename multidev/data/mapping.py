@@ -38,6 +38,24 @@ def auto_parallelism(dataset: Dataset) -> int:
     return size if size is not None else max(2, min(8, os.cpu_count() or 2))
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 2
+
+
+def map_threads(dataset: Dataset, requested: int) -> int:
+    """Threads for ``num_parallel_calls=requested``: at most the pool TensorFlow would run them on
+    (``threading.private_threadpool_size``, else the core count, at least 2), and no more than the
+    dataset has elements when that is known. ``num_parallel_calls=10**4`` must not start 10,001
+    threads: the request bounds the calls in flight, it does not size a pool."""
+    size = dataset.options().threading.private_threadpool_size
+    workers = min(requested, size if size else max(2, _cores()))
+    known = dataset._input._cardinality()
+    return min(workers, max(1, known)) if known >= 0 else workers
+
+
 class MapDataset(_UnaryDataset):
     """``map_func`` applied to each element; parallel calls keep input order."""
 
@@ -54,6 +72,8 @@ class MapDataset(_UnaryDataset):
         workers = self._num_parallel_calls
         if workers == -1:
             workers = auto_parallelism(self)
+        if workers is not None:
+            workers = map_threads(self, workers)
         if workers is None or workers == 1:
             for element in self._input._iterate():
                 yield self._apply(element)

@@ -25,7 +25,13 @@ class TensorSliceDataset(Dataset):
 
     def __init__(self, tensors: Any):
         self._structure = tensors
-        leaves = [_slice_source(leaf, i) for i, leaf in enumerate(structure.flatten(tensors))]
+        flat = structure.flatten(tensors)
+        if not flat:
+            raise ValueError(
+                f"Dataset.from_tensor_slices: {tensors!r} has no components to slice (an empty structure); "
+                "pass at least one tensor, e.g. from_tensor_slices({'x': [1, 2]})."
+            )
+        leaves = [_slice_source(leaf, i) for i, leaf in enumerate(flat)]
         self._leaves = leaves
         self._length = _common_length(leaves, tensors)
 

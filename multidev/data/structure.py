@@ -25,8 +25,19 @@ def flatten(value: Any) -> list:
     if isinstance(value, tuple):
         return [leaf for item in value for leaf in flatten(item)]
     if isinstance(value, dict):
-        return [leaf for key in sorted(value) for leaf in flatten(value[key])]
+        return [leaf for key in sorted_keys(value) for leaf in flatten(value[key])]
     return [value]
+
+
+def sorted_keys(value: dict) -> list:
+    """The keys of a dict in sorted order (TF's nest order); TypeError when they do not sort."""
+    try:
+        return sorted(value)
+    except TypeError:
+        raise TypeError(
+            f"The keys {list(value)!r} of a dict in this structure cannot be sorted (e.g. str and int "
+            "mixed); tf.data orders dict components by key: use keys of one type."
+        ) from None
 
 
 def pack_as(structure: Any, leaves: list) -> Any:
@@ -41,7 +52,7 @@ def _pack(structure: Any, it) -> Any:
         items = [_pack(item, it) for item in structure]
         return type(structure)(*items) if _is_namedtuple(structure) else tuple(items)
     if isinstance(structure, dict):
-        packed = {key: _pack(structure[key], it) for key in sorted(structure)}
+        packed = {key: _pack(structure[key], it) for key in sorted_keys(structure)}
         return type(structure)((key, packed[key]) for key in structure)
     return next(it)
 

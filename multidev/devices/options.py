@@ -7,6 +7,7 @@ TensorFlow: a thread that never set one uses the default, 'silent'.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 DEVICE_POLICIES = ("silent", "silent_for_int32", "warn", "explicit")
@@ -58,8 +59,20 @@ def get_device_policy() -> str:
     return DEFAULT_DEVICE_POLICY if policy is None else policy
 
 
+@contextlib.contextmanager
+def device_policy_scope(device_policy: str | None):
+    """Run this thread under ``device_policy`` (e.g. a replica thread under its caller's), then restore it."""
+    previous = getattr(_thread, "policy", None)
+    _thread.policy = device_policy
+    try:
+        yield
+    finally:
+        _thread.policy = previous
+
+
 __all__ = [
     "DEVICE_POLICIES",
+    "device_policy_scope",
     "set_soft_device_placement",
     "get_soft_device_placement",
     "set_device_policy",

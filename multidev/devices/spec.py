@@ -13,7 +13,8 @@ from typing import Any
 
 # Types accepted in the short-hand form ("gpu:0", "/CPU"). The "device:TYPE:N" form takes any type.
 SHORT_HAND_TYPES = ("CPU", "GPU", "TPU")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # ASCII only; used with fullmatch (no trailing newline)
+_JOB = re.compile(r"[A-Za-z0-9_.\-]+")
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 _GRAMMAR_HINT = (
     "expected '/job:<name>/replica:<int>/task:<int>/device:<TYPE>:<int or *>' with every part "
@@ -26,13 +27,15 @@ def _bad(spec: str, why: str) -> ValueError:
 
 
 def _parse_int(spec: str, field: str, text: str) -> int:
-    if not text.isdigit():
-        raise _bad(spec, f"{field} must be a non-negative integer, got {text!r}")
+    if not (text.isascii() and text.isdigit()):  # str.isdigit alone takes '١' and '²'
+        raise _bad(spec, f"{field} must be a non-negative integer (ASCII digits), got {text!r}")
     return int(text)
 
 
-def _parse_type(spec: str, text: str) -> str:
-    if not _IDENT.match(text):
+def _parse_type(spec: str, text: str) -> str | None:
+    if text == "*":
+        return None  # any device type, as in TensorFlow's '/device:*:0'
+    if not _IDENT.fullmatch(text):
         raise _bad(spec, f"device type must be a name such as 'CPU' or 'GPU', got {text!r}")
     return text.upper()
 
@@ -49,7 +52,7 @@ def _parse_part(spec: str, part: str, out: dict[str, Any]) -> None:
     if names_type and "device_type" in out:
         raise _bad(spec, f"more than one device type (a second one in {part!r})")
     if head == "job" and n == 2 and pieces[1]:
-        if not re.match(r"^[A-Za-z0-9_.\-]+$", pieces[1]):
+        if not _JOB.fullmatch(pieces[1]):
             raise _bad(spec, f"job name {pieces[1]!r} has characters outside [A-Za-z0-9_.-]")
         out["job"] = pieces[1]
     elif head == "replica" and n == 2:
@@ -73,9 +76,12 @@ def _check_field(name: str, value: Any) -> Any:
     if name == "job":
         if not isinstance(value, str) or not value:
             raise TypeError(f"DeviceSpec job must be a non-empty str or None, got {value!r}.")
+        if not _JOB.fullmatch(value):
+            raise ValueError(f"DeviceSpec job {value!r} has characters outside [A-Za-z0-9_.-] (it must read back "
+                             "from the device name).")
         return value
     if name == "device_type":
-        if not isinstance(value, str) or not _IDENT.match(value):
+        if not isinstance(value, str) or not _IDENT.fullmatch(value):
             raise ValueError(
                 f"DeviceSpec device_type must be a name such as 'CPU' or 'GPU', got {value!r}."
             )
@@ -141,9 +147,9 @@ class DeviceSpec:
             out.append(f"/replica:{self._replica}")
         if self._task is not None:
             out.append(f"/task:{self._task}")
-        if self._device_type is not None:
+        if self._device_type is not None or self._device_index is not None:
             index = "*" if self._device_index is None else str(self._device_index)
-            out.append(f"/device:{self._device_type}:{index}")
+            out.append(f"/device:{self._device_type or '*'}:{index}")  # any type: '/device:*:1', as TF parses
         return "".join(out)
 
     def make_merged_spec(self, dev: "DeviceSpec") -> "DeviceSpec":

@@ -32,6 +32,8 @@ from multidev.distribute.parameter_server import ParameterServerStrategy, Server
 from multidev.distribute import coordinator
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.strategy import Strategy
+from multidev.distribute.set_strategy import experimental_set_strategy
+from multidev.distribute.tpu_strategy import TPUStrategy
 from multidev.values import Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable
 from multidev.values import AnyDistributedValue as DistributedValues  # values and distributed variables
 
@@ -70,4 +72,6 @@ __all__ = [
     "InputReplicationMode",
     "DistributedDataset",
     "DistributedIterator",
+    "experimental_set_strategy",
+    "TPUStrategy",
 ]

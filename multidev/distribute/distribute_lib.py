@@ -9,7 +9,6 @@ reduction algorithm is the strategy's ``CrossDeviceOps``.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import weakref
 from typing import Any, Callable, Sequence
@@ -19,8 +18,9 @@ import torch
 from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
 from multidev._core.errors import AbortedError
 from multidev.collectives import algorithms
+from multidev.collectives.process_config import default_timeout_seconds
 from multidev.collectives.rendezvous import Rendezvous
-from multidev.devices import registry
+from multidev.devices import options as device_options, registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.replica_context import ReplicaContext
@@ -30,7 +30,6 @@ from multidev.values.distributed import (DistributedValues, Mirrored, PerReplica
                                         pack_as, regroup)
 from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
 
-DEFAULT_COLLECTIVE_TIMEOUT = float(os.environ.get("MULTIDEV_COLLECTIVE_TIMEOUT", "300"))
 
 
 def _cross_replica_only(method: str) -> RuntimeError:
@@ -63,7 +62,8 @@ class StrategyExtended:
         self._parameter_device = parameter_device or self._devices[0]
         self._cross_device_ops = cross_device_ops or ReductionToOneDevice()
         self._variables: list[weakref.ref] = []  # creation order: workers agree on it
-        self._rendezvous = Rendezvous(len(self._devices), DEFAULT_COLLECTIVE_TIMEOUT)
+        # One documented limit for every collective wait, in-process and across processes.
+        self._rendezvous = Rendezvous(len(self._devices), default_timeout_seconds())
         self._contexts = [ReplicaContext(strategy, r) for r in range(len(self._devices))]
         self._threads: ReplicaThreads | None = None
         self._running = False
@@ -190,9 +190,12 @@ class StrategyExtended:
         if self._running:
             raise RuntimeError("strategy.run is already running on another thread for this strategy.")
         registry.initialize()
-        self._prepare_variables()
         n = len(self._devices)
+        _check_replica_counts((args, kwargs), n, "strategy.run")
+        self._prepare_variables()
         modes = _CallerModes({d.type for d in self._torch_devices})
+        if self._threads is not None:  # replicas left running by a failed run must not join this one
+            self._threads.wait_idle()
         self._rendezvous.reset()
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes)
                  for r in range(n)]
@@ -202,7 +205,8 @@ class StrategyExtended:
                 outcomes = [_outcome(tasks[0])]
             else:
                 if self._threads is None:
-                    self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort)
+                    self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort,
+                                                   busy_wait_s=self._rendezvous.timeout)
                 outcomes = self._threads.run(tasks)
         finally:
             self._running = False
@@ -296,16 +300,19 @@ class StrategyExtended:
 
 
 class _CallerModes:
-    """The caller's thread-local autograd and autocast modes, which every replica thread runs under
-    (``with torch.no_grad(): strategy.run(...)``, ``with torch.autocast("cpu"): strategy.run(...)``)."""
+    """The caller's thread-local modes, which every replica thread runs under: autograd and autocast
+    (``with torch.no_grad(): strategy.run(...)``, ``with torch.autocast("cpu"): strategy.run(...)``)
+    and the device policy (``md.config.experimental.set_device_policy("explicit")``)."""
 
     def __init__(self, device_types: set) -> None:  # read in the caller's thread
         self.grad_enabled = torch.is_grad_enabled()
         self._autocast = {t: torch.get_autocast_dtype(t) for t in device_types if torch.is_autocast_enabled(t)}
+        self.device_policy = device_options.get_device_policy()
 
     def applied(self, device_type: str) -> contextlib.ExitStack:
         stack = contextlib.ExitStack()
         stack.enter_context(torch.set_grad_enabled(self.grad_enabled))
+        stack.enter_context(device_options.device_policy_scope(self.device_policy))
         if device_type in self._autocast:
             stack.enter_context(torch.autocast(device_type, dtype=self._autocast[device_type]))
         return stack
@@ -339,6 +346,20 @@ def _regroup_results(outputs: list) -> Any:
         return grouped
     return pack_as(grouped, [Mirrored(v.values) if isinstance(v, PerReplica) and issubclass(k, MirroredVariable) else v
                              for v, k in zip(flatten(grouped), kinds)])
+
+
+def _check_replica_counts(structure: Any, n: int, where: str) -> None:
+    """Every distributed value in ``structure`` has one component per local replica (no silent drops)."""
+    def check(v: Any) -> Any:
+        if isinstance(v, DistributedValues) and len(v.values) != n:
+            raise ValueError(
+                f"{where}: a {type(v).__name__} with {len(v.values)} values was given to a strategy with {n} "
+                f"local replica(s); it needs exactly {n}, one per replica. Build it with "
+                "strategy.experimental_distribute_values_from_function or experimental_distribute_dataset."
+            )
+        return v
+
+    map_structure(check, structure)
 
 
 def _outcome(task: Callable) -> tuple[bool, Any]:

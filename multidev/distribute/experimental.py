@@ -7,6 +7,7 @@ from multidev.distribute import coordinator
 from multidev.distribute.parameter_server import partitioners
 from multidev.distribute.parameter_server.checkpoint import ParameterServerCheckpoint
 from multidev.distribute.parameter_server.strategy import ParameterServerStrategy
+from multidev.distribute.tpu_strategy import TPUStrategy
 
 # TensorFlow's older alias of CommunicationImplementation.
 CollectiveCommunication = CommunicationImplementation
@@ -21,4 +22,5 @@ __all__ = [
     "ParameterServerCheckpoint",
     "partitioners",
     "coordinator",
+    "TPUStrategy",
 ]

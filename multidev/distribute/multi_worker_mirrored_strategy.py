@@ -25,6 +25,7 @@ import torch
 from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
 from multidev.collectives.process import ProcessCollective
+from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import registry
 from multidev.distribute.cluster_resolver import ClusterResolver, collective_world, default_cluster_resolver
 from multidev.distribute.communication import CommunicationOptions
@@ -60,6 +61,7 @@ class _MultiWorkerExtended(StrategyExtended):
     def __init__(self, strategy: Strategy, devices: Sequence[registry.Device], process: ProcessCollective,
                  task_type: str | None, task_id: int | None, options: CommunicationOptions):
         super().__init__(strategy, devices, ReductionToOneDevice())
+        self._rendezvous = Rendezvous(len(devices), process.timeout_seconds)  # one limit for every wait
         self._process = process
         self._num_workers = process.world_size
         self._worker_index = process.rank

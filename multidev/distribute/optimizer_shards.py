@@ -26,7 +26,14 @@ from multidev.values.variables import DistributedVariable
 _ELEMENTWISE_NAMES = ("SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "Adagrad", "Adadelta", "RMSprop",
                       "Rprop", "ASGD", "Adafactor")
 # Exact types: a subclass may override step() with something that is not per-parameter.
-ELEMENTWISE_OPTIMIZERS = frozenset(getattr(torch.optim, n) for n in _ELEMENTWISE_NAMES if hasattr(torch.optim, n))
+ELEMENTWISE_OPTIMIZERS = {getattr(torch.optim, n) for n in _ELEMENTWISE_NAMES if hasattr(torch.optim, n)}
+
+
+def register_elementwise(cls: type) -> type:
+    """Declare ``cls`` (exactly that type, not its subclasses) an element-wise optimizer whose
+    update replicas may split (e.g. the Keras update rules, ``multidev.keras.optimizers.rules``)."""
+    ELEMENTWISE_OPTIMIZERS.add(cls)
+    return cls
 
 
 def can_shard(optimizer: torch.optim.Optimizer, extended: Any, num_replicas: int) -> bool:

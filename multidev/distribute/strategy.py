@@ -8,9 +8,11 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
+from multidev.distribute.reduce_checks import check_reduce_arguments
 from multidev.values import context
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
 from multidev.values.variables import DistributedVariable
+from multidev.distribute.distribute_lib import _check_replica_counts
 
 
 def divide(total: torch.Tensor, n: int) -> torch.Tensor:
@@ -123,6 +125,7 @@ class Strategy:
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.reduce must be called in cross-replica context (outside strategy.run).")
         op = ReduceOp.from_value(reduce_op)
+        check_reduce_arguments("strategy.reduce", value, axis)
         leaves = flatten(value)
         return pack_as(value, [self._reduce_leaf(op, leaf, axis) for leaf in leaves])
 
@@ -132,13 +135,13 @@ class Strategy:
             tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
             if isinstance(tensor, DistributedVariable):   # a value, not the live variable (TF returns a tensor)
                 tensor = tensor.read_value()
-            if op is ReduceOp.SUM and self.num_replicas_in_sync > 1:
+            if len(self._extended._devices) > 1 and op is ReduceOp.SUM:
                 raise ValueError(
                     f"A non-distributed value {value!r} cannot be reduced with ReduceOp.SUM across "
                     f"{self.num_replicas_in_sync} replicas: it would be counted once per replica. Return it "
                     "from strategy.run (a PerReplica value) or reduce with 'MEAN'."
                 )
-            return tensor  # MEAN of a value every replica holds is the value itself
+            return self._reduce_plain(op, tensor, axis)
         device = self._extended._torch_devices[0] if parts[0].device.type != "cpu" else parts[0].device
         parts = [p.to(device) for p in parts]
         extended = self._extended
@@ -154,11 +157,30 @@ class Strategy:
             total = true_divide(total, count) if count else true_divide(total, 1) * float("nan")
         return total
 
-    @staticmethod
-    def _components_of(value: Any) -> list[torch.Tensor] | None:
+    def _reduce_plain(self, op: ReduceOp, tensor: torch.Tensor, axis: int | None) -> torch.Tensor:
+        """A non-distributed value counts once per worker, as in TensorFlow: with one replica per worker
+        it is what ``run`` returned there; a MEAN of a value every local replica holds is its mean over
+        the workers (the value itself in one process)."""
+        workers = self._extended._num_workers
+        local = tensor if axis is None else tensor.sum(dim=axis)
+        if workers == 1:
+            total = local
+        else:
+            total = self._extended._sum_across_workers(local.clone())
+        if op is ReduceOp.SUM:
+            return total
+        if axis is None:
+            return total if workers == 1 else true_divide(total, workers)
+        count = tensor.shape[axis]
+        if workers > 1:  # workers' values may differ in length along axis
+            count = int(self._extended._sum_across_workers(torch.tensor(float(count))))
+        return true_divide(total, count) if count else true_divide(total, 1) * float("nan")
+
+    def _components_of(self, value: Any) -> list[torch.Tensor] | None:
         if isinstance(value, DistributedVariable):
             return value._reduce_parts()
         if isinstance(value, DistributedValues):
+            _check_replica_counts(value, len(self._extended._devices), "strategy.reduce/gather")
             return [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in value.values]
         return None
 
@@ -166,6 +188,7 @@ class Strategy:
         """Concatenate the replicas' values along ``axis`` (shapes may differ only along ``axis``)."""
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.gather must be called in cross-replica context (outside strategy.run).")
+        check_reduce_arguments("strategy.gather", value, axis, axis_required=True)
 
         def gather_leaf(leaf: Any) -> torch.Tensor:
             parts = self._components_of(leaf) or [leaf if isinstance(leaf, torch.Tensor) else torch.as_tensor(leaf)]

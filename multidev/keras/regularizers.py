@@ -39,7 +39,12 @@ def _factor(name: str, value) -> float:
 
 
 class L1L2(Regularizer):
-    """``l1 * sum(|x|) + l2 * sum(x ** 2)``."""
+    """``l1 * sum(|x|) + l2 * sum(x ** 2)``.
+
+    Example:
+        >>> md.keras.regularizers.L1L2(l1=0.1, l2=0.1)(torch.tensor([1.0, -2.0]))
+        tensor(0.8000)
+    """
 
     def __init__(self, l1=0.0, l2=0.0):
         self.l1, self.l2 = _factor("l1", l1), _factor("l2", l2)
@@ -57,7 +62,11 @@ class L1L2(Regularizer):
 
 
 class L1(Regularizer):
-    """``l1 * sum(|x|)`` (default 0.01)."""
+    """``l1 * sum(|x|)`` (default 0.01).
+
+    Example:
+        >>> layer = md.keras.layers.Dense(4, kernel_regularizer=md.keras.regularizers.L1(1e-3))
+    """
 
     def __init__(self, l1=0.01):
         self.l1 = _factor("l1", l1)
@@ -70,7 +79,12 @@ class L1(Regularizer):
 
 
 class L2(Regularizer):
-    """``l2 * sum(x ** 2)`` (default 0.01)."""
+    """``l2 * sum(x ** 2)`` (default 0.01).
+
+    Example:
+        >>> md.keras.regularizers.L2(0.5)(torch.tensor([1.0, 2.0]))
+        tensor(2.5000)
+    """
 
     def __init__(self, l2=0.01):
         self.l2 = _factor("l2", l2)
@@ -111,7 +125,12 @@ def deserialize(config, custom_objects=None):
 
 
 def get(identifier):
-    """A regularizer from None, a name ('l1', 'l2', 'l1_l2'), a config dict or a callable."""
+    """A regularizer from None, a name ('l1', 'l2', 'l1_l2'), a config dict or a callable.
+
+    Example:
+        >>> md.keras.regularizers.get("l2").l2
+        0.01
+    """
     if identifier is None or isinstance(identifier, Regularizer):
         return identifier
     if isinstance(identifier, str):

@@ -391,9 +391,10 @@ class SyncOnReadVariable(DistributedVariable):
             return self
         n = len(self._components)
         if self.aggregation is VariableAggregation.SUM and op == "assign":
-            # Reading back sums the copies, so each copy holds an equal share.
+            # Reading back sums the copies of every worker, so each copy holds an equal share.
             tensor = self._coerce(value, self._components[0])
-            share = tensor / n if tensor.is_floating_point() else tensor // n
+            total = self._strategy.num_replicas_in_sync
+            share = tensor / total if tensor.is_floating_point() else tensor // total
             self._apply_to(range(n), op, share)
             return self
         if self.aggregation is VariableAggregation.SUM and op != "assign":

@@ -1,6 +1,7 @@
 """Background work in map(num_parallel_calls) and prefetch: order, errors, no leftover threads."""
 
 import gc
+import os
 import threading
 import time
 import traceback
@@ -121,3 +122,35 @@ def test_prefetch_buffer_validation():
 def test_num_parallel_calls_validation():
     with pytest.raises(md.errors.InvalidArgumentError, match="num_parallel_calls"):
         D.range(3).map(lambda x: x, num_parallel_calls=0)
+
+
+@pytest.mark.parametrize("calls", [10**4, 10**7])
+def test_huge_num_parallel_calls_starts_at_most_the_core_count_of_threads(calls):
+    # Issue 18 item 9: num_parallel_calls=10**4 started 10,001 threads (10**7: nothing within 30 s).
+    cap = max(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    peak = []
+
+    def record(x):
+        peak.append(len(data_threads()))
+        return x * 2
+
+    ds = D.range(10**6).map(record, num_parallel_calls=calls).take(200)
+    assert [x.item() for x in ds] == [2 * i for i in range(200)]
+    assert 1 < max(peak) <= cap + 1, (max(peak), cap)       # the workers and one feeder thread
+    assert wait_no_data_threads() == []
+
+
+def test_parallel_map_threads_follow_private_threadpool_size_and_the_element_count():
+    peak = []
+
+    def record(x):
+        peak.append(len(data_threads()))
+        return x
+
+    options = md.data.Options()
+    options.threading.private_threadpool_size = 3
+    list(D.range(100).map(record, num_parallel_calls=50).with_options(options))
+    assert max(peak) <= 3 + 1
+    peak.clear()
+    list(D.range(2).map(record, num_parallel_calls=50))   # two elements need no more than two threads
+    assert max(peak) <= 2 + 1

@@ -190,3 +190,19 @@ def test_every_replica_runs_under_the_callers_grad_and_autocast_modes():
     outside = strategy.experimental_local_results(strategy.run(fn))
     assert all(v.tolist() == [0.0, 1.0] for v in inside)
     assert all(v.tolist() == [1.0, 0.0] for v in outside)
+
+
+def test_replicas_run_under_the_callers_device_policy():
+    """The caller's md.config.experimental.set_device_policy reaches every replica thread (and no further)."""
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    seen = []
+    record = lambda: seen.append(md.config.experimental.get_device_policy())  # noqa: E731
+    md.config.experimental.set_device_policy("explicit")
+    try:
+        strategy.run(record)
+    finally:
+        md.config.experimental.set_device_policy(None)
+    assert seen == ["explicit", "explicit"]
+    seen.clear()
+    strategy.run(record)
+    assert seen == ["silent", "silent"]

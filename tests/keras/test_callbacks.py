@@ -89,7 +89,18 @@ def test_early_stopping_patience_and_restore_best_weights():
     hist = model.fit(x, y, epochs=20, verbose=0, callbacks=[sched, stop])
     assert len(hist.epoch) < 20 and stop.stopped_epoch == hist.epoch[-1]
     assert model.evaluate(x, y, verbose=0)[0] <= min(hist.history["loss"])   # weights of the best epoch are back
-    assert hist.history["lr"][0] == pytest.approx(0.05)
+    assert hist.history["learning_rate"][0] == pytest.approx(0.05) and "lr" not in hist.history   # Keras 3's key
+
+
+def test_learning_rate_scheduler_passes_a_float_and_assigns_the_variable():
+    x, y = regression()
+    model = linear_model(lr=0.05)
+    lr_variable, seen = model.optimizer.learning_rate, []
+    sched = callbacks.LearningRateScheduler(lambda epoch, lr: seen.append(lr) or lr * 0.5)
+    hist = model.fit(x, y, epochs=3, verbose=0, callbacks=[sched])
+    assert all(type(v) is float for v in seen) and seen == pytest.approx([0.05, 0.025, 0.0125])
+    assert hist.history["learning_rate"] == pytest.approx([0.025, 0.0125, 0.00625])
+    assert model.optimizer.learning_rate is lr_variable and lr_variable.numpy() == pytest.approx(0.00625)
 
 
 def test_early_stopping_min_delta_and_mode_max():
@@ -107,9 +118,12 @@ def test_reduce_lr_on_plateau():
     cb = callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_lr=0.3)
     cb.set_model(model)
     cb.on_train_begin()
+    logs = [{"loss": 1.0} for _ in range(4)]
     for epoch in range(4):
-        cb.on_epoch_end(epoch, {"loss": 1.0})
-    assert model.optimizer.learning_rate == pytest.approx(0.3)
+        cb.on_epoch_end(epoch, logs[epoch])
+    assert model.optimizer.learning_rate.numpy() == pytest.approx(0.3)
+    # Keras 3 logs the rate the epoch ran with, under `learning_rate`
+    assert [log["learning_rate"] for log in logs] == pytest.approx([1.0, 1.0, 0.5, 0.3])
     with pytest.raises(ValueError, match="factor >= 1.0"):
         callbacks.ReduceLROnPlateau(factor=1.5)
 

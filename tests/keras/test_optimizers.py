@@ -2,9 +2,11 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
+import multidev as md
 from multidev.keras import optimizers
 from multidev.keras.optimizers import schedules
 
@@ -78,8 +80,33 @@ def test_config_round_trip_and_lr_setter():
     opt = optimizers.Adam(learning_rate=schedules.CosineDecay(0.01, 100), beta_1=0.8, clipnorm=2.0)
     clone = optimizers.Adam.from_config(opt.get_config())
     assert clone.beta_1 == 0.8 and clone.clipnorm == 2.0 and clone.learning_rate == pytest.approx(0.01)
-    opt.learning_rate = 0.5
-    assert opt.learning_rate == 0.5 and opt.lr == 0.5
+    with pytest.raises(TypeError, match="not settable"):      # Keras: a schedule's rate is not settable
+        opt.learning_rate = 0.5
+    opt.learning_rate = schedules.ExponentialDecay(0.5, 10, 0.5)   # another schedule replaces it
+    assert float(opt.learning_rate) == 0.5
+    plain = optimizers.Adam(0.1)
+    plain.learning_rate = 0.5
+    assert plain.learning_rate.numpy() == 0.5 and float(plain.lr) == 0.5
+
+
+def test_learning_rate_is_a_variable():
+    """As in Keras: ``.numpy()``, ``.assign()``, float32, among ``variables``; the update reads the new value."""
+    opt = optimizers.SGD(0.1)
+    lr = opt.learning_rate
+    assert isinstance(lr, md.Variable) and lr.dtype == torch.float32 and lr.numpy() == np.float32(0.1)
+    assert lr.name.startswith("learning_rate") and not lr.trainable
+    w = torch.nn.Parameter(torch.zeros(1))
+    opt.apply_gradients([(torch.ones(1), w)])
+    lr.assign(0.5)
+    opt.apply_gradients([(torch.ones(1), w)])
+    assert float(w.detach()) == pytest.approx(-0.6) and opt.learning_rate is lr
+    assert opt.variables[0] is opt.iterations and opt.variables[1] is lr
+    assert opt.get_config()["learning_rate"] == pytest.approx(0.5)
+    assert optimizers.SGD.from_config(opt.get_config()).learning_rate.numpy() == np.float32(0.5)
+    with pytest.raises(ValueError, match="learning_rate='fast'"):
+        optimizers.SGD("fast")
+    sched = optimizers.SGD(schedules.ExponentialDecay(1.0, 1, 0.5))
+    assert sched.learning_rate.numpy() == 1.0 and optimizers.SGD(lambda: 0.25).learning_rate.numpy() == 0.25
 
 
 def test_adam_state_save_restore_continues_identically():

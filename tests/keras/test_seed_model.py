@@ -60,9 +60,10 @@ def test_short_fit_learns_a_learnable_signal(capsys):
     y = rng.randint(0, 4, size=n)
     x[np.arange(n), rng.randint(0, length, size=n)] = y + 1
     model = compile_model(create_model(max_len=length))
-    history = model.fit(x, y, batch_size=32, epochs=6, validation_data=(x[:64], y[:64]), verbose=2)
+    # Keras 3's Nadam (momentum warming up as 1 - 0.5 * 0.96^t) needs ~8 epochs here, as in Keras itself
+    history = model.fit(x, y, batch_size=32, epochs=8, validation_data=(x[:64], y[:64]), verbose=2)
     out = capsys.readouterr().out
-    assert "Epoch 1/6" in out and "8/8 - " in out and "val_sparse_top_k_categorical_accuracy" in out
+    assert "Epoch 1/8" in out and "8/8 - " in out and "val_sparse_top_k_categorical_accuracy" in out
     h = history.history
     assert set(h) == {"loss", "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy", "val_loss",
                       "val_sparse_categorical_accuracy", "val_sparse_top_k_categorical_accuracy"}

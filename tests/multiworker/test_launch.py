@@ -149,6 +149,8 @@ def parse(*argv):
     (["--workers", "1", "--ps", "-1", "train.py"], "--ps must be >= 0"),
     (["--nnodes", "2", "train.py"], "--nnodes needs --rdzv-endpoint"),
     (["--nnodes", "2", "--rdzv-endpoint", "h:1", "--ps", "1", "train.py"], "--chief/--ps are local-launch options"),
+    (["--workers", "2", "--max-restarts", "1", "train.py"], "--max-restarts needs the elastic launcher"),
+    (["--nnodes", "1", "--rdzv-endpoint", "h:1", "--max-restarts", "-1", "train.py"], "--max-restarts must be >= 0"),
 ])
 def test_bad_arguments_are_refused_before_starting_anything(argv, message):
     with pytest.raises(SystemExit, match=message):
@@ -158,7 +160,7 @@ def test_bad_arguments_are_refused_before_starting_anything(argv, message):
 def test_elastic_command_and_local_cluster():
     cmd = launch.elastic_command(parse("--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "host0:29400",
                                        "--workers", "4", "train.py", "--epochs", "3"))
-    assert cmd[1:3] == ["-m", "torch.distributed.run"]
+    assert cmd[1:3] == ["-m", "multidev.cli.elastic"]   # torch.distributed.run, with the worker's exit code
     text = " ".join(cmd)
     assert "--nnodes 2 --nproc-per-node 4 --rdzv-backend static --rdzv-endpoint host0:29400" in text
     assert "--node-rank 1" in text and text.endswith("train.py --epochs 3")
@@ -167,3 +169,26 @@ def test_elastic_command_and_local_cluster():
     addresses = [a for job in cluster.values() for a in job]
     assert len(set(addresses)) == 4 and all(a.startswith("127.0.0.1:") for a in addresses)
     json.dumps(cluster)
+
+
+def test_elastic_rendezvous_flags_fill_in_what_torchrun_guesses_from_the_hostname():
+    cmd = launch.elastic_command(parse("--nnodes", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:29400",
+                                       "--max-restarts", "3", "--node-rank", "0", "--rdzv-conf", "join_timeout=60",
+                                       "train.py"))
+    text = " ".join(cmd)
+    assert "--max-restarts 3" in text
+    assert "--rdzv-conf join_timeout=60,is_host=true" in text       # the endpoint is an address of this host
+    assert "--local-addr 127.0.0.1" in text                         # the address that reaches the endpoint
+    assert "--node-rank" not in text                                # c10d ranks hosts by arrival
+    cmd = launch.elastic_command(parse("--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "192.0.2.7:1",
+                                       "--rdzv-conf", "is_host=false", "--local-addr", "198.51.100.3", "train.py"))
+    text = " ".join(cmd)
+    assert "--rdzv-conf is_host=false " in text and "--local-addr 198.51.100.3" in text   # given: kept
+
+
+def test_elastic_exit_code_is_the_workers():
+    from multidev.cli import elastic
+
+    assert elastic.exit_code_of(3) == 3 and elastic.exit_code_of(-9) == 137
+    assert elastic.is_local_address("127.0.0.1") and not elastic.is_local_address("192.0.2.7")
+    assert elastic.route_source_address("no-such-host.invalid") is None

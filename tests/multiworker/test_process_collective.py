@@ -128,12 +128,13 @@ expect_error(lambda: pc.all_reduce(torch.ones(8)))
         ("pc.all_reduce(torch.ones(4))", "pc.all_gather(torch.ones(4))",
          "all_reduce #2 (shape=(4,), dtype=float32, op=SUM)", "all_gather #2 (shape=(4,), dtype=float32)"),
         ("pc.all_reduce(torch.ones(4))", "pc.all_reduce(torch.ones(5))", "shape=(4,)", "shape=(5,)"),
+        ("pc.all_reduce(torch.ones(2, 3))", "pc.all_reduce(torch.ones(3, 2))", "shape=(2, 3)", "shape=(3, 2)"),
         ("pc.broadcast(torch.ones(3), src=0)", "pc.broadcast(torch.ones(3, dtype=torch.float64), src=0)",
          "dtype=float32", "dtype=float64"),
         ("pc.all_reduce_async(torch.ones(4)).wait()", "pc.all_reduce_async(torch.ones(4), 'MEAN').wait()",
          "op=SUM", "op=MEAN"),
     ],
-    ids=["order", "shape", "dtype", "async-reduce-op"],
+    ids=["order", "shape", "same-size-shape", "dtype", "async-reduce-op"],
 )
 def test_mismatched_calls_fail_fast_naming_each_workers_call(call0, call1, expect0, expect1):
     body = PRELUDE + f"""
@@ -149,3 +150,35 @@ expect_error(lambda: ({call0}) if rank == 0 else ({call1}))
         w0, w1 = msg.index("worker 0 ("), msg.index("worker 1 (")
         assert expect0 in msg[w0:w1] and expect1 in msg[w1:], msg
         assert r["seconds"] < 20, r   # detected from the fingerprints, not by waiting for the timeout
+
+
+def test_paused_store_host_is_named_by_every_survivor_within_the_timeout():
+    # Worker 0 hosts the rendezvous store: paused (SIGSTOP), its sockets stay open but nothing answers,
+    # so the failure report must not wait on the store without a deadline (issue 18 item 1).
+    body = PRELUDE + """
+import signal
+pc.barrier()
+if rank == 0:
+    os.kill(os.getpid(), signal.SIGSTOP)   # paused; the harness kills it
+expect_error(lambda: pc.all_reduce(torch.ones(8)))
+"""
+    procs = run_cluster(body, workers=3, timeout=60, env={"T": "3"}, wait_ranks=[1, 2])
+    for p in procs[1:]:
+        r = results_json(p)
+        assert r["type"] == "DeadlineExceededError", r   # hung, not dead: the documented type
+        assert r["msg"].startswith("worker 0 (127.0.0.1:") and "hung" in r["msg"], r
+        assert r["seconds"] < 3 + 20, r   # the timeout plus a bounded margin, never forever
+
+
+def test_fingerprints_off_warns_that_a_same_size_other_shape_call_is_combined_silently():
+    # The documented price of MULTIDEV_COLLECTIVE_FINGERPRINTS=0 (issue 18 item 7): no error, a wrong result.
+    body = PRELUDE + """
+x = torch.arange(6.).reshape((2, 3) if rank == 0 else (3, 2))
+pc.all_reduce(x)
+report(rank=rank, value=x.flatten().tolist(), checked=pc.check_fingerprints)
+"""
+    procs = run_cluster(body, workers=2, timeout=60, env={"MULTIDEV_COLLECTIVE_FINGERPRINTS": "0"})
+    for p in procs:
+        r = results_json(p)
+        assert r["checked"] is False and r["value"] == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0], r
+        assert "Collective fingerprints are off" in p.stderr and "(2, 3)" in p.stderr, p.stderr

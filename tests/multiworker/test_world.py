@@ -84,7 +84,14 @@ def test_torchrun_resolver_and_world():
     world = collective_world(r)
     assert (world.rank, world.world_size, world.init_method) == (1, 4, "tcp://node0:29500")
     assert world.store_is_external and world.key_prefix == "multidev/job7/2" and world.local_rank == 1
-    assert world.describe(0) == "worker 0 (node0:29500)" and world.describe(3) == "worker 3"
+    # The agent's store is on the agent's host, not necessarily rank 0's: addresses come from the
+    # ranks themselves once they join (process_hosts), not from MASTER_ADDR.
+    assert world.describe(0) == "worker 0" and world.describe(3) == "worker 3"
+    # Without the agent's store (multidev launch), rank 0 hosts a fresh store per rendezvous round
+    # at MASTER_ADDR: its address is known, and restart counts (which agents may disagree on) stay out of keys.
+    own = collective_world(TorchrunClusterResolver(dict(TORCHRUN, TORCHELASTIC_USE_AGENT_STORE="False")))
+    assert not own.store_is_external and own.key_prefix == "multidev/job7"
+    assert own.describe(0) == "worker 0 (node0:29500)"
 
 
 @pytest.mark.parametrize("change, message", [

@@ -9,6 +9,7 @@ from __future__ import annotations
 from multidev.distribute.cluster_resolver.base import ClusterResolver
 from multidev.distribute.cluster_resolver.simple import SimpleClusterResolver
 from multidev.distribute.cluster_resolver.tfconfig import TFConfigClusterResolver
+from multidev.distribute.cluster_resolver.tpu import TPUClusterResolver
 from multidev.distribute.cluster_resolver.torchrun import TorchrunClusterResolver, torchrun_env_present
 from multidev.distribute.cluster_resolver.world import collective_world, parameter_server_world
 
@@ -27,6 +28,7 @@ __all__ = [
     "SimpleClusterResolver",
     "TFConfigClusterResolver",
     "TorchrunClusterResolver",
+    "TPUClusterResolver",
     "collective_world",
     "parameter_server_world",
     "default_cluster_resolver",

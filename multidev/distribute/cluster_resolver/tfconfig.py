@@ -13,7 +13,7 @@ import json
 import os
 
 from multidev.distribute.cluster_resolver.base import ClusterResolver, format_master_url
-from multidev.distribute.cluster_resolver.validation import validate_cluster, validate_task
+from multidev.distribute.cluster_resolver.validation import check_task_index, validate_cluster, validate_task
 from multidev.distribute.cluster_spec import ClusterSpec
 
 TF_CONFIG_ENV = "TF_CONFIG"
@@ -38,6 +38,13 @@ def _load_json(text: str) -> dict:
     except json.JSONDecodeError as err:
         raise ValueError(
             f"TF_CONFIG is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}): {text!r}. "
+            'Expected e.g. {"cluster": {"worker": ["localhost:12345"]}, "task": {"type": "worker", "index": 0}}.'
+        ) from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise ValueError(f"TF_CONFIG could not be read as JSON ({err}): {text[:200]!r}.") from None
+    except RecursionError:
+        raise ValueError(
+            f"TF_CONFIG nests too deeply to be a cluster description: {text[:80]!r}... "
             'Expected e.g. {"cluster": {"worker": ["localhost:12345"]}, "task": {"type": "worker", "index": 0}}.'
         ) from None
     if not isinstance(config, dict):
@@ -123,7 +130,7 @@ class TFConfigClusterResolver(ClusterResolver):
                  environment: str | None = None):
         self._config = parse_tf_config(os.environ.get(TF_CONFIG_ENV))
         self._task_type = task_type
-        self._task_id = task_id
+        self._task_id = check_task_index(task_id)
         self._rpc_layer = rpc_layer
         self._environment = environment
         if (task_type is not None or task_id is not None) and self._config.cluster:
@@ -139,11 +146,11 @@ class TFConfigClusterResolver(ClusterResolver):
 
     @property
     def task_id(self) -> int | None:
-        return self._config.task_id if self._task_id is None else int(self._task_id)
+        return self._config.task_id if self._task_id is None else self._task_id
 
     @task_id.setter
     def task_id(self, value: int | None) -> None:
-        self._task_id = value
+        self._task_id = check_task_index(value)
 
     @property
     def rpc_layer(self) -> str | None:

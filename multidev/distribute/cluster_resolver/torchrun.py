@@ -98,7 +98,10 @@ class TorchrunClusterResolver(ClusterResolver):
         if "worker" not in roles:
             raise ValueError(f"torchrun starts only 'worker' tasks; a group of {list(roles)} cannot be formed from it.")
         members = tuple(
-            ProcessMember("worker", r, self._address(r) if r == 0 else None) for r in range(self.world_size)
+            # With torchrun's agent store, MASTER_ADDR is the agent's host, not necessarily rank 0's:
+            # every address then comes from the ranks themselves (process_hosts).
+            ProcessMember("worker", r, self._address(r) if r == 0 and not self.agent_store else None)
+            for r in range(self.world_size)
         )
         return ProcessWorld(
             rank=self.rank,
@@ -107,7 +110,10 @@ class TorchrunClusterResolver(ClusterResolver):
             store_port=self.master_port,
             bind_host=None,
             store_is_external=self.agent_store,
-            key_prefix=f"multidev/{self.run_id}/{self.restart_count}",
+            # The agent's store outlives restarts: keys are kept apart by restart count. A store of
+            # our own (rank 0's, fresh each rendezvous round) needs no such prefix, which agents
+            # could disagree on (a membership change restarts workers without counting).
+            key_prefix=f"multidev/{self.run_id}" + (f"/{self.restart_count}" if self.agent_store else ""),
             local_rank=self.local_rank,
         )
 

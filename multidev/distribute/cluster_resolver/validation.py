@@ -7,14 +7,24 @@ parsable ``host:port`` and no two tasks share one (two processes cannot listen o
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import socket
+
 from multidev.distribute.cluster_spec import ClusterSpec
 
 VALID_ROLES = ("chief", "worker", "ps", "evaluator")
 _SINGLE_TASK_ROLES = ("chief", "evaluator")
 
 
+_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_.])?")
+
+
 def parse_address(address: object, where: str = "address") -> tuple[str, int]:
     """``"host:port"`` or ``"[v6]:port"`` -> ``(host, port)``; ValueError naming ``where`` otherwise.
+
+    Hosts are ASCII names (``[A-Za-z0-9._-]``) or IP addresses; ports ASCII digits in 1..65535.
+    Whitespace anywhere is refused (a TF_CONFIG built by string pasting, not a host).
 
     Example:
         >>> parse_address("10.0.0.1:2222")
@@ -23,21 +33,57 @@ def parse_address(address: object, where: str = "address") -> tuple[str, int]:
     hint = "expected 'host:port' such as 'localhost:12345' or '[::1]:12345'"
     if not isinstance(address, str) or not address.strip():
         raise ValueError(f"Unparsable {where} {address!r}: {hint}.")
-    text = address.strip()
+    text = address
     if "://" in text:
         raise ValueError(f"Unparsable {where} {address!r}: {hint}, without a protocol prefix.")
+    if any(c.isspace() or not c.isprintable() for c in text):
+        raise ValueError(f"Unparsable {where} {address!r}: {hint}; it contains whitespace or control characters.")
     if text.startswith("["):
         host, sep, port_text = text[1:].partition("]:")
+        if sep and not _is_ipv6(host):
+            raise ValueError(f"Unparsable {where} {address!r}: {host!r} in brackets is not an IPv6 address.")
     else:
         host, sep, port_text = text.rpartition(":")
         if ":" in host:
             raise ValueError(f"Unparsable {where} {address!r}: {hint} (IPv6 hosts need brackets).")
-    if not sep or not host or not port_text.isdigit():
-        raise ValueError(f"Unparsable {where} {address!r}: {hint}.")
+        if host and not _HOST_NAME.fullmatch(host):
+            raise ValueError(
+                f"Unparsable {where} {address!r}: host {host!r} is not a host name ([A-Za-z0-9._-], ASCII; "
+                "write internationalized names in their xn-- form) nor an IP address."
+            )
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()):
+        raise ValueError(f"Unparsable {where} {address!r}: {hint} (the port must be ASCII digits).")
     port = int(port_text)
     if not 0 < port < 65536:
         raise ValueError(f"Unparsable {where} {address!r}: port {port} is outside 1..65535.")
     return host, port
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text).version == 6
+    except ValueError:
+        return False
+
+
+def same_host_key(host: str) -> str:
+    """A host as compared for duplicates, without DNS: ``localhost`` = ``127.0.0.1`` = ``127.1``.
+
+    Example:
+        >>> same_host_key("localhost") == same_host_key("127.1") == same_host_key("127.0.0.1")
+        True
+    """
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.ip_address(name.split("%", 1)[0]))
+    except ValueError:
+        pass
+    try:
+        return socket.inet_ntoa(socket.inet_aton(name))  # IPv4 short forms (127.1, 0x7f.1): no DNS
+    except OSError:
+        return name
 
 
 def validate_cluster(spec: ClusterSpec) -> None:
@@ -58,7 +104,7 @@ def validate_cluster(spec: ClusterSpec) -> None:
         for index in spec.task_indices(job):
             address = spec.task_address(job, index)
             host, port = parse_address(address, f"address of task {job}:{index}")
-            key = (host.lower(), port)
+            key = (same_host_key(host), port)
             if key in seen:
                 raise ValueError(
                     f"Duplicate address {address!r}: used by {seen[key]} and {job}:{index}. "
@@ -92,11 +138,16 @@ def validate_task(spec: ClusterSpec, task_type: object, task_id: object) -> tupl
 def _task_index(task_id: object) -> int:
     if isinstance(task_id, bool):
         raise ValueError(f"Task index {task_id!r} must be a non-negative int.")
-    if isinstance(task_id, str) and task_id.strip().isdigit():
+    if isinstance(task_id, str) and task_id.isascii() and task_id.strip().isdigit():
         return int(task_id)
     if isinstance(task_id, int) and task_id >= 0:
         return task_id
     raise ValueError(f"Task index {task_id!r} must be a non-negative int.")
 
 
-__all__ = ["VALID_ROLES", "parse_address", "validate_cluster", "validate_task"]
+def check_task_index(task_id: object) -> int | None:
+    """A task-index override (``task_id=``) as an int; None stays None; ValueError otherwise."""
+    return None if task_id is None else _task_index(task_id)
+
+
+__all__ = ["VALID_ROLES", "parse_address", "same_host_key", "validate_cluster", "validate_task", "check_task_index"]

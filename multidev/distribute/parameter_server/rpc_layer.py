@@ -63,7 +63,9 @@ def _rendezvous(url: str, **kwargs: Any):
     """torch's rendezvous handler for our scheme: the project's bounded store (loopback-only when local)."""
     world, timeout = _pending[url.split("?", 1)[0]]
     store = process_rendezvous.open_store(world, timeout)
-    process_rendezvous.join(store, world, "multidev/ps", timeout)  # names the tasks that never joined
+    # Admits only holders of the job secret and names the tasks that never joined. TensorPipe then
+    # gets the raw store: its payloads are pickles, so its peers must be trusted anyway (see docs).
+    process_rendezvous.join(store, world, "multidev/ps", timeout)
     yield store, world.rank, world.world_size
 
 

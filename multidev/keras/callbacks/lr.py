@@ -1,5 +1,7 @@
 """Learning-rate callbacks: LearningRateScheduler and ReduceLROnPlateau.
 
+Both log the rate of each epoch as ``learning_rate`` (Keras 3's key; Keras 2 wrote ``lr``).
+
 Example:
     LearningRateScheduler(lambda epoch, lr: lr if epoch < 10 else lr * 0.9)
     ReduceLROnPlateau(monitor="val_loss", factor=0.2, patience=5, min_lr=1e-5)
@@ -12,6 +14,11 @@ import warnings
 
 from multidev.keras.callbacks.base import Callback
 from multidev.keras.callbacks.monitor import is_improvement, resolve_mode
+
+
+def _rate(optimizer) -> float:
+    """The optimizer's current learning rate as a Python float (its variable's value)."""
+    return float(optimizer.learning_rate)
 
 
 class LearningRateScheduler(Callback):
@@ -27,7 +34,7 @@ class LearningRateScheduler(Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         opt = self.model.optimizer
-        lr = self.schedule(epoch, opt.learning_rate) if self._two_args else self.schedule(epoch)
+        lr = self.schedule(epoch, _rate(opt)) if self._two_args else self.schedule(epoch)
         try:
             lr = float(lr)
         except (TypeError, ValueError) as err:
@@ -38,7 +45,7 @@ class LearningRateScheduler(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
-            logs["lr"] = self.model.optimizer.learning_rate
+            logs["learning_rate"] = _rate(self.model.optimizer)
 
 
 class ReduceLROnPlateau(Callback):
@@ -63,7 +70,7 @@ class ReduceLROnPlateau(Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         opt = self.model.optimizer
-        logs["lr"] = opt.learning_rate
+        logs["learning_rate"] = old_lr = _rate(opt)
         current = logs.get(self.monitor)
         if current is None:
             warnings.warn(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not available. "
@@ -76,8 +83,8 @@ class ReduceLROnPlateau(Callback):
             self.best, self.wait = float(current), 0
         elif self.cooldown_counter <= 0:
             self.wait += 1
-            if self.wait >= self.patience and opt.learning_rate > self.min_lr:
-                new_lr = max(opt.learning_rate * self.factor, self.min_lr)
+            if self.wait >= self.patience and old_lr > self.min_lr:
+                new_lr = max(old_lr * self.factor, self.min_lr)
                 opt.learning_rate = new_lr
                 if self.verbose:
                     print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new_lr}.")

@@ -23,6 +23,10 @@ _ORIGIN = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
 
 def load_data(path=None, allow_pickle=False):
-    """Keras's ``cifar10.load_data``: uint8 images (n, 32, 32, 3) and labels (n, 1)."""
+    """Keras's ``cifar10.load_data``: uint8 images (n, 32, 32, 3) and labels (n, 1).
+
+    Example:
+        >>> (x_train, y_train), _ = md.keras.datasets.cifar10.load_data(allow_pickle=True)
+    """
     return _cifar.load(path, _DIRS, [f"data_batch_{i}" for i in range(1, 6)], "test_batch", "labels", allow_pickle,
                        "CIFAR-10", _ORIGIN)

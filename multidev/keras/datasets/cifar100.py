@@ -21,7 +21,11 @@ _ORIGIN = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"
 
 
 def load_data(label_mode="fine", path=None, allow_pickle=False):
-    """Keras's ``cifar100.load_data``: uint8 images (n, 32, 32, 3) and ``label_mode`` labels (n, 1)."""
+    """Keras's ``cifar100.load_data``: uint8 images (n, 32, 32, 3) and ``label_mode`` labels (n, 1).
+
+    Example:
+        >>> (x_train, y_train), _ = md.keras.datasets.cifar100.load_data("coarse", allow_pickle=True)
+    """
     if label_mode not in ("fine", "coarse"):
         raise ValueError(f'`label_mode` must be one of "fine", "coarse". Received: label_mode={label_mode!r}.')
     return _cifar.load(path, _DIRS, ["train"], "test", f"{label_mode}_labels", allow_pickle, "CIFAR-100", _ORIGIN)

@@ -33,7 +33,11 @@ def _read_idx(path: str, header_bytes: int, shape: tuple) -> np.ndarray:
 
 
 def load_data(path=None):
-    """Keras's ``fashion_mnist.load_data``: ``(x_train, y_train), (x_test, y_test)`` as uint8 arrays."""
+    """Keras's ``fashion_mnist.load_data``: ``(x_train, y_train), (x_test, y_test)`` as uint8 arrays.
+
+    Example:
+        >>> (x_train, y_train), _ = md.keras.datasets.fashion_mnist.load_data()
+    """
     directory = _cache.resolve_dir(path, ["fashion-mnist"], list(FILES), "Fashion-MNIST", _ORIGIN)
     files = [os.path.join(directory, f) for f in FILES]
     y_train = _read_idx(files[0], 8, (-1,))

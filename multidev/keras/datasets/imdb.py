@@ -33,6 +33,9 @@ def load_data(path="imdb.npz", num_words=None, skip_top=0, maxlen=None, seed=113
     """Keras's imdb.load_data: shuffle train and test (seed), shift ids, drop long reviews, limit the vocabulary.
 
     Returns ``(x_train, y_train), (x_test, y_test)``; x are object arrays of word-id lists.
+
+    Example:
+        >>> (x_train, y_train), _ = md.keras.datasets.imdb.load_data(num_words=10000, allow_pickle=True)
     """
     data = _sequences.read(_cache.resolve_file(path, "imdb.npz", "imdb.npz", _ORIGIN), ["x_train", "x_test"],
                            ["y_train", "y_test"], allow_pickle, _HINT)

@@ -28,5 +28,9 @@ def load_npz_splits(path: str) -> tuple:
 
 
 def load_data(path="mnist.npz"):
-    """Keras's ``mnist.load_data``: ``(x_train, y_train), (x_test, y_test)`` as uint8 numpy arrays."""
+    """Keras's ``mnist.load_data``: ``(x_train, y_train), (x_test, y_test)`` as uint8 numpy arrays.
+
+    Example:
+        >>> (x_train, y_train), (x_test, y_test) = md.keras.datasets.mnist.load_data()
+    """
     return load_npz_splits(_cache.resolve_file(path, "mnist.npz", "mnist.npz", _ORIGIN))

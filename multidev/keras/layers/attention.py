@@ -25,7 +25,13 @@ from multidev.keras.layers.base import Layer
 
 
 class MultiHeadAttention(Layer):
-    """``softmax(Q K^T / sqrt(key_dim)) V`` in ``num_heads`` heads, then an output projection."""
+    """``softmax(Q K^T / sqrt(key_dim)) V`` in ``num_heads`` heads, then an output projection.
+
+    Example:
+        >>> mha = md.keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)
+        >>> mha(torch.ones(4, 10, 16), torch.ones(4, 6, 16)).shape
+        torch.Size([4, 10, 16])
+    """
 
     supports_masking = True
 

@@ -13,7 +13,13 @@ from multidev.keras.layers.base import Layer
 
 
 class Masking(Layer):
-    """Zero the masked steps and give the output the mask ``any(inputs != mask_value, axis=-1)``."""
+    """Zero the masked steps and give the output the mask ``any(inputs != mask_value, axis=-1)``.
+
+    Example:
+        >>> out = md.keras.layers.Masking(mask_value=0.0)(torch.tensor([[[1.0], [0.0]]]))
+        >>> out._keras_mask
+        tensor([[ True, False]])
+    """
 
     supports_masking = True
 

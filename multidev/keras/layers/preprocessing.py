@@ -18,7 +18,12 @@ from multidev.keras.layers.base import Layer
 
 
 class Rescaling(Layer):
-    """``inputs * scale + offset`` (e.g. ``Rescaling(1 / 255)`` for images)."""
+    """``inputs * scale + offset`` (e.g. ``Rescaling(1 / 255)`` for images).
+
+    Example:
+        >>> md.keras.layers.Rescaling(1 / 255)(torch.tensor([0, 255], dtype=torch.uint8))
+        tensor([0., 1.])
+    """
 
     supports_masking = True
 
@@ -46,7 +51,14 @@ class Normalization(Layer):
     """``(inputs - mean) / sqrt(variance)`` per feature of ``axis`` (``invert=True`` undoes it).
 
     Give ``mean`` and ``variance``, or call ``adapt(data)`` before training: the statistics are
-    non-trainable weights, saved with the model and the same on every replica."""
+    non-trainable weights, saved with the model and the same on every replica.
+
+    Example:
+        >>> norm = md.keras.layers.Normalization()
+        >>> norm.adapt(torch.tensor([[1.0], [3.0]]))
+        >>> norm(torch.tensor([[3.0]]))
+        tensor([[1.]])
+    """
 
     supports_masking = True
 
@@ -105,7 +117,12 @@ def _generator(seed):
 
 
 class RandomFlip(Layer):
-    """While training, flip each image left-right and/or up-down with probability 1/2; identity otherwise."""
+    """While training, flip each image left-right and/or up-down with probability 1/2; identity otherwise.
+
+    Example:
+        >>> flip = md.keras.layers.RandomFlip("horizontal", seed=1)
+        >>> flip(images, training=True)    # (batch, height, width, channels)
+    """
 
     _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
@@ -142,7 +159,12 @@ class RandomRotation(Layer):
     ``factor`` is a fraction of a full turn: ``0.1`` draws from [-36, 36] degrees; ``(lo, hi)`` gives
     the range. ``fill_mode`` 'constant' (with ``fill_value``), 'reflect', 'nearest' or 'wrap' (torch's
     grid_sample padding: zeros, reflection, border; 'wrap' is not available); ``interpolation``
-    'bilinear' or 'nearest'."""
+    'bilinear' or 'nearest'.
+
+    Example:
+        >>> rotate = md.keras.layers.RandomRotation(0.1, seed=1)
+        >>> rotate(images, training=True)  # each image turned by up to 36 degrees
+    """
 
     _FILL = {"constant": "zeros", "reflect": "reflection", "nearest": "border"}
 

@@ -78,15 +78,25 @@ def pack_x_y_sample_weight(x, y=None, sample_weight=None):
     return (x, y) if sample_weight is None else (x, y, sample_weight)
 
 
+def _batch_size(batch_size) -> int:
+    """``batch_size`` as a positive int (None: 32, Keras's default); TypeError/ValueError otherwise."""
+    if batch_size is None:
+        return 32
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r} "
+                        f"of type {type(batch_size).__name__}.")
+    if batch_size <= 0:
+        raise ValueError(f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}")
+    return int(batch_size)
+
+
 class ArrayAdapter:
     """Batches of in-memory arrays; ``shuffle`` permutes the samples each epoch."""
 
     def __init__(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         self.x, self.y = _convert(x), (_convert(y) if y is not None else None)
         self.sample_weight = to_tensor(sample_weight).float() if sample_weight is not None else None
-        self.batch_size = int(batch_size or 32)
-        if self.batch_size <= 0:
-            raise ValueError(f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}")
+        self.batch_size = _batch_size(batch_size)
         self.shuffle = shuffle
         self._check_sizes()
 

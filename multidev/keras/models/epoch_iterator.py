@@ -21,10 +21,10 @@ class EpochIterator:
 
     ``sync_rng`` (optional, ``fn(state) -> state``) makes every worker of a job start each pass
     from the same RNG state (the chief's), so all workers shuffle alike and see the same global
-    batches.
+    batches. ``worker_check`` (optional) makes the workers end each pass together or all fail.
     """
 
-    def __init__(self, adapter, steps=None, sync_rng=None):
+    def __init__(self, adapter, steps=None, sync_rng=None, worker_check=None):
         if steps is not None and (not isinstance(steps, int) or steps <= 0):
             raise ValueError(f"`steps_per_epoch`/`steps` must be a positive integer or None. Received: {steps!r}")
         self.adapter = adapter
@@ -33,6 +33,7 @@ class EpochIterator:
         self.exhausted = False
         self._iterator = None
         self._sync_rng = sync_rng
+        self._worker_check = worker_check  # ``worker_input.WorkerInputCheck``: workers end passes together
         self.pass_rng: torch.Tensor | None = None
         self.pass_taken = 0
 
@@ -71,11 +72,17 @@ class EpochIterator:
         self.pass_rng = torch.get_rng_state()
         self._iterator = iter(self.adapter)
         self.pass_taken = 0
+        if self._worker_check is not None:
+            self._worker_check.begin_pass(da.known_length(self.adapter))
 
     def _take(self):
         try:
             batch = next(self._iterator)
         except StopIteration:
+            batch = None
+        if self._worker_check is not None and not self._worker_check.agree(batch is not None, self.pass_taken):
+            return None
+        if batch is None:
             return None
         self.pass_taken += 1
         return batch

@@ -20,6 +20,7 @@ from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
+from multidev.keras.models.worker_input import worker_input_check
 from multidev.keras.models.resume import worker_rng_sync
 
 
@@ -166,7 +167,7 @@ class Trainer:
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = da.split_for_validation(x, y, sample_weight, validation_split)
         train = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, shuffle), steps_per_epoch,
-                              sync_rng=worker_rng_sync(self))
+                              sync_rng=worker_rng_sync(self), worker_check=worker_input_check(self))
         val = self._validation_iterator(validation_data, validation_batch_size or batch_size, validation_steps)
         verbose = self._worker_verbosity(verbose)
         cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
@@ -228,7 +229,7 @@ class Trainer:
             adapter = da.ArrayAdapter(*validation_data, batch_size=batch_size)
         else:
             adapter = da.make_adapter(validation_data)
-        return EpochIterator(adapter, steps)
+        return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"))
 
     def _evaluate_loop(self, iterator, cbs) -> dict:
         self.reset_metrics()
@@ -251,7 +252,8 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `evaluate()`: {sorted(kwargs)!r}.")
         self._assert_compiled("evaluating it")
-        iterator = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, False), steps)
+        iterator = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, False), steps,
+                                 worker_check=worker_input_check(self, "evaluation"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
                            steps=iterator.steps)
@@ -263,7 +265,8 @@ class Trainer:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         """Predictions for ``x`` as numpy arrays (concatenated over batches)."""
-        iterator = EpochIterator(da.make_adapter(x, None, None, batch_size, False), steps)
+        iterator = EpochIterator(da.make_adapter(x, None, None, batch_size, False), steps,
+                                 worker_check=worker_input_check(self, "prediction"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
                            steps=iterator.steps)

@@ -1,4 +1,4 @@
-"""``md.keras.optimizers``: Keras optimizers on torch.optim, and ``schedules``.
+"""``md.keras.optimizers``: Keras optimizers (Keras 3's update rules, foreach kernels), and ``schedules``.
 
 Example:
     model.compile(optimizer="nadam", loss="sparse_categorical_crossentropy")
@@ -10,8 +10,9 @@ from __future__ import annotations
 from multidev.keras.optimizers import schedules
 from multidev.keras.optimizers.base import Optimizer
 from multidev.keras.optimizers.builtin import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
+from multidev.keras.optimizers.builtin_extra import Adadelta, Adamax, Ftrl, Lion
 
-_CLASSES = {c.__name__: c for c in (SGD, Adam, AdamW, Nadam, RMSprop, Adagrad)}
+_CLASSES = {c.__name__: c for c in (SGD, Adam, AdamW, Nadam, RMSprop, Adagrad, Adadelta, Adamax, Ftrl, Lion)}
 _NAMES = {name.lower(): cls for name, cls in _CLASSES.items()}
 
 
@@ -40,5 +41,6 @@ def deserialize(config: dict) -> Optimizer:
     return get(config)
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "schedules", "get", "serialize",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Ftrl", "Lion",
+           "schedules", "get", "serialize",
            "deserialize"]

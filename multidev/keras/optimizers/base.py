@@ -4,9 +4,13 @@ Path of one update (each step a small method a strategy can wrap):
 ``apply_gradients(grads_and_vars)`` -> ``_aggregate_gradients`` (identity here; a strategy sums
 across replicas, unless replicas on one CPU split the update: then the step sums each gradient
 where it is applied) -> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
-learning rate read at the start of ``apply_gradients``, hands the gradients to torch.optim, then
-``_increment_iterations``). torch.optim state lives in one torch optimizer per ``_slot_key()`` (None here); a strategy can
+learning rate read at the start of ``apply_gradients``, hands the gradients to the update rule, then
+``_increment_iterations``). The update rule is a ``torch.optim`` optimizer implementing Keras's formulas
+(``rules.py``); its state lives in one such optimizer per ``_slot_key()`` (None here); a strategy can
 return the replica id so each replica steps its own copies with its own slots, concurrently.
+
+``learning_rate`` is a variable as in Keras (``.numpy()``, ``.assign(x)``, ``float(...)``): a plain
+float32 ``md.Variable`` on the host, never a distributed one (every replica reads the same rate).
 
 Example:
     opt = md.keras.optimizers.Adam(learning_rate=1e-3, clipnorm=1.0)
@@ -23,15 +27,16 @@ import torch
 
 from multidev.distribute.optimizer_hooks import aggregate_gradients, gradients_aggregated, step_sums_gradients
 from multidev.keras.optimizers import schedules
+from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
-from multidev.values.variables import local_view
+from multidev.values.variables import Variable, local_view
 
 
 _own_gradients = threading.local()  # set while minimize() applies the gradients it computed
 
 
 class Optimizer:
-    """Base class; subclasses define ``_torch_class`` and ``_torch_kwargs()``."""
+    """Base class; subclasses define ``_torch_class`` (an update rule) and ``_torch_kwargs()``."""
 
     _torch_class: type = None
 
@@ -44,7 +49,7 @@ class Optimizer:
         if clipnorm is not None and global_clipnorm is not None:
             raise ValueError("Cannot accept both `clipnorm` and `global_clipnorm`. Pass only one.")
         self.name = name or type(self).__name__
-        self._learning_rate = learning_rate
+        self._learning_rate = _lr_value(learning_rate)
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self.iterations = torch.zeros((), dtype=torch.int64)
@@ -54,16 +59,36 @@ class Optimizer:
 
     # ----- learning rate ----------------------------------------------------------------------
     @property
-    def learning_rate(self) -> float:
-        """Current learning rate (the schedule evaluated at ``iterations`` when one is set)."""
+    def learning_rate(self):
+        """The learning-rate variable (``.numpy()``, ``.assign(0.01)``); with a schedule, its value
+        at ``iterations`` as a float32 scalar tensor, as Keras returns."""
         lr = self._learning_rate
-        return float(lr(int(self.iterations))) if isinstance(lr, schedules.LearningRateSchedule) else float(lr)
+        if isinstance(lr, Variable):
+            return lr
+        return torch.tensor(self._current_lr(), dtype=torch.float32)
 
     @learning_rate.setter
     def learning_rate(self, value):
-        if isinstance(value, torch.Tensor):
-            value = float(value)
-        self._learning_rate = value
+        if _is_schedule(value):
+            self._learning_rate = value
+        elif isinstance(self._learning_rate, schedules.LearningRateSchedule):
+            raise TypeError(f"This optimizer was created with a `LearningRateSchedule` object as its `learning_rate` "
+                            f"constructor argument, hence its learning rate is not settable (received {value!r}). "
+                            "If you need the learning rate to be settable, create the optimizer with a float "
+                            "`learning_rate`.")
+        elif isinstance(self._learning_rate, Variable):
+            self._learning_rate.assign(_float_lr(value))
+        else:
+            self._learning_rate = _lr_value(value)
+
+    def _current_lr(self) -> float:
+        """This step's learning rate as a Python float (what the update rule reads)."""
+        lr = self._learning_rate
+        if isinstance(lr, Variable):
+            return torch.Tensor.item(lr)
+        if isinstance(lr, schedules.LearningRateSchedule):
+            return float(lr(int(self.iterations)))
+        return float(lr())
 
     lr = learning_rate
 
@@ -87,7 +112,7 @@ class Optimizer:
         if not pairs:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
-        lr = self.learning_rate    # read before aggregation, so every replica uses this step's rate
+        lr = self._current_lr()    # read before aggregation, so every replica uses this step's rate
         # Replicas that split the update sum each gradient where it is applied, in the step itself,
         # into the gradient tensors: only gradients ``minimize`` made (never the caller's), and not
         # when clipping needs every summed gradient first.
@@ -128,7 +153,7 @@ class Optimizer:
         key = self._slot_key()
         tracked = self._tracked.setdefault(key, {})
         if key not in self._torch_opts:
-            self._torch_opts[key] = self._torch_class(params, lr=self.learning_rate, **self._torch_kwargs())
+            self._torch_opts[key] = self._torch_class(params, lr=self._current_lr(), **self._torch_kwargs())
         else:
             new = [p for p in params if id(p) not in tracked]
             if new:
@@ -138,8 +163,9 @@ class Optimizer:
 
     @property
     def variables(self) -> list:
-        """Optimizer state tensors: ``iterations`` then torch.optim's per-parameter slots."""
-        out = [self.iterations]
+        """Optimizer state tensors: ``iterations``, the learning-rate variable (unless a schedule
+        sets the rate), then the update rule's per-parameter slots."""
+        out = [self.iterations] + ([self._learning_rate] if isinstance(self._learning_rate, Variable) else [])
         if self._torch_opt is not None:
             for group in self._torch_opt.param_groups:
                 for p in group["params"]:
@@ -167,22 +193,21 @@ class Optimizer:
         return grads_and_vars
 
     def _apply(self, grads_and_vars, lr=None, aggregated: bool = True):
-        """Run one torch.optim step with these gradients at rate ``lr``, then count the iteration;
-        ``aggregated``: the gradients are already summed across replicas."""
+        """Run one step of the update rule (Keras's weight decay first, inside the rule) with these
+        gradients at rate ``lr``, then count the iteration; ``aggregated``: the gradients are
+        already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
         self._ensure_built(variables)
-        lr = self.learning_rate if lr is None else lr
+        lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
+        decay = self.weight_decay or 0.0
         for group in self._torch_opt.param_groups:
             group["lr"] = lr
+            group["weight_decay"] = decay
             for p in group["params"]:
                 p.grad = None
         for g, v in grads_and_vars:
             target = local_view(v)  # this replica's plain tensor: no __torch_function__ per attribute read
             target.grad = g.detach() if g.dtype == target.dtype else g.detach().to(target.dtype)
-        if self.weight_decay and not self._decoupled_decay_in_torch():
-            with torch.no_grad():
-                for v in variables:
-                    v.mul_(1 - lr * self.weight_decay)
         with gradients_aggregated() if aggregated else contextlib.nullcontext():
             self._torch_opt.step()  # summed by _aggregate_gradients, before clipping, as Keras does
         for v in variables:
@@ -194,9 +219,6 @@ class Optimizer:
         if current_replica_id() in (None, 0):
             self.iterations.add_(1)
 
-    def _decoupled_decay_in_torch(self) -> bool:
-        return False
-
     def _torch_kwargs(self) -> dict:
         return {}
 
@@ -204,7 +226,8 @@ class Optimizer:
     def get_config(self) -> dict:
         lr = self._learning_rate
         return {"name": self.name,
-                "learning_rate": schedules.serialize(lr) if isinstance(lr, schedules.LearningRateSchedule) else float(lr),
+                "learning_rate": schedules.serialize(lr) if isinstance(lr, schedules.LearningRateSchedule)
+                else self._current_lr(),
                 "weight_decay": self.weight_decay, "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
                 "global_clipnorm": self.global_clipnorm}
 
@@ -245,6 +268,40 @@ class Optimizer:
                 continue
             var_name, slot = key.rsplit("/", 1)
             p = variables[var_name]
-            value = t.clone() if slot == "step" else t.to(p.device).clone()   # torch keeps `step` on CPU
+            value = t.clone() if t.dim() == 0 else t.to(p.device).clone()   # scalar counters stay on the host
             state[p][slot] = value
         self._torch_opt.state = state
+
+
+def _is_schedule(value) -> bool:
+    """A LearningRateSchedule or another callable giving the rate (Keras accepts both)."""
+    return isinstance(value, schedules.LearningRateSchedule) or (callable(value) and not isinstance(value, torch.Tensor))
+
+
+def _float_lr(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError("Argument `learning_rate` should be a float, a LearningRateSchedule or a callable "
+                         f"returning the learning rate. Received: learning_rate={value!r}") from err
+
+
+class _LearningRate(Variable):
+    """Keras's ``learning_rate`` variable: a host float32 scalar. It pickles by value (a function
+    scheduled on parameter-server workers captures the optimizer; each worker gets a copy)."""
+
+    def __reduce_ex__(self, protocol):
+        return _lr_value, (torch.Tensor.item(self),)
+
+    def __deepcopy__(self, memo):
+        return _lr_value(torch.Tensor.item(self))
+
+
+def _lr_value(value):
+    """A schedule or callable as given; a number becomes Keras's float32 ``learning_rate`` variable."""
+    if _is_schedule(value):
+        return value
+    data = torch.tensor(_float_lr(value), dtype=torch.float32)
+    return _LearningRate._from_tensor(data, trainable=False, name="learning_rate",
+                                 synchronization=VariableSynchronization.from_value(None),
+                                 aggregation=VariableAggregation.from_value("only_first_replica"))

@@ -1,4 +1,4 @@
-"""Keras optimizers with Keras argument names and defaults, each backed by a torch.optim class.
+"""Keras optimizers with Keras argument names, defaults and update rules (``rules.py``).
 
 Example:
     md.keras.optimizers.Nadam()                    # lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7
@@ -7,107 +7,86 @@ Example:
 
 from __future__ import annotations
 
-import torch
-
+from multidev.keras.optimizers import rules
 from multidev.keras.optimizers.base import Optimizer
 
 
-class SGD(Optimizer):
-    """Gradient descent with optional (Nesterov) momentum (lr 0.01)."""
+class _Hyper(Optimizer):
+    """An optimizer whose rule takes the hyperparameters named in ``_hyper`` (same names as Keras)."""
 
-    _torch_class = torch.optim.SGD
+    _hyper: tuple = ()
+
+    def _torch_kwargs(self):
+        return {name: getattr(self, name) for name in self._hyper}
+
+    def get_config(self):
+        return {**super().get_config(), **self._torch_kwargs()}
+
+
+class SGD(_Hyper):
+    """Gradient descent with optional (Nesterov) momentum (lr 0.01); Keras's velocity includes the rate."""
+
+    _torch_class = rules.SGDRule
+    _hyper = ("momentum", "nesterov")
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD", **kwargs):
         if not 0 <= momentum <= 1:
-            raise ValueError(f"`momentum` must be between [0, 1]. Received: momentum={momentum}")
+            raise ValueError(f"`momentum` must be between [0, 1]. Received: momentum={momentum!r}")
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.momentum, self.nesterov = momentum, nesterov
 
-    def _torch_kwargs(self):
-        return {"momentum": self.momentum, "nesterov": self.nesterov and self.momentum > 0}
 
-    def get_config(self):
-        return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
+class Adam(_Hyper):
+    """Adam (lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7, amsgrad False); epsilon is added
+    to ``sqrt(v)`` before the bias correction scales the step, as Keras does."""
 
-
-class Adam(Optimizer):
-    """Adam (lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7, amsgrad False)."""
-
-    _torch_class = torch.optim.Adam
+    _torch_class = rules.AdamRule
+    _hyper = ("beta_1", "beta_2", "epsilon", "amsgrad")
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, name="Adam", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.beta_1, self.beta_2, self.epsilon, self.amsgrad = beta_1, beta_2, epsilon, amsgrad
 
-    def _torch_kwargs(self):
-        return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon, "amsgrad": self.amsgrad}
-
-    def get_config(self):
-        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
-                "amsgrad": self.amsgrad}
-
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (weight_decay 0.004)."""
-
-    _torch_class = torch.optim.AdamW
+    """Adam with decoupled weight decay (weight_decay 0.004), Keras's ``p -= p * wd * lr`` before each step."""
 
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, name="AdamW", **kwargs):
+        if weight_decay is None:
+            raise ValueError("Argument `weight_decay` must be a float. Received: weight_decay=None")
         super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, name=name, weight_decay=weight_decay, **kwargs)
 
-    def _torch_kwargs(self):
-        return {**super()._torch_kwargs(), "weight_decay": self.weight_decay}
 
-    def _decoupled_decay_in_torch(self) -> bool:
-        return True
+class Nadam(_Hyper):
+    """Adam with Nesterov momentum and Keras's momentum schedule ``beta_1 * (1 - 0.5 * 0.96^t)``
+    (lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7)."""
 
-
-class Nadam(Optimizer):
-    """Adam with Nesterov momentum (lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7)."""
-
-    _torch_class = torch.optim.NAdam
+    _torch_class = rules.NadamRule
+    _hyper = ("beta_1", "beta_2", "epsilon")
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name="Nadam", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
 
-    def _torch_kwargs(self):
-        return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon}
 
-    def get_config(self):
-        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon}
+class RMSprop(_Hyper):
+    """RMSprop (lr 0.001, rho 0.9, momentum 0, epsilon 1e-7, centered False); epsilon inside the square root."""
 
-
-class RMSprop(Optimizer):
-    """RMSprop (lr 0.001, rho 0.9, momentum 0, epsilon 1e-7, centered False)."""
-
-    _torch_class = torch.optim.RMSprop
+    _torch_class = rules.RMSpropRule
+    _hyper = ("rho", "momentum", "epsilon", "centered")
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, name="RMSprop", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.rho, self.momentum, self.epsilon, self.centered = rho, momentum, epsilon, centered
 
-    def _torch_kwargs(self):
-        return {"alpha": self.rho, "momentum": self.momentum, "eps": self.epsilon, "centered": self.centered}
 
-    def get_config(self):
-        return {**super().get_config(), "rho": self.rho, "momentum": self.momentum, "epsilon": self.epsilon,
-                "centered": self.centered}
-
-
-class Adagrad(Optimizer):
+class Adagrad(_Hyper):
     """Adagrad (lr 0.001, initial_accumulator_value 0.1, epsilon 1e-7)."""
 
-    _torch_class = torch.optim.Adagrad
+    _torch_class = rules.AdagradRule
+    _hyper = ("initial_accumulator_value", "epsilon")
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, name="Adagrad", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.initial_accumulator_value, self.epsilon = initial_accumulator_value, epsilon
-
-    def _torch_kwargs(self):
-        return {"initial_accumulator_value": self.initial_accumulator_value, "eps": self.epsilon}
-
-    def get_config(self):
-        return {**super().get_config(), "initial_accumulator_value": self.initial_accumulator_value,
-                "epsilon": self.epsilon}

@@ -10,6 +10,7 @@ import numpy as np
 
 from multidev.keras.callbacks.progbar import Progbar
 from multidev.keras.utils import experimental
+from multidev.keras.utils.random_seed import set_random_seed
 from multidev.keras.utils.sidecar_evaluator import SidecarEvaluator
 from multidev.keras.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from multidev.keras.saving.serialization import (custom_object_scope, get_custom_objects,
@@ -41,16 +42,6 @@ def normalize(x, axis=-1, order=2):
     norm = np.atleast_1d(np.linalg.norm(x, order, axis))
     norm[norm == 0] = 1
     return x / np.expand_dims(norm, axis)
-
-
-def set_random_seed(seed: int) -> None:
-    """Seed Python, numpy and torch (as ``keras.utils.set_random_seed``)."""
-    import random
-
-    import torch
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 __all__ = ["experimental", "SidecarEvaluator", "to_categorical", "normalize", "set_random_seed", "Progbar", "pack_x_y_sample_weight",

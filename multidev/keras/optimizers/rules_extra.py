@@ -1,0 +1,130 @@
+"""Keras 3's Adadelta, Adamax, Ftrl and Lion rules as element-wise foreach ``torch.optim`` optimizers.
+
+Example:
+    opt = LionRule(model.parameters(), lr=1e-4, beta_1=0.9, beta_2=0.99)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from multidev.distribute.optimizer_shards import register_elementwise
+from multidev.keras.optimizers.rules import KerasRule, _slot
+
+
+class AdadeltaRule(KerasRule):
+    """Keras Adadelta: ``a = rho a + (1 - rho) g^2``; ``d = sqrt(D + eps) / sqrt(a + eps) * g``;
+    ``D = rho D + (1 - rho) d^2``; ``p -= lr d``."""
+
+    def __init__(self, params, lr=0.001, rho=0.95, epsilon=1e-7, weight_decay=0.0):
+        super().__init__(params, lr, weight_decay, rho=rho, epsilon=epsilon)
+
+    def _slot_names(self, group):
+        return ("accumulated_grad", "accumulated_delta_var")
+
+    def _update(self, group, params, grads, states):
+        rho, eps = group["rho"], group["epsilon"]
+        acc_grad, acc_delta = _slot(states, "accumulated_grad"), _slot(states, "accumulated_delta_var")
+        torch._foreach_mul_(acc_grad, rho)
+        torch._foreach_addcmul_(acc_grad, grads, grads, value=1 - rho)
+        delta = torch._foreach_add(acc_delta, eps)
+        torch._foreach_sqrt_(delta)
+        rms_grad = torch._foreach_add(acc_grad, eps)
+        torch._foreach_sqrt_(rms_grad)
+        torch._foreach_mul_(delta, grads)
+        torch._foreach_div_(delta, rms_grad)
+        torch._foreach_mul_(acc_delta, rho)
+        torch._foreach_addcmul_(acc_delta, delta, delta, value=1 - rho)
+        torch._foreach_add_(params, delta, alpha=-group["lr"])
+
+
+class AdamaxRule(KerasRule):
+    """Keras Adamax: ``m = lerp(m, g, 1 - b1)``; ``u = max(b2 u, |g|)``;
+    ``p -= lr m / ((1 - b1^t) (u + epsilon))``."""
+
+    _counts_steps = True
+
+    def __init__(self, params, lr=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, weight_decay=0.0):
+        super().__init__(params, lr, weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+    def _slot_names(self, group):
+        return ("momentum", "norm")
+
+    def _update(self, group, params, grads, states):
+        beta_1 = group["beta_1"]
+        steps = self._next_steps(states)
+        m, u = _slot(states, "momentum"), _slot(states, "norm")
+        torch._foreach_lerp_(m, grads, 1 - beta_1)
+        torch._foreach_mul_(u, group["beta_2"])
+        torch._foreach_maximum_(u, torch._foreach_abs(grads))
+        denom = torch._foreach_add(u, group["epsilon"])
+        torch._foreach_addcdiv_(params, m, denom, [-group["lr"] / (1 - beta_1 ** t) for t in steps])
+
+
+class FtrlRule(KerasRule):
+    """Keras FTRL-proximal: accumulates ``g^2`` and a linear term; the parameter is the closed-form
+    minimiser ``(clip(linear, -l1, l1) - linear) / (acc^-power / lr + 2 l2)``."""
+
+    def __init__(self, params, lr=0.001, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 l2_shrinkage_regularization_strength=0.0, beta=0.0, weight_decay=0.0):
+        super().__init__(params, lr, weight_decay, learning_rate_power=learning_rate_power,
+                         initial_accumulator_value=initial_accumulator_value,
+                         l1_regularization_strength=l1_regularization_strength,
+                         l2_regularization_strength=l2_regularization_strength,
+                         l2_shrinkage_regularization_strength=l2_shrinkage_regularization_strength, beta=beta)
+
+    def _slot_names(self, group):
+        return ("accumulator", "linear")
+
+    def _init_slot(self, name, param, group):
+        if name == "accumulator":
+            return torch.full_like(param, group["initial_accumulator_value"], memory_format=torch.preserve_format)
+        return super()._init_slot(name, param, group)
+
+    def _update(self, group, params, grads, states):
+        lr, power = group["lr"], -group["learning_rate_power"]
+        l1 = group["l1_regularization_strength"]
+        l2 = group["l2_regularization_strength"] + group["beta"] / (2.0 * lr)
+        shrinkage = group["l2_shrinkage_regularization_strength"]
+        acc, linear = _slot(states, "accumulator"), _slot(states, "linear")
+        new_acc = torch._foreach_addcmul(acc, grads, grads)
+        new_pow = torch._foreach_pow(new_acc, power)
+        change = torch._foreach_sub(new_pow, torch._foreach_pow(acc, power))
+        torch._foreach_div_(change, lr)
+        torch._foreach_mul_(change, params)
+        torch._foreach_add_(linear, grads)
+        if shrinkage:
+            torch._foreach_add_(linear, params, alpha=2 * shrinkage)
+        torch._foreach_sub_(linear, change)
+        quadratic = torch._foreach_div(new_pow, lr)
+        torch._foreach_add_(quadratic, 2 * l2)
+        value = torch._foreach_clamp_max(torch._foreach_clamp_min(linear, -l1), l1)
+        torch._foreach_sub_(value, linear)
+        torch._foreach_div_(value, quadratic)
+        torch._foreach_copy_(params, value)
+        torch._foreach_copy_(acc, new_acc)
+
+
+class LionRule(KerasRule):
+    """Keras Lion: ``p -= lr sign(b1 m + (1 - b1) g)``; then ``m = b2 m + (1 - b2) g``."""
+
+    def __init__(self, params, lr=0.001, beta_1=0.9, beta_2=0.99, weight_decay=0.0):
+        super().__init__(params, lr, weight_decay, beta_1=beta_1, beta_2=beta_2)
+
+    def _slot_names(self, group):
+        return ("momentum",)
+
+    def _update(self, group, params, grads, states):
+        beta_1, beta_2 = group["beta_1"], group["beta_2"]
+        m = _slot(states, "momentum")
+        direction = torch._foreach_mul(m, beta_1)
+        torch._foreach_add_(direction, grads, alpha=1 - beta_1)
+        torch._foreach_sign_(direction)
+        torch._foreach_add_(params, direction, alpha=-group["lr"])
+        torch._foreach_mul_(m, beta_2)
+        torch._foreach_add_(m, grads, alpha=1 - beta_2)
+
+
+for _rule in (AdadeltaRule, AdamaxRule, FtrlRule, LionRule):
+    register_elementwise(_rule)

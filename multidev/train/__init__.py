@@ -1,0 +1,20 @@
+"""``md.train``: TensorFlow's ``tf.train`` names: object-based checkpoints and ``ClusterSpec``.
+
+Example:
+    ckpt = md.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = md.train.CheckpointManager(ckpt, "/tmp/ckpts", max_to_keep=3)
+    manager.restore_or_initialize()
+    ...
+    manager.save()
+"""
+
+from multidev.distribute.cluster_spec import ClusterSpec
+from multidev.train.checkpoint import Checkpoint
+from multidev.train.manager import CheckpointManager
+from multidev.train.reader import CheckpointReader, list_variables, load_checkpoint, load_variable
+from multidev.train.state_file import CheckpointState, get_checkpoint_state, latest_checkpoint
+from multidev.train.status import CheckpointLoadStatus, InitializationOnlyStatus
+
+__all__ = ["ClusterSpec", "Checkpoint", "CheckpointManager", "CheckpointState", "get_checkpoint_state",
+           "latest_checkpoint", "CheckpointLoadStatus", "InitializationOnlyStatus", "CheckpointReader",
+           "list_variables", "load_checkpoint", "load_variable"]

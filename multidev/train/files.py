@@ -1,0 +1,87 @@
+"""One checkpoint on disk: ``<prefix>.index`` (JSON object graph) + ``<prefix>.data.safetensors``.
+
+    prefix.data.safetensors   every saved tensor (one canonical copy of each variable), no pickle
+    prefix.index              {"format", "data": {"file", "sha256", "size"}, "objects": {...}}
+
+The data file is written first and the index last, each through a temporary file renamed over
+the target, so a save killed at any point leaves every earlier checkpoint readable; the index
+records the data file's SHA-256, so an index that does not belong to the data beside it (a
+``write`` to the same prefix killed between the two renames) is reported, never half-loaded.
+
+Example:
+    write("/tmp/ckpt/ckpt-1", {"objects": {...}}, {"model:kernel": torch.ones(2)})
+    graph, tensors = read("/tmp/ckpt/ckpt-1")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+from multidev._core.errors import DataLossError, NotFoundError
+from multidev._core.atomic_files import atomic_write
+
+FORMAT = "multidev.train.checkpoint/1"
+INDEX_SUFFIX = ".index"
+DATA_SUFFIX = ".data.safetensors"
+
+
+def index_path(prefix: str) -> str:
+    return os.fspath(prefix) + INDEX_SUFFIX
+
+
+def data_path(prefix: str) -> str:
+    return os.fspath(prefix) + DATA_SUFFIX
+
+
+def exists(prefix: str) -> bool:
+    """Whether a checkpoint was committed at ``prefix`` (its index file exists)."""
+    return os.path.isfile(index_path(prefix))
+
+
+def write(prefix: str, graph: dict, tensors: dict[str, torch.Tensor]) -> None:
+    """Commit one checkpoint: the tensors, then the index naming them."""
+    prefix = os.fspath(prefix)
+    data = st_save({k: t.detach().to("cpu").contiguous() for k, t in tensors.items()},
+                   metadata={"format": FORMAT})
+    atomic_write(data_path(prefix), data)
+    index = dict(graph, format=FORMAT, data={"file": os.path.basename(data_path(prefix)),
+                                             "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
+    atomic_write(index_path(prefix), json.dumps(index, indent=1, sort_keys=True).encode())
+
+
+def read(prefix: str) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The object graph and tensors of the checkpoint at ``prefix``."""
+    prefix = os.fspath(prefix)
+    if not exists(prefix):
+        raise NotFoundError(
+            f"Failed to restore from checkpoint {prefix!r}: {index_path(prefix)!r} does not exist. Pass the "
+            "prefix that Checkpoint.save/write returned (e.g. 'ckpt/ckpt-3', without a file suffix), or use "
+            "md.train.latest_checkpoint(directory).")
+    try:
+        with open(index_path(prefix), encoding="utf-8") as f:
+            graph = json.load(f)
+        with open(data_path(prefix), "rb") as f:
+            data = f.read()
+    except (OSError, ValueError) as err:
+        raise DataLossError(f"Checkpoint {prefix!r} is unreadable ({type(err).__name__}: {err}).") from err
+    if graph.get("format") != FORMAT:
+        raise DataLossError(f"{index_path(prefix)!r} is not a multidev checkpoint index (format "
+                            f"{graph.get('format')!r}, expected {FORMAT!r}).")
+    if hashlib.sha256(data).hexdigest() != graph["data"]["sha256"]:
+        raise DataLossError(f"Checkpoint {prefix!r} is inconsistent: {data_path(prefix)!r} does not match the "
+                            "checksum its index records (a write to this prefix was interrupted, or the file "
+                            "was changed). Restore an earlier checkpoint.")
+    return graph, st_load(data)
+
+
+def remove(prefix: str) -> None:
+    """Delete a checkpoint's files (index first, so a half-deleted one is never listed as present)."""
+    for path in (index_path(prefix), data_path(prefix)):
+        if os.path.exists(path):
+            os.remove(path)
