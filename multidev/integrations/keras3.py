@@ -157,6 +157,21 @@ def _direct_assign(original: Any, variable: Any, value: Any) -> None:
         dv._apply_to([replica_id], "assign", value)
 
 
+def _replica_value(variable_cls: type, in_stateless_scope: Any) -> None:
+    """``Variable.value`` inside ``strategy.run`` is the calling replica's copy itself (a plain leaf tensor),
+    so the ops Keras runs on it pay nothing per op; elsewhere Keras's own property runs."""
+    prop = variable_cls.value
+
+    def fget(variable: Any) -> Any:
+        dv = variable._value
+        replica_id = context.current_replica_id()
+        if replica_id is None or not isinstance(dv, DistributedVariable) or in_stateless_scope():
+            return prop.fget(variable)
+        return variable._maybe_autocast(dv._view_for(replica_id))
+
+    variable_cls.value = property(fget, prop.fset, doc=prop.__doc__)
+
+
 def _set_trainable(variable_cls: type) -> None:
     """``Variable.trainable = flag`` also sets ``requires_grad`` on every replica's copy (Keras sets it on
     ``_value`` only, which for a distributed variable is replica 0's storage, not what replicas differentiate)."""
@@ -268,11 +283,15 @@ def _keras_names(keras: Any) -> tuple:
     """The Keras classes the seam patches; a missing one fails loudly (the seam was checked on 3.15.1)."""
     try:
         from keras.src.backend.torch.core import Variable  # private: the torch backend's variable
-        for attr in ("_initialize", "_direct_assign"):
+        from keras.src.backend.common.stateless_scope import in_stateless_scope
+        for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
             getattr(Variable, attr)
+        if not isinstance(Variable.__dict__.get("value"), property):
+            raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.trainable is not a property")
-        return Variable, (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer), keras.Model
+        optimizers = (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer)
+        return Variable, in_stateless_scope, optimizers, keras.Model
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(
             f"Keras {keras.__version__!r} lacks a name multidev's Keras 3 seam needs ({exc}); it was checked "
@@ -283,10 +302,11 @@ def _keras_names(keras: Any) -> tuple:
 def _patch(keras: Any) -> None:
     if _state["patched"]:
         return
-    variable_cls, optimizer_classes, model_cls = _keras_names(keras)
+    variable_cls, in_stateless_scope, optimizer_classes, model_cls = _keras_names(keras)
     _wrap_method(variable_cls, "_initialize", _initialize)
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
     _set_trainable(variable_cls)
+    _replica_value(variable_cls, in_stateless_scope)
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
