@@ -20,6 +20,7 @@ from multidev.autodiff import GradientTape, UnconnectedGradients
 from multidev.function import function
 from multidev.values import Variable
 from multidev import keras
+from multidev import integrations
 from multidev import random, summary, train
 from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 from multidev import saved_model

@@ -49,6 +49,10 @@ class ValueContext:
                 f"num_replicas_in_sync={self.num_replicas_in_sync})")
 
 
+# Called with the strategy on every scope entry (front-end checks: multidev/integrations); keep them cheap.
+SCOPE_ENTRY_HOOKS: list = []
+
+
 class _Scope:
     """``with strategy.scope():`` — re-entrant for one strategy; mixing two strategies raises."""
 
@@ -63,6 +67,8 @@ class _Scope:
                 f"Mixing different md.distribute.Strategy objects: {self._strategy!r} is not {current!r}. "
                 "Leave the other strategy's scope before entering this one."
             )
+        for hook in SCOPE_ENTRY_HOOKS:
+            hook(self._strategy)
         stack.append(self._strategy)
         return self._strategy
 

@@ -1,0 +1,352 @@
+"""Keras 3 (``KERAS_BACKEND=torch``) models under multidev's mirrored strategies.
+
+Keras 3 on torch keeps each weight in its own variable (``variable._value``, a
+``torch.nn.Parameter``) and registers that tensor in ``layer._torch_params`` (a ParameterDict);
+its forward reads the variable, not the dict. So the seam is the variable: a Keras variable
+created in the scope gets a multidev distributed variable as its ``_value``.
+Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
+distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
+variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
+across replicas before applying them, as TensorFlow's do. Custom loops work on
+``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``; Keras's own ``fit``/``evaluate``/``predict``
+on ``MirroredStrategy``, ``fit``/``evaluate`` on ``MultiWorkerMirroredStrategy`` (step functions in
+``keras3_fit``).
+
+Refused with a clear error (never trained wrong): Keras 3 on another backend, Keras versions
+outside the checked range, other distributing strategies, Keras variables created inside
+``strategy.run`` or outside the scope of a model built in it, ``predict`` and shuffled ``fit`` on
+``MultiWorkerMirroredStrategy``, and the ``*_on_batch`` methods on any distributed model.
+
+Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
+itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from typing import Any
+
+import torch
+from torch.nn.modules import module as torch_module
+
+from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
+from multidev.distribute import strategy as strategy_module
+from multidev.distribute.mirrored_strategy import MirroredStrategy
+from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
+from multidev.values import context
+from multidev.values.variables import DistributedVariable
+
+CHECKED_VERSIONS = ("3.15.1",)
+SUPPORTED_RANGE = ((3, 15), (3, 16))  # >=3.15, <3.16: pyproject's multidev[keras3]
+_state = {"checked": False, "patched": False}
+_summing = threading.local()  # set while an optimizer applies gradients already summed across replicas
+
+
+def _keras3() -> Any | None:
+    """The imported ``keras`` package if it is Keras 3 (None when keras was not imported or is Keras 2)."""
+    keras = sys.modules.get("keras")
+    version = str(getattr(keras, "__version__", ""))
+    if keras is None or not version.startswith("3."):
+        return None
+    return keras
+
+
+def _check_keras(keras: Any, strategy: Any) -> None:
+    """Refuse Keras 3 on another backend or outside the checked version range."""
+    backend = keras.backend.backend()
+    where = f"entering {type(strategy).__name__}.scope()"
+    if backend != "torch":
+        raise ValueError(
+            f"Keras 3 is imported with backend {backend!r}, which multidev strategies cannot distribute "
+            f"({where}). Set KERAS_BACKEND=torch before importing keras "
+            "(e.g. os.environ['KERAS_BACKEND'] = 'torch' at the top of the program), or use md.keras."
+        )
+    version = tuple(int(p) for p in keras.__version__.split(".")[:2] if p.isdigit())
+    low, high = SUPPORTED_RANGE
+    if not low <= version < high:
+        raise NotImplementedError(
+            f"Keras {keras.__version__!r} is not supported by multidev ({where}): supported "
+            f"keras>={low[0]}.{low[1]},<{high[0]}.{high[1]} (checked: {', '.join(CHECKED_VERSIONS)}). "
+            "Install a supported version: pip install 'multidev[keras3]'."
+        )
+
+
+def _on_scope_entry(strategy: Any) -> None:
+    """Scope-entry hook: check the imported Keras 3 once and install the variable seam."""
+    if _state["checked"]:
+        return
+    keras = _keras3()
+    if keras is None:
+        return
+    _check_keras(keras, strategy)
+    _patch(keras)
+    _state["checked"] = True
+
+
+# --- the seam: Keras variables created in a MirroredStrategy's scope are distributed ---------------
+
+def _distributing_strategy() -> Any | None:
+    strategy = context.current_scope_strategy()
+    if strategy is None or not strategy.extended._distributes_variables:
+        return None
+    return strategy
+
+
+def _require_supported(strategy: Any, what: str) -> None:
+    if type(strategy) not in (MirroredStrategy, MultiWorkerMirroredStrategy):
+        raise NotImplementedError(
+            f"{what} in the scope of {type(strategy).__name__}: multidev distributes Keras 3 models only "
+            "under md.distribute.MirroredStrategy and MultiWorkerMirroredStrategy (custom training loops). "
+            "Use one of those, or md.keras."
+        )
+
+
+def _keras_aggregation(name: str) -> VariableAggregation:
+    return {"none": VariableAggregation.NONE, "mean": VariableAggregation.MEAN, "sum": VariableAggregation.SUM,
+            "only_first_replica": VariableAggregation.ONLY_FIRST_REPLICA}[name]
+
+
+def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
+    """The distributed variable holding ``variable``'s value: trainable weights are mirrored (kept equal,
+    gradients summed); other state (statistics, metrics, optimizer slots, counters) is kept per replica
+    and reduced when read outside ``strategy.run``, as TensorFlow's ON_READ variables."""
+    param = variable._value
+    aggregation = _keras_aggregation(variable.aggregation)
+    if variable.trainable:
+        sync, aggregation = VariableSynchronization.ON_WRITE, VariableAggregation.SUM
+    else:
+        sync = VariableSynchronization.ON_READ
+        floating = param.is_floating_point()
+        if aggregation is VariableAggregation.NONE or (not floating and aggregation is VariableAggregation.MEAN):
+            aggregation = VariableAggregation.MEAN if floating else VariableAggregation.ONLY_FIRST_REPLICA
+    var = strategy.extended._wrap(param.detach(), trainable=variable.trainable, name=variable.path,
+                                  synchronization=sync, aggregation=aggregation)
+    var.requires_grad_(variable.trainable)
+    return var
+
+
+def _initialize(original: Any, variable: Any, value: Any) -> None:
+    """``Variable._initialize``: in a distributing scope, replace the new Parameter by a distributed variable."""
+    strategy = _distributing_strategy()
+    in_replica = context.current_replica_id() is not None
+    if strategy is not None and in_replica and len(strategy.extended._devices) > 1:
+        if variable.name == "seed_generator_state" and not variable.trainable:
+            return original(variable, value)  # keras.random's per-thread global seed generator: replica-local
+        raise ValueError(
+            f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context): create every "
+            "variable in strategy.scope() first: build the model (keras.Input or model.build(shape)) and the "
+            "optimizer (optimizer.build(model.trainable_variables)) in the scope."
+        )
+    original(variable, value)
+    if strategy is not None and not in_replica:
+        _require_supported(strategy, f"Keras 3 variable {variable.path!r} created")
+        variable._value = _distribute_value(variable, strategy)
+
+
+def _direct_assign(original: Any, variable: Any, value: Any) -> None:
+    """``Variable._direct_assign``: outside ``strategy.run`` write every copy; inside, the replica's own."""
+    dv = variable._value
+    if not isinstance(dv, DistributedVariable):
+        return original(variable, value)
+    replica_id = context.current_replica_id()
+    if replica_id is None:
+        dv.assign(value)
+    else:
+        dv._apply_to([replica_id], "assign", value)
+
+
+def _replica_value(variable_cls: type, in_stateless_scope: Any) -> None:
+    """``Variable.value`` inside ``strategy.run`` is the calling replica's copy itself (a plain leaf tensor),
+    so the ops Keras runs on it pay nothing per op; elsewhere Keras's own property runs."""
+    prop = variable_cls.value
+
+    def fget(variable: Any) -> Any:
+        dv = variable._value
+        replica_id = context.current_replica_id()
+        if replica_id is None or not isinstance(dv, DistributedVariable) or in_stateless_scope():
+            return prop.fget(variable)
+        return variable._maybe_autocast(dv._view_for(replica_id))
+
+    variable_cls.value = property(fget, prop.fset, doc=prop.__doc__)
+
+
+def _set_trainable(variable_cls: type) -> None:
+    """``Variable.trainable = flag`` also sets ``requires_grad`` on every replica's copy (Keras sets it on
+    ``_value`` only, which for a distributed variable is replica 0's storage, not what replicas differentiate)."""
+    prop = variable_cls.trainable
+
+    def fset(variable: Any, value: bool) -> None:
+        prop.fset(variable, value)
+        if isinstance(variable._value, DistributedVariable):
+            for component in variable._value.values:
+                component.requires_grad_(bool(value))
+
+    variable_cls.trainable = property(prop.fget, fset, doc=prop.__doc__)
+
+
+def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+    """``Optimizer.apply`` inside ``strategy.run``: sum the gradients across replicas first (TensorFlow's
+    ``apply_gradients`` in replica context does the same); each replica then updates its own copies.
+    A ``LossScaleOptimizer`` sums before its finite check, so every replica takes the same branch."""
+    ctx = context.current_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1 or getattr(_summing, "active", False):
+        return original(optimizer, grads, trainable_variables)
+    if not optimizer.built:  # every replica would build it at once, in replica context
+        raise ValueError(
+            f"Keras optimizer {optimizer.name!r} is not built: its variables cannot be created inside "
+            "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
+        )
+    grads = list(grads)
+    present = [i for i, g in enumerate(grads) if g is not None]
+    summed = ctx.all_reduce(ReduceOp.SUM, [grads[i] for i in present])
+    for i, g in zip(present, summed):
+        grads[i] = g
+    _summing.active = True
+    try:
+        return original(optimizer, grads, trainable_variables)
+    finally:
+        _summing.active = False
+
+
+_STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
+
+
+def _model_strategy(model: Any) -> Any | None:
+    """The strategy that distributed ``model``'s variables (None: an ordinary Keras model)."""
+    for v in model.variables:
+        if isinstance(v._value, DistributedVariable):
+            return v._value._strategy
+    return None
+
+
+def loss_tracker(model: Any) -> Any:
+    """The ``Mean`` metric Keras's train/test steps feed the loss to (private ``_loss_tracker``)."""
+    try:
+        return model._loss_tracker
+    except AttributeError as exc:
+        raise RuntimeError(
+            f"keras.Model._loss_tracker is missing in Keras {sys.modules['keras'].__version__!r}; multidev's "
+            f"Keras 3 fit was checked against Keras {', '.join(CHECKED_VERSIONS)}."
+        ) from exc
+
+
+def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
+    """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
+    (the global batch split across MirroredStrategy's replicas); anything else that would run on one
+    replica only is refused."""
+    strategy = _model_strategy(model)
+    if strategy is None:
+        return original(model, *args, **kwargs)
+    multi_worker = type(strategy) is MultiWorkerMirroredStrategy
+    if name not in _STEP_FUNCTIONS or (multi_worker and name == "predict"):
+        raise NotImplementedError(
+            f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
+            "it would run on one replica only. Use fit/evaluate (and predict on MirroredStrategy), train with a "
+            "custom loop (strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
+        )
+    if multi_worker and name == "fit" and kwargs.get("shuffle", True):
+        raise ValueError(
+            f"model.fit(shuffle={kwargs.get('shuffle', True)!r}) on MultiWorkerMirroredStrategy: every worker must "
+            "read the same global batches in the same order (each keeps its replicas' slices), and Keras shuffles "
+            "each worker's copy independently. Pass shuffle=False (shuffle the arrays identically beforehand)."
+        )
+    from multidev.integrations import keras3_fit
+
+    keras = sys.modules["keras"]
+    if name == "predict":
+        step = keras3_fit.predict_function(keras, model, strategy)
+    else:
+        make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
+        step = make(keras, model, strategy, loss_tracker(model))
+    attribute = _STEP_FUNCTIONS[name]
+    with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too
+        setattr(model, attribute, step)
+        try:
+            return original(model, *args, **kwargs)
+        finally:
+            setattr(model, attribute, None)
+
+
+def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def method(self, *args, **kwargs):
+        return wrapper(original, self, *args, **kwargs)
+
+    setattr(owner, name, method)
+
+
+def _keras_names(keras: Any) -> tuple:
+    """The Keras classes the seam patches; a missing one fails loudly (the seam was checked on 3.15.1)."""
+    try:
+        from keras.src.backend.torch.core import Variable  # private: the torch backend's variable
+        from keras.src.backend.common.stateless_scope import in_stateless_scope
+        for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
+            getattr(Variable, attr)
+        if not isinstance(Variable.__dict__.get("value"), property):
+            raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
+        if not isinstance(Variable.__dict__.get("trainable"), property):
+            raise AttributeError("keras.src.backend.torch.core.Variable.trainable is not a property")
+        optimizers = (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer)
+        return Variable, in_stateless_scope, optimizers, keras.Model
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(
+            f"Keras {keras.__version__!r} lacks a name multidev's Keras 3 seam needs ({exc}); it was checked "
+            f"against Keras {', '.join(CHECKED_VERSIONS)}: pip install 'multidev[keras3]'."
+        ) from exc
+
+
+def _patch(keras: Any) -> None:
+    if _state["patched"]:
+        return
+    variable_cls, in_stateless_scope, optimizer_classes, model_cls = _keras_names(keras)
+    _wrap_method(variable_cls, "_initialize", _initialize)
+    _wrap_method(variable_cls, "_direct_assign", _direct_assign)
+    _set_trainable(variable_cls)
+    _replica_value(variable_cls, in_stateless_scope)
+    for optimizer_cls in optimizer_classes:
+        _wrap_method(optimizer_cls, "apply", _apply)
+    for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
+        _wrap_method(model_cls, name, functools.partial(_trainer, name))
+    _state["patched"] = True
+
+
+# --- safety net: a Keras layer registering weights that are not distributed -------------------------
+
+def _on_module(module: torch.nn.Module, name: str, submodule: Any) -> None:
+    """Global module-registration hook: refuse a Keras 3 layer whose weights this seam did not distribute
+    (created outside the scope, or before keras was checked) when it registers them in a distributing scope."""
+    if name != "_torch_params":  # keras.src.backend.torch.layer.TorchLayer._track_variables
+        return None
+    keras = _keras3()
+    if keras is None or not isinstance(module, keras.layers.Layer):
+        return None
+    strategy = _distributing_strategy()
+    if strategy is None:
+        return None
+    _on_scope_entry(strategy)
+    _require_supported(strategy, f"Keras 3 layer {module.name!r} built")
+    plain = [v.path for v in module.variables if not isinstance(v._value, DistributedVariable)]
+    if plain:
+        where = ("built inside strategy.run" if context.current_replica_id() is not None
+                 else f"uses variables created outside {type(strategy).__name__}'s scope")
+        raise NotImplementedError(
+            f"Keras 3 layer {module.name!r} ({type(module).__name__}) {where} ({plain[:3]}): they cannot be "
+            "distributed, and training them would update one copy while the replicas read others. Create and "
+            "build all layers and the model inside strategy.scope() (after importing keras)."
+        )
+    return None
+
+
+_installed: list = []
+
+
+def install() -> None:
+    """Register the scope-entry and module-registration hooks once (idempotent)."""
+    if _installed:
+        return
+    strategy_module.SCOPE_ENTRY_HOOKS.append(_on_scope_entry)
+    _installed.append(torch_module.register_module_module_registration_hook(_on_module))

@@ -1,0 +1,122 @@
+"""Keras 3's own ``fit``/``evaluate``/``predict`` on a model distributed by ``MirroredStrategy``.
+
+Keras runs its loop (data adapter, callbacks, progress bar, history) in the caller's thread; each
+step function here splits the global batch across the replicas (as ``experimental_distribute_dataset``
+splits it), runs the replicas' halves with ``strategy.run`` and returns the metrics read in
+cross-replica context (summed over every replica's examples). Each replica's loss is its mean
+scaled by its share of the global batch, so the summed gradients are the global batch's, exactly,
+uneven last batch included. Only public Keras names here, plus ``keras3.loss_tracker``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from multidev.distribute.input_lib import split_element
+from multidev.values.distributed import PerReplica
+
+
+def _leading(structure: Any) -> int:
+    leaves = [t for t in _flatten(structure) if t is not None]
+    return int(leaves[0].shape[0])
+
+
+def _flatten(structure: Any) -> list:
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in _flatten(item)]
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in _flatten(structure[key])]
+    return [structure]
+
+
+class _Splitter:
+    """Splits each global batch into every replica's slice (all workers') and keeps this worker's;
+    the first (largest) batch is the full size. Every worker reads the same global batches."""
+
+    def __init__(self, strategy: Any):
+        self.strategy = strategy
+        self.full = 0
+
+    def __call__(self, batch: Any) -> tuple[PerReplica, int]:
+        size = _leading(batch)
+        self.full = max(self.full, size)
+        parts = split_element(batch, self.strategy.num_replicas_in_sync, self.full)
+        extended = self.strategy.extended
+        offset = extended._replica_offset
+        return PerReplica(parts[offset:offset + len(extended._devices)]), size
+
+
+def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> Any:
+    """Keras's ``train_function(data)`` for ``model`` on ``strategy``'s replicas."""
+    split = _Splitter(strategy)
+
+    def replica_step(local: Any, global_size: int) -> None:
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(local)
+        weights = model.trainable_variables
+        for v in weights:
+            v.value.grad = None
+        size = _leading(x)
+        if size == 0:  # an empty slice of a small last batch still joins the gradient sum
+            grads = [torch.zeros_like(v.value) for v in weights]
+        else:
+            y_pred = model(x, training=True)
+            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+            loss_tracker.update_state(loss, sample_weight=size)
+            model.optimizer.scale_loss(loss * (size / global_size)).backward()
+            grads = [v.value.grad for v in weights]
+        with torch.no_grad():
+            model.optimizer.apply(grads, weights)
+        if size:
+            model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def step(data: Any) -> dict:
+        parts, size = split(data[0])
+        strategy.run(replica_step, args=(parts, size))
+        return model.get_metrics_result()
+
+    return step
+
+
+def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> Any:
+    """Keras's ``test_function(data)``: every replica evaluates its slice; metrics count all of them."""
+    split = _Splitter(strategy)
+
+    def replica_step(local: Any) -> None:
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(local)
+        size = _leading(x)
+        if size == 0:
+            return
+        y_pred = model(x, training=False)
+        loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        loss_tracker.update_state(loss, sample_weight=size)
+        model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def step(data: Any) -> dict:
+        parts, _ = split(data[0])
+        with torch.no_grad():
+            strategy.run(replica_step, args=(parts,))
+        return model.get_metrics_result()
+
+    return step
+
+
+def predict_function(keras: Any, model: Any, strategy: Any) -> Any:
+    """Keras's ``predict_function(data)``: the replicas' outputs, concatenated in replica order."""
+    split = _Splitter(strategy)
+
+    def replica_step(local: Any) -> Any:
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(local)
+        if _leading(x) == 0:
+            return None
+        return model(x, training=False)
+
+    def step(data: Any) -> Any:
+        parts, _ = split(data[0])
+        with torch.no_grad():
+            outputs = [o for o in strategy.experimental_local_results(strategy.run(replica_step, args=(parts,)))
+                       if o is not None]
+        return keras.tree.map_structure(lambda *t: torch.cat(t, dim=0), *outputs)
+
+    return step

@@ -1,0 +1,119 @@
+"""Keras 3 custom loop on MultiWorkerMirroredStrategy, 2 worker processes: every worker equals one device."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integrations._keras3_env import import_keras3
+from tests.multiworker._cluster import results_json, run_cluster
+
+import_keras3()  # skip without Keras 3
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+JOB = """
+import json, os
+os.environ["KERAS_BACKEND"] = "torch"
+import torch
+import multidev as md
+import keras
+
+strategy = md.distribute.MultiWorkerMirroredStrategy()
+g = torch.Generator().manual_seed(1)
+x, y = torch.randn(16, 3, generator=g), torch.randn(16, 1, generator=g)
+data = md.data.Dataset.from_tensor_slices((x, y)).batch(8)
+
+def build(kind):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    if kind == "torch":
+        return model, torch.optim.Adam(model.parameters(), lr=0.05)
+    optimizer = keras.optimizers.Adam(learning_rate=0.05)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+def step(model, optimizer, xb, yb):
+    if isinstance(optimizer, torch.optim.Optimizer):
+        optimizer.zero_grad()
+    else:
+        for v in model.trainable_variables:
+            v.value.grad = None
+    (((model(xb) - yb) ** 2).sum() / 8).backward()
+    if isinstance(optimizer, torch.optim.Optimizer):
+        optimizer.step()
+    else:
+        optimizer.apply([v.value.grad for v in model.trainable_variables], model.trainable_variables)
+
+result = {}
+for kind in ("torch", "keras"):
+    reference, ref_opt = build(kind)
+    for xb, yb in data:
+        step(reference, ref_opt, xb, yb)
+    with strategy.scope():
+        model, optimizer = build(kind)
+    for xb, yb in strategy.experimental_distribute_dataset(data):
+        strategy.run(step, (model, optimizer, xb, yb))
+    result[kind] = max(float((r.value.detach() - c.detach()).abs().max())
+                       for r, v in zip(reference.weights, model.weights) for c in v._value.values)
+    result[kind + "_weights"] = [v._value.values[0].detach().flatten().tolist() for v in model.weights]
+print("RESULT " + json.dumps(result), flush=True)
+"""
+
+
+def test_two_workers_equal_one_device():
+    procs = run_cluster(JOB, workers=2, timeout=180)
+    results = [results_json(p) for p in procs]
+    for kind in ("torch", "keras"):
+        for r in results:
+            assert r[kind] < 1e-5, (kind, r[kind])
+        assert results[0][kind + "_weights"] == results[1][kind + "_weights"], kind
+
+
+FIT_JOB = """
+import json, os
+os.environ["KERAS_BACKEND"] = "torch"
+import torch
+import multidev as md
+import keras
+
+strategy = md.distribute.MultiWorkerMirroredStrategy()
+g = torch.Generator().manual_seed(1)
+x, y = torch.randn(21, 3, generator=g), torch.randint(0, 2, (21,), generator=g)  # uneven last batch (5)
+
+def compiled():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(0.05),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+reference = compiled()
+expected = reference.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+with strategy.scope():
+    model = compiled()
+try:
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    refused = ""
+except ValueError as e:
+    refused = str(e)
+history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+result = {
+    "refused": refused,
+    "history": history, "expected": expected,
+    "evaluate": model.evaluate(x, y, batch_size=8, verbose=0),
+    "expected_evaluate": reference.evaluate(x, y, batch_size=8, verbose=0),
+    "max_diff": max(float((r.value.detach() - c.detach()).abs().max())
+                    for r, v in zip(reference.weights, model.weights) for c in v._value.values),
+}
+print("RESULT " + json.dumps(result), flush=True)
+"""
+
+
+def test_keras_fit_two_workers_equal_one_device():
+    procs = run_cluster(FIT_JOB, workers=2, timeout=180)
+    for r in (results_json(p) for p in procs):
+        assert "shuffle=False" in r["refused"]
+        assert r["max_diff"] < 1e-5
+        for key, values in r["expected"].items():
+            assert r["history"][key] == pytest.approx(values, rel=1e-5, abs=1e-6), key
+        assert r["evaluate"] == pytest.approx(r["expected_evaluate"], rel=1e-5, abs=1e-6)

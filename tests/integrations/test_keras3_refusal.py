@@ -1,0 +1,134 @@
+"""What multidev cannot distribute for Keras 3 is refused with a clear error, never trained wrong."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import multidev as md
+from tests.integrations._keras3_env import import_keras3
+
+keras = import_keras3()
+
+DEVICES = ["/cpu:0", "/cpu:1"]
+
+
+def _model():
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+
+
+@pytest.mark.parametrize("method,args", [
+    ("train_on_batch", (torch.ones(4, 3), torch.ones(4, 2))),
+    ("test_on_batch", (torch.ones(4, 3), torch.ones(4, 2))),
+    ("predict_on_batch", (torch.ones(4, 3),)),
+])
+def test_keras_on_batch_methods_on_a_distributed_model_are_refused(method, args):
+    with md.distribute.MirroredStrategy(DEVICES).scope():
+        model = _model()
+        model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(NotImplementedError, match=rf"model.{method}\(\).*one replica only.*custom loop"):
+        getattr(model, method)(*args)
+
+
+def test_keras_predict_on_multi_worker_mirrored_is_refused():
+    with md.distribute.MultiWorkerMirroredStrategy().scope():
+        model = _model()
+        model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(NotImplementedError, match=r"model.predict\(\).*MultiWorkerMirroredStrategy.*one replica only"):
+        model.predict(torch.ones(4, 3), verbose=0)
+
+
+def test_keras_own_fit_outside_strategies_still_works():
+    model = _model()
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(torch.ones(4, 3), torch.ones(4, 2), epochs=1, verbose=0)
+    assert len(history.history["loss"]) == 1
+
+
+def test_variables_created_inside_run_are_refused():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with pytest.raises(ValueError, match=r"created inside strategy.run.*optimizer.build"):
+        strategy.run(_model)
+
+
+def test_keras_optimizer_built_lazily_inside_run_is_refused():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = _model()
+        optimizer = keras.optimizers.Adam()  # not built: its variables would be made in replica context
+
+    def step():
+        loss = model(torch.ones(2, 3)).sum()
+        loss.backward()
+        optimizer.apply([v.value.grad for v in model.trainable_variables], model.trainable_variables)
+
+    with pytest.raises(ValueError, match="optimizer.build"):
+        strategy.run(step)
+
+
+def test_layers_created_outside_the_scope_are_refused_when_the_model_is_built_in_it():
+    dense = keras.layers.Dense(2)
+    dense.build((None, 3))  # variables created outside any strategy
+    with pytest.raises(NotImplementedError, match="created outside"):
+        with md.distribute.MirroredStrategy(DEVICES).scope():
+            keras.Sequential([keras.Input((3,)), dense])
+
+
+def test_other_distributing_strategies_are_refused():
+    with pytest.raises(NotImplementedError, match="only under md.distribute.MirroredStrategy and MultiWorker"):
+        with md.distribute.CentralStorageStrategy(DEVICES).scope():
+            _model()
+
+
+def test_keras3_outside_distributing_strategies_is_untouched():
+    model = _model()
+    assert model(keras.ops.ones((1, 3))).shape == (1, 2)
+    with md.distribute.OneDeviceStrategy("/cpu:0").scope():
+        assert type(_model().layers[0].kernel._value) is torch.nn.Parameter
+
+
+def test_keras3_on_another_backend_is_refused_at_scope_entry(fresh):
+    # jax/tensorflow are not installed here (Keras 3's numpy backend needs jax too), so a stand-in
+    # module plays Keras 3 imported on the jax backend: multidev only reads keras.__version__ and
+    # keras.backend.backend().
+    proc = fresh(
+        """
+        import sys, types
+        keras = types.ModuleType("keras")
+        keras.__version__ = "3.15.1"
+        keras.backend = types.SimpleNamespace(backend=lambda: "jax")
+        sys.modules["keras"] = keras
+        import multidev as md
+        try:
+            with md.distribute.MirroredStrategy().scope():
+                print("ENTERED")
+        except ValueError as e:
+            print("REFUSED", e)
+        """, timeout=240)
+    assert "REFUSED" in proc.stdout and "ENTERED" not in proc.stdout, proc.stdout + proc.stderr
+    assert "'jax'" in proc.stdout and "KERAS_BACKEND=torch before importing keras" in proc.stdout
+
+
+def test_unsupported_keras_version_is_refused_at_scope_entry(fresh):
+    proc = fresh(
+        """
+        import sys, types
+        keras = types.ModuleType("keras")
+        keras.__version__ = "3.99.0"
+        keras.backend = types.SimpleNamespace(backend=lambda: "torch")
+        sys.modules["keras"] = keras
+        import multidev as md
+        try:
+            with md.distribute.MirroredStrategy().scope():
+                print("ENTERED")
+        except NotImplementedError as e:
+            print("REFUSED", e)
+        """, timeout=240)
+    assert "REFUSED" in proc.stdout and "ENTERED" not in proc.stdout, proc.stdout + proc.stderr
+    assert "'3.99.0'" in proc.stdout and "multidev[keras3]" in proc.stdout
+
+
+def test_unseeded_keras_random_inside_run_is_allowed():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    out = strategy.run(lambda: keras.random.normal((2,)))  # keras's per-thread global seed generator
+    assert all(v.shape == (2,) for v in strategy.experimental_local_results(out))
