@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import torch
 
-try:
-    from torch._export.serde import serialize as _serialize
-except ImportError as exc:  # pragma: no cover - depends on the installed torch
-    _serialize = None
-    _IMPORT_ERROR = exc
-
-
 def _require():
-    if _serialize is None:
+    """torch.export's serializer, imported on first use (it takes a second to import)."""
+    try:
+        from torch._export.serde import serialize
+    except ImportError as exc:  # pragma: no cover - depends on the installed torch
         raise RuntimeError(f"md.saved_model needs torch.export's serializer (torch._export.serde), which this torch "
-                           f"{torch.__version__} lacks: {_IMPORT_ERROR}. Use model.save()/md.train.Checkpoint instead.")
+                           f"{torch.__version__} lacks: {exc}. Use model.save()/md.train.Checkpoint instead.") from exc
+    return serialize
 
 
 def to_json_and_tensors(program) -> tuple[bytes, dict[str, torch.Tensor]]:
     """The program's JSON and every tensor it reads (parameters, buffers, constants), by its own names."""
-    _require()
+    _serialize = _require()
     artifact = _serialize.serialize(program, serialize_state_dict=False, serialize_constants=False,
                                     serialize_example_inputs=False)
     tensors = {}
@@ -37,7 +34,7 @@ def to_json_and_tensors(program) -> tuple[bytes, dict[str, torch.Tensor]]:
 
 def from_json_and_tensors(program_json: bytes, tensors: dict[str, torch.Tensor], example_inputs: tuple):
     """The ExportedProgram back, with its tensors from ``tensors`` (as written by ``to_json_and_tensors``)."""
-    _require()
+    _serialize = _require()
     state = {k.split("/", 1)[1]: torch.nn.Parameter(v, requires_grad=False) for k, v in tensors.items()
              if k.startswith("param/")}
     state.update({k.split("/", 1)[1]: v for k, v in tensors.items() if k.startswith("buffer/")})
