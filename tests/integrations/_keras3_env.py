@@ -11,15 +11,15 @@ import pytest
 def import_keras3():
     """``keras`` imported with ``KERAS_BACKEND=torch`` (the environment is restored afterwards); skips without it."""
     if "keras" not in sys.modules:
-        previous = os.environ.get("KERAS_BACKEND")
+        # Importing Keras's torch backend writes to os.environ (TF_FORCE_GPU_ALLOW_GROWTH=true, KMP_* ...),
+        # which every later fresh interpreter of the suite would inherit: put the environment back as it was.
+        saved = dict(os.environ)
         os.environ["KERAS_BACKEND"] = "torch"
         try:
             keras = pytest.importorskip("keras", reason="Keras 3 is not installed (pip install 'multidev[keras3]')")
         finally:
-            if previous is None:
-                os.environ.pop("KERAS_BACKEND", None)
-            else:
-                os.environ["KERAS_BACKEND"] = previous
+            os.environ.clear()
+            os.environ.update(saved)
     keras = sys.modules["keras"]
     if not str(keras.__version__).startswith("3.") or keras.backend.backend() != "torch":
         pytest.skip(f"needs Keras 3 on the torch backend, found keras {keras.__version__} "
