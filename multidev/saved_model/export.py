@@ -21,7 +21,7 @@ from multidev._core import checked_safetensors
 from multidev._core.atomic_files import atomic_directory, atomic_write, atomic_write_text
 
 from multidev.saved_model import serde
-from multidev.saved_model.signatures import DEFAULT_SERVING_SIGNATURE_DEF_KEY, Signature, resolve
+from multidev.saved_model.signatures import DEFAULT_SERVING_SIGNATURE_DEF_KEY, Signature, is_keras, resolve
 
 FORMAT = "multidev.saved_model"
 VERSION = 1
@@ -41,24 +41,25 @@ class _Traced(torch.nn.Module):
     def __init__(self, signature: Signature):
         super().__init__()
         self._signature = [signature]
-        if signature.owner is not None:   # an md.Module: its md.Variables become the program's parameters
-            self.owner = signature.owner
+        if signature.module is not None and not is_keras(signature.module):
+            self.owner = signature.module   # e.g. an md.Module: its md.Variables become the program's parameters
 
     def forward(self, *inputs):
         return _flat_outputs(self._signature[0].fn(*inputs))
 
 
-def _example(spec) -> torch.Tensor:
-    return torch.zeros([3 if d is None else d for d in spec.shape], dtype=spec.dtype)  # 0 and 1 would specialise
+def example_input(shape, dtype) -> torch.Tensor:
+    """Zeros of ``shape`` with 3 for unknown sizes (0 and 1 would be specialised by the trace)."""
+    return torch.zeros([3 if d is None else d for d in shape], dtype=dtype)
 
 
 def _trace(signature: Signature):
     auto = torch.export.Dim.AUTO
-    example = tuple(_example(s) for s in signature.inputs)
+    example = tuple(example_input(s.shape, s.dtype) for s in signature.inputs)
     dynamic = tuple({i: auto for i, d in enumerate(s.shape) if d is None} or None for s in signature.inputs)
     with torch.no_grad():
         names = signature.output_names(signature.fn(*example))
-        with _plain_parameters(signature.owner if signature.owner is not None else signature.holder):
+        with _plain_parameters(signature.module):
             program = torch.export.export(_Traced(signature), example, dynamic_shapes=(dynamic,))  # forward(*inputs)
     return program, names
 

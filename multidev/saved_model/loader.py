@@ -11,7 +11,7 @@ import torch
 from multidev._core import checked_safetensors
 from multidev.data.spec import TensorSpec
 from multidev.saved_model import serde
-from multidev.saved_model.export import FORMAT, VERSION
+from multidev.saved_model.export import FORMAT, VERSION, example_input
 
 
 class ConcreteFunction:
@@ -69,10 +69,6 @@ class Loaded:
         return values[0] if len(values) == 1 else values
 
 
-def _example(spec: dict) -> torch.Tensor:
-    return torch.zeros([3 if d is None else d for d in spec["shape"]], dtype=getattr(torch, spec["dtype"]))
-
-
 def load(export_dir, tags=None, options=None) -> Any:
     """Load what ``md.saved_model.save`` wrote: an object with ``.signatures`` (and callable).
 
@@ -99,7 +95,7 @@ def load(export_dir, tags=None, options=None) -> Any:
         weights = os.path.join(export_dir, "variables", f"{name}.safetensors")
         with open(weights, "rb") as f:
             tensors, _ = checked_safetensors.loads(f.read(), weights)
-        example = tuple(_example(i) for i in spec["inputs"])
+        example = tuple(example_input(i["shape"], getattr(torch, i["dtype"])) for i in spec["inputs"])
         program = serde.from_json_and_tensors(program_json, tensors, example)
         signatures[name] = ConcreteFunction(name, program.module(), spec["inputs"], spec["outputs"])
     return Loaded(signatures, meta.get("default"))

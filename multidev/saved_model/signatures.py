@@ -20,8 +20,7 @@ class Signature:
     inputs: tuple[TensorSpec, ...]
     input_names: tuple[str, ...]
     output_names: Callable[[Any], list[str]]
-    owner: Any = None   # an nn.Module whose parameters the trace should lift as the program's weights
-    holder: Any = None  # a Keras model whose weights are the program's constants (distributed ones as plain tensors)
+    module: Any = None  # the nn.Module whose weights the function reads (traced as plain tensors)
 
 
 def _flat_specs(signature: Any, where: str) -> tuple[TensorSpec, ...]:
@@ -52,12 +51,12 @@ def _from_function(fn: Callable, where: str) -> Signature:
     if params and params[0] == "self":   # a method: python_function is the function before binding
         params = params[1:]
     names = tuple(spec.name or (params[i] if i < len(params) else f"input_{i}") for i, spec in enumerate(specs))
-    owner = getattr(fn, "__self__", None)
-    owner = owner if isinstance(owner, torch.nn.Module) and not _is_keras(owner) else None
-    return Signature(fn, specs, names, _generic_output_names, owner)
+    module = getattr(fn, "__self__", None)
+    return Signature(fn, specs, names, _generic_output_names,
+                     module if isinstance(module, torch.nn.Module) else None)
 
 
-def _is_keras(obj: Any) -> bool:
+def is_keras(obj: Any) -> bool:
     from multidev.keras.layers.base import Layer
     return isinstance(obj, Layer)
 
@@ -87,7 +86,7 @@ def _keras_signature(model: Any) -> Signature:
         last = model.layers[-1].name if getattr(model, "layers", None) else model.name
         return [last] if isinstance(outputs, torch.Tensor) else [f"{last}_{i}" for i in range(len(outputs))]
 
-    return Signature(call, specs, names, output_names, holder=model)
+    return Signature(call, specs, names, output_names, model)
 
 
 def _decorated_methods(obj: Any) -> dict[str, Callable]:
@@ -106,7 +105,7 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
         if len(methods) == 1 or "__call__" in methods:
             name, fn = ("__call__", methods["__call__"]) if "__call__" in methods else next(iter(methods.items()))
             return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _from_function(fn, f"{type(obj).__name__}.{name}")}
-        if _is_keras(obj):
+        if is_keras(obj):
             return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _keras_signature(obj)}
         if methods:
             raise ValueError(f"{type(obj).__name__} has several md.function methods with input signatures "

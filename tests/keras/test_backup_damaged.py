@@ -12,21 +12,7 @@ import torch
 import multidev as md
 import multidev.keras as keras
 from multidev.keras import callbacks, layers, models
-
-
-class Crash(Exception):
-    pass
-
-
-class CrashAt(callbacks.Callback):
-    def __init__(self, at):
-        super().__init__()
-        self.at, self.seen = at, 0
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.seen += 1
-        if self.seen == self.at:
-            raise Crash
+from tests.keras.test_backup_resume import Crash, CrashAt
 
 
 def model():

@@ -133,12 +133,13 @@ def test_sync_batch_norm_uses_the_aggregation_hook():
 
     sync = layers.experimental.SyncBatchNormalization()
     assert sync.synchronized
+    previous = layers.BatchNormalization.__dict__["moments_aggregator"]   # the staticmethod, as declared
     layers.BatchNormalization.moments_aggregator = aggregator
     try:
         x = torch.randn(8, 3)
         y = sync(x, training=True)
     finally:
-        layers.BatchNormalization.moments_aggregator = None
+        layers.BatchNormalization.moments_aggregator = previous  # not None: later tests need the real hook
     assert seen == [8.0]
     plain = layers.BatchNormalization()(x, training=True)
     torch.testing.assert_close(y, plain)

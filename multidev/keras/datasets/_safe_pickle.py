@@ -58,13 +58,3 @@ def load_npz(path: str) -> dict[str, np.ndarray]:
                 out[name] = _NumpyOnlyUnpickler(data).load()
     return out
 
-
-def has_object_arrays(path: str, keys: list[str]) -> bool:
-    """Whether any of ``keys`` in the npz is an object array (needs unpickling)."""
-    with np.load(path, allow_pickle=False) as f:
-        for key in keys:
-            try:
-                f[key]
-            except ValueError:
-                return True
-    return False

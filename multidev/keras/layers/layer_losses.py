@@ -17,17 +17,13 @@ import threading
 import torch
 
 
-def _layers(layer):
-    from multidev.keras.layers.base import Layer
-    return [m for m in layer.modules() if isinstance(m, Layer)]
-
-
 def clear_call_losses(layer) -> None:
     """Forget this thread's call losses of ``layer`` and all its sublayers (start of a top-level call)."""
     me = threading.get_ident()
-    for m in _layers(layer):
-        if m._call_losses:
-            m._call_losses.pop(me, None)
+    for m in layer.modules():
+        losses = getattr(m, "_call_losses", None)   # plain torch modules have none
+        if losses:
+            losses.pop(me, None)
 
 
 def add_call_loss(layer, loss) -> None:
@@ -49,24 +45,24 @@ def record_activity(layer, outputs) -> None:
 
 def collect(layer) -> list:
     """This thread's call losses of ``layer`` and its sublayers, then the penalties of trainable weights."""
-    me = threading.get_ident()
-    found = [loss for m in _layers(layer) for loss in m._call_losses.get(me, ())]
-    return found + _penalties(layer, True)
+    found, penalties = [], []
+    _walk(layer, True, threading.get_ident(), found, penalties)
+    return found + penalties
 
 
-def _penalties(module, parent_trainable) -> list:
-    """Weight penalties of ``module`` and the layers under it whose weights are trainable (a frozen layer
-    has none). Weights are read by attribute, so inside a replica each penalty is of that replica's copy."""
+def _walk(module, parent_trainable: bool, me: int, found: list, penalties: list) -> None:
+    """One pass over ``module`` and the modules under it. A frozen layer's weights have no penalty; weights
+    are read by attribute, so inside a replica each penalty is of that replica's copy."""
     from multidev.keras.layers.base import Layer
-    trainable, out = parent_trainable, []
+    trainable = parent_trainable
     if isinstance(module, Layer):
+        found.extend(module._call_losses.get(me, ()))
         trainable = parent_trainable and module._trainable
         if trainable:
-            out = [regularizer(getattr(module, attr)) for attr, regularizer in module._weight_regularizers]
+            penalties.extend(regularizer(getattr(module, attr)) for attr, regularizer in module._weight_regularizers)
     for child in module._modules.values():
         if child is not None:
-            out.extend(_penalties(child, trainable))
-    return out
+            _walk(child, trainable, me, found, penalties)
 
 
 def mask_of(x):
