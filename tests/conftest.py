@@ -41,6 +41,42 @@ def fresh():
     return run_fresh
 
 
+@pytest.fixture
+def pretend_workers(monkeypatch):
+    """``pretend_workers(strategy, num_workers, worker_index, gather=None)``: the strategy's injected
+    worker collective replaced, for this test, by one posing as worker ``worker_index`` of
+    ``num_workers`` (sum and broadcast are identities; ``gather`` defaults to one too)."""
+    from multidev.distribute.worker_collective import WorkerCollective
+
+    class PretendWorkers(WorkerCollective):
+        spans_processes = False
+        num_workers, worker_index = 1, 0   # set per instance below
+
+        def __init__(self, real, num_workers, worker_index, gather):
+            self._real, self.num_workers, self.worker_index, self._gather = real, num_workers, worker_index, gather
+
+        timeout_seconds = property(lambda self: self._real.timeout_seconds)
+        sum = broadcast = staticmethod(lambda tensor: tensor)
+
+        def gather(self, tensor, axis):
+            return tensor if self._gather is None else self._gather(tensor, axis)
+
+        def all_reduce(self, *args):
+            return self._real.all_reduce(*args)
+
+        def all_gather(self, *args):
+            return self._real.all_gather(*args)
+
+        def broadcast_initial_values(self, primaries):
+            return None
+
+    def pretend(strategy, num_workers, worker_index, gather=None):
+        real = strategy.extended.worker_collective
+        monkeypatch.setattr(strategy.extended, "_workers", PretendWorkers(real, num_workers, worker_index, gather))
+
+    return pretend
+
+
 TEST_LOGICAL_CPUS = 4
 
 

@@ -1,7 +1,7 @@
 """Child process of the collectives benchmark: in-process all-reduce across 2 and 4 replicas of a
 ``MirroredStrategy`` on logical CPUs (or GPUs), through the replica context inside ``strategy.run``
 through the in-place path gradient buckets use (``gradient_buckets``), and through
-``strategy.extended._all_reduce_tensors`` from cross-replica context, next to the
+``strategy.extended.all_reduce_tensors`` from cross-replica context, next to the
 machine's memory-copy bandwidth (``Tensor.copy_`` of a large buffer).
 
     python -m multidev.bench.collectives_inprocess '{"sizes": [1024, ...], "replicas": [2, 4], ...}'
@@ -82,7 +82,7 @@ def _extended_call(strategy, buffers) -> Callable[[int], float]:
         measure.synchronize(device)
         start = time.perf_counter()
         for _ in range(k):
-            strategy.extended._all_reduce_tensors(ReduceOp.SUM, buffers, private=False)
+            strategy.extended.all_reduce_tensors(ReduceOp.SUM, buffers, private=False)
         measure.synchronize(device)
         return time.perf_counter() - start
 
@@ -97,7 +97,7 @@ def main(spec: dict) -> dict:
     rows = []
     for n in spec["replicas"]:
         strategy = md.distribute.MirroredStrategy(names[:n])
-        devices = strategy.extended._torch_devices
+        devices = strategy.extended.torch_devices
         for size in spec["sizes"]:
             buffers = [torch.ones(max(1, size // 4), device=d) for d in devices]
             for path, make in (("replica_context", _replica_context_call), ("gradient_buckets", _owned_call),

@@ -17,6 +17,7 @@ from multidev.distribute.context_api import (
     has_strategy,
     in_cross_replica_context,
 )
+from multidev.distribute.extended import StrategyExtended
 from multidev.distribute.cross_device_ops import (
     CrossDeviceOps,
     HierarchicalCopyAllReduce,
@@ -43,6 +44,7 @@ optimizer_hooks.install()
 __all__ = [
     "ReduceOp",
     "Strategy",
+    "StrategyExtended",
     "MirroredStrategy",
     "MultiWorkerMirroredStrategy",
     "OneDeviceStrategy",

@@ -11,22 +11,23 @@ next ``run`` after a write (multidev's difference: TensorFlow copies the central
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, final
 
 from multidev.devices import registry
-from multidev._core.enums import VariableSynchronization
 from multidev.distribute._devices import resolve_devices
 from multidev.distribute.cross_device_ops import ReductionToOneDevice
-from multidev.distribute.distribute_lib import StrategyExtended
+from multidev.distribute.distribute_lib import ReplicatedExtended
 from multidev.distribute.strategy import Strategy
-from multidev.values.central import AggregatingVariable
+from multidev.distribute.variable_layout import CentralLayout
 
 
-class _CentralStorageExtended(StrategyExtended):
-    def _variable_class(self, synchronization: VariableSynchronization) -> type:
-        if synchronization is VariableSynchronization.ON_READ:
-            return super()._variable_class(synchronization)
-        return AggregatingVariable
+@final
+class _CentralStorageExtended(ReplicatedExtended):
+    """``CentralStorageStrategy.extended``: variables stored once, on ``parameter_device``."""
+
+    def __init__(self, strategy: "CentralStorageStrategy", compute: Sequence[registry.Device],
+                 parameter: registry.Device):
+        super().__init__(strategy, compute, ReductionToOneDevice(parameter.name), layout=CentralLayout(parameter, compute))
 
 
 def _default_compute_devices() -> list[registry.Device]:
@@ -50,6 +51,4 @@ class CentralStorageStrategy(Strategy):
             parameter = registry.resolve("/device:CPU:0") if len({d.torch_device for d in compute}) > 1 else compute[0]
         else:
             parameter = registry.resolve(parameter_device)
-        extended = _CentralStorageExtended(self, compute, ReductionToOneDevice(parameter.name), parameter)
-        extended._share_storage = all(d.torch_device == parameter.torch_device for d in compute)
-        super().__init__(extended)
+        super().__init__(_CentralStorageExtended(self, compute, parameter))

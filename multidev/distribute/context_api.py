@@ -3,21 +3,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, final
 
 import torch
 
 from multidev.devices import registry
-from multidev.distribute.distribute_lib import StrategyExtended
+from multidev.distribute.distribute_lib import ReplicatedExtended
+from multidev.distribute.extended import StrategyExtended
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.strategy import Strategy
+from multidev.distribute.variable_layout import PlainLayout
 from multidev.values import context
 
 
-class _DefaultExtended(StrategyExtended):
+@final
+class _DefaultExtended(ReplicatedExtended):
     """One replica on the default device; variables stay plain."""
 
-    _distributes_variables = False
+    def __init__(self, strategy: Strategy, device: registry.Device):
+        super().__init__(strategy, [device], None, layout=PlainLayout())
 
     def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
@@ -32,7 +36,7 @@ class _DefaultStrategy(Strategy):
     @property
     def extended(self) -> StrategyExtended:
         if self._extended is None:  # built lazily: creating it must not initialise devices at import
-            self._extended = _DefaultExtended(self, [registry.resolve("/device:CPU:0")], None)
+            self._extended = _DefaultExtended(self, registry.resolve("/device:CPU:0"))
         return self._extended
 
     @property

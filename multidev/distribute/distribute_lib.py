@@ -17,20 +17,22 @@ import torch
 
 from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
 from multidev._core.errors import AbortedError
-from multidev.collectives import algorithms
-from multidev.collectives.process_config import default_timeout_seconds
 from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import options as device_options, registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
+from multidev.distribute.extended import StrategyExtended
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.replica_threads import ReplicaThreads
+from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
+from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
 from multidev.values import context
 from multidev.values.distributed import (DistributedValues, Mirrored, PerReplica, flatten, local_value, map_structure,
                                         pack_as, regroup)
 from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
 
-
+#: Default gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack overrides it).
+DEFAULT_BUCKET_BYTES = 32 * 1024 * 1024
 
 def _cross_replica_only(method: str) -> RuntimeError:
     return RuntimeError(
@@ -39,42 +41,40 @@ def _cross_replica_only(method: str) -> RuntimeError:
     )
 
 
-class StrategyExtended:
-    """Device-level API of a strategy (``strategy.extended``) and the implementation of ``run``."""
+class ReplicatedExtended(StrategyExtended):
+    """The implementation of ``strategy.extended`` (and of ``run``) every strategy shares: replica
+    threads, in-process collectives and variable creation. What differs between strategies is
+    injected: the variable layout, the worker collective and the gradient bucket size; the
+    strategies' own classes (``MirroredExtended``, ...) are final configurations of it."""
 
-    #: Whether variables created in scope become distributed variables (False: plain, placed).
-    _distributes_variables = True
-    #: Whether every replica's copy aliases one storage (CentralStorageStrategy on one device).
-    _share_storage = False
-    #: This process's place among the workers reading input (multi-worker strategies override).
-    _num_workers = 1
-    _worker_index = 0
-    #: Gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack overrides).
-    _bucket_bytes = 32 * 1024 * 1024
-    #: Global id of this process's first replica (worker_index x local replicas).
-    _replica_offset = 0
-
-    def __init__(self, strategy: "Strategy", devices: Sequence[registry.Device],
-                 cross_device_ops: CrossDeviceOps | None, parameter_device: registry.Device | None = None):
+    def __init__(self, strategy: "Strategy", devices: Sequence[registry.Device], cross_device_ops: CrossDeviceOps | None,
+                 layout: VariableLayout | None = None, workers: WorkerCollective | None = None,
+                 bucket_bytes: int = DEFAULT_BUCKET_BYTES):
         self._strategy_ref = weakref.ref(strategy)
         self._devices = list(devices)
         self._torch_devices = [d.torch_device for d in self._devices]
-        self._parameter_device = parameter_device or self._devices[0]
+        self._layout = layout or MirroredLayout()
+        self._workers = workers or LocalWorkers()
+        #: Gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack sets it).
+        self._bucket_bytes = bucket_bytes
         self._cross_device_ops = cross_device_ops or ReductionToOneDevice()
         self._variables: list[weakref.ref] = []  # creation order: workers agree on it
+        self._broadcast_count = 0  # variables [0, count) already hold the chief's values
         # One documented limit for every collective wait, in-process and across processes.
-        self._rendezvous = Rendezvous(len(self._devices), default_timeout_seconds())
+        self._rendezvous = Rendezvous(len(self._devices), self._workers.timeout_seconds)
         self._contexts = [ReplicaContext(strategy, r) for r in range(len(self._devices))]
         self._threads: ReplicaThreads | None = None
         self._running = False
-        # Replicas of one process on one CPU reduce gradient buckets cooperatively (ReplicaContext).
+        # Replicas of one process on one CPU reduce gradient buckets cooperatively (ReplicaContext);
+        # not when collectives leave the process (local sums go through the cross-process all-reduce).
         self._cooperative_reduce = len({d.torch_device for d in self._devices}) == 1 and \
-            self._torch_devices[0].type == "cpu" and len(self._devices) > 1
+            self._torch_devices[0].type == "cpu" and len(self._devices) > 1 and not self._workers.spans_processes
         # CPU replicas share the cores: each replica's kernels get an equal share of torch's
         # intra-op threads (a per-thread OpenMP setting) instead of all oversubscribing them.
         self._streams = [registry.stream_for(d) for d in self._devices]
         cpu_replicas = sum(1 for d in self._devices if d.torch_device.type == "cpu")
         self._intra_op_threads = max(1, torch.get_num_threads() // cpu_replicas) if cpu_replicas > 1 else None
+        self.should_checkpoint = self.should_save_summary = self._workers.is_chief
 
     @property
     def _strategy(self) -> "Strategy":
@@ -87,14 +87,27 @@ class StrategyExtended:
 
     @property
     def parameter_devices(self) -> tuple[str, ...]:
-        if self._share_storage:
-            return (self._parameter_device.name,)
-        return self.worker_devices
+        return self._layout.parameter_devices(self.worker_devices)
 
-    #: TensorFlow's chief-only duties: one process writes checkpoints and summaries.
-    should_checkpoint = True
-    should_save_summary = True
-    experimental_should_init = True
+    @property
+    def local_devices(self) -> tuple[registry.Device, ...]:
+        return tuple(self._devices)
+
+    @property
+    def torch_devices(self) -> tuple[torch.device, ...]:
+        return tuple(self._torch_devices)
+
+    @property
+    def num_local_replicas(self) -> int:
+        return len(self._devices)
+
+    @property
+    def worker_collective(self) -> WorkerCollective:
+        return self._workers
+
+    @property
+    def distributes_variables(self) -> bool:
+        return self._layout.distributes
 
     def variable_created_in_scope(self, v: Any) -> bool:
         return isinstance(v, DistributedVariable) and v._strategy is self._strategy
@@ -128,12 +141,26 @@ class StrategyExtended:
     def colocate_vars_with(self, colocate_with_variable: Any):
         return self._strategy.scope()
 
-    # --- variables ---------------------------------------------------------------------------
-    def _variable_class(self, synchronization: VariableSynchronization) -> type:
-        return SyncOnReadVariable if synchronization is VariableSynchronization.ON_READ else MirroredVariable
+    # --- private names kept for the code inside distribute/ that reads them -----------------------
+    @property
+    def _share_storage(self) -> bool:
+        return self._layout.share_storage
 
-    def _create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
-                         synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
+    @property
+    def _num_workers(self) -> int:
+        return self._workers.num_workers
+
+    @property
+    def _worker_index(self) -> int:
+        return self._workers.worker_index
+
+    @property
+    def _replica_offset(self) -> int:
+        return self.replica_offset
+
+    # --- variables ---------------------------------------------------------------------------
+    def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
+                        synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
         if context.current_replica_id() is not None and len(self._devices) > 1:
             raise ValueError(
                 "Variables cannot be created inside strategy.run (replica context) with more than one "
@@ -145,13 +172,17 @@ class StrategyExtended:
                 "synchronization=NONE is not supported for variables created in a MirroredStrategy scope; "
                 "use AUTO, ON_WRITE or ON_READ."
             )
-        return self._wrap(data, trainable=trainable, name=name, synchronization=synchronization,
-                          aggregation=aggregation)
+        return self.create_distributed_variable(data, trainable=trainable, name=name, synchronization=synchronization,
+                                                aggregation=aggregation)
 
-    def _wrap(self, data: torch.Tensor, **kwargs: Any) -> DistributedVariable:
-        cls = self._variable_class(kwargs["synchronization"])
-        devices = [self._parameter_device.torch_device] * len(self._devices) if self._share_storage else self._torch_devices
-        var = cls._create(data, devices, self._strategy, share_storage=self._share_storage, **kwargs)
+    def create_distributed_variable(self, data: torch.Tensor, *, trainable: bool, name: str | None,
+                                    synchronization: VariableSynchronization,
+                                    aggregation: VariableAggregation) -> DistributedVariable:
+        cls = self._layout.variable_class(synchronization)
+        devices = self._layout.component_devices(self._devices)
+        var = cls._create(data, devices, self._strategy, trainable=trainable, name=name,
+                          synchronization=synchronization, aggregation=aggregation,
+                          share_storage=self._layout.share_storage)
         self._variables.append(weakref.ref(var))
         return var
 
@@ -163,22 +194,30 @@ class StrategyExtended:
         return live
 
     def _prepare_variables(self) -> None:
-        """Before replicas run: copy values written outside the update paths to every replica."""
-        for var in self._live_variables():
+        """Before replicas run: new variables take the chief's values (several workers), then values
+        written outside the update paths are copied to every replica."""
+        fresh = [v for v in (ref() for ref in self._variables[self._broadcast_count:]) if v is not None]
+        if fresh:
+            self._workers.broadcast_initial_values([v._components[0] for v in fresh])
+        live = self._live_variables()
+        self._broadcast_count = len(self._variables)
+        for var in live:
             var._sync_if_stale()
 
     def _place_parameter(self, param: torch.Tensor) -> Any:
         """Non-distributing strategies move new parameters to their device; None keeps ``param``."""
-        return None
+        return self._layout.place_parameter(param)
 
     def _create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
-        return self._wrap(param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
-                          synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
+        return self.create_distributed_variable(
+            param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
+            synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
 
     def _create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
         aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
-        return self._wrap(buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
-                          synchronization=VariableSynchronization.ON_READ, aggregation=aggregation)
+        return self.create_distributed_variable(
+            buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
+            synchronization=VariableSynchronization.ON_READ, aggregation=aggregation)
 
     # --- run ---------------------------------------------------------------------------------
     def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
@@ -267,27 +306,27 @@ class StrategyExtended:
         raise error
 
     # --- collectives used by the replica context and optimizers ---------------------------------
+    def all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:
+        return self._workers.all_reduce(op, tensors, self._torch_devices, private, self._cross_device_ops)
+
+    def all_gather_tensors(self, tensors: Sequence[torch.Tensor], axis: int) -> list:
+        return self._workers.all_gather(tensors, axis, self._torch_devices)
+
+    # One-line delegates for the code inside distribute/ that calls them.
     def _all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:
-        _synchronize(tensors)
-        results = self._cross_device_ops._all_reduce(op, tensors, self._torch_devices, private)
-        _synchronize(results)
-        return results
+        return self.all_reduce_tensors(op, tensors, private)
 
     def _all_gather_tensors(self, tensors: Sequence[torch.Tensor], axis: int) -> list:
-        _synchronize(tensors)
-        results = algorithms.all_gather(tensors, axis, self._torch_devices)
-        _synchronize(results)
-        return results
+        return self.all_gather_tensors(tensors, axis)
 
-    # Cross-worker hooks: identities in one process; MultiWorkerMirroredStrategy overrides them.
     def _sum_across_workers(self, tensor: torch.Tensor) -> torch.Tensor:
-        return tensor
+        return self._workers.sum(tensor)
 
     def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        return tensor
+        return self._workers.gather(tensor, axis)
 
     def _broadcast_from_first_worker(self, tensor: torch.Tensor) -> torch.Tensor:
-        return tensor
+        return self._workers.broadcast(tensor)
 
     def _gradient_overlap(self, refs: Sequence[torch.Tensor]) -> Any:
         """An object reducing gradients during backward (see ``gradient_overlap``), or None."""
@@ -320,12 +359,6 @@ class _CallerModes:
 
 def _on_stream(stream: Any) -> Any:
     return contextlib.nullcontext() if stream is None else torch.cuda.stream(stream)
-
-
-def _synchronize(tensors: Sequence[torch.Tensor]) -> None:
-    """Collectives combine tensors written on other replicas' streams: wait for those devices."""
-    for device in {t.device for t in tensors if t.device.type == "cuda"}:
-        torch.cuda.synchronize(device)
 
 
 def _regroup_results(outputs: list) -> Any:

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Sequence, final
 
 from multidev.distribute._devices import default_devices, resolve_devices
 from multidev.distribute.cross_device_ops import CrossDeviceOps, choose_cross_device_ops
-from multidev.distribute.distribute_lib import StrategyExtended
+from multidev.devices import registry
+from multidev.distribute.distribute_lib import ReplicatedExtended
 from multidev.distribute.strategy import Strategy
 
 _log = logging.getLogger("multidev.distribute")
+
+
+@final
+class MirroredExtended(ReplicatedExtended):
+    """``MirroredStrategy.extended``: one copy of every variable per replica device, one process."""
+
+    def __init__(self, strategy: "MirroredStrategy", devices: Sequence[registry.Device], cross_device_ops: CrossDeviceOps):
+        super().__init__(strategy, devices, cross_device_ops)
 
 
 class MirroredStrategy(Strategy):
@@ -37,5 +46,5 @@ class MirroredStrategy(Strategy):
                 f"NcclAllReduce, HierarchicalCopyAllReduce), got {cross_device_ops!r}."
             )
         ops = cross_device_ops or choose_cross_device_ops(resolved)
-        super().__init__(StrategyExtended(self, resolved, ops))
+        super().__init__(MirroredExtended(self, resolved, ops))
         _log.info("Using MirroredStrategy with devices %s", tuple(d.name for d in resolved))

@@ -36,7 +36,7 @@ def _distributing_strategy() -> Any | None:
     if context.current_replica_id() is not None:
         return None  # modules built inside a replica function stay local to it
     strategy = context.current_scope_strategy()
-    if strategy is None or not strategy.extended._distributes_variables:
+    if strategy is None or not strategy.extended.distributes_variables:
         return None
     return strategy
 

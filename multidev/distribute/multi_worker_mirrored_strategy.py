@@ -18,21 +18,19 @@ import atexit
 import logging
 import os
 import weakref
-from typing import Any, Sequence
+from typing import Any, Sequence, final
 
 import torch
 
-from multidev._core.enums import ReduceOp
-from multidev.collectives import algorithms
 from multidev.collectives.process import ProcessCollective
-from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import registry
 from multidev.distribute.cluster_resolver import ClusterResolver, collective_world, default_cluster_resolver
 from multidev.distribute.communication import CommunicationOptions
 from multidev.distribute.cross_device_ops import ReductionToOneDevice
-from multidev.distribute.distribute_lib import StrategyExtended
+from multidev.distribute.distribute_lib import DEFAULT_BUCKET_BYTES, ReplicatedExtended
 from multidev.distribute.gradient_overlap import GradientOverlap
-from multidev.distribute.strategy import Strategy, divide
+from multidev.distribute.strategy import Strategy
+from multidev.distribute.worker_collective import ProcessWorkers
 
 _log = logging.getLogger("multidev.distribute")
 
@@ -55,80 +53,30 @@ def _shutdown(process: ProcessCollective) -> None:
         pass
 
 
-class _MultiWorkerExtended(StrategyExtended):
-    """Hierarchical collectives: in-process over the local replicas, then across workers."""
+@final
+class _MultiWorkerExtended(ReplicatedExtended):
+    """``MultiWorkerMirroredStrategy.extended``: mirrored variables; hierarchical collectives (in process
+    over the local replicas, then across workers) through the injected ``ProcessWorkers``."""
 
     def __init__(self, strategy: Strategy, devices: Sequence[registry.Device], process: ProcessCollective,
                  task_type: str | None, task_id: int | None, options: CommunicationOptions):
-        super().__init__(strategy, devices, ReductionToOneDevice())
-        self._rendezvous = Rendezvous(len(devices), process.timeout_seconds)  # one limit for every wait
+        super().__init__(strategy, devices, ReductionToOneDevice(), workers=ProcessWorkers(process),
+                         bucket_bytes=options.bytes_per_pack or DEFAULT_BUCKET_BYTES)
         self._process = process
-        self._num_workers = process.world_size
-        self._worker_index = process.rank
-        self._replica_offset = process.rank * len(devices)
         self._task_type = task_type or "worker"
         self._task_id = 0 if task_id is None else task_id
         self._options = options
-        self._cooperative_reduce = False  # local sums must go through the cross-process all-reduce
-        self._broadcast_count = 0  # variables [0, count) already hold the chief's values
         self._options_overlap = os.environ.get("MULTIDEV_OVERLAP_GRADIENTS", "1") != "0"
-        is_chief = process.rank == 0
-        self.should_checkpoint = is_chief
-        self.should_save_summary = is_chief
 
     @property
     def worker_devices(self) -> tuple[str, ...]:
         return tuple(d.spec.replace(job=self._task_type, task=self._task_id).to_string() for d in self._devices)
-
-    def _prepare_variables(self) -> None:
-        variables = [ref() for ref in self._variables]
-        fresh = [v for v in variables[self._broadcast_count:] if v is not None]
-        if fresh:  # same creation order on every worker: one flat broadcast per dtype from the chief
-            with torch.no_grad():
-                by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
-                for v in fresh:
-                    by_dtype.setdefault(v._components[0].dtype, []).append(v._components[0])
-                for primaries in by_dtype.values():
-                    flat = self._process.broadcast(torch.cat([p.detach().reshape(-1) for p in primaries]), src=0)
-                    offset = 0
-                    for p in primaries:
-                        p.copy_(flat[offset:offset + p.numel()].view(p.shape))
-                        offset += p.numel()
-        self._broadcast_count = len(variables)
-        super()._prepare_variables()
 
     def _gradient_overlap(self, refs: Sequence[torch.Tensor]) -> Any:
         # With one local replica the cross-process all-reduce can start during backward.
         if len(self._devices) != 1 or self._num_workers == 1 or not self._options_overlap:
             return None
         return GradientOverlap(self._process, refs, self._bucket_bytes)
-
-    def _all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:
-        # One local replica: reduce a copy in place and hand it back as is; several: sum them first.
-        local = tensors[0].clone() if len(tensors) == 1 else \
-            algorithms.reduce_to_one(tensors, ReduceOp.SUM, self._torch_devices[0])
-        self._process.all_reduce(local, ReduceOp.SUM)
-        if op is ReduceOp.MEAN:
-            local = divide(local, self._strategy.num_replicas_in_sync)
-        if len(tensors) == 1:
-            return [local]
-        return algorithms.broadcast(local, self._torch_devices, private=private)
-
-    def _all_gather_tensors(self, tensors: Sequence[torch.Tensor], axis: int) -> list:
-        local = torch.cat([t.to(self._torch_devices[0]) for t in tensors], dim=axis)
-        gathered = self._gather_across_workers(local, axis)
-        return algorithms.broadcast(gathered, self._torch_devices, private=True)
-
-    def _sum_across_workers(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._process.all_reduce(tensor.clone(), ReduceOp.SUM)
-
-    def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        moved = tensor.movedim(axis, 0).contiguous()
-        parts = self._process.all_gather(moved)
-        return torch.cat(parts, dim=0).movedim(0, axis)
-
-    def _broadcast_from_first_worker(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._process.broadcast(tensor.contiguous(), src=0)
 
 
 class MultiWorkerMirroredStrategy(Strategy):
@@ -167,8 +115,6 @@ class MultiWorkerMirroredStrategy(Strategy):
         backend = options.backend(cuda=devices[0].device_type == "GPU")
         process = ProcessCollective(world, backend=backend, timeout_seconds=options.timeout_seconds)
         extended = _MultiWorkerExtended(self, devices, process, resolver.task_type, resolver.task_id, options)
-        if options.bytes_per_pack:
-            extended._bucket_bytes = options.bytes_per_pack
         super().__init__(extended)
         self._resolver = resolver
         self._finalizer = weakref.finalize(self, _shutdown, process)

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import final
 
 from multidev.devices import registry
-from multidev.distribute.distribute_lib import StrategyExtended
+from multidev.distribute.distribute_lib import ReplicatedExtended
 from multidev.distribute.strategy import Strategy
+from multidev.distribute.variable_layout import PlainLayout
 
 
-class _OneDeviceExtended(StrategyExtended):
-    """Variables stay plain tensors, placed on the strategy's device."""
+@final
+class _OneDeviceExtended(ReplicatedExtended):
+    """``OneDeviceStrategy.extended``: variables stay plain tensors, placed on the strategy's device."""
 
-    _distributes_variables = False
-
-    def _create_variable(self, initial_value, **kwargs):  # pragma: no cover - not reached: not distributing
-        raise AssertionError
-
-    def _place_parameter(self, param: torch.Tensor) -> Any:
-        device = self._torch_devices[0]
-        if param.device == device:
-            return None
-        return torch.nn.Parameter(param.detach().to(device), requires_grad=param.requires_grad)
+    def __init__(self, strategy: "OneDeviceStrategy", device: registry.Device):
+        super().__init__(strategy, [device], None, layout=PlainLayout(device))
 
 
 class OneDeviceStrategy(Strategy):
@@ -38,4 +30,4 @@ class OneDeviceStrategy(Strategy):
     def __init__(self, device: str):
         if not isinstance(device, (str, registry.Device)):
             raise TypeError(f"OneDeviceStrategy needs one device name such as '/gpu:0', got {device!r}.")
-        super().__init__(_OneDeviceExtended(self, [registry.resolve(device)], None))
+        super().__init__(_OneDeviceExtended(self, registry.resolve(device)))

@@ -13,6 +13,7 @@ from multidev.values import context
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
 from multidev.values.variables import DistributedVariable
 from multidev.distribute.distribute_lib import _check_replica_counts
+from multidev.distribute.extended import StrategyExtended
 
 
 def divide(total: torch.Tensor, n: int) -> torch.Tensor:
@@ -82,17 +83,18 @@ class _Scope:
 class Strategy:
     """Distributes computation over replicas; subclasses choose the devices and the variables' layout."""
 
-    def __init__(self, extended: Any):
+    def __init__(self, extended: StrategyExtended):
         self._extended = extended
 
     @property
-    def extended(self) -> Any:
+    def extended(self) -> StrategyExtended:
+        """The device-level API (``md.distribute.StrategyExtended``)."""
         return self._extended
 
     @property
     def num_replicas_in_sync(self) -> int:
         """Replicas across all workers."""
-        return len(self._extended._devices) * self._extended._num_workers
+        return self._extended.num_local_replicas * self._extended.num_workers
 
     def scope(self) -> _Scope:
         """Context in which variables and module parameters are created distributed."""
@@ -135,25 +137,25 @@ class Strategy:
             tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
             if isinstance(tensor, DistributedVariable):   # a value, not the live variable (TF returns a tensor)
                 tensor = tensor.read_value()
-            if len(self._extended._devices) > 1 and op is ReduceOp.SUM:
+            if self._extended.num_local_replicas > 1 and op is ReduceOp.SUM:
                 raise ValueError(
                     f"A non-distributed value {value!r} cannot be reduced with ReduceOp.SUM across "
                     f"{self.num_replicas_in_sync} replicas: it would be counted once per replica. Return it "
                     "from strategy.run (a PerReplica value) or reduce with 'MEAN'."
                 )
             return self._reduce_plain(op, tensor, axis)
-        device = self._extended._torch_devices[0] if parts[0].device.type != "cpu" else parts[0].device
+        device = self._extended.torch_devices[0] if parts[0].device.type != "cpu" else parts[0].device
         parts = [p.to(device) for p in parts]
         extended = self._extended
         if axis is None:
-            total = extended._sum_across_workers(algorithms.reduce_to_one(parts, ReduceOp.SUM, device))
+            total = extended.worker_collective.sum(algorithms.reduce_to_one(parts, ReduceOp.SUM, device))
             if op is ReduceOp.SUM or self.num_replicas_in_sync == 1:   # one replica: TF returns the value as is
                 return total
             return true_divide(total, self.num_replicas_in_sync)
         sums = [p.sum(dim=axis) for p in parts]
-        total = extended._sum_across_workers(algorithms.reduce_to_one(sums, ReduceOp.SUM, device))
+        total = extended.worker_collective.sum(algorithms.reduce_to_one(sums, ReduceOp.SUM, device))
         if op is ReduceOp.MEAN:
-            count = int(extended._sum_across_workers(torch.tensor(float(sum(p.shape[axis] for p in parts)))))
+            count = int(extended.worker_collective.sum(torch.tensor(float(sum(p.shape[axis] for p in parts)))))
             total = true_divide(total, count) if count else true_divide(total, 1) * float("nan")
         return total
 
@@ -161,26 +163,26 @@ class Strategy:
         """A non-distributed value counts once per worker, as in TensorFlow: with one replica per worker
         it is what ``run`` returned there; a MEAN of a value every local replica holds is its mean over
         the workers (the value itself in one process)."""
-        workers = self._extended._num_workers
+        workers = self._extended.num_workers
         local = tensor if axis is None else tensor.sum(dim=axis)
         if workers == 1:
             total = local
         else:
-            total = self._extended._sum_across_workers(local.clone())
+            total = self._extended.worker_collective.sum(local.clone())
         if op is ReduceOp.SUM:
             return total
         if axis is None:
             return total if workers == 1 else true_divide(total, workers)
         count = tensor.shape[axis]
         if workers > 1:  # workers' values may differ in length along axis
-            count = int(self._extended._sum_across_workers(torch.tensor(float(count))))
+            count = int(self._extended.worker_collective.sum(torch.tensor(float(count))))
         return true_divide(total, count) if count else true_divide(total, 1) * float("nan")
 
     def _components_of(self, value: Any) -> list[torch.Tensor] | None:
         if isinstance(value, DistributedVariable):
             return value._reduce_parts()
         if isinstance(value, DistributedValues):
-            _check_replica_counts(value, len(self._extended._devices), "strategy.reduce/gather")
+            _check_replica_counts(value, self._extended.num_local_replicas, "strategy.reduce/gather")
             return [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in value.values]
         return None
 
@@ -202,7 +204,7 @@ class Strategy:
                         f"strategy.gather: per-replica shapes {shapes} differ outside axis {axis}; only the "
                         "gathered axis may differ."
                     )
-            return self._extended._gather_across_workers(torch.cat([p.to(parts[0].device) for p in parts], dim=axis), axis)
+            return self._extended.worker_collective.gather(torch.cat([p.to(parts[0].device) for p in parts], dim=axis), axis)
 
         return pack_as(value, [gather_leaf(leaf) for leaf in flatten(value)])
 
@@ -238,9 +240,9 @@ class Strategy:
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
         """Build a ``PerReplica`` value by calling ``value_fn(ValueContext)`` for each replica."""
         n = self.num_replicas_in_sync
-        offset = self._extended._replica_offset
+        offset = self._extended.replica_offset
         values = []
-        for r, device in enumerate(self._extended._torch_devices):
+        for r, device in enumerate(self._extended.torch_devices):
             with torch.device(device):
                 values.append(value_fn(ValueContext(offset + r, n)))
         return values[0] if len(values) == 1 else PerReplica(values)

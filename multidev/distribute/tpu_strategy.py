@@ -12,10 +12,12 @@ Example:
 from __future__ import annotations
 
 from multidev.distribute.cluster_resolver.tpu import refuse
+from multidev.distribute.strategy import Strategy
 
 
-class TPUStrategy:
-    """TensorFlow's TPU strategy; raises ValueError at construction (no TPU support).
+class TPUStrategy(Strategy):
+    """TensorFlow's TPU strategy (a ``md.distribute.Strategy``, as in TensorFlow); raises ValueError at
+    construction, before any ``extended`` exists (no TPU support).
 
     Example:
         >>> md.distribute.TPUStrategy()      # ValueError naming what is missing

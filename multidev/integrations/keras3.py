@@ -89,7 +89,7 @@ def _on_scope_entry(strategy: Any) -> None:
 
 def _distributing_strategy() -> Any | None:
     strategy = context.current_scope_strategy()
-    if strategy is None or not strategy.extended._distributes_variables:
+    if strategy is None or not strategy.extended.distributes_variables:
         return None
     return strategy
 
@@ -121,8 +121,8 @@ def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
         floating = param.is_floating_point()
         if aggregation is VariableAggregation.NONE or (not floating and aggregation is VariableAggregation.MEAN):
             aggregation = VariableAggregation.MEAN if floating else VariableAggregation.ONLY_FIRST_REPLICA
-    var = strategy.extended._wrap(param.detach(), trainable=variable.trainable, name=variable.path,
-                                  synchronization=sync, aggregation=aggregation)
+    var = strategy.extended.create_distributed_variable(param.detach(), trainable=variable.trainable, name=variable.path,
+                                                        synchronization=sync, aggregation=aggregation)
     var.requires_grad_(variable.trainable)
     return var
 
@@ -131,7 +131,7 @@ def _initialize(original: Any, variable: Any, value: Any) -> None:
     """``Variable._initialize``: in a distributing scope, replace the new Parameter by a distributed variable."""
     strategy = _distributing_strategy()
     in_replica = context.current_replica_id() is not None
-    if strategy is not None and in_replica and len(strategy.extended._devices) > 1:
+    if strategy is not None and in_replica and strategy.extended.num_local_replicas > 1:
         if variable.name == "seed_generator_state" and not variable.trainable:
             return original(variable, value)  # keras.random's per-thread global seed generator: replica-local
         raise ValueError(

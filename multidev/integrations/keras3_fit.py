@@ -44,8 +44,8 @@ class _Splitter:
         self.full = max(self.full, size)
         parts = split_element(batch, self.strategy.num_replicas_in_sync, self.full)
         extended = self.strategy.extended
-        offset = extended._replica_offset
-        return PerReplica(parts[offset:offset + len(extended._devices)]), size
+        offset = extended.replica_offset
+        return PerReplica(parts[offset:offset + extended.num_local_replicas]), size
 
 
 def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> Any:

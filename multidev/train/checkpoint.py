@@ -187,5 +187,5 @@ def _write_target(file_prefix: str, checkpoint) -> tuple[str, str | None]:
     if extended.should_checkpoint:
         return file_prefix, None
     directory, base = os.path.split(os.path.abspath(file_prefix))
-    temp_dir = os.path.join(directory, f"workertemp_{extended._worker_index}")
+    temp_dir = os.path.join(directory, f"workertemp_{extended.worker_index}")
     return os.path.join(temp_dir, base), temp_dir

@@ -23,6 +23,7 @@ from torch._C import DisableTorchFunctionSubclass
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values import context
 from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica
+from multidev.values.strategy_protocol import StrategyLike
 
 _counter = itertools.count()
 _UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
@@ -92,8 +93,8 @@ class Variable(torch.nn.Parameter):
             trainable = synchronization is not VariableSynchronization.ON_READ
         if cls is Variable:
             strategy = context.current_scope_strategy()
-            if strategy is not None and strategy.extended._distributes_variables:
-                return strategy.extended._create_variable(
+            if strategy is not None and strategy.extended.distributes_variables:
+                return strategy.extended.create_variable(
                     initial_value, trainable=trainable, name=name, dtype=dtype,
                     synchronization=synchronization, aggregation=aggregation,
                 )
@@ -207,8 +208,10 @@ def local_view(tensor: Any) -> Any:
 class DistributedVariable(Variable):
     """A variable with one component per replica; abstract (Mirrored or SyncOnRead)."""
 
+    _strategy: StrategyLike   # the strategy whose scope created it
+
     @classmethod
-    def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: Any, *,
+    def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
                 trainable: bool, name: str | None, synchronization: VariableSynchronization,
                 aggregation: VariableAggregation, share_storage: bool = False):
         """Make the variable with its storage on ``devices[0]`` and one component per device.
@@ -314,7 +317,7 @@ class DistributedVariable(Variable):
             return memo[id(self)]
         self._sync_if_stale()
         with torch.no_grad(), DisableTorchFunctionSubclass():
-            new = self._strategy.extended._wrap(
+            new = self._strategy.extended.create_distributed_variable(
                 self._components[0].detach().clone(), trainable=self._md_trainable, name=self._md_name,
                 synchronization=self.synchronization, aggregation=self.aggregation)
             for mine, theirs in zip(new._components, self._components):
@@ -348,7 +351,7 @@ class MirroredVariable(DistributedVariable):
         return self
 
 
-def _merged_update(strategy: Any, var: MirroredVariable, op: str, value: Any) -> None:
+def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value: Any) -> None:
     """Cross-replica half of an aggregated write: reduce the replicas' values, update every copy."""
     n = len(var._components)
     agg = var.aggregation
@@ -357,7 +360,7 @@ def _merged_update(strategy: Any, var: MirroredVariable, op: str, value: Any) ->
     else:
         parts = [var._coerce(value, var._components[0])] * n
     if agg is VariableAggregation.ONLY_FIRST_REPLICA:
-        reduced = strategy.extended._broadcast_from_first_worker(parts[0].clone())
+        reduced = strategy.extended.worker_collective.broadcast(parts[0].clone())
     else:  # the strategy's reduce spans every worker's replicas
         reduced = strategy.reduce(agg.name, PerReplica(parts), axis=None).to(parts[0].dtype)
     var._apply_to(range(n), op, reduced)

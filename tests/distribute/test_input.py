@@ -131,9 +131,8 @@ def test_datasets_from_function_per_replica(two):
     assert batches == [[[0, 1], [100, 101]], [[2], [102, 103]]]
 
 
-def test_auto_shard_with_a_fake_worker_count(two, monkeypatch):
-    monkeypatch.setattr(two.extended, "_num_workers", 2)
-    monkeypatch.setattr(two.extended, "_worker_index", 1)
+def test_auto_shard_with_a_fake_worker_count(two, pretend_workers):
+    pretend_workers(two, 2, 1)
     ds = md.data.Dataset.range(16).batch(4)
     steps = [_local(two, b) for b in two.experimental_distribute_dataset(ds)]
     # DATA sharding: each global batch of 4 is split over 4 replicas (2 workers x 2); worker 1 holds
@@ -176,11 +175,10 @@ def test_partial_batches_give_exact_loss_and_gradients():
             torch.testing.assert_close(component.detach(), e.detach())
 
 
-def test_file_sharding_with_a_fake_worker_count(two, monkeypatch, tmp_path):
+def test_file_sharding_with_a_fake_worker_count(two, monkeypatch, tmp_path, pretend_workers):
     for i in range(2):
         (tmp_path / f"part{i}.txt").write_text("".join(f"{i}-{j}\n" for j in range(4)))
-    monkeypatch.setattr(two.extended, "_num_workers", 2)
-    monkeypatch.setattr(two.extended, "_worker_index", 1)
+    pretend_workers(two, 2, 1)
     files = md.data.Dataset.list_files(str(tmp_path / "part*.txt"), shuffle=False)
     ds = md.data.TextLineDataset(files).batch(4)
     lines = [x for b in two.experimental_distribute_dataset(ds) for part in two.experimental_local_results(b) for x in part]

@@ -168,7 +168,7 @@ def test_the_same_model_resumes_in_process_under_a_strategy(tmp_path):
     assert all(torch.equal(c, v.values[0]) for v in m.trainable_variables for c in v.values)
 
 
-def test_workers_that_see_different_backups_refuse_to_train(tmp_path, monkeypatch):
+def test_workers_that_see_different_backups_refuse_to_train(tmp_path, pretend_workers):
     import multidev as md
 
     backup = str(tmp_path / "b")
@@ -180,8 +180,6 @@ def test_workers_that_see_different_backups_refuse_to_train(tmp_path, monkeypatc
                                layers.Dense(1)])
         m.compile(keras.optimizers.Adam(0.01), "mse")
     # Pretend to be worker 0 of 2, and that worker 1 found no backup (a directory it cannot see).
-    monkeypatch.setattr(strategy.extended, "_num_workers", 2)
-    monkeypatch.setattr(strategy.extended, "_gather_across_workers",
-                        lambda t, axis: torch.cat([t, torch.tensor([[0, -1, -1]])]))
+    pretend_workers(strategy, 2, 0, gather=lambda t, axis: torch.cat([t, torch.tensor([[0, -1, -1]])]))
     with pytest.raises(md.errors.FailedPreconditionError, match=r"worker 0: epoch 0 step 2; worker 1: no backup"):
         fit(m, [callbacks.BackupAndRestore(backup, save_freq=2)])

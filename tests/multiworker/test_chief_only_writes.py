@@ -12,11 +12,11 @@ from multidev import keras
 
 
 @pytest.fixture
-def non_chief(monkeypatch):
+def non_chief(monkeypatch, pretend_workers):
     """A one-device strategy posing as worker 1 (not the chief) of a job."""
     strategy = md.distribute.MirroredStrategy(["/cpu:0"])
     monkeypatch.setattr(strategy.extended, "should_checkpoint", False)
-    monkeypatch.setattr(strategy.extended, "_worker_index", 1)
+    pretend_workers(strategy, 1, 1)
     with strategy.scope():
         model = keras.models.Sequential([keras.layers.Dense(2, input_shape=(3,))])
         model.compile("sgd", "mse")

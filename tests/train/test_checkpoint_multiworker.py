@@ -62,10 +62,10 @@ def test_only_the_chief_writes_and_another_worker_count_restores(tmp_path):
     assert float(counter) == results[0]["counter"] and int(ckpt.save_counter) == 2
 
 
-def test_a_non_chief_worker_writes_to_a_temporary_directory_and_removes_it(tmp_path, monkeypatch):
+def test_a_non_chief_worker_writes_to_a_temporary_directory_and_removes_it(tmp_path, monkeypatch, pretend_workers):
     strategy = md.distribute.MirroredStrategy(["/cpu:0"])
     monkeypatch.setattr(strategy.extended, "should_checkpoint", False)
-    monkeypatch.setattr(strategy.extended, "_worker_index", 1)
+    pretend_workers(strategy, 1, 1)
     with strategy.scope():
         v = md.Variable([1.0, 2.0])
     written = []

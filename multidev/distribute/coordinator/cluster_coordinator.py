@@ -87,7 +87,7 @@ class ClusterCoordinator:
         if kwargs is not None and not isinstance(kwargs, dict):
             raise TypeError(f"coordinator.schedule: kwargs must be a dict, got {type(kwargs).__name__}.")
         self._queue.raise_error()
-        self._strategy.extended._push_stale()
+        self._strategy.extended.push_stale()
         key, blob, specs = self._pickled_function(fn)
         args_blob, arg_specs = pickling.dumps((tuple(args or ()), dict(kwargs or {})), self._strategy)
         result = RemoteValue()
@@ -100,7 +100,7 @@ class ClusterCoordinator:
         Afterwards the coordinator's copies of the strategy's variables hold the current values.
         """
         self._queue.wait_idle()
-        self._strategy.extended._pull_all()
+        self._strategy.extended.pull_all()
 
     def done(self) -> bool:
         """Whether every scheduled function has finished (re-raises the first error, as ``join``)."""

@@ -103,7 +103,7 @@ class ParameterServerCheckpoint:
 
     def save(self, step: int) -> str:
         """Write checkpoint ``ckpt-<step>`` (after ``coordinator.join()`` for a consistent state)."""
-        self._extended._push_stale()
+        self._extended.push_stale()
         path = os.path.join(self.directory, f"ckpt-{int(step)}")
         variables, optimizers, meta_opt = {}, {}, []
         for ps, (vars_, opts) in sorted(self._extended._client.export_state().items()):
@@ -154,7 +154,7 @@ class ParameterServerCheckpoint:
         for ps, entry in entries:
             per_ps[ps][1].append(entry)
         self._extended._client.import_state(per_ps)
-        self._extended._pull_all()
+        self._extended.pull_all()
         return int(meta["step"])
 
     def _load(self, file: str) -> dict:

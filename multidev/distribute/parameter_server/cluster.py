@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, final
 
 import torch
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.collectives.process_world import ProcessWorld
 from multidev.devices import registry
-from multidev.distribute.distribute_lib import StrategyExtended
+from multidev.distribute.distribute_lib import ReplicatedExtended
 from multidev.distribute.parameter_server import client as client_mod
 from multidev.distribute.parameter_server import gradient_push, rpc_layer, server
 from multidev.distribute.parameter_server.placement import Placer, num_shards
@@ -21,10 +21,12 @@ from multidev.values.variables import _as_tensor
 _STOP_TIMEOUT = 5.0
 
 
-class ParameterServerExtended(StrategyExtended):
-    """Device-level API of ParameterServerStrategy: tasks, placement, the connection to the cluster."""
+@final
+class ParameterServerExtended(ReplicatedExtended):
+    """Device-level API of ParameterServerStrategy: tasks, placement, the connection to the cluster.
 
-    _distributes_variables = True
+    The coordinator is one worker of its own (``num_workers`` is 1: it syncs with no one); variables
+    and module parameters created in scope become ``PSVariable``s on the ps tasks."""
 
     def __init__(self, strategy: Any, devices: Sequence[registry.Device], world: ProcessWorld,
                  partitioner: Callable | None):
@@ -85,7 +87,7 @@ class ParameterServerExtended(StrategyExtended):
         client_mod.set_client(None)
 
     # --- variables ---------------------------------------------------------------------------------
-    def _create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
+    def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
                          synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
         if context.current_replica_id() is not None:
             raise ValueError("Variables cannot be created inside strategy.run; create them in strategy.scope().")
@@ -116,18 +118,18 @@ class ParameterServerExtended(StrategyExtended):
         self._ps_variables[vid] = var
         return var
 
-    def _create_metric_variable(self, value: torch.Tensor, name: str) -> PSVariable:
+    def create_metric_variable(self, value: torch.Tensor, name: str) -> PSVariable:
         """Keras metric state created in scope lives on a ps (as in TF): workers' updates add up there."""
         return self._new_variable(value, name, False)
 
     def _variables_list(self) -> list[PSVariable]:
         return list(self._ps_variables.values())
 
-    def _push_stale(self) -> None:
+    def push_stale(self) -> None:
         """Send local writes made on the coordinator (load_weights, assignments to .data) to the ps."""
         push([v for v in self._variables_list() if v._is_stale()])
 
-    def _pull_all(self) -> None:
+    def pull_all(self) -> None:
         """Refresh the coordinator's copies of every variable from the ps."""
         pull(self._variables_list())
 

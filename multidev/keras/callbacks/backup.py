@@ -73,18 +73,18 @@ class BackupAndRestore(Callback):
         if rng is not None:
             pass_rng = rng["pass"]
             rows = rng["workers"]
-            same_layout = rows.shape[0] == extended._num_workers
-            worker_rng = rows[extended._worker_index if same_layout else 0].clone()
+            same_layout = rows.shape[0] == extended.num_workers
+            worker_rng = rows[extended.worker_index if same_layout else 0].clone()
         return ResumePoint(epoch=int(state["resume_epoch"]), step=int(state["resume_step"]), pass_rng=pass_rng,
                            pass_taken=int(state["pass_taken"]), rng=worker_rng)
 
     def _check_workers_agree(self, state) -> None:
         """Every worker must see the same backup (else their weights would silently differ)."""
         extended = self.model.distribute_strategy.extended
-        if extended._num_workers == 1:
+        if extended.num_workers == 1:
             return
         mine = [0, -1, -1] if state is None else [1, int(state["resume_epoch"]), int(state["resume_step"])]
-        rows = extended._gather_across_workers(torch.tensor([mine], dtype=torch.int64), 0).tolist()
+        rows = extended.worker_collective.gather(torch.tensor([mine], dtype=torch.int64), 0).tolist()
         if any(row != rows[0] for row in rows):
             seen = "; ".join(f"worker {i}: " + ("no backup" if r[0] == 0 else f"epoch {r[1]} step {r[2]}")
                              for i, r in enumerate(rows))
@@ -115,7 +115,7 @@ class BackupAndRestore(Callback):
         if model.optimizer is not None:
             names = {id(v): k for k, v in variables.items()}
             blobs["optimizer"] = weights_io.to_bytes(model.optimizer.state_tensors(names), {})
-        workers_rng = extended._gather_across_workers(torch.get_rng_state().unsqueeze(0), 0)
+        workers_rng = extended.worker_collective.gather(torch.get_rng_state().unsqueeze(0), 0)
         train = model._train_iterator
         pass_rng = train.pass_rng if train is not None and train.pass_rng is not None else torch.get_rng_state()
         blobs["rng"] = weights_io.to_bytes({"pass": pass_rng, "workers": workers_rng}, {})
@@ -123,7 +123,7 @@ class BackupAndRestore(Callback):
             return
         files.write(self.backup_dir, blobs, {
             "resume_epoch": resume_epoch, "resume_step": resume_step,
-            "pass_taken": train.pass_taken if train is not None else 0, "workers": extended._num_workers})
+            "pass_taken": train.pass_taken if train is not None else 0, "workers": extended.num_workers})
 
     def on_train_end(self, logs=None):
         if self.delete_checkpoint and is_chief(self.model) and os.path.isdir(self.backup_dir):

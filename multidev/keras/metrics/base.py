@@ -42,7 +42,7 @@ def _placed(value: torch.Tensor, name: str):
     """``value``, or under a strategy that stores metric state remotely (ParameterServerStrategy's
     scope, on the coordinator) a variable there, so updates in scheduled functions reach it."""
     strategy = context.current_scope_strategy()
-    create = getattr(getattr(strategy, "extended", None), "_create_metric_variable", None)
+    create = getattr(getattr(strategy, "extended", None), "create_metric_variable", None)
     return value if create is None else create(value, name)
 
 

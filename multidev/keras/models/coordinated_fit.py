@@ -129,7 +129,7 @@ def fit(model: Any, x: Any, *, epochs: int, steps_per_epoch: int | None, callbac
     model.stop_training = False
     cbs.on_train_begin()
     initial_epoch, first_step = _resume(model, initial_epoch)
-    strategy.extended._push_stale()   # weights restored by callbacks go to the ps
+    strategy.extended.push_stale()   # weights restored by callbacks go to the ps
     logs: dict = {}
     for epoch in range(initial_epoch, epochs):
         cbs.on_epoch_begin(epoch)

@@ -43,6 +43,6 @@ class ResumePoint:
 def worker_rng_sync(model):
     """``fn(state) -> chief's state`` when ``model`` trains on several workers, else None."""
     extended = model.distribute_strategy.extended
-    if extended._num_workers == 1:
+    if extended.num_workers == 1:
         return None
-    return extended._broadcast_from_first_worker
+    return extended.worker_collective.broadcast

@@ -38,12 +38,12 @@ class StrategyStepRunner:
     def run(self, step_fn, data, model):
         strategy = self.strategy
         extended = strategy.extended
-        local = len(extended._devices)
-        total = local * extended._num_workers
-        first = extended._worker_index * local
+        local = extended.num_local_replicas
+        total = local * extended.num_workers
+        first = extended.worker_index * local
         if _is_distributed(data):   # from experimental_distribute_dataset: already one slice per replica
             parts = [local_value(data, r) for r in range(local)]
-            global_size = sum(_batch_size(p) for p in parts) * extended._num_workers
+            global_size = sum(_batch_size(p) for p in parts) * extended.num_workers
         else:
             global_size = _batch_size(data)
             self._largest_batch = max(self._largest_batch, global_size)
@@ -71,7 +71,7 @@ class StrategyStepRunner:
     def _merge_metrics(self, model, stores: list[dict]) -> None:
         extended = self.strategy.extended
         metrics = model.metrics
-        if extended._num_workers == 1:
+        if extended.num_workers == 1:
             for m in metrics:
                 states = [s[m] for s in stores if m in s]
                 if states:
@@ -87,7 +87,7 @@ class StrategyStepRunner:
             deltas.append(summed)
         leaves = [v for d in deltas for v in d.values()]
         if leaves:
-            flat = extended._sum_across_workers(torch.cat([v.reshape(-1).double() for v in leaves]))
+            flat = extended.worker_collective.sum(torch.cat([v.reshape(-1).double() for v in leaves]))
             offset = 0
             for v in leaves:
                 v.copy_(flat[offset:offset + v.numel()].view(v.shape).to(v.dtype))

@@ -32,15 +32,15 @@ class WorkerInputCheck:
     def __init__(self, extended, what: str = "training"):
         self._extended = extended
         self._what = what
-        self._workers = extended._num_workers
-        self._index = extended._worker_index
+        self._workers = extended.num_workers
+        self._index = extended.worker_index
         self._per_step = True
 
     def begin_pass(self, length: int | None) -> None:
         """Exchange this pass's length (None: unknown); raise on every worker if known lengths differ."""
         mine = torch.zeros(self._workers, dtype=torch.int64)
         mine[self._index] = -1 if length is None else length + 1  # 0 stays "not reported"
-        lengths = [int(v) - 1 if v > 0 else None for v in self._extended._sum_across_workers(mine).tolist()]
+        lengths = [int(v) - 1 if v > 0 else None for v in self._extended.worker_collective.sum(mine).tolist()]
         known = [n for n in lengths if n is not None]
         if len(known) == len(lengths) and len(set(known)) > 1:
             counts = ", ".join(f"worker {i} has {n}" for i, n in enumerate(lengths))
@@ -53,7 +53,7 @@ class WorkerInputCheck:
             return has_batch
         flags = torch.zeros(self._workers, dtype=torch.int64)
         flags[self._index] = int(has_batch)
-        flags = self._extended._sum_across_workers(flags).tolist()
+        flags = self._extended.worker_collective.sum(flags).tolist()
         if all(flags):
             return True
         if not any(flags):
@@ -69,4 +69,4 @@ class WorkerInputCheck:
 def worker_input_check(model, what: str = "training") -> WorkerInputCheck | None:
     """A ``WorkerInputCheck`` when ``model`` runs on several workers, else None."""
     extended = model.distribute_strategy.extended
-    return WorkerInputCheck(extended, what) if extended._num_workers > 1 else None
+    return WorkerInputCheck(extended, what) if extended.num_workers > 1 else None
