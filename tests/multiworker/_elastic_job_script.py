@@ -19,7 +19,7 @@ out = env["JOB_DIR"]
 strategy = md.distribute.MultiWorkerMirroredStrategy(
     communication_options=md.distribute.experimental.CommunicationOptions(
         timeout_seconds=float(env.get("JOB_TIMEOUT", "30"))))
-rank = strategy.extended._worker_index
+rank = strategy.extended.worker_index
 print(f"HOST {rank} {env.get('GLOO_SOCKET_IFNAME', '-')} {env.get('TORCHELASTIC_RESTART_COUNT', '0')}", flush=True)
 torch.manual_seed(1 + 10 * rank)      # workers seeded differently: the chief's values win
 

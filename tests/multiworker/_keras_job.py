@@ -17,7 +17,7 @@ out = env["JOB_DIR"]
 strategy = md.distribute.MultiWorkerMirroredStrategy(
     communication_options=md.distribute.experimental.CommunicationOptions(
         timeout_seconds=float(env.get("JOB_TIMEOUT", "30"))))
-worker = strategy.extended._worker_index
+worker = strategy.extended.worker_index
 torch.manual_seed(1 + 10 * worker)      # workers seeded differently: the chief's values win
 
 rng = np.random.RandomState(0)

@@ -12,7 +12,7 @@ BODY = """
 import json, torch, multidev as md
 strategy = md.distribute.MultiWorkerMirroredStrategy(
     communication_options=md.distribute.experimental.CommunicationOptions(timeout_seconds=20))
-worker = strategy.extended._worker_index
+worker = strategy.extended.worker_index
 examples = 12 if worker == 0 else 4          # worker 0 has three batches of its own, worker 1 one
 options = md.data.Options()
 options.experimental_distribute.auto_shard_policy = md.data.experimental.AutoShardPolicy.OFF
