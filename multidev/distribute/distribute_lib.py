@@ -1,4 +1,5 @@
-"""``Strategy`` and ``StrategyExtended``: the machinery every single-process strategy shares.
+"""``ReplicatedExtended``: the implementation of ``strategy.extended`` (and of ``run``) every strategy shares;
+the abstract interface ``StrategyExtended`` is in extended.py.
 
 A strategy owns a list of replica devices. ``run`` calls the replica function once per replica,
 concurrently (replica 0 in the caller's thread, the others in long-lived threads), each inside
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
@@ -31,8 +32,12 @@ from multidev.values.distributed import (DistributedValues, Mirrored, PerReplica
                                         pack_as, regroup)
 from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
 
+if TYPE_CHECKING:  # pragma: no cover
+    from multidev.distribute.strategy import Strategy
+
 #: Default gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack overrides it).
 DEFAULT_BUCKET_BYTES = 32 * 1024 * 1024
+
 
 def _cross_replica_only(method: str) -> RuntimeError:
     return RuntimeError(
@@ -92,14 +97,6 @@ class ReplicatedExtended(StrategyExtended):
     @property
     def local_devices(self) -> tuple[registry.Device, ...]:
         return tuple(self._devices)
-
-    @property
-    def torch_devices(self) -> tuple[torch.device, ...]:
-        return tuple(self._torch_devices)
-
-    @property
-    def num_local_replicas(self) -> int:
-        return len(self._devices)
 
     @property
     def worker_collective(self) -> WorkerCollective:
