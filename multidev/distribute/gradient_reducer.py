@@ -34,6 +34,8 @@ Example (what the hooks do, for one replica's step)::
 from __future__ import annotations
 
 import contextlib
+import threading
+import weakref
 from typing import Any, Iterator, Sequence
 
 import torch
@@ -68,6 +70,10 @@ class GradientReducer:
     def summed(self) -> Iterator[None]:
         """Within this block, this replica's gradients already are sums (``aggregate`` made them)."""
         yield
+
+    def in_summed(self) -> bool:
+        """Whether this replica is inside ``summed()``."""
+        return False
 
     def before_step(self, replica_id: int) -> None:
         """Called in replica context before ``optimizer.step()`` updates this replica's copies."""
@@ -110,6 +116,10 @@ class BucketedAllReduce(GradientReducer):
             yield
         finally:
             self._summed[r] = False
+
+    def in_summed(self) -> bool:
+        r = current_replica_id()
+        return r is not None and self._summed[r]
 
     def before_step(self, replica_id: int) -> None:
         if not self._summed[replica_id]:
@@ -186,3 +196,22 @@ def choose(optimizer: torch.optim.Optimizer, params: Sequence[Any], strategy: An
     if overlap is not None:
         return OverlappedAllReduce(params, strategy, overlap)
     return BucketedAllReduce(params, strategy)
+
+
+_own_rule_reducers: "weakref.WeakKeyDictionary[Any, GradientReducer]" = weakref.WeakKeyDictionary()
+_own_rule_lock = threading.Lock()
+
+
+def for_own_update_rules(strategy: Any) -> GradientReducer:
+    """The reducer of optimizers that apply their own update rule, never a ``torch.optim`` step
+    (Keras 3's): they only ``aggregate``, so it sums in buckets (``IDENTITY`` for one replica).
+    One per strategy, so an optimizer wrapping another (a loss-scale optimizer) sees the inner
+    optimizer's gradients as ``in_summed()``."""
+    reducer = _own_rule_reducers.get(strategy)
+    if reducer is None:
+        with _own_rule_lock:
+            reducer = _own_rule_reducers.get(strategy)
+            if reducer is None:
+                reducer = IDENTITY if strategy.num_replicas_in_sync == 1 else BucketedAllReduce([], strategy)
+                _own_rule_reducers[strategy] = reducer
+    return reducer
