@@ -11,6 +11,11 @@ Around each step in replica context the hooks call the optimizer's gradient redu
 (``gradient_reducer``: chosen once per optimizer and its variables' strategy, the same object a
 Keras optimizer sums with): ``before_step`` makes each replica's gradients the sums it applies,
 ``after_step`` finishes the step (a split update copies the owners' new values to the others).
+
+Why views rather than one torch optimizer per replica: every replica thread calls the user's one
+optimizer object, and torch's step hooks can neither redirect nor skip that call, so the class's
+``step`` reads ``self.param_groups`` / ``self.state`` of the user's object; only answering per thread
+there avoids replacing the instance's ``step`` (which torch's LR schedulers wrap themselves).
 """
 
 from __future__ import annotations
