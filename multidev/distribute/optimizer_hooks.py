@@ -7,15 +7,19 @@ kernels apply and nothing pays a per-op dispatch), with state keyed by those ten
 cross-replica context (``state_dict()``, LR schedulers, inspection) the optimizer shows the
 user's groups and replica 0's state keyed by the distributed variables.
 
-Before each step in replica context the replicas' gradients are summed, flattened into buckets
-(one collective per bucket, not per tensor), so every replica applies the identical update to
-its own copy. Replicas of one process on one CPU split an element-wise optimizer's update
-instead (``optimizer_shards``): each variable's owner sums, updates and copies it to the others.
+Around each step in replica context the hooks call the optimizer's gradient reducer
+(``gradient_reducer``: chosen once per optimizer and its variables' strategy, the same object a
+Keras optimizer sums with): ``before_step`` makes each replica's gradients the sums it applies,
+``after_step`` finishes the step (a split update copies the owners' new values to the others).
+
+Why views rather than one torch optimizer per replica: every replica thread calls the user's one
+optimizer object, and torch's step hooks can neither redirect nor skip that call, so the class's
+``step`` reads ``self.param_groups`` / ``self.state`` of the user's object; only answering per thread
+there avoids replacing the instance's ``step`` (which torch's LR schedulers wrap themselves).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
 from collections import defaultdict
@@ -24,15 +28,10 @@ from typing import Any, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev._core.enums import ReduceOp
-from multidev.distribute.gradient_buckets import GradientBuckets
-from multidev.distribute.optimizer_shards import OptimizerShards, can_shard
-from multidev.values.context import _tls
+from multidev.distribute import gradient_reducer
+from multidev.distribute.gradient_reducer import local_copy as _local
+from multidev.values.context import current_replica_id as _replica_id
 from multidev.values.variables import DistributedVariable
-
-
-def _replica_id() -> int | None:
-    return getattr(_tls, "replica_id", None)
 
 
 class ReplicaGroup(dict):
@@ -183,16 +182,12 @@ class ReplicaOptimizerState(dict):
         return repr(dict(self.items()))
 
 
-def _local(param: Any, replica_id: int) -> torch.Tensor:
-    return param._components[replica_id] if isinstance(param, DistributedVariable) else param
-
-
 def _copy_state(entry: dict, device: torch.device) -> dict:
     return {k: (v.detach().to(device, copy=True) if isinstance(v, torch.Tensor) else v) for k, v in entry.items()}
 
 
 class _Plan:
-    """One optimizer's distributed layout: its variables, strategy, gradient buckets."""
+    """One optimizer's distributed layout: its variables, strategy and gradient reducer."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: list):
         self.params = params
@@ -204,14 +199,10 @@ class _Plan:
                 "strategies; create the model and the optimizer in one strategy's scope."
             )
         self.strategy = next(iter(strategies.values()))
-        self.num_replicas = self.strategy.num_replicas_in_sync  # all workers: whether to all-reduce
         self.num_local = len(self.strategy.extended._devices)  # this process: one view per replica
-        self.share_storage = self.strategy.extended._share_storage
-        self.buckets = GradientBuckets(self.strategy.extended._bucket_bytes)
-        # Logical replicas on one CPU split an element-wise update instead of repeating it.
-        self.shards = OptimizerShards(params, self.num_local) if can_shard(
-            optimizer, self.strategy.extended, self.num_replicas) else None
-        self.overlap = self.strategy.extended._gradient_overlap([_local(p, 0) for p in params])
+        self.reducer = gradient_reducer.choose(optimizer, params, self.strategy)
+        # A split update keeps one optimizer state, keyed by replica 0's tensors.
+        self.shards = self.reducer.shards if isinstance(self.reducer, gradient_reducer.SplitUpdate) else None
         self.lock = threading.Lock()
         self.groups: Any = None  # the ReplicaParamGroups installed for this plan
         self.num_groups = 0
@@ -248,6 +239,8 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     with _plans_lock:
         plan = _plans.get(optimizer, False)
         if not plan or plan.key != key:
+            if plan:
+                plan.reducer.close()  # e.g. overlap hooks on the old tensors
             plan = _Plan(optimizer, params) if distributed else None
             _plans[optimizer] = plan
     return plan
@@ -299,63 +292,15 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> No
         with plan.lock:
             if plan.groups is not optimizer.param_groups or not _views_current(optimizer):
                 _install_views(optimizer, plan)
-    if plan.shards is not None:
-        from multidev.values.context import current_replica_context
-
-        plan.shards.reduce(current_replica_context(), replica_id, getattr(_tls, "gradients_aggregated", False))
-        return None
-    refs = [_local(p, replica_id) for p in plan.params]
-    if plan.num_replicas > 1 and not getattr(_tls, "gradients_aggregated", False):
-        from multidev.values.context import current_replica_context
-
-        if plan.overlap is not None:  # buckets already in flight since backward produced them
-            summed = plan.overlap.finish()
-        else:
-            summed = plan.buckets.all_reduce(current_replica_context(), refs, [t.grad for t in refs], ReduceOp.SUM)
-        for t, g in zip(refs, summed):
-            t.grad = g
-    if plan.share_storage and replica_id != 0:
-        for t in refs:  # one storage: replica 0 alone applies the update
-            t.grad = None
+    plan.reducer.before_step(replica_id)
     return None
 
 
-def step_sums_gradients(optimizer: torch.optim.Optimizer) -> bool:
-    """Whether ``optimizer.step()`` in replica context sums each gradient only where it is applied
-    (``optimizer_shards``), so summing every gradient beforehand would be wasted work."""
+def reducer_for(optimizer: torch.optim.Optimizer) -> gradient_reducer.GradientReducer:
+    """The gradient reducer ``optimizer.step()`` uses in replica context (``IDENTITY`` for an
+    optimizer over no distributed variable), chosen once per optimizer and its variables."""
     plan = _plan_for(optimizer)
-    return plan is not None and plan.shards is not None
-
-
-@contextlib.contextmanager
-def gradients_aggregated():
-    """Within this block, ``optimizer.step()`` in replica context trusts that the gradients were
-    already summed across replicas (``aggregate_gradients``), e.g. to clip them after summing."""
-    previous = getattr(_tls, "gradients_aggregated", False)
-    _tls.gradients_aggregated = True
-    try:
-        yield
-    finally:
-        _tls.gradients_aggregated = previous
-
-
-_aggregators: "weakref.WeakKeyDictionary[Any, GradientBuckets]" = weakref.WeakKeyDictionary()
-
-
-def aggregate_gradients(owner: Any, variables: list, grads: list) -> list:
-    """Sum ``grads`` (of ``variables``, this replica's) across all replicas, bucketed; identity
-    outside a multi-replica replica context. ``owner`` keys the reusable bucket layout."""
-    from multidev.values.context import current_replica_context
-
-    ctx = current_replica_context()
-    if ctx is None or ctx.num_replicas_in_sync == 1:
-        return list(grads)
-    buckets = _aggregators.get(owner)
-    if buckets is None:
-        buckets = _aggregators.setdefault(owner, GradientBuckets(ctx.strategy.extended._bucket_bytes))
-    replica_id = _replica_id()
-    refs = [_local(v, replica_id) for v in variables]
-    return buckets.all_reduce(ctx, refs, grads, ReduceOp.SUM)
+    return gradient_reducer.IDENTITY if plan is None else plan.reducer
 
 
 def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
@@ -363,13 +308,7 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
     if plan is None:
         return
     replica_id = _replica_id()
-    if plan.shards is not None:
-        plan.shards.publish(replica_id)
-    if (plan.share_storage or plan.shards is not None) and plan.num_local > 1:
-        from multidev.values.context import current_replica_context
-
-        # No replica reads a parameter (next forward) before every update and copy is done.
-        current_replica_context()._barrier("optimizer.step")
+    plan.reducer.after_step(replica_id)
     if replica_id == 0:
         for p in plan.params:
             if isinstance(p, DistributedVariable):

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
 from typing import Any
 
 import torch
 from torch.nn.modules import module as torch_module
 
-from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
-from multidev.distribute import strategy as strategy_module
+from multidev._core.enums import VariableAggregation, VariableSynchronization
+from multidev.distribute import gradient_reducer, strategy as strategy_module
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.values import context
@@ -41,7 +40,6 @@ from multidev.values.variables import DistributedVariable
 CHECKED_VERSIONS = ("3.15.1",)
 SUPPORTED_RANGE = ((3, 15), (3, 16))  # >=3.15, <3.16: pyproject's multidev[keras3]
 _state = {"checked": False, "patched": False}
-_summing = threading.local()  # set while an optimizer applies gradients already summed across replicas
 
 
 def _keras3() -> Any | None:
@@ -188,10 +186,14 @@ def _set_trainable(variable_cls: type) -> None:
 
 def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
     """``Optimizer.apply`` inside ``strategy.run``: sum the gradients across replicas first (TensorFlow's
-    ``apply_gradients`` in replica context does the same); each replica then updates its own copies.
+    ``apply_gradients`` in replica context does the same; the strategy's gradient reducer,
+    ``gradient_reducer.for_own_update_rules``); each replica then updates its own copies.
     A ``LossScaleOptimizer`` sums before its finite check, so every replica takes the same branch."""
     ctx = context.current_replica_context()
-    if ctx is None or ctx.num_replicas_in_sync == 1 or getattr(_summing, "active", False):
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return original(optimizer, grads, trainable_variables)
+    reducer = gradient_reducer.for_own_update_rules(ctx.strategy)
+    if reducer.in_summed():  # the inner optimizer of a LossScaleOptimizer that summed already
         return original(optimizer, grads, trainable_variables)
     if not optimizer.built:  # every replica would build it at once, in replica context
         raise ValueError(
@@ -199,15 +201,11 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
             "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
         )
     grads = list(grads)
-    present = [i for i, g in enumerate(grads) if g is not None]
-    summed = ctx.all_reduce(ReduceOp.SUM, [grads[i] for i in present])
-    for i, g in zip(present, summed):
-        grads[i] = g
-    _summing.active = True
-    try:
+    present = [grads[i] for i in range(len(grads)) if grads[i] is not None]
+    summed = iter(reducer.aggregate(present, present))
+    grads = [None if g is None else next(summed) for g in grads]
+    with reducer.summed():
         return original(optimizer, grads, trainable_variables)
-    finally:
-        _summing.active = False
 
 
 _STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}

@@ -1,9 +1,10 @@
 """Optimizer: Keras's optimizer API over a lazily created ``torch.optim`` optimizer.
 
 Path of one update (each step a small method a strategy can wrap):
-``apply_gradients(grads_and_vars)`` -> ``_aggregate_gradients`` (identity here; a strategy sums
-across replicas, unless replicas on one CPU split the update: then the step sums each gradient
-where it is applied) -> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
+``apply_gradients(grads_and_vars)`` -> ``_aggregate_gradients`` (the update rule's gradient reducer,
+``distribute/gradient_reducer.py``: identity without a strategy; a strategy's sums across replicas,
+unless replicas on one CPU split the update: then the step sums each gradient where it is applied)
+-> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
 learning rate read at the start of ``apply_gradients``, hands the gradients to the update rule, then
 ``_increment_iterations``). The update rule is a ``torch.optim`` optimizer implementing Keras's formulas
 (``rules.py``); its state lives in one such optimizer per ``_slot_key()`` (None here); a strategy can
@@ -25,7 +26,7 @@ import threading
 
 import torch
 
-from multidev.distribute.optimizer_hooks import aggregate_gradients, gradients_aggregated, step_sums_gradients
+from multidev.distribute.optimizer_hooks import reducer_for
 from multidev.keras.optimizers import schedules
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
@@ -117,7 +118,7 @@ class Optimizer:
         # into the gradient tensors: only gradients ``minimize`` made (never the caller's), and not
         # when clipping needs every summed gradient first.
         summed_in_step = (getattr(_own_gradients, "value", False) and not skip_gradients_aggregation
-                          and not self._clips() and self._step_sums([v for _, v in pairs]))
+                          and not self._clips() and self._gradient_reducer([v for _, v in pairs]).sums_in_step)
         if not skip_gradients_aggregation and not summed_in_step:
             pairs = self._aggregate_gradients(pairs)
         pairs = self._clip(pairs)
@@ -127,9 +128,11 @@ class Optimizer:
     def _clips(self) -> bool:
         return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
 
-    def _step_sums(self, variables: list) -> bool:
+    def _gradient_reducer(self, variables: list):
+        """Who sums these variables' gradients across replicas (``gradient_reducer.GradientReducer``):
+        the update rule's, the one its ``step()`` uses too."""
         self._ensure_built(variables)
-        return step_sums_gradients(self._torch_opt)
+        return reducer_for(self._torch_opt)
 
     def _ensure_built(self, variables: list) -> None:
         tracked = self._tracked.get(self._slot_key(), {})
@@ -174,10 +177,10 @@ class Optimizer:
 
     # ----- the update path (strategy hook points) ---------------------------------------------
     def _aggregate_gradients(self, grads_and_vars):
-        """Sum gradients across replicas (one bucketed all-reduce); identity without a strategy."""
+        """Sum gradients across replicas (the gradient reducer's); identity without a strategy."""
         grads = [g for g, _ in grads_and_vars]
         variables = [v for _, v in grads_and_vars]
-        return list(zip(aggregate_gradients(self, variables, grads), variables))
+        return list(zip(self._gradient_reducer(variables).aggregate(variables, grads), variables))
 
     def _clip(self, grads_and_vars):
         """Keras clipping: per-value, per-tensor norm, or global norm."""
@@ -197,7 +200,7 @@ class Optimizer:
         gradients at rate ``lr``, then count the iteration; ``aggregated``: the gradients are
         already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
-        self._ensure_built(variables)
+        reducer = self._gradient_reducer(variables)
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         decay = self.weight_decay or 0.0
         for group in self._torch_opt.param_groups:
@@ -208,7 +211,7 @@ class Optimizer:
         for g, v in grads_and_vars:
             target = local_view(v)  # this replica's plain tensor: no __torch_function__ per attribute read
             target.grad = g.detach() if g.dtype == target.dtype else g.detach().to(target.dtype)
-        with gradients_aggregated() if aggregated else contextlib.nullcontext():
+        with reducer.summed() if aggregated else contextlib.nullcontext():
             self._torch_opt.step()  # summed by _aggregate_gradients, before clipping, as Keras does
         for v in variables:
             v.grad = None

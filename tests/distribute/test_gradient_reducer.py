@@ -1,0 +1,161 @@
+"""One gradient reducer per (strategy, optimizer): which one each gets, and that gradients are summed
+exactly once on the Keras path (sum, clip, apply) and the torch path (the step hooks)."""
+
+import pytest
+import torch
+
+import multidev as md
+from multidev.distribute.optimizer_hooks import reducer_for
+
+PR = md.distribute.PerReplica
+TWO_CPUS = ["/cpu:0", "/cpu:1"]
+
+
+class MySGD(torch.optim.SGD):  # a subclass may change step(): never split, always all-reduced
+    pass
+
+
+class MyAdam(torch.optim.Adam):
+    pass
+
+
+def _mirrored():
+    return md.distribute.MirroredStrategy(TWO_CPUS)
+
+
+def _central():
+    return md.distribute.experimental.CentralStorageStrategy(TWO_CPUS)
+
+
+def _model():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+
+
+@pytest.mark.parametrize("make_strategy, make_opt, expected", [
+    (_mirrored, lambda p: torch.optim.SGD(p, lr=0.1), "SplitUpdate"),
+    (_mirrored, lambda p: MySGD(p, lr=0.1), "BucketedAllReduce"),
+    (_central, lambda p: torch.optim.SGD(p, lr=0.1), "SharedStorageUpdate"),
+    (lambda: md.distribute.MirroredStrategy(["/cpu:0"]), lambda p: torch.optim.SGD(p, lr=0.1), "GradientReducer"),
+    (lambda: md.distribute.OneDeviceStrategy("/cpu:0"), lambda p: MySGD(p, lr=0.1), "GradientReducer"),
+], ids=["mirrored_split", "mirrored_subclass", "central_storage", "one_replica", "one_device"])
+def test_each_strategy_and_optimizer_gets_one_reducer(make_strategy, make_opt, expected):
+    strategy = make_strategy()
+    with strategy.scope():
+        opt = make_opt(_model().parameters())
+    reducer = reducer_for(opt)
+    assert type(reducer).__name__ == expected
+    assert reducer_for(opt) is reducer, "chosen once and cached"
+
+
+def test_optimizer_over_plain_tensors_gets_the_identity():
+    opt = torch.optim.SGD(_model().parameters(), lr=0.1)
+    assert type(reducer_for(opt)).__name__ == "GradientReducer"
+    assert reducer_for(opt).aggregate([], [torch.ones(2)])[0].tolist() == [1.0, 1.0]
+
+
+def _keras_step(strategy, opt, w, use_minimize):
+    def step():
+        k = float(md.distribute.get_replica_context().replica_id_in_sync_group + 1)  # 1 and 2: sum 3
+        if use_minimize:
+            opt.minimize(lambda: w * k, [w])
+        else:
+            opt.apply_gradients([(torch.tensor(k), w)])
+
+    strategy.run(step)
+
+
+@pytest.mark.parametrize("make_strategy", [_mirrored, _central], ids=["split_update", "shared_storage"])
+@pytest.mark.parametrize("use_minimize", [False, True], ids=["apply_gradients", "minimize"])
+@pytest.mark.parametrize("clipnorm, expected", [(None, -3.0), (2.5, -2.5)], ids=["no_clip", "clipnorm"])
+def test_keras_optimizer_sums_once_then_clips(make_strategy, use_minimize, clipnorm, expected):
+    """Replica gradients 1 and 2: the update is their sum 3 (clipped to 2.5), never 6 (summed twice)
+    nor 2.5 + 2.5 or 1 + 2 clipped apart (clipped before summing)."""
+    strategy = make_strategy()
+    with strategy.scope():
+        w = md.Variable(0.0)
+        opt = md.keras.optimizers.SGD(1.0, clipnorm=clipnorm)
+    _keras_step(strategy, opt, w, use_minimize)
+    assert float(w.numpy()) == pytest.approx(expected)
+    for value in strategy.experimental_local_results(w):
+        assert float(value.detach()) == pytest.approx(expected)
+    assert int(opt.iterations) == 1
+
+
+def _batches():
+    g = torch.Generator().manual_seed(11)
+    return [(torch.randn(6, 4, generator=g), torch.randn(6, 2, generator=g)) for _ in range(3)]
+
+
+def _loss(model, x, y):
+    return ((model(x) - y) ** 2).sum(1).sum() / 6
+
+
+def _train(strategy, opt, model, batches, scheduler=None):
+    def step(x, y):
+        opt.zero_grad()
+        _loss(model, x, y).backward()
+        opt.step()
+
+    for x, y in batches:
+        strategy.run(step, args=(PR(tuple(torch.tensor_split(x, 2))), PR(tuple(torch.tensor_split(y, 2)))))
+        if scheduler is not None:
+            scheduler.step()  # cross-replica context: writes the user's param groups
+
+
+def _train_reference(opt, model, batches, scheduler=None):
+    """One device summing the two half-batch gradients in replica order (the replicas' additions)."""
+    for x, y in batches:
+        opt.zero_grad()
+        for xs, ys in zip(torch.tensor_split(x, 2), torch.tensor_split(y, 2)):
+            _loss(model, xs, ys).backward()
+        opt.step()
+        if scheduler is not None:
+            scheduler.step()
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.Adam(p, lr=0.01), lambda p: MyAdam(p, lr=0.01)],
+                         ids=["split_update", "all_reduce"])
+def test_torch_state_dict_round_trip_on_two_replicas(make_opt):
+    strategy = _mirrored()
+    with strategy.scope():
+        model = _model()
+        opt = make_opt(model.parameters())
+    _train(strategy, opt, model, _batches()[:2])
+    ref_model = _model()
+    ref_opt = make_opt(ref_model.parameters())
+    _train_reference(ref_opt, ref_model, _batches()[:2])
+
+    saved = opt.state_dict()
+    assert set(saved["state"]) == {0, 1, 2, 3}, "keyed by parameter index, as torch's state_dict is"
+    for i, entry in ref_opt.state_dict()["state"].items():
+        for slot, value in entry.items():
+            torch.testing.assert_close(saved["state"][i][slot], value, rtol=0, atol=0)
+    with strategy.scope():
+        fresh = make_opt(model.parameters())
+    fresh.load_state_dict(saved)
+    _train(strategy, fresh, model, _batches()[2:])
+    _train_reference(ref_opt, ref_model, _batches()[2:])
+    for p, e in zip(model.parameters(), ref_model.parameters()):
+        for component in p.values:  # every replica's copy continued from the restored state
+            torch.testing.assert_close(component.detach(), e.detach(), rtol=0, atol=0)
+    assert float(fresh.state_dict()["state"][0]["step"]) == 3.0
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.5),
+                                      lambda p: MySGD(p, lr=0.1, momentum=0.5)],
+                         ids=["split_update", "all_reduce"])
+def test_lr_scheduler_reaches_every_replica(make_opt):
+    strategy = _mirrored()
+    with strategy.scope():
+        model = _model()
+        opt = make_opt(model.parameters())
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.1)
+    _train(strategy, opt, model, _batches(), scheduler)
+    ref_model = _model()
+    ref_opt = make_opt(ref_model.parameters())
+    _train_reference(ref_opt, ref_model, _batches(), torch.optim.lr_scheduler.StepLR(ref_opt, step_size=1, gamma=0.1))
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-4)
+    for p, e in zip(model.parameters(), ref_model.parameters()):
+        for component in p.values:
+            torch.testing.assert_close(component.detach(), e.detach(), rtol=0, atol=0)
