@@ -17,7 +17,8 @@ import shlex
 import sys
 
 from multidev.bench import child, report
-from multidev.bench.variants import ALL_VARIANTS, INPROCESS_VARIANTS, PROCESS_VARIANTS
+from multidev.bench import keras3_variants
+from multidev.bench.variants import ALL_VARIANTS, DEFAULT_VARIANTS, INPROCESS_VARIANTS, PROCESS_VARIANTS
 from multidev.bench.workloads import WORKLOADS
 
 SUITES = ("train", "collectives", "memory", "all")
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workloads", type=lambda s: _names(s, list(WORKLOADS), "workload"),
                         help=f"comma-separated, default all ({', '.join(WORKLOADS)}); --smoke: text_conv")
     parser.add_argument("--variants", type=lambda s: _names(s, ALL_VARIANTS, "variant"),
-                        help=f"comma-separated, default all ({', '.join(ALL_VARIANTS)})")
+                        help=f"comma-separated (valid: {', '.join(ALL_VARIANTS)}); default all but the Keras 3 "
+                        f"ones ({', '.join(keras3_variants.KERAS3_VARIANTS)}: Keras 3's own fit, {keras3_variants.INSTALL_HINT})")
     parser.add_argument("--steps", type=int, help="steps per variant per round (train, default 30); "
                         "total steps (memory, default 10000)")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5; collectives 3)")
@@ -68,7 +70,12 @@ def _device(choice: str) -> str:
 
 def _train(args) -> dict:
     workloads = args.workloads or (["text_conv"] if args.smoke else list(WORKLOADS))
-    chosen = args.variants or list(ALL_VARIANTS)
+    chosen = args.variants or list(DEFAULT_VARIANTS)
+    keras3 = [v for v in chosen if v in keras3_variants.KERAS3_VARIANTS]
+    if keras3:
+        reason = keras3_variants.keras_missing()
+        if reason:
+            raise child.BenchChildError(f"{reason} (asked for {', '.join(keras3)}).")
     spec = {"workloads": workloads, "steps": args.steps or (2 if args.smoke else 30),
             "rounds": args.rounds or (1 if args.smoke else 5), "warmup": args.warmup or (1 if args.smoke else 5),
             "device": _device(args.device), "threads": args.threads}
@@ -88,7 +95,9 @@ def _train(args) -> dict:
         machine = machine or out["machine"]
         for w in workloads:
             results[w].update(out["results"][w])
-    return {"spec": spec, "results": results, "machine": machine}
+    notes = [f"{', '.join(keras3)} skipped for {w}: no Keras 3 model of it (they run on "
+             f"{', '.join(sorted(keras3_variants.MODELS))})" for w in workloads if keras3 and not keras3_variants.supports(w)]
+    return {"spec": spec, "results": results, "machine": machine, "notes": notes}
 
 
 def _collectives(args) -> dict:

@@ -11,6 +11,8 @@ TRAIN_TARGETS = (
     ("MirroredStrategy 1 device, fit <= 1.08x plain", "fit_mirrored_1", "plain", 1.08),
     ("MirroredStrategy 2 logical devices <= 1.15x plain (same global batch)", "mirrored_2", "plain", 1.15),
     ("MultiWorkerMirroredStrategy 2 processes <= 1.10x DDP", "mwms_2proc", "ddp_2proc", 1.10),
+    ("Keras 3 fit, MirroredStrategy 1 device <= 1.05x Keras 3's own fit", "keras3_fit1", "keras3_own", 1.05),
+    ("Keras 3 fit, MirroredStrategy 2 logical devices <= 1.15x plain (same global batch)", "keras3_fit2", "plain", 1.15),
 )
 COLLECTIVE_TARGET = 0.8  # in-process all-reduce busbw of >= 16 MB buffers vs memory-copy bandwidth
 COLLECTIVE_TARGET_BYTES = 16 * 2**20
@@ -150,6 +152,7 @@ def render(report: dict[str, Any]) -> str:
     parts = [f"machine: {machine_line(report['machine'])}", f"command: {report['command']}"]
     if "train" in report:
         parts += ["", "## Training step time", "", train_table(report["train"]["results"])]
+        parts += [f"note: {n}" for n in report["train"].get("notes", [])]
     if "collectives" in report:
         c = report["collectives"]
         memcpy = c.get("memcpy")

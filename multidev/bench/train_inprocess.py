@@ -43,7 +43,7 @@ def time_workload(workload_name: str, names: Sequence[str], device: torch.device
     workload = get_workload(workload_name)
     batches = [(x.to(device), y.to(device)) for x, y in workload.batches(spec["steps"])]
     warm = batches[: max(1, spec["warmup"])]
-    built = [variants.build(v, workload, names, device) for v in spec["variants"]]
+    built = [variants.build(v, workload, names, device) for v in spec["variants"] if variants.available(v, workload_name)]
     for variant in built:
         variant.run(list(warm))
     times: dict[str, list[float]] = {v.name: [] for v in built}

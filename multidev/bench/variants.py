@@ -2,8 +2,9 @@
 
 Every variant trains the same workload on the same global batches: a plain PyTorch loop (the
 baseline), custom loops under ``OneDeviceStrategy`` and ``MirroredStrategy`` on 1, 2 or 4 logical
-devices, and Keras ``fit`` (no strategy, or ``MirroredStrategy``) on the model wrapped with
-``md.keras.Model.from_torch``. A variant is built once and then timed round after round.
+devices, Keras ``fit`` (no strategy, or ``MirroredStrategy``) on the model wrapped with
+``md.keras.Model.from_torch``, and, only when asked for, Keras 3's own ``fit`` (``keras3_variants``).
+A variant is built once and then timed round after round.
 """
 
 from __future__ import annotations
@@ -12,19 +13,29 @@ from typing import Callable, Sequence
 
 import torch
 
+from multidev.bench import keras3_variants
 from multidev.bench.measure import Stopwatch, time_steps
 from multidev.bench.workloads import Workload
 
 #: In-process variants, in table order. ``mirrored_K`` / ``fit_mirrored_K`` use the first K logical devices.
 INPROCESS_VARIANTS = ("plain", "one_device", "mirrored_1", "mirrored_2", "mirrored_4",
-                      "fit", "fit_mirrored_1", "fit_mirrored_2", "fit_mirrored_4")
+                      "fit", "fit_mirrored_1", "fit_mirrored_2", "fit_mirrored_4") + keras3_variants.KERAS3_VARIANTS
 #: Variants that run in two worker processes (see ``multiproc``).
 PROCESS_VARIANTS = ("ddp_2proc", "mwms_2proc")
 ALL_VARIANTS = INPROCESS_VARIANTS + PROCESS_VARIANTS
+#: What runs when no ``--variants`` are given: all but the Keras 3 ones (they import keras, an optional extra).
+DEFAULT_VARIANTS = tuple(v for v in ALL_VARIANTS if v not in keras3_variants.KERAS3_VARIANTS)
+
+
+def available(variant: str, workload: str) -> bool:
+    """Whether ``variant`` exists for ``workload`` (the Keras 3 variants only where it has a Keras 3 model)."""
+    return variant not in keras3_variants.KERAS3_VARIANTS or keras3_variants.supports(workload)
 
 
 def devices_needed(variant: str) -> int:
     """Logical devices a variant uses in one process."""
+    if variant in keras3_variants.KERAS3_VARIANTS:
+        return keras3_variants.devices_needed(variant)
     return int(variant.rsplit("_", 1)[1]) if "mirrored_" in variant else 1
 
 
@@ -131,6 +142,9 @@ def build(variant: str, workload: Workload, device_names: Sequence[str], device:
     if devices_needed(variant) > len(device_names):
         raise ValueError(f"Variant {variant!r} needs {devices_needed(variant)} logical devices; "
                          f"this process has {len(device_names)}: {list(device_names)}.")
+    if variant in keras3_variants.KERAS3_VARIANTS:
+        strategy = keras3_variants.strategy_for(variant, device_names)
+        return Variant(variant, device, keras3_variants.fit_runner(workload, strategy, device), strategy)
     strategy = _strategy(variant, device_names)
     if variant.startswith("fit"):
         return Variant(variant, device, _fit_runner(workload, strategy, device), strategy)

@@ -7,15 +7,15 @@ created in the scope gets a multidev distributed variable as its ``_value``.
 Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
 distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
-across replicas before applying them, as TensorFlow's do. Custom loops work on
-``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``; Keras's own ``fit``/``evaluate``/``predict``
-on ``MirroredStrategy``, ``fit``/``evaluate`` on ``MultiWorkerMirroredStrategy`` (step functions in
-``keras3_fit``).
+across replicas before applying them, as TensorFlow's do. Custom loops and Keras's own
+``fit``/``evaluate``/``predict`` work on ``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``
+(step functions in ``keras3_fit``; across workers, shuffled ``fit`` starts each epoch from the
+chief's RNG state so every worker reads the same global batches).
 
 Refused with a clear error (never trained wrong): Keras 3 on another backend, Keras versions
 outside the checked range, other distributing strategies, Keras variables created inside
-``strategy.run`` or outside the scope of a model built in it, ``predict`` and shuffled ``fit`` on
-``MultiWorkerMirroredStrategy``, and the ``*_on_batch`` methods on any distributed model.
+``strategy.run`` or outside the scope of a model built in it, and the ``*_on_batch`` methods on any
+distributed model.
 
 Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
@@ -24,6 +24,7 @@ itself is never imported here, only looked up in ``sys.modules`` once the user i
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from typing import Any
 
@@ -232,23 +233,16 @@ def loss_tracker(model: Any) -> Any:
 
 def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
     """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
-    (the global batch split across MirroredStrategy's replicas); anything else that would run on one
-    replica only is refused."""
+    (the global batch split across the strategy's replicas, all workers'); anything else that would run on
+    one replica only is refused."""
     strategy = _model_strategy(model)
     if strategy is None:
         return original(model, *args, **kwargs)
-    multi_worker = type(strategy) is MultiWorkerMirroredStrategy
-    if name not in _STEP_FUNCTIONS or (multi_worker and name == "predict"):
+    if name not in _STEP_FUNCTIONS:
         raise NotImplementedError(
             f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
-            "it would run on one replica only. Use fit/evaluate (and predict on MirroredStrategy), train with a "
-            "custom loop (strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
-        )
-    if multi_worker and name == "fit" and kwargs.get("shuffle", True):
-        raise ValueError(
-            f"model.fit(shuffle={kwargs.get('shuffle', True)!r}) on MultiWorkerMirroredStrategy: every worker must "
-            "read the same global batches in the same order (each keeps its replicas' slices), and Keras shuffles "
-            "each worker's copy independently. Pass shuffle=False (shuffle the arrays identically beforehand)."
+            "it would run on one replica only. Use fit/evaluate/predict, train with a custom loop "
+            "(strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
         )
     from multidev.integrations import keras3_fit
 
@@ -258,6 +252,8 @@ def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) ->
     else:
         make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
         step = make(keras, model, strategy, loss_tracker(model))
+    if name == "fit" and type(strategy) is MultiWorkerMirroredStrategy:  # every worker must shuffle alike
+        args, kwargs = _with_same_shuffle(original, model, args, kwargs, keras3_fit.same_shuffle_callback(keras, strategy))
     attribute = _STEP_FUNCTIONS[name]
     with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too
         setattr(model, attribute, step)
@@ -265,6 +261,20 @@ def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) ->
             return original(model, *args, **kwargs)
         finally:
             setattr(model, attribute, None)
+
+
+def _with_same_shuffle(original: Any, model: Any, args: tuple, kwargs: dict, callback: Any) -> tuple[tuple, dict]:
+    """``fit``'s arguments, all by keyword, with ``callback`` run last when the call shuffles (Keras's default)."""
+    arguments = inspect.signature(original).bind(model, *args, **kwargs).arguments
+    arguments.pop(next(iter(arguments)))  # self
+    if not arguments.get("shuffle", True):
+        return args, kwargs
+    callbacks = arguments.get("callbacks")
+    if isinstance(callbacks, sys.modules["keras"].callbacks.CallbackList):
+        callbacks.append(callback)
+    else:
+        arguments["callbacks"] = list(callbacks or []) + [callback]
+    return (), arguments
 
 
 def _wrap_method(owner: type, name: str, wrapper: Any) -> None:

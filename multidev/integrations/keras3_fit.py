@@ -5,7 +5,9 @@ step function here splits the global batch across the replicas (as ``experimenta
 splits it), runs the replicas' halves with ``strategy.run`` and returns the metrics read in
 cross-replica context (summed over every replica's examples). Each replica's loss is its mean
 scaled by its share of the global batch, so the summed gradients are the global batch's, exactly,
-uneven last batch included. Only public Keras names here, plus ``keras3.loss_tracker``.
+uneven last batch included. ``predict`` gathers every replica's outputs (all workers') in order;
+shuffled ``fit`` across workers starts each epoch from the chief's RNG state. Only public Keras
+names here, plus ``keras3.loss_tracker``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 
 import torch
 
+from multidev._core.enums import ReduceOp
 from multidev.distribute.input_lib import split_element
+from multidev.values import context
 from multidev.values.distributed import PerReplica
 
 
@@ -103,20 +107,45 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
 
 
 def predict_function(keras: Any, model: Any, strategy: Any) -> Any:
-    """Keras's ``predict_function(data)``: the replicas' outputs, concatenated in replica order."""
+    """Keras's ``predict_function(data)``: every replica (of every worker) predicts its slice of the global
+    batch and the slices' outputs are gathered in replica order, so each worker returns the whole
+    batch's outputs in order, as one device does (``MultiWorkerMirroredStrategy`` included)."""
     split = _Splitter(strategy)
 
     def replica_step(local: Any) -> Any:
         x, _, _ = keras.utils.unpack_x_y_sample_weight(local)
-        if _leading(x) == 0:
-            return None
-        return model(x, training=False)
+        return model(x, training=False)  # an empty slice (small last batch) gives an empty output
 
     def step(data: Any) -> Any:
         parts, _ = split(data[0])
         with torch.no_grad():
-            outputs = [o for o in strategy.experimental_local_results(strategy.run(replica_step, args=(parts,)))
-                       if o is not None]
-        return keras.tree.map_structure(lambda *t: torch.cat(t, dim=0), *outputs)
+            outputs = strategy.run(replica_step, args=(parts,))
+        return strategy.gather(outputs, axis=0)
 
     return step
+
+
+def same_shuffle_callback(keras: Any, strategy: Any) -> Any:
+    """A Keras callback giving every worker the chief's torch RNG state at each epoch's start: Keras's
+    shuffle (torch's samplers) then draws the same order on every worker, so all read the same global
+    batches and keep their replicas' slices (md.keras syncs its shuffle the same way)."""
+
+    class SameShuffleAcrossWorkers(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            torch.set_rng_state(chief_rng_state(strategy))
+
+    return SameShuffleAcrossWorkers()
+
+
+def chief_rng_state(strategy: Any) -> torch.Tensor:
+    """The first replica's (the chief's) ``torch.get_rng_state()``, on every worker: an all-reduce where
+    only replica 0 contributes (public strategy API only)."""
+    state = torch.get_rng_state().to(torch.int64)
+
+    def pick(s: torch.Tensor) -> torch.Tensor:
+        ctx = context.current_replica_context()
+        mine = s if ctx.replica_id_in_sync_group == 0 else torch.zeros_like(s)
+        return ctx.all_reduce(ReduceOp.SUM, mine)
+
+    summed = strategy.experimental_local_results(strategy.run(pick, args=(state,)))[0]
+    return summed.to(torch.uint8)

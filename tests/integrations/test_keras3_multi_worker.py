@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tests.integrations._keras3_env import import_keras3
 from tests.multiworker._cluster import results_json, run_cluster
@@ -77,6 +78,7 @@ import multidev as md
 import keras
 
 strategy = md.distribute.MultiWorkerMirroredStrategy()
+worker = int(os.environ["TASK_INDEX"])
 g = torch.Generator().manual_seed(1)
 x, y = torch.randn(21, 3, generator=g), torch.randint(0, 2, (21,), generator=g)  # uneven last batch (5)
 
@@ -87,23 +89,29 @@ def compiled():
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     return model
 
+def max_diff(reference, model):
+    return max(float((r.value.detach() - c.detach()).abs().max())
+               for r, v in zip(reference.weights, model.weights) for c in v._value.values)
+
 reference = compiled()
 expected = reference.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+shuffled_reference = compiled()
+torch.manual_seed(7)  # after compiled(): keras.utils.set_random_seed seeds torch too
+expected_shuffled = shuffled_reference.fit(x, y, batch_size=8, epochs=3, verbose=0).history  # shuffle=True
+
 with strategy.scope():
     model = compiled()
-try:
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    refused = ""
-except ValueError as e:
-    refused = str(e)
 history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+with strategy.scope():
+    shuffled = compiled()
+torch.manual_seed(7 if worker == 0 else 100 + worker)  # the chief's RNG decides every worker's shuffle
+shuffled_history = shuffled.fit(x, y, 8, 3, 0, []).history  # positional: callbacks list, shuffle by default
 result = {
-    "refused": refused,
     "history": history, "expected": expected,
+    "shuffled_history": shuffled_history, "expected_shuffled": expected_shuffled,
     "evaluate": model.evaluate(x, y, batch_size=8, verbose=0),
     "expected_evaluate": reference.evaluate(x, y, batch_size=8, verbose=0),
-    "max_diff": max(float((r.value.detach() - c.detach()).abs().max())
-                    for r, v in zip(reference.weights, model.weights) for c in v._value.values),
+    "max_diff": max_diff(reference, model), "shuffled_max_diff": max_diff(shuffled_reference, shuffled),
 }
 print("RESULT " + json.dumps(result), flush=True)
 """
@@ -112,8 +120,43 @@ print("RESULT " + json.dumps(result), flush=True)
 def test_keras_fit_two_workers_equal_one_device():
     procs = run_cluster(FIT_JOB, workers=2, timeout=180)
     for r in (results_json(p) for p in procs):
-        assert "shuffle=False" in r["refused"]
-        assert r["max_diff"] < 1e-5
-        for key, values in r["expected"].items():
-            assert r["history"][key] == pytest.approx(values, rel=1e-5, abs=1e-6), key
+        assert r["max_diff"] < 1e-5 and r["shuffled_max_diff"] < 1e-5
+        for got, want in (("history", "expected"), ("shuffled_history", "expected_shuffled")):
+            for key, values in r[want].items():
+                assert r[got][key] == pytest.approx(values, rel=1e-5, abs=1e-6), (got, key)
         assert r["evaluate"] == pytest.approx(r["expected_evaluate"], rel=1e-5, abs=1e-6)
+
+
+PREDICT_JOB = """
+import json, os
+os.environ["KERAS_BACKEND"] = "torch"
+import torch
+import multidev as md
+import keras
+
+strategy = md.distribute.MultiWorkerMirroredStrategy()
+g = torch.Generator().manual_seed(2)
+x = torch.randn(17, 3, generator=g)  # batches 8, 8, 1: the last leaves worker 1 an empty slice
+
+def build():
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((3,))
+    hidden = keras.layers.Dense(4, activation="relu")(inputs)
+    return keras.Model(inputs, {"logits": keras.layers.Dense(2)(hidden), "score": keras.layers.Dense(1)(hidden)})
+
+expected = build().predict(x, batch_size=8, verbose=0)
+with strategy.scope():
+    model = build()
+got = model.predict(x, batch_size=8, verbose=0)
+print("RESULT " + json.dumps({k: [got[k].tolist(), expected[k].tolist()] for k in expected}), flush=True)
+"""
+
+
+def test_keras_predict_two_workers_returns_every_output_in_order():
+    procs = run_cluster(PREDICT_JOB, workers=2, timeout=180)
+    results = [results_json(p) for p in procs]
+    for r in results:
+        for key, (got, want) in r.items():
+            assert len(got) == 17, key
+            torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-5, atol=1e-6, msg=key)
+    assert results[0] == results[1]

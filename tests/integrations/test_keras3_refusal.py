@@ -30,12 +30,16 @@ def test_keras_on_batch_methods_on_a_distributed_model_are_refused(method, args)
         getattr(model, method)(*args)
 
 
-def test_keras_predict_on_multi_worker_mirrored_is_refused():
+def test_keras_predict_on_one_worker_multi_worker_mirrored_equals_the_plain_model():
+    keras.utils.set_random_seed(0)
+    plain = _model()
+    keras.utils.set_random_seed(0)
     with md.distribute.MultiWorkerMirroredStrategy().scope():
         model = _model()
         model.compile(optimizer="sgd", loss="mse")
-    with pytest.raises(NotImplementedError, match=r"model.predict\(\).*MultiWorkerMirroredStrategy.*one replica only"):
-        model.predict(torch.ones(4, 3), verbose=0)
+    x = torch.arange(15.0).reshape(5, 3)
+    torch.testing.assert_close(torch.as_tensor(model.predict(x, batch_size=2, verbose=0)),
+                               torch.as_tensor(plain.predict(x, batch_size=2, verbose=0)))
 
 
 def test_keras_own_fit_outside_strategies_still_works():
