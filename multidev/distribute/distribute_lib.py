@@ -99,6 +99,14 @@ class ReplicatedExtended(StrategyExtended):
         return tuple(self._devices)
 
     @property
+    def num_local_replicas(self) -> int:   # hot: read by num_replicas_in_sync and replica ids
+        return len(self._devices)
+
+    @property
+    def replica_offset(self) -> int:
+        return self._workers.worker_index * len(self._devices)
+
+    @property
     def worker_collective(self) -> WorkerCollective:
         return self._workers
 

@@ -118,7 +118,7 @@ class _DistributedBase:
             raise TypeError(f"options must be a md.distribute.InputOptions, got {options!r}.")
         self._strategy = strategy
         self._options = options or InputOptions()
-        self._devices = list(strategy.extended._torch_devices)
+        self._devices = list(strategy.extended.torch_devices)
 
     def _per_replica_stream(self) -> Iterator[list]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -196,7 +196,7 @@ class DistributedDataset(_DistributedBase):
                 "strategy.distribute_datasets_from_function(dataset_fn, options) for per-replica datasets."
             )
         extended = strategy.extended
-        self._num_workers, self._worker_index = extended._num_workers, extended._worker_index
+        self._num_workers, self._worker_index = extended.num_workers, extended.worker_index
         self._global_batch_size = graph.compute_batch_size(dataset)
         self._every_batch, self._dataset = _worker_input(dataset, self._num_workers, self._worker_index)
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
@@ -218,7 +218,7 @@ class DistributedDataset(_DistributedBase):
         template = None
         for parts in itertools.chain(stream, itertools.repeat(None)):
             has = torch.tensor([0 if parts is None else 1], dtype=torch.int64)
-            if int(extended._sum_across_workers(has).item()) == 0:
+            if int(extended.worker_collective.sum(has).item()) == 0:
                 return
             if parts is None:
                 parts = [_empty_like(p) for p in template] if template else self._empty_parts()
@@ -271,12 +271,12 @@ class DistributedDatasetsFromFunction(_DistributedBase):
         extended = strategy.extended
         n = len(self._devices)
         if self._options.experimental_replication_mode is InputReplicationMode.PER_WORKER:
-            ctx = InputContext(extended._num_workers, extended._worker_index, strategy.num_replicas_in_sync)
+            ctx = InputContext(extended.num_workers, extended.worker_index, strategy.num_replicas_in_sync)
             self._datasets = [_check_dataset(dataset_fn(ctx), "distribute_datasets_from_function")]
         else:
-            pipelines = extended._num_workers * n
+            pipelines = extended.num_workers * n
             self._datasets = [
-                _check_dataset(dataset_fn(InputContext(pipelines, extended._worker_index * n + r,
+                _check_dataset(dataset_fn(InputContext(pipelines, extended.worker_index * n + r,
                                                        strategy.num_replicas_in_sync)),
                                "distribute_datasets_from_function")
                 for r in range(n)
