@@ -1,6 +1,8 @@
 """``multidev bench``: the reference benchmarks of issue 8.
 
     multidev bench [train]       training step time of every variant (plain, strategies, fit, DDP, MWMS)
+    multidev bench train --variants plain,keras3_own,keras3_fit1,keras3_fit2
+                                 Keras 3's own fit, alone and on multidev strategies (needs multidev[keras3])
     multidev bench collectives   all-reduce bandwidth, in process and across 2 processes
     multidev bench memory        long run under MirroredStrategy: is memory flat after warm-up?
     multidev bench all           the three, one report

@@ -59,17 +59,18 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
     def replica_step(local: Any, global_size: int) -> None:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(local)
         weights = model.trainable_variables
-        for v in weights:
-            v.value.grad = None
+        values = [v.value for v in weights]  # this replica's copies
+        for t in values:
+            t.grad = None
         size = _leading(x)
         if size == 0:  # an empty slice of a small last batch still joins the gradient sum
-            grads = [torch.zeros_like(v.value) for v in weights]
+            grads = [torch.zeros_like(t) for t in values]
         else:
             y_pred = model(x, training=True)
             loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
             loss_tracker.update_state(loss, sample_weight=size)
             model.optimizer.scale_loss(loss * (size / global_size)).backward()
-            grads = [v.value.grad for v in weights]
+            grads = [t.grad for t in values]
         with torch.no_grad():
             model.optimizer.apply(grads, weights)
         if size:
