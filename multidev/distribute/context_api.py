@@ -19,8 +19,8 @@ class _DefaultExtended(StrategyExtended):
 
     _distributes_variables = False
 
-    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
-        return fn(*args, **kwargs)
+    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:
+        return fn(*args, **kwargs)   # no replicas: nothing to hand ``step`` to (one device sees the whole batch)
 
 
 class _DefaultStrategy(Strategy):

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import threading
+import contextvars
 
 import torch
 
@@ -24,18 +24,17 @@ from multidev.keras import backend
 from multidev.values import context
 
 
-_tls = threading.local()
+_store: contextvars.ContextVar[dict | None] = contextvars.ContextVar("multidev_metric_store", default=None)
 
 
 @contextlib.contextmanager
 def replica_states(store: dict):
     """In this thread, metrics keep their state in ``store`` (metric -> {name: tensor}) instead of their own."""
-    previous = getattr(_tls, "store", None)
-    _tls.store = store
+    token = _store.set(store)
     try:
         yield store
     finally:
-        _tls.store = previous
+        _store.reset(token)
 
 
 def _placed(value: torch.Tensor, name: str):
@@ -58,7 +57,7 @@ class Metric:
 
     def _state(self) -> dict:
         """The state dict in use: this thread's replica store if one is active, else the metric's own."""
-        store = getattr(_tls, "store", None)
+        store = _store.get()
         if store is None:
             return self._own
         state = store.get(self)
