@@ -2,19 +2,20 @@
 
 Unlike the device configuration these may change at any time. Soft placement is process-wide
 (on by default, as in TensorFlow's eager mode); the device policy is per thread, as in
-TensorFlow: a thread that never set one uses the default, 'silent'.
+TensorFlow: a thread that never set one uses the default, 'silent'. (It is a context variable:
+a new thread starts without one; replicas of ``strategy.run`` get their caller's.)
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
+import contextvars
 
 DEVICE_POLICIES = ("silent", "silent_for_int32", "warn", "explicit")
 DEFAULT_DEVICE_POLICY = "silent"
 
 _soft_placement = True
-_thread = threading.local()
+_policy: contextvars.ContextVar[str | None] = contextvars.ContextVar("multidev_device_policy", default=None)
 
 
 def set_soft_device_placement(enabled: bool) -> None:
@@ -34,6 +35,14 @@ def get_soft_device_placement() -> bool:
     return _soft_placement
 
 
+def _check_policy(device_policy: str | None) -> None:
+    if device_policy is not None and device_policy not in DEVICE_POLICIES:
+        raise ValueError(
+            f"Not a valid device policy: {device_policy!r}; valid policies: {list(DEVICE_POLICIES)} or None "
+            "(None restores the default, 'silent')."
+        )
+
+
 def set_device_policy(device_policy: str | None) -> None:
     """Set this thread's policy for inputs that live on another device than the op.
 
@@ -45,29 +54,25 @@ def set_device_policy(device_policy: str | None) -> None:
     Raises:
         ValueError: any other value.
     """
-    if device_policy is not None and device_policy not in DEVICE_POLICIES:
-        raise ValueError(
-            f"Not a valid device policy: {device_policy!r}; valid policies: {list(DEVICE_POLICIES)} or None "
-            "(None restores the default, 'silent')."
-        )
-    _thread.policy = device_policy
+    _check_policy(device_policy)
+    _policy.set(device_policy)
 
 
 def get_device_policy() -> str:
     """This thread's device policy ('silent' unless set in this thread)."""
-    policy = getattr(_thread, "policy", None)
+    policy = _policy.get()
     return DEFAULT_DEVICE_POLICY if policy is None else policy
 
 
 @contextlib.contextmanager
 def device_policy_scope(device_policy: str | None):
-    """Run this thread under ``device_policy`` (e.g. a replica thread under its caller's), then restore it."""
-    previous = getattr(_thread, "policy", None)
-    _thread.policy = device_policy
+    """Run the block under ``device_policy`` (e.g. a replica under its caller's), then restore the previous one."""
+    _check_policy(device_policy)
+    token = _policy.set(device_policy)
     try:
         yield
     finally:
-        _thread.policy = previous
+        _policy.reset(token)
 
 
 __all__ = [

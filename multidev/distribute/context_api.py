@@ -23,8 +23,8 @@ class _DefaultExtended(ReplicatedExtended):
     def __init__(self, strategy: Strategy, device: registry.Device):
         super().__init__(strategy, [device], None, layout=PlainLayout())
 
-    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
-        return fn(*args, **kwargs)
+    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:
+        return fn(*args, **kwargs)   # no replicas: nothing to hand ``step`` to (one device sees the whole batch)
 
 
 class _DefaultStrategy(Strategy):

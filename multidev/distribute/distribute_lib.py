@@ -19,7 +19,7 @@ import torch
 from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
 from multidev._core.errors import AbortedError
 from multidev.collectives.rendezvous import Rendezvous
-from multidev.devices import options as device_options, registry
+from multidev.devices import registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.extended import StrategyExtended
@@ -225,7 +225,9 @@ class ReplicatedExtended(StrategyExtended):
             synchronization=VariableSynchronization.ON_READ, aggregation=aggregation)
 
     # --- run ---------------------------------------------------------------------------------
-    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:
+        """``fn`` once per replica; ``step`` (per-call inputs, e.g. Keras's ``StepInputs``) reaches every
+        replica as ``replica_env().step``."""
         if context.current_replica_id() is not None:
             raise RuntimeError(
                 "strategy.run cannot be called inside a replica function (replica context): "
@@ -237,11 +239,11 @@ class ReplicatedExtended(StrategyExtended):
         n = len(self._devices)
         _check_replica_counts((args, kwargs), n, "strategy.run")
         self._prepare_variables()
-        modes = _CallerModes({d.type for d in self._torch_devices})
+        modes = context.CallerModes.capture({d.type for d in self._torch_devices})
         if self._threads is not None:  # replicas left running by a failed run must not join this one
             self._threads.wait_idle()
         self._rendezvous.reset()
-        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes)
+        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step)
                  for r in range(n)]
         self._running = True
         try:
@@ -271,21 +273,22 @@ class ReplicatedExtended(StrategyExtended):
 
         return map_structure(pick, structure)
 
-    def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: "_CallerModes") -> Callable:
-        replica_context = self._contexts[r]
+    def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: context.CallerModes,
+                      step: Any = None) -> Callable:
         device = self._devices[r]
         rendezvous = self._rendezvous
-
+        # Everything replica r is, for this call: one immutable value, set once when its task starts.
+        env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
+                                 device=device, stream=self._streams[r], modes=modes, step=step)
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
-        stream = self._streams[r]  # GPU replicas each run on their logical device's stream
 
         def task() -> Any:
-            previous = context.set_replica(replica_context)
+            token = context.enter_replica_env(env)
             previous_threads = torch.get_num_threads()
             if intra_op_threads is not None:
                 torch.set_num_threads(intra_op_threads)
             try:
-                with placement.device_scope(device), modes.applied(device.torch_device.type), _on_stream(stream):
+                with placement.device_scope(device), modes.applied(device.torch_device.type), _on_stream(env.stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
                 rendezvous.abort(exc)
@@ -294,7 +297,7 @@ class ReplicatedExtended(StrategyExtended):
                 if intra_op_threads is not None:
                     torch.set_num_threads(previous_threads)
                 rendezvous.replica_finished(r)
-                context.restore_replica(previous)
+                context.exit_replica_env(token)
 
         return task
 
@@ -341,25 +344,6 @@ class ReplicatedExtended(StrategyExtended):
         if isinstance(value, DistributedVariable):
             return PerReplica(value.values) if isinstance(value, SyncOnReadVariable) else Mirrored(value.values)
         return value
-
-
-class _CallerModes:
-    """The caller's thread-local modes, which every replica thread runs under: autograd and autocast
-    (``with torch.no_grad(): strategy.run(...)``, ``with torch.autocast("cpu"): strategy.run(...)``)
-    and the device policy (``md.config.experimental.set_device_policy("explicit")``)."""
-
-    def __init__(self, device_types: set) -> None:  # read in the caller's thread
-        self.grad_enabled = torch.is_grad_enabled()
-        self._autocast = {t: torch.get_autocast_dtype(t) for t in device_types if torch.is_autocast_enabled(t)}
-        self.device_policy = device_options.get_device_policy()
-
-    def applied(self, device_type: str) -> contextlib.ExitStack:
-        stack = contextlib.ExitStack()
-        stack.enter_context(torch.set_grad_enabled(self.grad_enabled))
-        stack.enter_context(device_options.device_policy_scope(self.device_policy))
-        if device_type in self._autocast:
-            stack.enter_context(torch.autocast(device_type, dtype=self._autocast[device_type]))
-        return stack
 
 
 def _on_stream(stream: Any) -> Any:

@@ -15,8 +15,10 @@ import torch
 from torch.nn.modules import module as torch_module
 
 from multidev.values import context
-from multidev.values.context import _tls
 from multidev.values.variables import DistributedVariable
+
+
+_replica_env = context.replica_env
 
 
 class ReplicaAwareDict(dict):
@@ -26,10 +28,10 @@ class ReplicaAwareDict(dict):
 
     def __getitem__(self, name: str) -> Any:
         value = dict.__getitem__(self, name)
-        replica_id = getattr(_tls, "replica_id", None)
-        if replica_id is None or not isinstance(value, DistributedVariable):
+        env = _replica_env()
+        if env is None or not isinstance(value, DistributedVariable):
             return value
-        return value._view_for(replica_id)
+        return value._view_for(env.replica_id)
 
 
 def _distributing_strategy() -> Any | None:

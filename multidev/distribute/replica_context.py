@@ -190,10 +190,5 @@ class _AllReduce(torch.autograd.Function):
 
 
 def _in_cross_replica(fn: Callable, strategy: Any, args, kwargs) -> Any:
-    previous = context.set_replica(None)
-    context.scope_stack().append(strategy)
-    try:
+    with context.cross_replica(strategy):
         return fn(strategy, *args, **kwargs)
-    finally:
-        context.scope_stack().pop()
-        context.restore_replica(previous)

@@ -59,9 +59,9 @@ class _Scope:
 
     def __init__(self, strategy: "Strategy"):
         self._strategy = strategy
+        self._entered: list = []   # what context.push_scope returned, per (nested) entry
 
     def __enter__(self) -> "Strategy":
-        stack = context.scope_stack()
         current = context.current_scope_strategy()
         if current is not None and current is not self._strategy:
             raise RuntimeError(   # TensorFlow's type
@@ -70,14 +70,14 @@ class _Scope:
             )
         for hook in SCOPE_ENTRY_HOOKS:
             hook(self._strategy)
-        stack.append(self._strategy)
+        self._entered.append(context.push_scope(self._strategy))
         return self._strategy
 
     def __exit__(self, *exc: Any) -> None:
-        stack = context.scope_stack()
-        if not stack or stack[-1] is not self._strategy:
-            raise RuntimeError("strategy.scope() exited out of order (scopes must nest).")
-        stack.pop()
+        if not self._entered:
+            raise RuntimeError("strategy.scope() exited without being entered.")
+        context.pop_scope(self._entered[-1])   # raises, keeping the entry, if exited out of order
+        self._entered.pop()
 
 
 class Strategy:

@@ -8,7 +8,7 @@ logging scope modes instead, so replica threads of strategies are logged too.
 
 from __future__ import annotations
 
-import threading
+import contextvars
 
 from torch._C import _len_torch_function_stack
 from torch.overrides import _pop_mode, _push_mode
@@ -16,7 +16,8 @@ from torch.overrides import _pop_mode, _push_mode
 from multidev.placement import log
 from multidev.placement.mode import PlacementMode
 
-_local = threading.local()
+# The logging mode installed at the bottom of this thread's torch mode stack (a new thread has none).
+_installed: contextvars.ContextVar[PlacementMode | None] = contextvars.ContextVar("multidev_log_mode", default=None)
 
 
 def _rebuild_stack(add: PlacementMode | None, remove: PlacementMode | None) -> None:
@@ -34,12 +35,13 @@ def set_log_device_placement(enabled: bool) -> None:
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be True or False, got {enabled!r}.")
     log.set_enabled(enabled)
-    installed = getattr(_local, "mode", None)
+    installed = _installed.get()
     if enabled and installed is None:
-        _local.mode = PlacementMode(None)
-        _rebuild_stack(add=_local.mode, remove=None)
+        mode = PlacementMode(None)
+        _installed.set(mode)
+        _rebuild_stack(add=mode, remove=None)
     elif not enabled and installed is not None:
-        _local.mode = None
+        _installed.set(None)
         _rebuild_stack(add=None, remove=installed)
 
 

@@ -57,7 +57,7 @@ class _Scope:
         self._spec = spec
         self._device = device
         self._any_gpu_counts = any_gpu_counts
-        self._entry: context.ScopeEntry | None = None
+        self._entry: tuple | None = None   # (ScopeEntry, token) while entered
 
     def __enter__(self) -> Device:
         if self._entry is not None:
@@ -69,25 +69,26 @@ class _Scope:
             device = registry.resolve_merged(spec)
         mode = PlacementMode(device) if _needs_mode(device, any_gpu_counts=self._any_gpu_counts) else None
         entry = context.ScopeEntry(spec=spec, device=device, mode=mode)
-        context.push(entry)
+        token = context.push(entry)
         if mode is not None:
             try:
                 mode.__enter__()
             except BaseException:
-                context.pop(entry)
+                context.pop(entry, token)
                 raise
-        self._entry = entry
+        self._entry = entry, token
         return device
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        entry, self._entry = self._entry, None
-        if entry is None:
+        entered, self._entry = self._entry, None
+        if entered is None:
             raise RuntimeError("Device scope exited without being entered.")
+        entry, token = entered
         try:
             if entry.mode is not None:
                 entry.mode.__exit__(exc_type, exc, tb)
         finally:
-            context.pop(entry)
+            context.pop(entry, token)
 
 
 def device(name: "str | DeviceSpec | LogicalDevice | Device | torch.device | None") -> _Scope:

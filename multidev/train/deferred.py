@@ -75,15 +75,12 @@ def _on_register(module, name, tensor):
                          "a checkpoint: the layer was built differently from the one that was saved.")
     # A variable created inside strategy.run: restore it as a cross-replica write (every copy gets the
     # saved value, no aggregation of "updates"), and load its optimizer slots the same way.
-    previous = context.set_replica(None)
-    try:
+    with context.cross_replica():
         assign(tensor, pending.value)
         pending.status._consume(pending.key)
         pending.done = True
         for callback in pending.callbacks:
             callback(tensor)
-    finally:
-        context.restore_replica(previous)
     return None
 
 

@@ -135,28 +135,26 @@ def test_auc_roc_close_to_sklearn_and_pr_in_range():
         metrics.AUC(curve="XY")
 
 
-def test_replica_states_keep_threads_apart_and_merge_exactly():
-    import threading
-
-    from multidev.keras.metrics.base import replica_states
+def test_step_metric_states_keep_replicas_apart_and_merge_exactly():
+    import multidev as md
+    from multidev.keras.step_inputs import StepInputs
 
     y = np.array([0, 1, 2, 1, 0, 2, 1])
     p = np.eye(3)[[0, 1, 1, 1, 2, 2, 0]].astype("float32")
     acc, mean = metrics.SparseCategoricalAccuracy(), metrics.Mean()
-    stores = [{}, {}]
+    stores = ({}, {})
     shards = [slice(0, 5), slice(5, 7)]                 # uneven per-replica batches
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 
-    def replica(i):
-        with replica_states(stores[i]):
-            acc.update_state(y[shards[i]], p[shards[i]])
-            mean.update_state(y[shards[i]].astype("float32"))
+    def replica(shard):
+        acc.update_state(y[shard], p[shard])
+        mean.update_state(y[shard].astype("float32"))
 
-    threads = [threading.Thread(target=replica, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with strategy.scope():
+        strategy.extended._call_for_each_replica(replica, (md.distribute.PerReplica(shards),), {},
+                                                 step=StepInputs("test", None, stores))
     assert float(acc.result()) == 0.0 and float(mean.count) == 0.0      # own state untouched so far
+    assert all(acc in s and mean in s for s in stores)
     acc.merge_state([s[acc] for s in stores])
     mean.merge_state([s[mean] for s in stores])
     whole = metrics.SparseCategoricalAccuracy()

@@ -229,11 +229,17 @@ def test_subclassed_model_tracks_lists_of_layers():
     model.fit(x[:, :3], y, verbose=0)
 
 
-def test_global_batch_size_hook_divides_the_summed_loss():
+def test_step_global_batch_size_divides_the_summed_loss():
+    import multidev as md
+    from multidev.keras.step_inputs import StepInputs
+
     x, y = regression_data(8)
     model = models.Sequential([layers.Dense(1, input_shape=(4,))])
     model.compile("sgd", "mse")
-    local = float(model.compiled_loss(torch.from_numpy(y), model(torch.from_numpy(x))).detach())
-    model.compiled_loss.global_batch_size = 16          # this replica holds 8 of 16 examples
-    scaled = float(model.compiled_loss(torch.from_numpy(y), model(torch.from_numpy(x))).detach())
+    loss = lambda: float(model.compiled_loss(torch.from_numpy(y), model(torch.from_numpy(x))).detach())  # noqa: E731
+    local = loss()
+    strategy = md.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():                               # this replica holds 8 of 16 examples
+        scaled = strategy.extended._call_for_each_replica(loss, (), {}, step=StepInputs("train", 16))
     assert scaled == pytest.approx(local / 2)
+    assert loss() == pytest.approx(local)               # nothing was left changed

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import threading
 
@@ -27,14 +28,15 @@ from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
 from multidev.keras.layers.input_spec import InputSpec
 
-_ctx = threading.local()
+# (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
+_call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
 _BUILD_LOCK = threading.RLock()
 _SIG_CACHE: dict[tuple[type, str], bool] = {}
 
 
 def current_training():
     """The ``training`` flag of the innermost enclosing layer call in this thread (or None)."""
-    return getattr(_ctx, "training", None)
+    return _call_state.get()[0]
 
 
 def _shape_of(x):
@@ -156,22 +158,21 @@ class Layer(nn.Module):
             self._maybe_build(inputs)
         self._check_input(inputs)
         training = kwargs.pop("training", None)
-        outer = current_training()
+        outer, depth = _call_state.get()
         if training is None:
             training = outer
         if self._call_accepts_training():
             kwargs["training"] = bool(training)
         if mask is not None and "mask" not in kwargs and self._call_accepts("mask"):
             kwargs["mask"] = mask
-        depth = getattr(_ctx, "depth", 0)
         if depth == 0:
             layer_losses.clear_call_losses(self)
-        _ctx.training, _ctx.depth = training, depth + 1
+        token = _call_state.set((training, depth + 1))
         try:
             with self._dtype_policy.autocast(self._device_type(inputs)):
                 outputs = super().__call__(inputs, *args[1:], **kwargs)
         finally:
-            _ctx.training, _ctx.depth = outer, depth
+            _call_state.reset(token)
         if self.activity_regularizer is not None:
             layer_losses.record_activity(self, outputs)
         out_mask = self.compute_mask(inputs, mask)

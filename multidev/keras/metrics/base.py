@@ -3,10 +3,10 @@
 All state lives in tensors (``variables``) that only ever accumulate sums, so per-replica or
 per-worker states combine exactly with ``merge_state`` (no averaging of averages).
 
-Strategy hook: inside ``with replica_states(store):`` (entered in a replica thread) every metric
-reads and writes its state in ``store[metric]`` (created fresh on first use) instead of its own,
-so replicas never share state; afterwards ``metric.merge_state([store[metric] for store in
-stores])`` sums them into the metric exactly.
+On a strategy: in a replica running a Keras step (``StepInputs`` with ``metric_states``, see
+``keras/step_inputs.py``) every metric reads and writes its state in that replica's store,
+``store[metric]`` (created fresh on first use), instead of its own, so replicas never share state;
+afterwards ``metric.merge_state([store[metric] for store in stores])`` sums them in exactly.
 
 Example:
     m = md.keras.metrics.Mean()
@@ -15,27 +15,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import torch
 
 from multidev.keras import backend
+from multidev.keras.step_inputs import metric_store
 from multidev.values import context
-
-
-_tls = threading.local()
-
-
-@contextlib.contextmanager
-def replica_states(store: dict):
-    """In this thread, metrics keep their state in ``store`` (metric -> {name: tensor}) instead of their own."""
-    previous = getattr(_tls, "store", None)
-    _tls.store = store
-    try:
-        yield store
-    finally:
-        _tls.store = previous
 
 
 def _placed(value: torch.Tensor, name: str):
@@ -57,8 +41,8 @@ class Metric:
         self._own: dict[str, torch.Tensor] = {}
 
     def _state(self) -> dict:
-        """The state dict in use: this thread's replica store if one is active, else the metric's own."""
-        store = getattr(_tls, "store", None)
+        """The state dict in use: the running replica's store in a Keras step, else the metric's own."""
+        store = metric_store()
         if store is None:
             return self._own
         state = store.get(self)
@@ -109,7 +93,7 @@ class Metric:
     reset_states = reset_state
 
     def merge_state(self, metrics) -> None:
-        """Add the states of ``metrics`` (same class and config, or state dicts from ``replica_states``)
+        """Add the states of ``metrics`` (same class and config, or state dicts from ``StepInputs.metric_states``)
         into this one: exact aggregation."""
         for other in metrics:
             if isinstance(other, dict):

@@ -2,8 +2,9 @@
 
 ``LossesContainer`` turns the ``loss`` argument (name, Loss, function, list or dict per output)
 into one scalar: per output ``sum(per_sample_loss * sample_weight) / batch_size``, weighted by
-``loss_weights`` and summed. ``global_batch_size`` (None = the local batch) is the hook a strategy
-sets so each replica divides by the global batch. The ``loss`` Mean tracker is updated with the
+``loss_weights`` and summed. On a strategy each replica divides by the step's global batch instead
+(``StepInputs.global_batch_size``, read from the replica's environment; the container is never
+changed to run a step). The ``loss`` Mean tracker is updated with the
 batch size as weight, so the epoch loss is exact over uneven batches.
 """
 
@@ -15,6 +16,7 @@ import torch
 
 from multidev.keras import losses as losses_mod
 from multidev.keras import metrics as metrics_mod
+from multidev.keras import step_inputs
 from multidev.keras.metrics import mean_metrics as acc
 
 
@@ -46,32 +48,34 @@ class LossesContainer:
         self.tracker = metrics_mod.Mean(name="loss")
         self.output_trackers = ([metrics_mod.Mean(name=f"{n}_loss") for n in self.output_names]
                                 if len(self.output_names) > 1 else [])
-        self.global_batch_size = None      # strategy hook: divide summed losses by this instead of the local batch
 
     @staticmethod
     def _per_sample(fn, y_true, y_pred):
         """Unreduced losses (one per sample, or per element for sequence outputs)."""
         return fn.call(y_true, y_pred) if isinstance(fn, losses_mod.Loss) else fn(y_true, y_pred)
 
-    def _reduce(self, per, sample_weight, batch):
+    @staticmethod
+    def _reduce(per, sample_weight, divisor):
         if per.ndim == 0:                  # a user function that already reduced
             return per
         summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
-        return summed / ((self.global_batch_size or batch) * (per.numel() // max(per.shape[0], 1) or 1))
+        return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
 
     def __call__(self, y_true, y_pred, sample_weight=None, regularization=None):
         """The compiled loss plus ``regularization`` (this replica's share of ``model.losses``)."""
         ys, ps = _as_list(y_true, len(self.losses)), _as_list(y_pred, len(self.losses))
         batch = int(ps[0].shape[0])
+        step = step_inputs.current()
+        divisor = (step.global_batch_size if step is not None else None) or batch   # global batch on a strategy
         # Trackers record the local mean weighted by the local batch, so replicas merge exactly.
-        scale = (self.global_batch_size or batch) / batch if batch else 0.0
+        scale = divisor / batch if batch else 0.0
         total = None
         for i, (fn, w, yt, yp) in enumerate(zip(self.losses, self.loss_weights, ys, ps)):
             if fn is None:
                 continue
             per = self._per_sample(fn, yt, yp)
             sw = sample_weight[i] if isinstance(sample_weight, (list, tuple)) else sample_weight
-            value = self._reduce(per, sw, batch)
+            value = self._reduce(per, sw, divisor)
             if self.output_trackers and batch:
                 self.output_trackers[i].update_state(value.detach() * scale, sample_weight=batch)
             total = value * w if total is None else total + value * w

@@ -2,9 +2,11 @@
 
 Each global batch is split across the replicas exactly as ``experimental_distribute_dataset``
 splits it (in order; a partial last batch is spread as TensorFlow spreads it: 4 examples on 2
-replicas give [2, 2]; the largest batch seen so far stands for the dataset's batch size), the loss
-is divided by the global batch size so the summed gradients equal one device's, and every
-replica updates metrics in its own state, merged exactly afterwards (and summed across workers).
+replicas give [2, 2]; the largest batch seen so far stands for the dataset's batch size). Every
+replica gets the step's ``StepInputs`` through its environment (``replica_env().step``): the loss
+divides by its global batch size, so the summed gradients equal one device's, and metrics update
+that replica's own state, merged exactly afterwards (and summed across workers). Neither the loss
+nor the metrics are changed to run a step.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from typing import Any
 import torch
 
 from multidev.distribute.input_lib import split_element
-from multidev.keras.metrics.base import replica_states
-from multidev.values.context import current_replica_context
+from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
 
@@ -35,7 +36,9 @@ class StrategyStepRunner:
         self.strategy = strategy
         self._largest_batch = 0   # stands for the dataset's batch size: smaller batches are partial
 
-    def run(self, step_fn, data, model):
+    def run(self, kind: str, step_fn, data, model):
+        """Run ``step_fn`` on every replica's slice of ``data``; logs (predictions for 'predict')."""
+        check_kind(kind)
         strategy = self.strategy
         extended = strategy.extended
         local = extended.num_local_replicas
@@ -49,26 +52,17 @@ class StrategyStepRunner:
             self._largest_batch = max(self._largest_batch, global_size)
             parts = split_element(data, total, self._largest_batch)[first:first + local] if total > 1 else [data]
         ensure_built(model, strategy, parts[0])
-        stores: list[dict] = [{} for _ in range(local)]
-
-        def replica_fn(part):
-            with replica_states(stores[current_replica_context()._local_replica_id]):
-                return step_fn(part)
-
-        loss = model.compiled_loss
-        if loss is not None:
-            loss.global_batch_size = global_size
-        try:
-            outputs = strategy.run(replica_fn, args=(PerReplica(parts) if local > 1 else parts[0],))
-        finally:
-            if loss is not None:
-                loss.global_batch_size = None
-        if step_fn == model._predict_step_no_grad:
+        stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
+        inputs = StepInputs(kind, global_size, stores)
+        with strategy.scope():
+            outputs = extended._call_for_each_replica(step_fn, (PerReplica(parts) if local > 1 else parts[0],), {},
+                                                      step=inputs)
+        if kind == "predict":
             return strategy.gather(outputs, axis=0) if total > 1 else outputs
-        self._merge_metrics(model, stores)
+        self._merge_metrics(model, inputs.metric_states)
         return model.get_metrics_result()
 
-    def _merge_metrics(self, model, stores: list[dict]) -> None:
+    def _merge_metrics(self, model, stores: tuple[dict, ...]) -> None:
         extended = self.strategy.extended
         metrics = model.metrics
         if extended.num_workers == 1:

@@ -1,7 +1,8 @@
 """Trainer: Keras's training API (compile, fit, evaluate, predict, *_on_batch) for Model.
 
 Steps (``train_step``/``test_step``/``predict_step``) are Keras's overridable methods; loops run
-them through ``self._step_runner`` (see ``step_runner``) so a strategy can run them per replica.
+them through ``self._step_runner.run(kind, step_fn, batch, model)`` (see ``step_runner``) so a
+strategy can run them per replica.
 
 Example:
     model.compile(optimizer="nadam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -143,13 +144,13 @@ class Trainer:
 
     def make_train_function(self):
         """``fn(batch) -> logs`` running ``train_step`` through the step runner."""
-        return lambda data: self._step_runner.run(self.train_step, data, self)
+        return lambda data: self._step_runner.run("train", self.train_step, data, self)
 
     def make_test_function(self):
-        return lambda data: self._step_runner.run(self._test_step_no_grad, data, self)
+        return lambda data: self._step_runner.run("test", self._test_step_no_grad, data, self)
 
     def make_predict_function(self):
-        return lambda data: self._step_runner.run(self._predict_step_no_grad, data, self)
+        return lambda data: self._step_runner.run("predict", self._predict_step_no_grad, data, self)
 
     # ----- loops ----------------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,

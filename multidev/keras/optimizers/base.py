@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import threading
 
 import torch
@@ -33,7 +34,8 @@ from multidev.values.context import current_replica_id
 from multidev.values.variables import Variable, local_view
 
 
-_own_gradients = threading.local()  # set while minimize() applies the gradients it computed
+# True while minimize() applies the gradients it computed (each replica its own).
+_own_gradients: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_own_gradients", default=False)
 
 
 class Optimizer:
@@ -101,11 +103,11 @@ class Optimizer:
             loss = loss()
         # Under a strategy, differentiate with respect to this replica's copies of the variables.
         grads = torch.autograd.grad(loss, [local_view(v) for v in var_list], allow_unused=True)
-        _own_gradients.value = True  # made here, used once: the step may sum into them in place
+        token = _own_gradients.set(True)  # made here, used once: the step may sum into them in place
         try:
             self.apply_gradients(zip(grads, var_list))
         finally:
-            _own_gradients.value = False
+            _own_gradients.reset(token)
 
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
         """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped."""
@@ -117,7 +119,7 @@ class Optimizer:
         # Replicas that split the update sum each gradient where it is applied, in the step itself,
         # into the gradient tensors: only gradients ``minimize`` made (never the caller's), and not
         # when clipping needs every summed gradient first.
-        summed_in_step = (getattr(_own_gradients, "value", False) and not skip_gradients_aggregation
+        summed_in_step = (_own_gradients.get() and not skip_gradients_aggregation
                           and not self._clips() and self._gradient_reducer([v for _, v in pairs]).sums_in_step)
         if not skip_gradients_aggregation and not summed_in_step:
             pairs = self._aggregate_gradients(pairs)

@@ -1,0 +1,66 @@
+"""The per-call inputs of one Keras step on a strategy: the seam between Keras and the replicas.
+
+``fit``/``evaluate``/``predict`` on a strategy hand one immutable :class:`StepInputs` to every
+replica of a step (``extended._call_for_each_replica(..., step=inputs)``, read back as
+``replica_env().step``). Losses divide by its ``global_batch_size`` and metrics keep their state in
+its ``metric_states[replica_id]``, so no loss or metric object is changed to run a step.
+
+Example:
+    inputs = StepInputs("train", global_batch_size=64, metric_states=({}, {}))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from multidev.values.context import replica_env
+
+STEP_KINDS = ("train", "test", "predict")
+
+
+@dataclass(frozen=True, slots=True)
+class StepInputs:
+    """What every replica of one step needs from the caller.
+
+    Attributes:
+        kind: 'train', 'test' or 'predict'.
+        global_batch_size: examples in the step across all replicas and workers: the divisor of each
+            replica's summed loss (so summed gradients equal one device's). None: the replica's batch.
+        metric_states: one dict per local replica (metric -> {state name: tensor}) where that
+            replica's metrics accumulate, merged exactly after the step; empty: metrics use their own.
+    """
+
+    kind: str
+    global_batch_size: int | None = None
+    metric_states: tuple[dict, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_kind(self.kind)
+
+
+def check_kind(kind: str) -> str:
+    """``kind`` if it is a step kind, else ValueError naming the valid ones."""
+    if kind not in STEP_KINDS:
+        raise ValueError(f"Unknown step kind: {kind!r}; valid kinds: {list(STEP_KINDS)}.")
+    return kind
+
+
+def current() -> StepInputs | None:
+    """The running replica's step inputs, or None outside a Keras step on a strategy."""
+    env = replica_env()
+    step = None if env is None else env.step
+    return step if isinstance(step, StepInputs) else None
+
+
+def metric_store() -> dict | None:
+    """Where the running replica's metrics keep their state in this step, or None (their own state)."""
+    env = replica_env()
+    if env is None:
+        return None
+    step = env.step
+    if isinstance(step, StepInputs) and step.metric_states:
+        return step.metric_states[env.replica_id]
+    return None
+
+
+__all__ = ["STEP_KINDS", "StepInputs", "check_kind", "current", "metric_store"]
