@@ -64,6 +64,19 @@ class StrategyExtended(abc.ABC):
     def colocate_vars_with(self, colocate_with_variable: Any) -> Any:
         """A scope placing new variables with ``colocate_with_variable``."""
 
+    def call_for_each_replica(self, fn: Callable, args: tuple = (), kwargs: dict | None = None,
+                              step: Any = None) -> Any:
+        """Run ``fn`` once per replica, as ``strategy.run`` does (TensorFlow 1's public name).
+
+        ``step`` is handed to every replica unchanged as ``replica_env().step``: the per-call inputs
+        of a Keras step (``keras.step_inputs.StepInputs``), never a mutated attribute.
+        """
+        return self._call_for_each_replica(fn, tuple(args), dict(kwargs or {}), step=step)
+
+    @abc.abstractmethod
+    def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:
+        """The implementation of ``run`` and ``call_for_each_replica``."""
+
     # --- the job's layout ----------------------------------------------------------------------
     @property
     @abc.abstractmethod

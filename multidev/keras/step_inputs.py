@@ -1,7 +1,7 @@
 """The per-call inputs of one Keras step on a strategy: the seam between Keras and the replicas.
 
 ``fit``/``evaluate``/``predict`` on a strategy hand one immutable :class:`StepInputs` to every
-replica of a step (``extended._call_for_each_replica(..., step=inputs)``, read back as
+replica of a step (``extended.call_for_each_replica(..., step=inputs)``, read back as
 ``replica_env().step``). Losses divide by its ``global_batch_size`` and metrics keep their state in
 its ``metric_states[replica_id]``, so no loss or metric object is changed to run a step.
 

@@ -64,7 +64,7 @@ class ReplicaEnv:
 
     ``replica_id`` is the LOCAL index (a distributed variable's components are indexed by it);
     ``replica_context.replica_id_in_sync_group`` is the global one. ``step`` carries per-call
-    inputs handed to ``_call_for_each_replica(..., step=...)`` (Keras's ``StepInputs``), else None.
+    inputs handed to ``extended.call_for_each_replica(..., step=...)`` (Keras's ``StepInputs``), else None.
     """
 
     strategy: Any

@@ -55,7 +55,7 @@ class StrategyStepRunner:
         stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
         inputs = StepInputs(kind, global_size, stores)
         with strategy.scope():
-            outputs = extended._call_for_each_replica(step_fn, (PerReplica(parts) if local > 1 else parts[0],), {},
+            outputs = extended.call_for_each_replica(step_fn, (PerReplica(parts) if local > 1 else parts[0],), {},
                                                       step=inputs)
         if kind == "predict":
             return strategy.gather(outputs, axis=0) if total > 1 else outputs
