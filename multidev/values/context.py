@@ -152,32 +152,6 @@ def current_scope_strategy() -> Any | None:
     return stack[-1] if stack else None
 
 
-_GRADIENTS_AGGREGATED: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_gradients_aggregated",
-                                                                           default=False)
-
-
-class _LegacyView:
-    """Attribute view for ``distribute/optimizer_hooks.py``, which still reads ``_tls.replica_id`` and
-    ``_tls.gradients_aggregated``; both are context variables now. Delete once it stops importing ``_tls``."""
-
-    __slots__ = ()
-
-    @property
-    def replica_id(self) -> int | None:
-        return current_replica_id()
-
-    @property
-    def gradients_aggregated(self) -> bool:
-        return _GRADIENTS_AGGREGATED.get()
-
-    @gradients_aggregated.setter
-    def gradients_aggregated(self, value: bool) -> None:
-        _GRADIENTS_AGGREGATED.set(bool(value))
-
-
-_tls = _LegacyView()
-
-
 __all__ = ["CallerModes", "ReplicaEnv", "replica_env", "current_replica_id", "current_replica_context",
            "enter_replica_env", "exit_replica_env", "cross_replica", "scope_stack", "push_scope", "pop_scope",
            "current_scope_strategy"]
