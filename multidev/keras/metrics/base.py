@@ -8,6 +8,13 @@ On a strategy: in a replica running a Keras step (``StepInputs`` with ``metric_s
 ``store[metric]`` (created fresh on first use), instead of its own, so replicas never share state;
 afterwards ``metric.merge_state([store[metric] for store in stores])`` sums them in exactly.
 
+In a custom loop (``strategy.run`` without a Keras step) a metric created in the scope of a strategy
+with several replicas or workers keeps one state per replica, as TensorFlow's sync-on-read metric
+variables do: inside a replica ``result()`` reads that replica's own state, and the first read in
+cross-replica context (``result()``, ``variables``) folds every replica's state in, summed across
+the workers of a ``MultiWorkerMirroredStrategy`` (a collective: every worker reads, as in
+TensorFlow). Replica threads thus never update one tensor concurrently.
+
 Example:
     m = md.keras.metrics.Mean()
     m.update_state([1.0, 3.0]); m.result()      # tensor(2.)
@@ -30,6 +37,29 @@ def _placed(value: torch.Tensor, name: str):
     return value if create is None else create(value, name)
 
 
+def _replicated_strategy():
+    """The strategy in scope if its replicas (several, in threads or worker processes) must keep
+    their own metric state, else None."""
+    strategy = context.current_scope_strategy()
+    extended = getattr(strategy, "extended", None)
+    if extended is None or not getattr(extended, "distributes_variables", False):
+        return None
+    return strategy if extended.num_local_replicas > 1 or extended.num_workers > 1 else None
+
+
+def sum_states_across_workers(extended, states: list[dict]) -> None:
+    """Replace every tensor of ``states`` by its sum over the workers: one flat all-reduce
+    (float64, so counts stay exact). Every worker must call it with the same structure."""
+    leaves = [v for state in states for v in state.values()]
+    if not leaves or extended.num_workers == 1:
+        return
+    flat = extended.worker_collective.sum(torch.cat([v.reshape(-1).double() for v in leaves]))
+    offset = 0
+    for v in leaves:
+        v.copy_(flat[offset:offset + v.numel()].view(v.shape).to(v.device, v.dtype))
+        offset += v.numel()
+
+
 class Metric:
     """Base class: ``update_state`` accumulates, ``result`` reads, ``reset_state`` zeroes, ``merge_state`` sums."""
 
@@ -39,16 +69,44 @@ class Metric:
         self._var_names: list[str] = []
         self._initial: dict[str, torch.Tensor] = {}
         self._own: dict[str, torch.Tensor] = {}
+        # Custom loops on a strategy with several replicas: one state per local replica id.
+        self._strategy = _replicated_strategy()
+        self._replica_states: dict[int, dict[str, torch.Tensor]] = {}
 
     def _state(self) -> dict:
-        """The state dict in use: the running replica's store in a Keras step, else the metric's own."""
+        """The state dict in use: the running replica's store in a Keras step, the replica's own in a
+        custom loop on this metric's strategy, else the metric's own (replicas' states folded in)."""
         store = metric_store()
-        if store is None:
-            return self._own
-        state = store.get(self)
-        if state is None:
-            state = store[self] = {n: v.clone() for n, v in self._initial.items()}
-        return state
+        if store is not None:
+            state = store.get(self)
+            if state is None:
+                state = store[self] = self._fresh_state()
+            return state
+        if self._strategy is not None:
+            env = context.replica_env()
+            if env is not None and env.strategy is self._strategy:
+                state = self._replica_states.get(env.replica_id)
+                if state is None:
+                    state = self._replica_states[env.replica_id] = self._fresh_state()
+                return state
+            if self._replica_states and env is None:
+                self._fold_replica_states()
+        return self._own
+
+    def _fresh_state(self) -> dict:
+        return {n: v.clone() for n, v in self._initial.items()}
+
+    def _fold_replica_states(self) -> None:
+        """Cross-replica read after a custom loop: add every replica's state (and every worker's) in."""
+        pending = [self._replica_states.pop(r) for r in sorted(self._replica_states)]
+        summed = {n: torch.zeros_like(v) for n, v in self._own.items()}
+        for state in pending:
+            for n, v in state.items():
+                summed[n] += v.to(summed[n].device, summed[n].dtype)
+        sum_states_across_workers(self._strategy.extended, [summed])
+        with torch.no_grad():
+            for n, v in summed.items():
+                self._own[n].add_(v)
 
     def __getattr__(self, name):
         if name in self.__dict__.get("_var_names", ()):
@@ -86,6 +144,8 @@ class Metric:
 
     def reset_state(self):
         """Return every state tensor to its initial value (in place)."""
+        if context.replica_env() is None:
+            self._replica_states.clear()      # every replica's, as TensorFlow's reset assigns them all
         with torch.no_grad():
             for n in self._var_names:
                 getattr(self, n).copy_(self._initial[n])

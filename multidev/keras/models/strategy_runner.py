@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from multidev.distribute.input_lib import split_element
+from multidev.keras.metrics.base import sum_states_across_workers
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
@@ -79,13 +80,7 @@ class StrategyStepRunner:
                 for n, v in s.get(m, {}).items():
                     summed[n] += v.to(summed[n].device, summed[n].dtype)
             deltas.append(summed)
-        leaves = [v for d in deltas for v in d.values()]
-        if leaves:
-            flat = extended.worker_collective.sum(torch.cat([v.reshape(-1).double() for v in leaves]))
-            offset = 0
-            for v in leaves:
-                v.copy_(flat[offset:offset + v.numel()].view(v.shape).to(v.dtype))
-                offset += v.numel()
+        sum_states_across_workers(extended, deltas)
         for m, d in zip(metrics, deltas):
             m.merge_state([d])
 
