@@ -7,7 +7,8 @@ created in the scope gets a multidev distributed variable as its ``_value``.
 Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
 distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
-across replicas before applying them, as TensorFlow's do. Custom loops and Keras's own
+across replicas before applying them, as TensorFlow's do (on replicas sharing one CPU each variable's
+owner sums and updates it once: ``keras3_split``). Custom loops and Keras's own
 ``fit``/``evaluate``/``predict`` work on ``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``
 (step functions in ``keras3_fit``; across workers, shuffled ``fit`` starts each epoch from the
 chief's RNG state so every worker reads the same global batches).
@@ -17,7 +18,8 @@ outside the checked range, other distributing strategies, Keras variables create
 ``strategy.run`` or outside the scope of a model built in it, and the ``*_on_batch`` methods on any
 distributed model.
 
-Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
+Every private Keras name multidev uses is in this module (checked against Keras 3.15.1; ``keras3_split``
+reads only ``variable._value``, the seam's distributed variable); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
 """
 
