@@ -8,7 +8,10 @@ only (so Keras's update rule, weight decay, constraints and clipping by value or
 variable), then copies the new values **and** those variables' optimizer slots (momentum, velocity:
 the variables Keras made with ``add_variable_from_reference``) into the other replicas' copies; a
 barrier ends the step. Optimizer state therefore stays mirrored, so ``optimizer.variables``,
-saving and a later all-reduce step read the same state as one device. Every replica still counts
+saving and a later all-reduce step read the same state as one device. When the gradients handed to
+``apply`` are the replica copies' own ``.grad`` (Keras's fit step here, or a custom loop passing
+``v.value.grad``), the owner sums into them in place (as DDP does, no allocation a step): after
+``apply`` an owned variable's ``.grad`` holds the summed gradient, the others their replica's. Every replica still counts
 ``iterations`` (and Nadam's ``u_product``) itself, as it did before.
 
 Used only where it is exact and a known rule: Keras's built-in element-wise optimizers (SGD, Adam,
