@@ -215,3 +215,27 @@ def for_own_update_rules(strategy: Any) -> GradientReducer:
                 reducer = IDENTITY if strategy.num_replicas_in_sync == 1 else BucketedAllReduce([], strategy)
                 _own_rule_reducers[strategy] = reducer
     return reducer
+
+
+# --- the split update's pieces for update rules that are no torch.optim optimizer (Keras 3's) -------
+
+def splits_own_update_rules(strategy: Any) -> bool:
+    """Whether an element-wise update rule that is no ``torch.optim`` optimizer (Keras 3's) may be
+    split across ``strategy``'s replicas as ``SplitUpdate`` splits torch's: replicas of one process
+    on one CPU, each with its own copies (``optimizer_shards.can_shard``'s condition)."""
+    extended = strategy.extended
+    n = strategy.num_replicas_in_sync
+    return (n > 1 and extended._cooperative_reduce and not extended._share_storage
+            and n == len(extended._devices))
+
+
+def exchange_among_replicas(ctx: Any, name: str, payload: Any) -> list:
+    """Every local replica's ``payload``, in replica order, returned on every replica (a rendezvous
+    of the replicas of one process, as ``OptimizerShards.reduce`` exchanges gradients)."""
+    return ctx.strategy.extended._rendezvous.exchange(
+        ctx.replica_id_in_sync_group, (name,), payload, lambda payloads: [payloads] * len(payloads))
+
+
+def barrier(ctx: Any, name: str) -> None:
+    """Wait until every local replica reached this point (after a split update's copies)."""
+    ctx._barrier(name)

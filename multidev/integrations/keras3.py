@@ -7,7 +7,8 @@ created in the scope gets a multidev distributed variable as its ``_value``.
 Every op Keras runs on it inside ``strategy.run`` then sees the calling replica's copy (the
 distributed variable's ``__torch_function__``), ``model.parameters()`` yields the distributed
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
-across replicas before applying them, as TensorFlow's do. Custom loops and Keras's own
+across replicas before applying them, as TensorFlow's do (on replicas sharing one CPU each variable's
+owner sums and updates it once: ``keras3_split``). Custom loops and Keras's own
 ``fit``/``evaluate``/``predict`` work on ``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``
 (step functions in ``keras3_fit``; across workers, shuffled ``fit`` starts each epoch from the
 chief's RNG state so every worker reads the same global batches).
@@ -17,13 +18,15 @@ outside the checked range, other distributing strategies, Keras variables create
 ``strategy.run`` or outside the scope of a model built in it, and the ``*_on_batch`` methods on any
 distributed model.
 
-Every private Keras name multidev uses is in this module (checked against Keras 3.15.1); keras
+Every private Keras name multidev uses is in this module (checked against Keras 3.15.1; ``keras3_split``
+reads only ``variable._value``, the seam's distributed variable); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import sys
 from typing import Any
@@ -35,6 +38,7 @@ from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import gradient_reducer, strategy as strategy_module
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
+from multidev.integrations import keras3_split
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -187,9 +191,10 @@ def _set_trainable(variable_cls: type) -> None:
 
 
 def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
-    """``Optimizer.apply`` inside ``strategy.run``: sum the gradients across replicas first (TensorFlow's
-    ``apply_gradients`` in replica context does the same; the strategy's gradient reducer,
-    ``gradient_reducer.for_own_update_rules``); each replica then updates its own copies.
+    """``Optimizer.apply`` inside ``strategy.run``: replicas sharing one CPU split the update (each variable's
+    owner sums its gradients and updates it once, ``keras3_split``); elsewhere sum the gradients across
+    replicas first (TensorFlow's ``apply_gradients`` in replica context does the same; the strategy's
+    gradient reducer, ``gradient_reducer.for_own_update_rules``) and each replica updates its own copies.
     A ``LossScaleOptimizer`` sums before its finite check, so every replica takes the same branch."""
     ctx = context.current_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
@@ -203,6 +208,10 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
             "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
         )
     grads = list(grads)
+    variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
+    plan = keras3_split.plan_for(optimizer, variables, ctx.strategy, _state["split_classes"])
+    if plan is not None and len(grads) == len(variables) and keras3_split.apply(original, optimizer, ctx, plan, grads):
+        return None
     present = [grads[i] for i in range(len(grads)) if grads[i] is not None]
     summed = iter(reducer.aggregate(present, present))
     grads = [None if g is None else next(summed) for g in grads]
@@ -300,6 +309,9 @@ def _keras_names(keras: Any) -> tuple:
         if not isinstance(Variable.__dict__.get("trainable"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.trainable is not a property")
         optimizers = (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer)
+        _state["split_classes"] = tuple(  # the torch backend's classes of Keras's built-in optimizers
+            getattr(importlib.import_module(f"keras.src.backend.torch.optimizers.torch_{name.lower()}"), name)
+            for name in keras3_split.SPLIT_OPTIMIZERS)
         return Variable, in_stateless_scope, optimizers, keras.Model
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(
@@ -318,6 +330,7 @@ def _patch(keras: Any) -> None:
     _replica_value(variable_cls, in_stateless_scope)
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
+    _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(_trainer, name))
     _state["patched"] = True

@@ -56,9 +56,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
     """Keras's ``train_function(data)`` for ``model`` on ``strategy``'s replicas."""
     split = _Splitter(strategy)
 
-    def replica_step(local: Any, global_size: int) -> None:
+    def replica_step(local: Any, global_size: int, weights: list) -> None:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(local)
-        weights = model.trainable_variables
         values = [v.value for v in weights]  # this replica's copies
         for t in values:
             t.grad = None
@@ -78,7 +77,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
 
     def step(data: Any) -> dict:
         parts, size = split(data[0])
-        strategy.run(replica_step, args=(parts, size))
+        # The trainable variables once a step, in the caller (Keras walks every layer to list them).
+        strategy.run(replica_step, args=(parts, size, model.trainable_variables))
         return model.get_metrics_result()
 
     return step
