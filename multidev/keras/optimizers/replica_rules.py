@@ -55,7 +55,7 @@ class ReplicaRules:
         self.variables += new
         self._ids.update(id(v) for v in new)
         self.strategy = _strategy_of(self.variables)
-        n = 1 if self.strategy is None else len(self.strategy.extended._devices)
+        n = 1 if self.strategy is None else self.strategy.extended.num_local_replicas
         self.rules = [make_rule([local_copy(v, r) for v in self.variables]) for r in range(n)]
         self.reducer.close()
         self.reducer = (gradient_reducer.IDENTITY if self.strategy is None
