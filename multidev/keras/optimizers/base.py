@@ -152,7 +152,7 @@ class Optimizer:
             self._build(list(var_list))
 
     def _build(self, params: list) -> None:
-        self._rules.track(params, self._new_rule)
+        self._rules = self._rules.with_variables(params, self._new_rule)   # published whole
 
     def _new_rule(self, params: list) -> torch.optim.Optimizer:
         """One replica's update rule over its tensors, with this optimizer's hyperparameters."""
@@ -193,14 +193,14 @@ class Optimizer:
         already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
         reducer = self._gradient_reducer(variables)
-        replica = current_replica_id()
-        if replica is None and self._rules.strategy is not None:
+        rules, replica = self._rules, current_replica_id()
+        if replica is None and rules.strategy is not None:
             raise RuntimeError(
                 f"{type(self).__name__}.apply_gradients() over variables created in "
-                f"{type(self._rules.strategy).__name__}.scope() cannot be called in cross-replica context: call "
+                f"{type(rules.strategy).__name__}.scope() cannot be called in cross-replica context: call "
                 "it inside strategy.run(train_step, ...) so every replica's gradients are summed and every copy "
                 "is updated.")
-        rule = self._rules.rule_for(replica)
+        rule = rules.rule_for(replica)
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         decay = self.weight_decay or 0.0
         for group in rule.param_groups:
@@ -216,7 +216,7 @@ class Optimizer:
                 reducer.before_step(replica)   # aggregated: summed by _aggregate_gradients, before clipping
         rule.apply_update() if hasattr(rule, "apply_update") else rule.step()   # no global step hooks
         if replica is not None:
-            self._rules.after_step(replica)
+            rules.after_step(replica)
         for v in variables:
             v.grad = None
         self._increment_iterations()

@@ -14,7 +14,7 @@ is each variable's owner's (replica 0's without a split update), keyed by the va
 
 Example (what ``Optimizer._apply`` does in one replica, ``r``)::
 
-    rules.track(variables)                 # once: builds every replica's rule, picks the reducer
+    rules = rules.with_variables(variables, make_rule)   # once: every replica's rule, the reducer
     rule = rules.rule_for(r)
     rules.reducer.before_step(r); rule.apply_update(); rules.after_step(r)
 """
@@ -44,25 +44,29 @@ class ReplicaRules:
     def tracks(self, variables: list) -> bool:
         return bool(self.rules) and all(id(v) in self._ids for v in variables)
 
-    def track(self, variables: list, make_rule: Callable[[list], torch.optim.Optimizer]) -> None:
-        """Add ``variables`` (``make_rule(params)``: a fresh update rule with the optimizer's
-        hyperparameters): rebuild every replica's rule over all tracked variables (their state
-        kept, moved to a new owner if the split changes) and choose the reducer again."""
+    def with_variables(self, variables: list,
+                       make_rule: Callable[[list], torch.optim.Optimizer]) -> "ReplicaRules":
+        """These rules, or (``variables`` not all tracked) new ones over every tracked variable and
+        ``variables`` (``make_rule(params)``: a fresh update rule with the optimizer's hyperparameters),
+        with the state kept (moved to a new owner if the split changes) and the reducer chosen again.
+        New rules are built whole before the caller publishes them, so replicas that check
+        ``tracks`` without the build lock never see half-built rules."""
         new = [v for v in variables if id(v) not in self._ids]
         if self.rules and not new:
-            return
-        state = list(self.canonical_state())
-        self.variables += new
-        self._ids.update(id(v) for v in new)
-        self.strategy = _strategy_of(self.variables)
-        n = 1 if self.strategy is None else self.strategy.extended.num_local_replicas
-        self.rules = [make_rule([local_copy(v, r) for v in self.variables]) for r in range(n)]
-        self.reducer.close()
-        self.reducer = (gradient_reducer.IDENTITY if self.strategy is None
-                        else gradient_reducer.choose(self.rules[0], self.variables, self.strategy))
-        self._owners = _owners(self.reducer, len(self.variables))
-        for variable, entry in state:
-            self.load(variable, entry)
+            return self
+        out = ReplicaRules()
+        out.variables = self.variables + new
+        out._ids = self._ids | {id(v) for v in new}
+        out.strategy = _strategy_of(out.variables)
+        n = 1 if out.strategy is None else out.strategy.extended.num_local_replicas
+        out.rules = [make_rule([local_copy(v, r) for v in out.variables]) for r in range(n)]
+        self.reducer.close()   # e.g. overlap hooks on the tensors
+        out.reducer = (gradient_reducer.IDENTITY if out.strategy is None
+                       else gradient_reducer.choose(out.rules[0], out.variables, out.strategy))
+        out._owners = _owners(out.reducer, len(out.variables))
+        for variable, entry in self.canonical_state():
+            out.load(variable, entry)
+        return out
 
     def rule_for(self, replica_id: int | None) -> torch.optim.Optimizer:
         """The calling replica's rule (replica 0's in cross-replica context or without a strategy)."""
