@@ -1,11 +1,12 @@
 """Who sums a step's gradients across replicas: one reducer per (strategy, optimizer), chosen once.
 
 ``choose`` is the one place that decides; the optimizer's plan (``optimizer_hooks``) caches the
-result, and both update paths call the same object:
+result (a Keras optimizer's ``replica_rules`` theirs), and both update paths call the same object:
 
 * a Keras optimizer (``keras/optimizers/base.py``) sums in ``aggregate`` before clipping (Keras
-  sums, then clips), then steps its update rule inside ``summed()``; or, when ``sums_in_step`` and
-  nothing needs the sums first, steps at once and lets ``before_step`` sum;
+  sums, then clips), then calls ``before_step`` inside ``summed()``; or, when ``sums_in_step`` and
+  nothing needs the sums first, calls ``before_step`` to sum; then it steps the replica's own
+  update rule (``keras/optimizers/replica_rules.py``: no torch step hooks) and calls ``after_step``;
 * ``optimizer.step()`` of any ``torch.optim`` optimizer runs ``before_step`` / ``after_step``
   (torch's global step hooks, installed by ``optimizer_hooks``).
 

@@ -16,6 +16,8 @@ Why views rather than one torch optimizer per replica: every replica thread call
 optimizer object, and torch's step hooks can neither redirect nor skip that call, so the class's
 ``step`` reads ``self.param_groups`` / ``self.state`` of the user's object; only answering per thread
 there avoids replacing the instance's ``step`` (which torch's LR schedulers wrap themselves).
+multidev's own Keras optimizers have that seam and do not come here: each replica steps its own
+plain torch optimizer and calls the same reducer directly (``keras/optimizers/replica_rules.py``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ unless replicas on one CPU split the update: then the step sums each gradient wh
 -> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
 learning rate read at the start of ``apply_gradients``, hands the gradients to the update rule, then
 ``_increment_iterations``). The update rule is a ``torch.optim`` optimizer implementing Keras's formulas
-(``rules.py``); its state lives in one such optimizer per ``_slot_key()`` (None here); a strategy can
-return the replica id so each replica steps its own copies with its own slots, concurrently.
+(``rules.py``); on distributed variables each local replica steps its own one over its own copies
+(``replica_rules.py``: plain torch optimizers, no per-thread views, no global step hook), with the
+gradient reducer's ``before_step`` / ``after_step`` around it; checkpoints see one canonical state.
 
 ``learning_rate`` is a variable as in Keras (``.numpy()``, ``.assign(x)``, ``float(...)``): a plain
 float32 ``md.Variable`` on the host, never a distributed one (every replica reads the same rate).
@@ -20,15 +21,14 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import contextvars
 import threading
 
 import torch
 
-from multidev.distribute.optimizer_hooks import reducer_for
 from multidev.keras.optimizers import schedules
+from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
 from multidev.values.variables import Variable, local_view
@@ -57,8 +57,7 @@ class Optimizer:
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self.iterations = torch.zeros((), dtype=torch.int64)
         self._build_lock = threading.Lock()               # replicas may reach the first update together
-        self._torch_opts: dict = {}                       # _slot_key() -> torch.optim.Optimizer
-        self._tracked: dict = {}                          # _slot_key() -> {id(param): param}
+        self._rules = ReplicaRules()                      # the update rule: one torch optimizer per replica
 
     # ----- learning rate ----------------------------------------------------------------------
     @property
@@ -131,23 +130,23 @@ class Optimizer:
         return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
 
     def _gradient_reducer(self, variables: list):
-        """Who sums these variables' gradients across replicas (``gradient_reducer.GradientReducer``):
-        the update rule's, the one its ``step()`` uses too."""
+        """Who sums these variables' gradients across replicas (``gradient_reducer.GradientReducer``),
+        chosen once for the update rule and its variables."""
         self._ensure_built(variables)
-        return reducer_for(self._torch_opt)
+        return self._rules.reducer
 
     def _ensure_built(self, variables: list) -> None:
-        tracked = self._tracked.get(self._slot_key(), {})
-        if self._torch_opt is None or any(id(v) not in tracked for v in variables):
+        if not self._rules.tracks(variables):
             self.build(variables)
 
     def _slot_key(self):
-        """Which torch optimizer (slot set) this call uses; a strategy returns the replica id."""
-        return None
+        """Which replica's update rule (slot set) this call steps: the replica id (None: replica 0's)."""
+        return current_replica_id()
 
     @property
     def _torch_opt(self):
-        return self._torch_opts.get(self._slot_key())
+        """The calling replica's update rule (a plain ``torch.optim`` optimizer), None before ``build``."""
+        return self._rules.rule_for(self._slot_key()) if self._rules.rules else None
 
     def build(self, var_list):
         """Create the torch optimizer (its slots are created lazily by torch) over ``var_list``."""
@@ -155,26 +154,19 @@ class Optimizer:
             self._build(list(var_list))
 
     def _build(self, params: list) -> None:
-        key = self._slot_key()
-        tracked = self._tracked.setdefault(key, {})
-        if key not in self._torch_opts:
-            self._torch_opts[key] = self._torch_class(params, lr=self._current_lr(), **self._torch_kwargs())
-        else:
-            new = [p for p in params if id(p) not in tracked]
-            if new:
-                self._torch_opts[key].add_param_group({"params": new})
-        for p in params:
-            tracked[id(p)] = p
+        self._rules = self._rules.with_variables(params, self._new_rule)   # published whole
+
+    def _new_rule(self, params: list) -> torch.optim.Optimizer:
+        """One replica's update rule over its tensors, with this optimizer's hyperparameters."""
+        return self._torch_class(params, lr=self._current_lr(), **self._torch_kwargs())
 
     @property
     def variables(self) -> list:
         """Optimizer state tensors: ``iterations``, the learning-rate variable (unless a schedule
         sets the rate), then the update rule's per-parameter slots."""
         out = [self.iterations] + ([self._learning_rate] if isinstance(self._learning_rate, Variable) else [])
-        if self._torch_opt is not None:
-            for group in self._torch_opt.param_groups:
-                for p in group["params"]:
-                    out += [t for t in self._torch_opt.state.get(p, {}).values() if isinstance(t, torch.Tensor)]
+        for _, entry in self._rules.canonical_state():
+            out += [t for t in entry.values() if isinstance(t, torch.Tensor)]
         return out
 
     # ----- the update path (strategy hook points) ---------------------------------------------
@@ -203,9 +195,17 @@ class Optimizer:
         already summed across replicas."""
         variables = [v for _, v in grads_and_vars]
         reducer = self._gradient_reducer(variables)
+        rules, replica = self._rules, current_replica_id()
+        if replica is None and rules.strategy is not None:
+            raise RuntimeError(
+                f"{type(self).__name__}.apply_gradients() over variables created in "
+                f"{type(rules.strategy).__name__}.scope() cannot be called in cross-replica context: call "
+                "it inside strategy.run(train_step, ...) so every replica's gradients are summed and every copy "
+                "is updated.")
+        rule = rules.rule_for(replica)
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         decay = self.weight_decay or 0.0
-        for group in self._torch_opt.param_groups:
+        for group in rule.param_groups:
             group["lr"] = lr
             group["weight_decay"] = decay
             for p in group["params"]:
@@ -213,8 +213,12 @@ class Optimizer:
         for g, v in grads_and_vars:
             target = local_view(v)  # this replica's plain tensor: no __torch_function__ per attribute read
             target.grad = g.detach() if g.dtype == target.dtype else g.detach().to(target.dtype)
-        with reducer.summed() if aggregated else contextlib.nullcontext():
-            self._torch_opt.step()  # summed by _aggregate_gradients, before clipping, as Keras does
+        if replica is not None:
+            with reducer.summed() if aggregated else contextlib.nullcontext():
+                reducer.before_step(replica)   # aggregated: summed by _aggregate_gradients, before clipping
+        rule.apply_update() if hasattr(rule, "apply_update") else rule.step()   # no global step hooks
+        if replica is not None:
+            rules.after_step(replica)
         for v in variables:
             v.grad = None
         self._increment_iterations()
@@ -246,12 +250,10 @@ class Optimizer:
     def state_tensors(self, var_names: dict[int, str]) -> dict[str, torch.Tensor]:
         """Flat ``{name: tensor}`` of the optimizer state, slots keyed by their variable's name."""
         out = {"iterations": self.iterations.clone()}
-        if self._torch_opt is not None:
-            for group in self._torch_opt.param_groups:
-                for p in group["params"]:
-                    for slot, t in self._torch_opt.state.get(p, {}).items():
-                        if isinstance(t, torch.Tensor) and id(p) in var_names:
-                            out[f"{var_names[id(p)]}/{slot}"] = t.detach().clone()
+        for p, entry in self._rules.canonical_state():   # each variable's owner's (replica 0's) slots
+            for slot, t in entry.items():
+                if isinstance(t, torch.Tensor) and id(p) in var_names:
+                    out[f"{var_names[id(p)]}/{slot}"] = t.detach().clone()
         return out
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], variables: dict[str, torch.Tensor]) -> None:
@@ -263,19 +265,18 @@ class Optimizer:
         if referenced:
             self.build([variables[k] for k in sorted(referenced)])
         self.iterations.copy_(tensors["iterations"])
-        if self._torch_opt is None:
-            return
-        # A fresh plain state dict (as torch's load_state_dict does): under a strategy the hooks
-        # then give every replica its copy, even after replica views were installed by training.
-        state = collections.defaultdict(dict, {p: dict(entry) for p, entry in self._torch_opt.state.items()})
+        entries: dict = {}
         for key, t in tensors.items():
             if key == "iterations":
                 continue
             var_name, slot = key.rsplit("/", 1)
             p = variables[var_name]
+            if id(p) not in entries:
+                entries[id(p)] = (p, dict(self._rules.entry(p)))
             value = t.clone() if t.dim() == 0 else t.to(p.device).clone()   # scalar counters stay on the host
-            state[p][slot] = value
-        self._torch_opt.state = state
+            entries[id(p)][1][slot] = value
+        for p, entry in entries.values():   # every replica's copy (its owner's alone under a split update)
+            self._rules.load(p, entry)
 
 
 def _is_schedule(value) -> bool:

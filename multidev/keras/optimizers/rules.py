@@ -45,12 +45,18 @@ class KerasRule(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        self.apply_update()
+        return loss
+
+    @torch.no_grad()
+    def apply_update(self) -> None:
+        """The update of ``step()`` without torch's step hooks: what a Keras optimizer calls (its
+        replica's own rule, ``replica_rules``, needs nothing from the global hooks)."""
         for group in self.param_groups:
             for params, grads, states in self._batches(group):
                 if group["weight_decay"]:
                     torch._foreach_mul_(params, 1.0 - group["lr"] * group["weight_decay"])
                 self._update(group, params, grads, states)
-        return loss
 
     def _batches(self, group: dict) -> list:
         """``(params, grads, states)`` of the parameters with a gradient, one batch per device and dtype."""
