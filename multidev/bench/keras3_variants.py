@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from multidev.bench.measure import Stopwatch
+from multidev.bench.measure import fit_epoch_runner
 from multidev.bench.workloads import CLASSES, SEQ_LEN, VOCAB, Workload
 
 KERAS3_VARIANTS = ("keras3_own", "keras3_fit1", "keras3_fit2")
@@ -113,17 +113,4 @@ def devices_needed(variant: str) -> int:
 
 def fit_runner(workload: Workload, strategy: Any, device: torch.device) -> Callable[[Sequence], tuple[float, float]]:
     """``run(batches)``: one epoch of Keras 3's ``fit`` over the batches (concatenated once, not shuffled)."""
-    model = keras3_model(workload, strategy)
-    cache: dict = {}
-
-    def run(batches: Sequence) -> tuple[float, float]:
-        key = id(batches)
-        if key not in cache:
-            cache.clear()
-            cache[key] = (torch.cat([x for x, _ in batches]), torch.cat([y for _, y in batches]))
-        x, y = cache[key]
-        with Stopwatch(device) as sw:
-            model.fit(x, y, batch_size=workload.batch_size, epochs=1, shuffle=False, verbose=0)
-        return sw.per(len(batches))
-
-    return run
+    return fit_epoch_runner(keras3_model(workload, strategy), workload.batch_size, device)

@@ -133,3 +133,21 @@ def machine() -> dict:
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info
+
+
+def fit_epoch_runner(model, batch_size: int, device: torch.device):
+    """``run(batches)``: one epoch of ``model.fit`` (md.keras or Keras 3) over ``batches``, concatenated
+    once and not shuffled; returns the per-step wall and CPU times."""
+    cache: dict = {}
+
+    def run(batches):
+        key = id(batches)
+        if key not in cache:
+            cache.clear()
+            cache[key] = (torch.cat([x for x, _ in batches]), torch.cat([y for _, y in batches]))
+        x, y = cache[key]
+        with Stopwatch(device) as sw:
+            model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
+        return sw.per(len(batches))
+
+    return run

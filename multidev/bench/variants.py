@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import torch
 
 from multidev.bench import keras3_variants
-from multidev.bench.measure import Stopwatch, time_steps
+from multidev.bench.measure import fit_epoch_runner, time_steps
 from multidev.bench.workloads import Workload
 
 #: In-process variants, in table order. ``mirrored_K`` / ``fit_mirrored_K`` use the first K logical devices.
@@ -108,20 +108,7 @@ def keras_model(workload: Workload, strategy=None):
 
 
 def _fit_runner(workload: Workload, strategy, device: torch.device) -> Callable[[Sequence], tuple[float, float]]:
-    model = keras_model(workload, strategy)
-    cache: dict = {}
-
-    def run(batches: Sequence) -> tuple[float, float]:
-        key = id(batches)
-        if key not in cache:
-            cache.clear()
-            cache[key] = (torch.cat([x for x, _ in batches]), torch.cat([y for _, y in batches]))
-        x, y = cache[key]
-        with Stopwatch(device) as sw:
-            model.fit(x, y, batch_size=workload.batch_size, epochs=1, shuffle=False, verbose=0)
-        return sw.per(len(batches))
-
-    return run
+    return fit_epoch_runner(keras_model(workload, strategy), workload.batch_size, device)
 
 
 def _strategy(variant: str, names: Sequence[str]):
