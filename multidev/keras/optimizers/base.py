@@ -216,7 +216,11 @@ class Optimizer:
         if replica is not None:
             with reducer.summed() if aggregated else contextlib.nullcontext():
                 reducer.before_step(replica)   # aggregated: summed by _aggregate_gradients, before clipping
-        rule.apply_update() if hasattr(rule, "apply_update") else rule.step()   # no global step hooks
+        if rules.strategy is not None and hasattr(rule, "apply_update"):
+            rule.apply_update()    # replica copies of distributed variables: the reducer did it all, no hooks
+        else:
+            rule.step()            # plain variables: torch's global step hooks run (ParameterServerStrategy
+            #                        pushes the gradients of its variables to the ps tasks from one)
         if replica is not None:
             rules.after_step(replica)
         for v in variables:
