@@ -284,8 +284,9 @@ class ReplicatedExtended(StrategyExtended):
 
         def task() -> Any:
             token = context.enter_replica_env(env)
-            previous_threads = torch.get_num_threads()
-            if intra_op_threads is not None:
+            if intra_op_threads is not None and torch.get_num_threads() != intra_op_threads:
+                # CPU replicas always run in the strategy's own long-lived threads: set once and kept,
+                # so torch's process-wide thread pools are not resized twice per replica per step.
                 torch.set_num_threads(intra_op_threads)
             try:
                 with placement.device_scope(device), modes.applied(device.torch_device.type), _on_stream(env.stream):
@@ -294,8 +295,6 @@ class ReplicatedExtended(StrategyExtended):
                 rendezvous.abort(exc)
                 raise
             finally:
-                if intra_op_threads is not None:
-                    torch.set_num_threads(previous_threads)
                 rendezvous.replica_finished(r)
                 context.exit_replica_env(token)
 
