@@ -146,22 +146,10 @@ class ReplicatedExtended(StrategyExtended):
     def colocate_vars_with(self, colocate_with_variable: Any):
         return self._strategy.scope()
 
-    # --- private names kept for the code inside distribute/ that reads them -----------------------
+    # --- private, for the update paths inside distribute/ ------------------------------------------
     @property
     def _share_storage(self) -> bool:
         return self._layout.share_storage
-
-    @property
-    def _num_workers(self) -> int:
-        return self._workers.num_workers
-
-    @property
-    def _worker_index(self) -> int:
-        return self._workers.worker_index
-
-    @property
-    def _replica_offset(self) -> int:
-        return self.replica_offset
 
     # --- variables ---------------------------------------------------------------------------
     def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
@@ -318,22 +306,6 @@ class ReplicatedExtended(StrategyExtended):
 
     def all_gather_tensors(self, tensors: Sequence[torch.Tensor], axis: int) -> list:
         return self._workers.all_gather(tensors, axis, self._torch_devices)
-
-    # One-line delegates for the code inside distribute/ that calls them.
-    def _all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:
-        return self.all_reduce_tensors(op, tensors, private)
-
-    def _all_gather_tensors(self, tensors: Sequence[torch.Tensor], axis: int) -> list:
-        return self.all_gather_tensors(tensors, axis)
-
-    def _sum_across_workers(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._workers.sum(tensor)
-
-    def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        return self._workers.gather(tensor, axis)
-
-    def _broadcast_from_first_worker(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._workers.broadcast(tensor)
 
     def _gradient_overlap(self, refs: Sequence[torch.Tensor]) -> Any:
         """An object reducing gradients during backward (see ``gradient_overlap``), or None."""

@@ -74,7 +74,7 @@ class _MultiWorkerExtended(ReplicatedExtended):
 
     def _gradient_overlap(self, refs: Sequence[torch.Tensor]) -> Any:
         # With one local replica the cross-process all-reduce can start during backward.
-        if len(self._devices) != 1 or self._num_workers == 1 or not self._options_overlap:
+        if len(self._devices) != 1 or self.num_workers == 1 or not self._options_overlap:
             return None
         return GradientOverlap(self._process, refs, self._bucket_bytes)
 

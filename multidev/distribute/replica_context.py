@@ -49,7 +49,7 @@ class ReplicaContext:
     @property
     def replica_id_in_sync_group(self) -> int:
         """This replica's id among all replicas of all workers."""
-        return self._strategy.extended._replica_offset + self._replica_id
+        return self._strategy.extended.replica_offset + self._replica_id
 
     @property
     def _local_replica_id(self) -> int:
@@ -118,7 +118,7 @@ class ReplicaContext:
         extended = self._strategy.extended
 
         def combine(payloads: list) -> list:
-            per_leaf = [extended._all_reduce_tensors(op, [p[i] for p in payloads], private=True)
+            per_leaf = [extended.all_reduce_tensors(op, [p[i] for p in payloads], private=True)
                         for i in range(len(leaves))]
             return [[column[r] for column in per_leaf] for r in range(len(payloads))]
 
@@ -138,7 +138,7 @@ class ReplicaContext:
             (tuple(s for i, s in enumerate(t.shape) if i != axis % t.dim()), str(t.dtype)) for t in leaves))
 
         def combine(payloads: list) -> list:
-            per_leaf = [extended._all_gather_tensors([p[i] for p in payloads], axis) for i in range(len(leaves))]
+            per_leaf = [extended.all_gather_tensors([p[i] for p in payloads], axis) for i in range(len(leaves))]
             return [[column[r] for column in per_leaf] for r in range(len(payloads))]
 
         return pack_as(value, extended._rendezvous.exchange(self._replica_id, signature, leaves, combine))

@@ -16,7 +16,7 @@ from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
 from multidev.values.strategy_protocol import StrategyLike, VariableOwner, WorkerCollectiveLike
 
 PACKAGE = pathlib.Path(md.__file__).parent
-PRIVATE_EXTENDED = re.compile(r"extended\)?\._[A-Za-z]|getattr\(.*extended.*[\"']_[A-Za-z]")
+PRIVATE_EXTENDED = re.compile(r"extended(\([^)]*\))?\)?\._[A-Za-z]|getattr\(.*extended.*[\"']_[A-Za-z]")
 
 
 def _sources(under: pathlib.Path):
@@ -33,6 +33,7 @@ def test_no_private_extended_access_outside_distribute():
 def test_the_check_above_can_fail():
     assert PRIVATE_EXTENDED.search("n = strategy.extended._num_workers")
     assert PRIVATE_EXTENDED.search('getattr(getattr(s, "extended", None), "_create_metric_variable", None)')
+    assert PRIVATE_EXTENDED.search("_extended(model)._worker_index")
     assert not PRIVATE_EXTENDED.search("n = strategy.extended.num_workers")
 
 

@@ -31,7 +31,7 @@ def write_dirpath(model, dirpath: str) -> str:
     dirpath = os.fspath(dirpath)
     if is_chief(model):
         return dirpath
-    return os.path.join(dirpath, f"workertemp_{_extended(model)._worker_index}")
+    return os.path.join(dirpath, f"workertemp_{_extended(model).worker_index}")
 
 
 def write_filepath(model, filepath: str) -> str:

@@ -98,15 +98,17 @@ class Metric:
 
     def _fold_replica_states(self) -> None:
         """Cross-replica read after a custom loop: add every replica's state (and every worker's) in."""
-        pending = [self._replica_states.pop(r) for r in sorted(self._replica_states)]
+        summed = self.summed_state([self._replica_states.pop(r) for r in sorted(self._replica_states)])
+        sum_states_across_workers(self._strategy.extended, [summed])
+        self.merge_state([summed])
+
+    def summed_state(self, states: list[dict]) -> dict:
+        """``{name: sum over states}`` (zeros for none), on the devices and dtypes of this metric's own state."""
         summed = {n: torch.zeros_like(v) for n, v in self._own.items()}
-        for state in pending:
+        for state in states:
             for n, v in state.items():
                 summed[n] += v.to(summed[n].device, summed[n].dtype)
-        sum_states_across_workers(self._strategy.extended, [summed])
-        with torch.no_grad():
-            for n, v in summed.items():
-                self._own[n].add_(v)
+        return summed
 
     def __getattr__(self, name):
         if name in self.__dict__.get("_var_names", ()):

@@ -73,13 +73,7 @@ class StrategyStepRunner:
                     m.merge_state(states)
             return
         # Across workers: sum this step's per-metric states, one flat all-reduce, then merge.
-        deltas = []
-        for m in metrics:
-            summed = {n: torch.zeros_like(v) for n, v in zip(m._var_names, m.variables)}
-            for s in stores:
-                for n, v in s.get(m, {}).items():
-                    summed[n] += v.to(summed[n].device, summed[n].dtype)
-            deltas.append(summed)
+        deltas = [m.summed_state([s[m] for s in stores if m in s]) for m in metrics]
         sum_states_across_workers(extended, deltas)
         for m, d in zip(metrics, deltas):
             m.merge_state([d])
