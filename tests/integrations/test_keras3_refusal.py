@@ -91,44 +91,35 @@ def test_keras3_outside_distributing_strategies_is_untouched():
         assert type(_model().layers[0].kernel._value) is torch.nn.Parameter
 
 
-def test_keras3_on_another_backend_is_refused_at_scope_entry(fresh):
-    # jax/tensorflow are not installed here (Keras 3's numpy backend needs jax too), so a stand-in
-    # module plays Keras 3 imported on the jax backend: multidev only reads keras.__version__ and
-    # keras.backend.backend().
+def _enter_scope_with_stand_in_keras(fresh, version: str, backend: str, error: str):
+    """A stand-in module plays Keras ``version`` imported on ``backend`` (multidev only reads
+    keras.__version__ and keras.backend.backend()); enter a MirroredStrategy scope, catching ``error``."""
     proc = fresh(
-        """
+        f"""
         import sys, types
         keras = types.ModuleType("keras")
-        keras.__version__ = "3.15.1"
-        keras.backend = types.SimpleNamespace(backend=lambda: "jax")
+        keras.__version__ = {version!r}
+        keras.backend = types.SimpleNamespace(backend=lambda: {backend!r})
         sys.modules["keras"] = keras
         import multidev as md
         try:
             with md.distribute.MirroredStrategy().scope():
                 print("ENTERED")
-        except ValueError as e:
+        except {error} as e:
             print("REFUSED", e)
         """, timeout=240)
     assert "REFUSED" in proc.stdout and "ENTERED" not in proc.stdout, proc.stdout + proc.stderr
+    return proc
+
+
+def test_keras3_on_another_backend_is_refused_at_scope_entry(fresh):
+    # jax/tensorflow are not installed here (Keras 3's numpy backend needs jax too), so a stand-in plays them.
+    proc = _enter_scope_with_stand_in_keras(fresh, "3.15.1", "jax", "ValueError")
     assert "'jax'" in proc.stdout and "KERAS_BACKEND=torch before importing keras" in proc.stdout
 
 
 def test_unsupported_keras_version_is_refused_at_scope_entry(fresh):
-    proc = fresh(
-        """
-        import sys, types
-        keras = types.ModuleType("keras")
-        keras.__version__ = "3.99.0"
-        keras.backend = types.SimpleNamespace(backend=lambda: "torch")
-        sys.modules["keras"] = keras
-        import multidev as md
-        try:
-            with md.distribute.MirroredStrategy().scope():
-                print("ENTERED")
-        except NotImplementedError as e:
-            print("REFUSED", e)
-        """, timeout=240)
-    assert "REFUSED" in proc.stdout and "ENTERED" not in proc.stdout, proc.stdout + proc.stderr
+    proc = _enter_scope_with_stand_in_keras(fresh, "3.99.0", "torch", "NotImplementedError")
     assert "'3.99.0'" in proc.stdout and "multidev[keras3]" in proc.stdout
 
 
