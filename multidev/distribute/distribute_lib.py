@@ -65,6 +65,9 @@ class ReplicatedExtended(StrategyExtended):
         self._cross_device_ops = cross_device_ops or ReductionToOneDevice()
         self._variables: list[weakref.ref] = []  # creation order: workers agree on it
         self._broadcast_count = 0  # variables [0, count) already hold the chief's values
+        # Per-replica copies of state kept outside variables (torch optimizers' twins, optimizer_hooks):
+        # each one's before_run() brings cross-replica writes to every replica before replicas start.
+        self._run_preparers: "weakref.WeakSet[Any]" = weakref.WeakSet()
         # One documented limit for every collective wait, in-process and across processes.
         self._rendezvous = Rendezvous(len(self._devices), self._workers.timeout_seconds)
         self._contexts = [ReplicaContext(strategy, r) for r in range(len(self._devices))]
@@ -188,7 +191,7 @@ class ReplicatedExtended(StrategyExtended):
 
     def _prepare_variables(self) -> None:
         """Before replicas run: new variables take the chief's values (several workers), then values
-        written outside the update paths are copied to every replica."""
+        (and optimizer state) written outside the update paths are copied to every replica."""
         fresh = [v for v in (ref() for ref in self._variables[self._broadcast_count:]) if v is not None]
         if fresh:
             self._workers.broadcast_initial_values([v._components[0] for v in fresh])
@@ -196,6 +199,8 @@ class ReplicatedExtended(StrategyExtended):
         self._broadcast_count = len(self._variables)
         for var in live:
             var._sync_if_stale()
+        for preparer in list(self._run_preparers):
+            preparer.before_run()
 
     def _place_parameter(self, param: torch.Tensor) -> Any:
         """Non-distributing strategies move new parameters to their device; None keeps ``param``."""

@@ -1,195 +1,114 @@
 """Any ``torch.optim`` optimizer over distributed variables trains synchronously inside ``strategy.run``.
 
-torch runs global hooks around every ``optimizer.step()``. The first step in replica context gives
-the optimizer replica-aware views of its ``param_groups`` and ``state``: inside ``strategy.run``
-each replica iterates groups holding its own plain leaf tensors (so torch's fast ``foreach``
-kernels apply and nothing pays a per-op dispatch), with state keyed by those tensors; in
-cross-replica context (``state_dict()``, LR schedulers, inspection) the optimizer shows the
-user's groups and replica 0's state keyed by the distributed variables.
+The user's optimizer is left as torch made it: its ``param_groups`` and ``state`` stay the plain
+list and dict, holding the distributed variables and, for each, the canonical state (replica 0's;
+the owner's under a split update). Each local replica steps a *twin* instead: an object of the
+optimizer's own class with the user's settings, whose groups hold that replica's plain leaf
+tensors (torch's fast ``foreach`` kernels, no per-op dispatch) and whose state is keyed by them.
+
+The seam is torch's documented global step pre-hook, which may return new ``step`` arguments:
+inside ``strategy.run`` it returns the calling replica's twin as ``self``, so the class's own
+``step`` runs on the twin, while torch still runs the user's step hooks, an LR scheduler's step
+wrapper and the profiler on the user's object. Hyperparameters flow from the user's groups into
+every twin's at each step (schedulers and ``group['lr'] = ...`` reach every replica); a new group
+(``add_param_group``), ``load_state_dict`` or a restored checkpoint makes new twins.
+
+Where each variable is updated on one replica (a split update, CentralStorageStrategy's shared
+storage, one replica per process) every twin's state *is* the user's dict, seen through the
+replica's tensors (``_StateByVariable``). Otherwise (GPUs, cross-process buckets with several
+local replicas) replica 0's twin uses the user's dict and the others keep their own copies; state
+the user writes in cross-replica context reaches them when the next ``strategy.run`` starts.
 
 Around each step in replica context the hooks call the optimizer's gradient reducer
 (``gradient_reducer``: chosen once per optimizer and its variables' strategy, the same object a
 Keras optimizer sums with): ``before_step`` makes each replica's gradients the sums it applies,
 ``after_step`` finishes the step (a split update copies the owners' new values to the others).
+multidev's Keras optimizers are multidev's own objects and hold one plain torch optimizer per
+replica directly (``keras/optimizers/replica_rules.py``).
 
-Why views rather than one torch optimizer per replica: every replica thread calls the user's one
-optimizer object, and torch's step hooks can neither redirect nor skip that call, so the class's
-``step`` reads ``self.param_groups`` / ``self.state`` of the user's object; only answering per thread
-there avoids replacing the instance's ``step`` (which torch's LR schedulers wrap themselves).
-multidev's own Keras optimizers have that seam and do not come here: each replica steps its own
-plain torch optimizer and calls the same reducer directly (``keras/optimizers/replica_rules.py``).
+Example (what runs when a replica calls ``opt.step()``)::
+
+    plan = _plan_for(opt)                      # once per optimizer and set of variables
+    twin = plan.twin_for(opt, replica_id)      # groups of this replica's tensors, lr synced
+    plan.reducer.before_step(replica_id)
+    type(opt).step(twin)                       # torch's own update, on plain tensors
+    plan.reducer.after_step(replica_id)
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections import defaultdict
+from collections import abc, defaultdict
 from typing import Any, Iterator
 
 import torch
 from torch.optim import optimizer as torch_optimizer
 
 from multidev.distribute import gradient_reducer
-from multidev.distribute.gradient_reducer import local_copy as _local
+from multidev.distribute.gradient_reducer import local_copy
 from multidev.values.context import current_replica_id as _replica_id
 from multidev.values.variables import DistributedVariable
 
 
-class ReplicaGroup(dict):
-    """One replica's view of a param group: its own ``params``; every other key (lr, momentum, ...)
-    is read from and written to the user's group, so schedulers and Keras see one value."""
+class _StateByVariable(abc.MutableMapping):
+    """A twin's ``state``: the user's ``optimizer.state``, keyed through the replica's tensors.
 
-    __slots__ = ("_user",)
-
-    def __init__(self, user_group: dict, params: list):
-        super().__init__(params=params)
-        self._user = user_group
-
-    def __getitem__(self, key: Any) -> Any:
-        return dict.__getitem__(self, key) if key == "params" else self._user[key]
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if key == "params":
-            dict.__setitem__(self, key, value)
-        else:
-            self._user[key] = value
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return dict.__getitem__(self, key) if key == "params" else self._user.get(key, default)
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        return dict.__getitem__(self, key) if key == "params" else self._user.setdefault(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._user
-
-    def keys(self):
-        return self._user.keys()
-
-    def __iter__(self):
-        return iter(self._user)
-
-    def __len__(self) -> int:
-        return len(self._user)
-
-    def items(self):
-        return [(k, self[k]) for k in self._user]
-
-    def values(self):
-        return [self[k] for k in self._user]
-
-
-class ReplicaParamGroups(list):
-    """``optimizer.param_groups``: the user's groups in cross-replica context, the calling
-    replica's groups (same hyperparameters, its own tensors) inside ``strategy.run``."""
-
-    def __init__(self, groups: list, per_replica: list[list[dict]]):
-        super().__init__(groups)
-        self.per_replica = per_replica
-
-    def __iter__(self) -> Iterator[dict]:
-        r = _replica_id()
-        return list.__iter__(self) if r is None else iter(self.per_replica[r])
-
-    def __getitem__(self, index: Any) -> Any:
-        r = _replica_id()
-        return list.__getitem__(self, index) if r is None else self.per_replica[r][index]
-
-    def append(self, group: dict) -> None:
-        """``optimizer.add_param_group``: every replica sees the new group at once (its
-        ``zero_grad`` may run before the next step reinstalls the views)."""
-        list.append(self, group)
-        for r, groups in enumerate(self.per_replica):
-            groups.append(ReplicaGroup(group, [_local(p, r) for p in group["params"]]))
-
-
-class ReplicaOptimizerState(dict):
-    """``optimizer.state`` with one state dict per replica, keyed by the replica's tensors.
-
-    In cross-replica context it shows replica 0's state keyed by the distributed variables, so
-    ``state_dict()``/``load_state_dict()`` see the canonical layout.
+    torch's ``step`` looks up ``self.state[p]`` with the replica's tensor ``p``; the entry lives in
+    the user's dict under ``p``'s variable, so ``state_dict()`` and checkpoints see it unchanged.
     """
 
-    def __init__(self, per_replica: list[defaultdict], variable_of: dict[int, Any],
-                 canonical: dict[int, torch.Tensor] | None = None):
-        super().__init__()
-        self.per_replica = per_replica
-        self._variable_of = variable_of  # id(replica 0's tensor) -> distributed variable
-        # Split updates (optimizer_shards): every replica's dict is one dict keyed by replica 0's tensors.
-        self._canonical = canonical
+    __slots__ = ("_store", "_variable_of", "_tensor_of")
 
-    def _key(self, key: Any) -> Any:
-        if isinstance(key, DistributedVariable):
-            return key._components[0]
-        return key if self._canonical is None else self._canonical.get(id(key), key)
+    def __init__(self, store: dict, pairs: list[tuple[torch.Tensor, Any]]):
+        self._store = store
+        self._variable_of = {id(t): v for t, v in pairs}
+        self._tensor_of = {id(v): t for t, v in pairs}
 
-    def _mine(self) -> defaultdict:
-        return self.per_replica[_replica_id() or 0]
+    def _key(self, tensor: Any) -> Any:
+        return self._variable_of.get(id(tensor), tensor)
 
-    def __getitem__(self, key: Any) -> Any:
-        r = _replica_id()
-        if r is not None and self._canonical is None:
-            return self.per_replica[r][key]
-        return self.per_replica[r or 0][self._key(key)]
+    def __getitem__(self, tensor: Any) -> Any:
+        return self._store[self._key(tensor)]  # the user's defaultdict makes a missing entry
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        r = _replica_id()
-        if r is not None or self._canonical is not None:
-            self.per_replica[r or 0][self._key(key)] = value
-            return
-        # Cross-replica writes (restoring state) reach every replica, each on its own device.
-        variable = key if isinstance(key, DistributedVariable) else self._variable_of.get(id(key))
-        for i, state in enumerate(self.per_replica):
-            local = _local(variable, i) if variable is not None else key
-            state[local] = value if i == 0 else _copy_state(value, local.device) if isinstance(value, dict) else value
+    def __setitem__(self, tensor: Any, entry: Any) -> None:
+        self._store[self._key(tensor)] = entry
 
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        if key not in self:
-            self[key] = {} if default is None else default
-        return self[key]
+    def __delitem__(self, tensor: Any) -> None:
+        del self._store[self._key(tensor)]
 
-    def __delitem__(self, key: Any) -> None:
-        del self._mine()[self._key(key)]
+    def get(self, tensor: Any, default: Any = None) -> Any:
+        return self._store.get(self._key(tensor), default)
 
-    def __contains__(self, key: object) -> bool:
-        return self._key(key) in self._mine()
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._mine().get(self._key(key), default)
-
-    def __len__(self) -> int:
-        return len(self._mine())
-
-    def _public_key(self, key: Any) -> Any:
-        return key if _replica_id() is not None else self._variable_of.get(id(key), key)
+    def __contains__(self, tensor: object) -> bool:
+        return self._key(tensor) in self._store
 
     def __iter__(self) -> Iterator:
-        return (self._public_key(k) for k in self._mine())
+        return (self._tensor_of.get(id(v), v) for v in list(self._store))
 
-    def keys(self):
-        return list(iter(self))
-
-    def values(self):
-        return self._mine().values()
-
-    def items(self):
-        return [(self._public_key(k), v) for k, v in self._mine().items()]
-
-    def canonical(self) -> dict:
-        """Replica 0's state keyed by the distributed variables, from any context."""
-        return {self._variable_of.get(id(k), k): v for k, v in self.per_replica[0].items()}
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
+    def __len__(self) -> int:
+        return len(self._store)
 
 
-def _copy_state(entry: dict, device: torch.device) -> dict:
-    return {k: (v.detach().to(device, copy=True) if isinstance(v, torch.Tensor) else v) for k, v in entry.items()}
+def copy_state_entry(entry: dict, device: torch.device) -> dict:
+    """A replica's own copy of an optimizer state entry on ``device`` (a scalar counter kept on the
+    host, such as torch's ``step``, stays there)."""
+    return {k: (v.detach().to("cpu" if v.dim() == 0 and v.device.type == "cpu" else device, copy=True)
+                if isinstance(v, torch.Tensor) else v) for k, v in entry.items()}
+
+
+def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any) -> torch.optim.Optimizer:
+    """An object of ``optimizer``'s class with its settings (``defaults``, attributes), ``groups``
+    and ``state``: what one replica's ``step`` runs on. Its hooks never run (torch runs the user's)."""
+    twin = object.__new__(type(optimizer))
+    twin.__dict__.update(optimizer.__dict__)
+    twin.param_groups = groups
+    twin.state = state
+    return twin
 
 
 class _Plan:
-    """One optimizer's distributed layout: its variables, strategy and gradient reducer."""
+    """One optimizer's distributed layout: its variables, strategy, gradient reducer and twins."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: list):
         self.params = params
@@ -201,38 +120,99 @@ class _Plan:
                 "strategies; create the model and the optimizer in one strategy's scope."
             )
         self.strategy = next(iter(strategies.values()))
-        self.num_local = len(self.strategy.extended._devices)  # this process: one view per replica
+        extended = self.strategy.extended
+        self.devices = extended.torch_devices
         self.reducer = gradient_reducer.choose(optimizer, params, self.strategy)
-        # A split update keeps one optimizer state, keyed by replica 0's tensors.
-        self.shards = self.reducer.shards if isinstance(self.reducer, gradient_reducer.SplitUpdate) else None
+        # Each variable updated on one replica: one state, the user's (no copies to keep in step).
+        self.one_state = len(self.devices) == 1 or isinstance(
+            self.reducer, (gradient_reducer.SplitUpdate, gradient_reducer.SharedStorageUpdate))
         self.lock = threading.Lock()
-        self.groups: Any = None  # the ReplicaParamGroups installed for this plan
-        self.num_groups = 0
+        self.twins: list[torch.optim.Optimizer] = []
+        self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
+        self._synced: dict[int, Any] = {}            # id(variable) -> the user's entry the copies hold
+        if not self.one_state:
+            extended._run_preparers.add(self)
+
+    def twin_for(self, optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
+        """Replica ``replica_id``'s twin, with the user's current hyperparameters."""
+        groups, state = optimizer.param_groups, optimizer.state
+        built = self._built_for
+        if built[0] is not groups or built[1] != len(groups) or built[2] is not state:
+            with self.lock:
+                built = self._built_for
+                if built[0] is not groups or built[1] != len(groups) or built[2] is not state:
+                    self._build(optimizer)
+        twin = self.twins[replica_id]
+        for user_group, group in zip(groups, twin.param_groups):
+            for name, value in user_group.items():
+                if name != "params":
+                    group[name] = value
+        return twin
+
+    def _build(self, optimizer: torch.optim.Optimizer) -> None:
+        """New twins over the user's groups; replicas with their own state start from copies of the
+        user's. Published whole: a replica never sees half-built twins."""
+        groups, state = optimizer.param_groups, optimizer.state
+        twins = []
+        for r, device in enumerate(self.devices):
+            twin_groups = [dict(g, params=[local_copy(p, r) for p in g["params"]]) for g in groups]
+            if r == 0 or self.one_state:
+                twin_state: Any = _StateByVariable(state, [(local_copy(p, r), p) for p in self.params])
+            else:
+                twin_state = defaultdict(dict)
+                for p in self.params:
+                    if state.get(p):
+                        twin_state[local_copy(p, r)] = copy_state_entry(state[p], device)
+            twins.append(_make_twin(optimizer, twin_groups, twin_state))
+        self.twins = twins
+        self._synced = {id(p): state.get(p) for p in self.params}
+        self._built_for = (groups, len(groups), state)
+
+    def after_step(self, replica_id: int) -> None:
+        """Replica 0 notes the entries its step left in the user's state (the replicas with their
+        own copies made theirs), so ``before_run`` tells them from entries the user writes."""
+        if replica_id == 0 and not self.one_state:
+            state = self._built_for[2]
+            self._synced = {id(p): state.get(p) for p in self.params}
+
+    def before_run(self) -> None:
+        """Before ``strategy.run`` (caller thread, replicas idle): state entries the user wrote or
+        deleted in cross-replica context reach the replicas that keep their own copies."""
+        state = self._built_for[2]
+        if state is None:
+            return
+        for p in self.params:
+            entry = state.get(p)
+            if entry is self._synced.get(id(p)):
+                continue
+            for r in range(1, len(self.twins)):
+                own, local = self.twins[r].state, local_copy(p, r)
+                if entry:
+                    own[local] = copy_state_entry(entry, self.devices[r])
+                else:
+                    own.pop(local, None)
+            self._synced[id(p)] = entry
 
 
 _plans: "weakref.WeakKeyDictionary[torch.optim.Optimizer, _Plan | None]" = weakref.WeakKeyDictionary()
 _plans_lock = threading.Lock()
-
-
-def _user_groups(optimizer: torch.optim.Optimizer) -> list:
-    return list(list.__iter__(optimizer.param_groups))
-
-
 _plain: "weakref.WeakKeyDictionary[torch.optim.Optimizer, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
+    """The optimizer's plan (None: it holds no distributed variable), made again when its
+    variables change."""
     groups = optimizer.param_groups
     seen = _plain.get(optimizer)
-    if seen is not None and seen[0] is groups and seen[1] == list.__len__(groups):
+    if seen is not None and seen[0] is groups and seen[1] == len(groups):
         return None  # fast path for plain torch optimizers: checked before, groups unchanged
     plan = _plans.get(optimizer, False)
-    if plan and groups is plan.groups and list.__len__(groups) == plan.num_groups:
-        return plan  # fast path: views installed, no group added since
-    params = [p for g in _user_groups(optimizer) for p in g["params"]]
+    if plan and plan._built_for[0] is groups and plan._built_for[1] == len(groups):
+        return plan  # fast path: twins built for these groups
+    params = [p for g in groups for p in g["params"]]
     distributed = any(isinstance(p, DistributedVariable) for p in params)
     if not distributed:
-        _plain[optimizer] = (groups, list.__len__(groups))
+        _plain[optimizer] = (groups, len(groups))
         if plan is None:
             return None
     key = tuple(id(p) for p in params)
@@ -248,38 +228,7 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     return plan
 
 
-def _install_views(optimizer: torch.optim.Optimizer, plan: _Plan) -> None:
-    """Give ``optimizer`` replica-aware param groups and state (again after ``load_state_dict``)."""
-    groups = _user_groups(optimizer)
-    n = plan.num_local
-    per_replica_groups = [[ReplicaGroup(g, [_local(p, r) for p in g["params"]]) for g in groups] for r in range(n)]
-    old_state = optimizer.state
-    if isinstance(old_state, ReplicaOptimizerState):
-        old_state = old_state.canonical()
-    devices = plan.strategy.extended._torch_devices
-    variable_of = {id(p._components[0]): p for p in plan.params if isinstance(p, DistributedVariable)}
-    if plan.shards is not None:  # one state, kept by each parameter's owner: no copies
-        shared: defaultdict = defaultdict(dict)
-        for param, entry in old_state.items():
-            shared[_local(param, 0)] = entry
-        optimizer.state = ReplicaOptimizerState([shared] * n, variable_of, plan.shards.canonical_keys())
-    else:
-        per_replica_state: list[defaultdict] = [defaultdict(dict) for _ in range(n)]
-        for param, entry in old_state.items():
-            for r in range(n):
-                per_replica_state[r][_local(param, r)] = entry if r == 0 else _copy_state(entry, devices[r])
-        optimizer.state = ReplicaOptimizerState(per_replica_state, variable_of)
-    optimizer.param_groups = ReplicaParamGroups(groups, per_replica_groups)
-    plan.groups, plan.num_groups = optimizer.param_groups, len(groups)
-
-
-def _views_current(optimizer: torch.optim.Optimizer) -> bool:
-    groups = optimizer.param_groups
-    return (type(groups) is ReplicaParamGroups and type(optimizer.state) is ReplicaOptimizerState
-            and len(groups.per_replica[0]) == list.__len__(groups))
-
-
-def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
     plan = _plan_for(optimizer)
     if plan is None:
         return None
@@ -290,12 +239,17 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> No
             "cannot be called in cross-replica context: call it inside strategy.run(train_step, ...) so every "
             "replica's gradients are summed and every copy is updated."
         )
-    if plan.groups is not optimizer.param_groups or not _views_current(optimizer):
-        with plan.lock:
-            if plan.groups is not optimizer.param_groups or not _views_current(optimizer):
-                _install_views(optimizer, plan)
+    closure = args[1] if len(args) > 1 else kwargs.get("closure")
+    if closure is not None:
+        raise ValueError(
+            f"{type(optimizer).__name__}.step(closure={closure!r}) is not supported inside strategy.run: the "
+            "closure would compute new gradients after they were summed across replicas, so each replica "
+            "would apply only its own. Call loss.backward() and then optimizer.step() without a closure "
+            "(optimizers that need one, such as LBFGS, cannot train distributed variables)."
+        )
+    twin = plan.twin_for(optimizer, replica_id)
     plan.reducer.before_step(replica_id)
-    return None
+    return (twin,) + tuple(args[1:]), kwargs
 
 
 def reducer_for(optimizer: torch.optim.Optimizer) -> gradient_reducer.GradientReducer:
@@ -305,12 +259,20 @@ def reducer_for(optimizer: torch.optim.Optimizer) -> gradient_reducer.GradientRe
     return gradient_reducer.IDENTITY if plan is None else plan.reducer
 
 
+def replica_optimizer(optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
+    """What replica ``replica_id``'s ``optimizer.step()`` updates (its twin; ``optimizer`` itself
+    when it holds no distributed variable): for tests and inspection."""
+    plan = _plan_for(optimizer)
+    return optimizer if plan is None else plan.twin_for(optimizer, replica_id)
+
+
 def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
     plan = _plans.get(optimizer)
     if plan is None:
         return
     replica_id = _replica_id()
     plan.reducer.after_step(replica_id)
+    plan.after_step(replica_id)
     if replica_id == 0:
         for p in plan.params:
             if isinstance(p, DistributedVariable):

@@ -70,15 +70,6 @@ class OptimizerShards:
                           for r in range(num_replicas)]
         self._updated: list[list[int]] = [[] for _ in range(num_replicas)]
 
-    def canonical_keys(self) -> dict[int, torch.Tensor]:
-        """id(any replica's copy) -> replica 0's copy: the one key optimizer state is stored under."""
-        out: dict[int, torch.Tensor] = {}
-        for p in self.params:
-            if isinstance(p, DistributedVariable):
-                for c in p._components:
-                    out[id(c)] = p._components[0]
-        return out
-
     def reduce(self, ctx: Any, replica_id: int, summed_already: bool) -> None:
         """Set this replica's gradients of its own parameters to their sums over all replicas, and
         release its gradients of the others' (the optimizer skips them)."""

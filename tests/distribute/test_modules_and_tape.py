@@ -4,6 +4,8 @@ import pytest
 import torch
 
 import multidev as md
+from multidev.distribute.gradient_reducer import local_copy
+from multidev.distribute.optimizer_hooks import replica_optimizer
 
 PR = md.distribute.PerReplica
 
@@ -200,8 +202,11 @@ def test_optimizer_state_written_in_cross_replica_context_reaches_every_replica(
     state = opt.state_dict()
     opt.state[layer.weight] = {"momentum_buffer": torch.full((1, 2), 5.0)}  # cross-replica write
     assert opt.state.setdefault(layer.weight)["momentum_buffer"][0, 0].item() == 5.0
-    buffers = strategy.experimental_local_results(
-        strategy.run(lambda: opt.state[opt.param_groups[0]["params"][0]]["momentum_buffer"].clone()))
+    def replicas_buffer():  # what the calling replica's step reads (its twin's state, its own tensor)
+        r = md.distribute.get_replica_context().replica_id_in_sync_group
+        return replica_optimizer(opt, r).state[local_copy(layer.weight, r)]["momentum_buffer"].clone()
+
+    buffers = strategy.experimental_local_results(strategy.run(replicas_buffer))
     assert all(torch.equal(b, torch.full((1, 2), 5.0)) for b in buffers)
     opt.load_state_dict(state)
     strategy.run(step)

@@ -27,6 +27,7 @@ import torch
 
 from multidev.distribute import gradient_reducer
 from multidev.distribute.gradient_reducer import local_copy
+from multidev.distribute.optimizer_hooks import copy_state_entry
 from multidev.values.variables import DistributedVariable
 
 
@@ -111,7 +112,7 @@ class ReplicaRules:
         for r, rule in enumerate(self.rules):
             local = local_copy(variable, r if self.strategy is not None else 0)
             if r in targets:
-                rule.state[local] = _copy_state(entry, local.device) if r else dict(entry)
+                rule.state[local] = copy_state_entry(entry, local.device) if r else dict(entry)
             else:
                 rule.state.pop(local, None)
 
@@ -132,9 +133,3 @@ def _owners(reducer: gradient_reducer.GradientReducer, count: int) -> list[int] 
         for i in indices:
             owners[i] = r
     return owners
-
-
-def _copy_state(entry: dict, device: torch.device) -> dict:
-    """A replica's own copy of a state entry (scalar counters stay on the host)."""
-    return {k: (v.detach().to(v.device if v.dim() == 0 else device, copy=True) if isinstance(v, torch.Tensor)
-                else v) for k, v in entry.items()}

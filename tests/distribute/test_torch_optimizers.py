@@ -1,0 +1,176 @@
+"""A user's ``torch.optim`` optimizer over distributed variables is never altered: each replica steps
+a twin of it (``optimizer_hooks``), and the user's object keeps torch's own containers and state."""
+
+import collections
+
+import pytest
+import torch
+
+import multidev as md
+from multidev.distribute.gradient_reducer import local_copy
+from multidev.distribute.optimizer_hooks import replica_optimizer
+
+PR = md.distribute.PerReplica
+TWO_CPUS = ["/cpu:0", "/cpu:1"]
+
+
+class MySGD(torch.optim.SGD):  # a subclass keeps the all-reduce path: every replica keeps its own state
+    pass
+
+
+STRATEGIES = {
+    "split_update": (lambda: md.distribute.MirroredStrategy(TWO_CPUS), torch.optim.SGD),
+    "all_reduce": (lambda: md.distribute.MirroredStrategy(TWO_CPUS), MySGD),
+    "shared_storage": (lambda: md.distribute.experimental.CentralStorageStrategy(TWO_CPUS), torch.optim.SGD),
+}
+
+
+def _setup(name, **kwargs):
+    make_strategy, cls = STRATEGIES[name]
+    strategy = make_strategy()
+    torch.manual_seed(0)
+    with strategy.scope():
+        layer = torch.nn.Linear(3, 2)
+        opt = cls(layer.parameters(), lr=0.1, momentum=0.9, **kwargs)
+    return strategy, layer, opt
+
+
+def _step_fn(layer, opt):
+    def step(x):
+        opt.zero_grad()
+        layer(x).pow(2).sum().backward()
+        opt.step()
+    return step
+
+
+def _batch():
+    x = torch.arange(12, dtype=torch.float32).reshape(4, 3) / 10
+    return x, PR((x[:2], x[2:]))
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_users_optimizer_keeps_torchs_containers(name):
+    strategy, layer, opt = _setup(name)
+    groups, state, attributes = opt.param_groups, opt.state, set(vars(opt))
+    group_dicts = list(groups)
+    seen = []
+
+    def step(x):
+        seen.append((opt.param_groups[0]["params"][0], md.distribute.get_replica_context().replica_id_in_sync_group))
+        _step_fn(layer, opt)(x)
+
+    strategy.run(step, args=(_batch()[1],))
+    assert opt.param_groups is groups and type(groups) is list
+    assert all(a is b and type(a) is dict for a, b in zip(opt.param_groups, group_dicts))
+    assert opt.state is state and type(state) is collections.defaultdict
+    assert set(vars(opt)) == attributes, "no attribute added to the user's optimizer"
+    assert all(p is layer.weight for p, _ in seen), "inside strategy.run the user sees their own variables"
+    assert set(opt.state) == {layer.weight, layer.bias}, "state keyed by the variables, as torch keys it"
+    for r in range(2):
+        twin = replica_optimizer(opt, r)
+        assert type(twin) is type(opt) and twin is not opt
+        assert twin.param_groups[0]["params"][0] is local_copy(layer.weight, r), "a replica steps its own leaf tensors"
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_training_equals_one_device_and_state_dict_is_torchs(name):
+    strategy, layer, opt = _setup(name)
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 2)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    x, parts = _batch()
+    for _ in range(3):
+        strategy.run(_step_fn(layer, opt), args=(parts,))
+        _step_fn(ref, ref_opt)(x)
+    for p, e in zip(layer.parameters(), ref.parameters()):
+        for component in p.values:
+            torch.testing.assert_close(component.detach(), e.detach(), rtol=1e-6, atol=1e-6)
+    saved, want = opt.state_dict(), ref_opt.state_dict()
+    assert saved["param_groups"] == want["param_groups"]
+    for i, entry in want["state"].items():
+        torch.testing.assert_close(saved["state"][i]["momentum_buffer"], entry["momentum_buffer"],
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_state_written_in_cross_replica_context_reaches_every_replica(name):
+    strategy, layer, opt = _setup(name)
+    x, parts = _batch()
+    strategy.run(_step_fn(layer, opt), args=(parts,))
+    opt.state[layer.weight] = {"momentum_buffer": torch.full((2, 3), 5.0)}   # one entry replaced
+    del opt.state[layer.bias]                                                  # one removed
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 2)
+    ref.load_state_dict({k: v.detach() for k, v in layer.state_dict().items()})
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    ref_opt.state[ref.weight] = {"momentum_buffer": torch.full((2, 3), 5.0)}
+    strategy.run(_step_fn(layer, opt), args=(parts,))
+    _step_fn(ref, ref_opt)(x)
+    for p, e in zip(layer.parameters(), ref.parameters()):
+        for component in p.values:
+            torch.testing.assert_close(component.detach(), e.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_replicas_with_own_state_keep_it_apart_from_the_users():
+    strategy, layer, opt = _setup("all_reduce")
+    strategy.run(_step_fn(layer, opt), args=(_batch()[1],))
+    mine, theirs = (replica_optimizer(opt, r).state[layer.weight.values[r]]["momentum_buffer"] for r in range(2))
+    assert mine is opt.state[layer.weight]["momentum_buffer"], "replica 0's state is the user's"
+    assert theirs is not mine and torch.equal(theirs, mine), "replica 1 keeps an equal copy of its own"
+
+
+@pytest.mark.parametrize("name", ["split_update", "all_reduce"])
+def test_hyperparameters_written_by_the_user_reach_every_replica(name):
+    strategy, layer, opt = _setup(name)
+    x, parts = _batch()
+    before = [layer.weight.detach().clone()] * 2   # every replica starts from the primary
+    opt.param_groups[0]["lr"] = 0.0
+    opt.param_groups[0]["momentum"] = 0.0
+    strategy.run(_step_fn(layer, opt), args=(parts,))
+    assert all(torch.equal(a, b) for a, b in zip(before, layer.weight.values))
+    assert [replica_optimizer(opt, r).param_groups[0]["lr"] for r in range(2)] == [0.0, 0.0]
+
+
+def test_users_step_hooks_see_the_users_optimizer():
+    strategy, layer, opt = _setup("split_update")
+    calls = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: calls.append(("pre", o is opt)))
+    opt.register_step_post_hook(lambda o, args, kwargs: calls.append(("post", o is opt)))
+    strategy.run(_step_fn(layer, opt), args=(_batch()[1],))
+    assert sorted(calls) == [("post", True)] * 2 + [("pre", True)] * 2
+
+
+def test_step_with_a_closure_is_refused_in_replica_context():
+    strategy, layer, opt = _setup("split_update")
+    x = _batch()[1]
+    before = [layer.weight.detach().clone()] * 2   # every replica starts from the primary
+
+    def step(xb):
+        def closure():
+            opt.zero_grad()
+            loss = layer(xb).sum()
+            loss.backward()
+            return loss
+        closure()
+        opt.step(closure)
+
+    with pytest.raises(ValueError, match=r"step\(closure=.*not supported inside strategy.run.*loss.backward\(\)"):
+        strategy.run(step, args=(x,))
+    assert all(torch.equal(a, b) for a, b in zip(before, layer.weight.values)), "nothing was updated"
+
+
+def test_lr_scheduler_and_load_state_dict_keep_working():
+    strategy, layer, opt = _setup("all_reduce")
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    x, parts = _batch()
+    strategy.run(_step_fn(layer, opt), args=(parts,))
+    scheduler.step()
+    saved = opt.state_dict()
+    strategy.run(_step_fn(layer, opt), args=(parts,))
+    assert [replica_optimizer(opt, r).param_groups[0]["lr"] for r in range(2)] == [0.05, 0.05]
+    opt.load_state_dict(saved)   # torch makes new groups and state: every replica's twin follows
+    assert opt.param_groups[0]["lr"] == 0.05
+    for r in range(2):
+        twin = replica_optimizer(opt, r)
+        torch.testing.assert_close(twin.state[layer.weight.values[r]]["momentum_buffer"],
+                                   saved["state"][0]["momentum_buffer"], rtol=0, atol=0)
