@@ -5,6 +5,13 @@ distributing strategy's scope (cross-replica context) we return a distributed va
 and give the module replica-aware ``_parameters``/``_buffers`` dicts. Inside ``strategy.run``,
 ``module.weight`` then resolves to the calling replica's own leaf tensor, so forward and backward
 run on plain tensors at full speed: the cost is one dict lookup per attribute access.
+
+The dict is the one change multidev makes to a user's object, kept because torch has no cheaper
+seam: without it ``module.weight`` is the distributed variable and its ``__torch_function__``
+picks the replica's copy on every op, which measured 56 us against 26 us per ``nn.Linear(64, 64)``
+call on 2 CPU replicas (``OMP_NUM_THREADS=1``; about 1.5% of a text_conv step), while the
+alternatives (``torch.func.functional_call``, parametrizations) change how the model is called
+or its class. Outside ``strategy.run`` the dict answers exactly as torch's does.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ Example (what runs when a replica calls ``opt.step()``)::
 
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
 from collections import abc, defaultdict
@@ -99,9 +100,11 @@ def copy_state_entry(entry: dict, device: torch.device) -> dict:
 
 def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any) -> torch.optim.Optimizer:
     """An object of ``optimizer``'s class with its settings (``defaults``, attributes), ``groups``
-    and ``state``: what one replica's ``step`` runs on. Its hooks never run (torch runs the user's)."""
+    and ``state``: what one replica's ``step`` runs on. It has no hooks of its own (torch runs the
+    user's on the user's object), so nothing of the twin refers back to the user's optimizer."""
     twin = object.__new__(type(optimizer))
-    twin.__dict__.update(optimizer.__dict__)
+    twin.__dict__.update((k, collections.OrderedDict() if k.endswith("_hooks") else v)
+                         for k, v in optimizer.__dict__.items() if k != "step")   # "step": a scheduler's wrapper
     twin.param_groups = groups
     twin.state = state
     return twin

@@ -174,3 +174,46 @@ def test_lr_scheduler_and_load_state_dict_keep_working():
         twin = replica_optimizer(opt, r)
         torch.testing.assert_close(twin.state[layer.weight.values[r]]["momentum_buffer"],
                                    saved["state"][0]["momentum_buffer"], rtol=0, atol=0)
+
+
+def test_an_optimizer_whose_hook_refers_to_it_is_still_freed():
+    import gc
+    import weakref
+
+    strategy, layer, opt = _setup("all_reduce")
+    opt.register_step_post_hook(lambda o, args, kwargs, keep=opt: None)   # the hook holds the optimizer
+    strategy.run(_step_fn(layer, opt), args=(_batch()[1],))
+    ref = weakref.ref(opt)
+    del opt
+    gc.collect()
+    assert ref() is None, "multidev keeps no strong reference to a user's optimizer"
+
+
+class CountingAdamW(torch.optim.AdamW):  # a user's subclass whose step calls torch's (itself hooked)
+    steps = 0
+
+    def step(self, closure=None):
+        type(self).steps += 1
+        return super().step(closure)
+
+
+def test_a_subclass_calling_the_hooked_parent_step_trains_as_one_device():
+    torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])   # AdamW.step itself gets torch's hook wrapper
+    strategy = md.distribute.MirroredStrategy(TWO_CPUS)
+    torch.manual_seed(0)
+    with strategy.scope():
+        layer = torch.nn.Linear(3, 2)
+        opt = CountingAdamW(layer.parameters(), lr=0.1)
+    calls = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: calls.append(o is opt))
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 2)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.1)
+    x, parts = _batch()
+    for _ in range(2):
+        strategy.run(_step_fn(layer, opt), args=(parts,))
+        _step_fn(ref, ref_opt)(x)
+    assert CountingAdamW.steps == 4 and calls == [True] * 4, "the user's step and hooks: once per replica and step"
+    for p, e in zip(layer.parameters(), ref.parameters()):
+        for component in p.values:
+            torch.testing.assert_close(component.detach(), e.detach(), rtol=1e-5, atol=1e-6)

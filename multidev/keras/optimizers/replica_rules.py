@@ -1,9 +1,10 @@
 """A Keras optimizer's update rule on distributed variables: one ``torch.optim`` optimizer per replica.
 
 Each local replica steps its own plain ``torch.optim`` optimizer (a ``rules.KerasRule``), built over
-that replica's copies of the variables, with plain ``list``/``dict`` ``param_groups`` and ``state``:
-no per-thread views and no global step hook (``distribute/optimizer_hooks`` is for users' torch
-optimizers, which offer no such seam). Hyperparameters are shared because every rule is built from
+that replica's copies of the variables, with plain ``list``/``dict`` ``param_groups`` and ``state``
+and no global step hook: a Keras optimizer is multidev's own object, so it calls its replica's rule
+directly (a user's torch optimizer is reached through torch's step pre-hook instead,
+``distribute/optimizer_hooks``). Hyperparameters are shared because every rule is built from
 the Keras optimizer's own settings, and the learning rate and weight decay are written into every
 replica's groups at each step (``Optimizer._apply``).
 
