@@ -121,3 +121,12 @@ def test_multi_worker_example_under_the_launcher():
         assert f"[worker {w}] task worker:{w}: 2 replicas in sync" in proc.stdout
     checksums = re.findall(r"^\[worker \d\] final loss \S+; weight checksum (\S+)$", proc.stdout, re.M)
     assert len(checksums) == 2 and checksums[0] == checksums[1]     # both workers end with the same weights
+
+
+def test_torch_optimizer_loop_equals_one_device():
+    out, err = run_example("torch_optimizer_loop.py")
+    assert "replicas: 2" in out and "Warning" not in err
+    first, last = map(float, re.search(r"loss: first ([\d.]+), last ([\d.]+)", out).groups())
+    assert last < 0.6 * first, out
+    assert float(re.search(r"loss difference to one device: (\S+)", out).group(1)) < 1e-5, out
+    assert float(re.search(r"every replica's copy\): (\S+)", out).group(1)) < 1e-5, out
