@@ -133,24 +133,28 @@ class _Plan:
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
         self._synced: dict[int, Any] = {}            # id(variable) -> the user's entry the copies hold
+        self._synced_len = 0                         # len(user's state) when _synced was taken
         if not self.one_state:
             extended._run_preparers.add(self)
 
     def twin_for(self, optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
         """Replica ``replica_id``'s twin, with the user's current hyperparameters."""
-        groups, state = optimizer.param_groups, optimizer.state
-        built = self._built_for
-        if built[0] is not groups or built[1] != len(groups) or built[2] is not state:
+        if not self.built_over(optimizer.param_groups, optimizer.state):
             with self.lock:
-                built = self._built_for
-                if built[0] is not groups or built[1] != len(groups) or built[2] is not state:
+                if not self.built_over(optimizer.param_groups, optimizer.state):
                     self._build(optimizer)
         twin = self.twins[replica_id]
-        for user_group, group in zip(groups, twin.param_groups):
-            for name, value in user_group.items():
-                if name != "params":
-                    group[name] = value
+        for user_group, group in zip(optimizer.param_groups, twin.param_groups):
+            params = group["params"]
+            group.update(user_group)
+            group["params"] = params
         return twin
+
+    def built_over(self, groups: list, state: Any = None) -> bool:
+        """Whether the twins were built for these user groups (no group added since) and, if given,
+        this state dict (``load_state_dict`` and checkpoint restores replace both)."""
+        built = self._built_for
+        return built[0] is groups and built[1] == len(groups) and (state is None or built[2] is state)
 
     def _build(self, optimizer: torch.optim.Optimizer) -> None:
         """New twins over the user's groups; replicas with their own state start from copies of the
@@ -168,15 +172,21 @@ class _Plan:
                         twin_state[local_copy(p, r)] = copy_state_entry(state[p], device)
             twins.append(_make_twin(optimizer, twin_groups, twin_state))
         self.twins = twins
-        self._synced = {id(p): state.get(p) for p in self.params}
+        self._note_synced(state)
         self._built_for = (groups, len(groups), state)
 
+    def _note_synced(self, state: dict) -> None:
+        self._synced = {id(p): state.get(p) for p in self.params}
+        self._synced_len = len(state)
+
     def after_step(self, replica_id: int) -> None:
-        """Replica 0 notes the entries its step left in the user's state (the replicas with their
-        own copies made theirs), so ``before_run`` tells them from entries the user writes."""
+        """Replica 0 notes entries its step created in the user's state (the replicas with their own
+        copies made theirs), so ``before_run`` tells them from entries the user writes. A step only
+        ever adds entries (it updates the others in place), so an unchanged length means none."""
         if replica_id == 0 and not self.one_state:
             state = self._built_for[2]
-            self._synced = {id(p): state.get(p) for p in self.params}
+            if len(state) != self._synced_len:
+                self._note_synced(state)
 
     def before_run(self) -> None:
         """Before ``strategy.run`` (caller thread, replicas idle): state entries the user wrote or
@@ -195,6 +205,7 @@ class _Plan:
                 else:
                     own.pop(local, None)
             self._synced[id(p)] = entry
+        self._synced_len = len(state)
 
 
 _plans: "weakref.WeakKeyDictionary[torch.optim.Optimizer, _Plan | None]" = weakref.WeakKeyDictionary()
@@ -210,7 +221,7 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     if seen is not None and seen[0] is groups and seen[1] == len(groups):
         return None  # fast path for plain torch optimizers: checked before, groups unchanged
     plan = _plans.get(optimizer, False)
-    if plan and plan._built_for[0] is groups and plan._built_for[1] == len(groups):
+    if plan and plan.built_over(groups):
         return plan  # fast path: twins built for these groups
     params = [p for g in groups for p in g["params"]]
     distributed = any(isinstance(p, DistributedVariable) for p in params)
