@@ -37,10 +37,9 @@ Example (what runs when a replica calls ``opt.step()``)::
 
 from __future__ import annotations
 
-import collections
 import threading
 import weakref
-from collections import abc, defaultdict
+from collections import OrderedDict, abc, defaultdict
 from typing import Any, Iterator
 
 import torch
@@ -103,7 +102,7 @@ def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any)
     and ``state``: what one replica's ``step`` runs on. It has no hooks of its own (torch runs the
     user's on the user's object), so nothing of the twin refers back to the user's optimizer."""
     twin = object.__new__(type(optimizer))
-    twin.__dict__.update((k, collections.OrderedDict() if k.endswith("_hooks") else v)
+    twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else v)
                          for k, v in optimizer.__dict__.items() if k != "step")   # "step": a scheduler's wrapper
     twin.param_groups = groups
     twin.state = state
