@@ -6,6 +6,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
@@ -51,3 +52,5 @@ def serialize(fn) -> str:
         if f is fn:
             return name
     return getattr(fn, "__name__", repr(fn))
+
+__getattr__ = missing_names(__name__, 'activations', globals())  # unknown names: does Keras 3 have them?
