@@ -10,6 +10,7 @@ from multidev.keras.layers import experimental
 from multidev.keras.layers.activation_layers import ELU, LeakyReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.base import Layer
+from multidev.keras.layers.category_encoding import CategoryEncoding
 from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
@@ -39,7 +40,7 @@ __all__ = [
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
-    "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU",
+    "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

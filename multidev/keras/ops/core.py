@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from multidev.keras import backend
+from multidev.keras.state_variable import StateVariable
 
 _INT_TYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -43,6 +44,8 @@ def _python_dtype(value) -> torch.dtype:
 def convert_to_tensor(x, dtype=None, sparse=None, ragged=None):
     """``x`` as a ``torch.Tensor`` (tensors are returned as they are unless ``dtype`` differs)."""
     target = None if dtype is None else standardize_dtype(dtype)
+    if isinstance(x, StateVariable):
+        x = x.value
     if isinstance(x, torch.Tensor):
         return x if target is None or x.dtype == target else x.to(target)
     if isinstance(x, np.ndarray):
@@ -59,6 +62,8 @@ def convert_to_tensor(x, dtype=None, sparse=None, ragged=None):
 
 def convert_to_numpy(x):
     """A numpy array of ``x`` (detached, on the CPU)."""
+    if isinstance(x, StateVariable):
+        x = x.value
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
     return np.asarray(x)
