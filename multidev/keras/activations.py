@@ -34,6 +34,12 @@ _BY_NAME = {
     "hard_sigmoid": F.hardsigmoid, "mish": F.mish,
 }
 
+# Keras 3's names, as attributes too (``keras.activations.gelu``), not only through ``get``.
+(sigmoid, tanh, elu, selu, gelu, softplus, softsign, swish, silu, relu6, leaky_relu, exponential, log_softmax,
+ hard_sigmoid, mish) = (_BY_NAME[n] for n in ("sigmoid", "tanh", "elu", "selu", "gelu", "softplus", "softsign",
+                                             "swish", "silu", "relu6", "leaky_relu", "exponential", "log_softmax",
+                                             "hard_sigmoid", "mish"))
+
 
 def get(identifier):
     """Resolve an activation name (or None -> linear, or a callable)."""
