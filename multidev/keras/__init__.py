@@ -11,11 +11,12 @@ Example:
 
 from multidev.keras._missing import missing_names
 from multidev.keras import (activations, backend, callbacks, datasets, initializers, layers, losses, metrics,
-                            mixed_precision, models, ops, optimizers, preprocessing, regularizers, saving, utils)
+                            mixed_precision, models, ops, optimizers, preprocessing, random, regularizers, saving,
+                            utils)
 from multidev.keras.layers import Input
 from multidev.keras.models import Model, Sequential
 
 __all__ = ["models", "layers", "optimizers", "losses", "metrics", "callbacks", "datasets", "preprocessing", "utils",
-           "mixed_precision", "ops", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]
+           "mixed_precision", "ops", "random", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]
 
 __getattr__ = missing_names(__name__, '', globals())  # unknown names: does Keras 3 have them?
