@@ -3,7 +3,7 @@
 ``ops.X`` takes and returns ``torch.Tensor``s with Keras 3's dtype rules (Python ints -> int32,
 floats -> float32, float ops on ints -> float32) and Keras 3's defaults (``gelu`` approximate,
 ``leaky_relu`` slope 0.2). Each op is tested against ``keras.ops.X`` (torch backend) on the same
-inputs (tests/keras/test_ops.py). A name Keras 3 has and md.keras lacks raises an AttributeError
+inputs (tests/keras/test_keras_ops.py). A name Keras 3 has and md.keras lacks raises an AttributeError
 that says so.
 
 Example:

@@ -69,7 +69,7 @@ EXPECT = {
     "p13_text_classification_with_transformer": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p14_imbalanced_classification": {"keras3": RUNS, "md2": EQUAL, "k3md2": differs(
         "Keras 3 (torch backend) on one device reports the validation counts under the training keys "
-        "(fn/fp/tn/tp: result() aliases the state the validation pass resets); multidev reports the "
+        "(fn/fp/tn/tp; apparently result() hands back the state tensor itself, which the validation pass then resets and refills); multidev reports the "
         "training counts, which sum to the 96 training examples")},
 }
 
