@@ -94,6 +94,7 @@ logical_and = _binary(torch.logical_and, "Element-wise and.")
 logical_or = _binary(torch.logical_or, "Element-wise or.")
 arctan2 = _binary(torch.atan2, "Element-wise arctan(x1 / x2) in the right quadrant.", floats=True)
 
+
 def _tensors(x1, x2):
     """Both operands as tensors of their promoted dtype (a Python scalar typed weakly, as Keras does)."""
     a, b = _operand(x1), _operand(x2)
