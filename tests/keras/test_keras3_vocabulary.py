@@ -152,3 +152,85 @@ def test_vocabulary_the_issue_counted_is_present():
         assert callable(getattr(getattr(md.keras, namespace), name)), (namespace, name)
         assert name in NAMES[namespace]
     assert np.isin(sorted(md.keras.ops.__all__), sorted(NAMES["ops"]) + ["core", "elementwise", "standardize_dtype"]).all()
+
+
+@pytest.mark.parametrize("mode", ["one_hot", "multi_hot", "count"])
+@pytest.mark.parametrize("ids", [[[1], [3], [0]], [[1, 2, 2], [0, 3, 1]], [2, 0, 2]])
+def test_category_encoding_equals_keras3(mode, ids):
+    ids = torch.tensor(ids)
+    ours = md.keras.layers.CategoryEncoding(num_tokens=4, output_mode=mode)
+    torch.testing.assert_close(ours(ids), keras.layers.CategoryEncoding(num_tokens=4, output_mode=mode)(ids))
+    assert md.keras.layers.CategoryEncoding.from_config(ours.get_config()).output_mode == mode
+
+
+def test_category_encoding_count_weights_and_bad_mode():
+    ids, weights = torch.tensor([[1, 1, 3]]), torch.tensor([[0.5, 2.0, 1.0]])
+    layer = md.keras.layers.CategoryEncoding(num_tokens=4, output_mode="count")
+    torch.testing.assert_close(layer(ids, count_weights=weights), torch.tensor([[0.0, 2.5, 0.0, 1.0]]))
+    with pytest.raises(ValueError, match="output_mode"):
+        md.keras.layers.CategoryEncoding(4, output_mode="tf_idf")
+
+
+def test_keras3_add_weight_and_add_variable_forms():
+    class Linear(md.keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], 2), initializer="ones", trainable=True)
+            self.b = self.add_weight((2,), initializer="zeros")
+
+        def call(self, x):
+            return md.keras.ops.matmul(x, self.w) + self.b
+
+    layer = Linear()
+    torch.testing.assert_close(layer(torch.ones(1, 3)), torch.full((1, 2), 3.0))
+    assert len(layer.trainable_weights) == 2
+
+    class Total(md.keras.metrics.Metric):
+        def __init__(self):
+            super().__init__(name="total")
+            self.total = self.add_variable(shape=(), initializer="zeros", name="total")
+
+        def update_state(self, values, sample_weight=None):
+            self.total.assign_add(md.keras.ops.sum(values))
+
+        def result(self):
+            return self.total.value
+
+    metric = Total()
+    metric.update_state(torch.tensor([1.0, 2.0]))
+    metric.update_state(torch.tensor([3.0]))
+    assert float(metric.result()) == 6.0 and float(metric.total / 2) == 3.0
+    metric.total.assign(0.5)
+    assert float(md.keras.ops.convert_to_tensor(metric.total)) == 0.5
+
+
+def test_model_subclass_called_with_inputs_and_outputs_is_functional_with_its_methods():
+    class CustomModel(md.keras.Model):
+        def marker(self):
+            return "custom"
+
+    inputs = md.keras.Input((3,))
+    model = CustomModel(inputs, md.keras.layers.Dense(1)(inputs))
+    assert isinstance(model, CustomModel) and model.marker() == "custom" and len(model.layers) == 2
+    assert type(CustomModel(inputs=inputs, outputs=model.output)) is type(model)
+
+
+def test_registered_custom_layer_reloads_from_a_keras_file(tmp_path):
+    @md.keras.saving.register_keras_serializable(package="vocab_test", name="scale_layer")
+    class Scale(md.keras.layers.Layer):
+        def __init__(self, factor, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, x):
+            return x * self.factor
+
+        def get_config(self):
+            return {**super().get_config(), "factor": self.factor}
+
+    inputs = md.keras.Input((2,))
+    model = md.keras.Model(inputs, Scale(3.0)(md.keras.layers.Dense(2)(inputs)))
+    model.save(tmp_path / "m.keras")
+    loaded = md.keras.models.load_model(tmp_path / "m.keras")
+    x = torch.ones(1, 2)
+    torch.testing.assert_close(loaded(x), model(x))
+    assert loaded.layers[-1].factor == 3.0
