@@ -2,7 +2,8 @@
 
 Per program: does it run unchanged, is it distributed and equal to one device (md.keras on 2 replicas vs
 md.keras on one; Keras 3 on multidev vs Keras 3 on one), and its wall and process-CPU time relative to
-Keras 3 on one device (median over rounds; the modes alternate within each round; the first round is
+Keras 3 on one device, and of Keras 3 on a MirroredStrategy of one replica (multidev's own wrapping
+without a second replica thread) (median over rounds; the modes alternate within each round; the first round is
 a warm-up and dropped). One intra-op thread (one per replica), as the other Keras 3 benchmarks.
 
     python benchmarks/keras_programs.py [rounds] [scale] [program ...]    # defaults: 4 rounds, scale 4
@@ -21,7 +22,7 @@ import torch  # noqa: E402
 
 from tests.programs.keras import _harness  # noqa: E402
 
-MODES = ("keras3", "md1", "md2", "k3md2")
+MODES = ("keras3", "md1", "md2", "k3md2", "k3md1s")
 
 
 def time_program(program, keras, md, rounds, scale):
@@ -65,15 +66,16 @@ def _ratio(run, base, key):
 def table(results) -> str:
     """Markdown: one row per program."""
     rows = ["| program | Keras 3, 1 device (s wall) | md.keras, 2 replicas | wall / K3 | CPU / K3 | md.keras 1 device "
-            "wall / K3 | Keras 3 on multidev, 2 replicas | wall / K3 | CPU / K3 |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "wall / K3 | Keras 3 on multidev, 2 replicas | wall / K3 | CPU / K3 | K3 on a 1-replica strategy "
+            "wall / K3 |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for program, runs in results.items():
         base = runs["keras3"] if runs["keras3"]["ok"] else None
         base_cell = f"{base['wall']:.2f}" if base else "no: " + runs["keras3"]["error"].split(":")[0]
         rows.append(f"| {program} | {base_cell} | {_verdict(runs['md2'])} | {_ratio(runs['md2'], base, 'wall')} | "
                     f"{_ratio(runs['md2'], base, 'cpu')} | {_ratio(runs['md1'], base, 'wall')} | "
                     f"{_verdict(runs['k3md2'])} | {_ratio(runs['k3md2'], base, 'wall')} | "
-                    f"{_ratio(runs['k3md2'], base, 'cpu')} |")
+                    f"{_ratio(runs['k3md2'], base, 'cpu')} | {_ratio(runs['k3md1s'], base, 'wall')} |")
     return "\n".join(rows)
 
 

@@ -63,9 +63,13 @@ def _flatten(results, prefix=""):
 def run_mode(program, mode, keras, md, scale=1):
     """One run: ``{"ok", "error", "seconds", "results"}``."""
     module = importlib.import_module(f"tests.programs.keras.{program}")
-    front = keras if mode in ("keras3", "k3md2") else md.keras
-    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if mode.endswith("2") \
-        else md.distribute.get_strategy()
+    front = keras if mode.startswith(("keras3", "k3")) else md.keras
+    if mode.endswith("2"):
+        strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    elif mode.endswith("1s"):   # benchmarks: a strategy of one replica (multidev's wrapping, no second thread)
+        strategy = md.distribute.MirroredStrategy(["/cpu:0"])
+    else:
+        strategy = md.distribute.get_strategy()
     with tempfile.TemporaryDirectory() as workdir:
         start = time.perf_counter()
         try:
