@@ -96,9 +96,8 @@ def full_like(x, fill_value, dtype=None):
 
 def eye(N, M=None, k=0, dtype=None):
     """An N x M matrix with ones on the k-th diagonal."""
-    M = N if M is None else M
-    return torch.ones(N, M, dtype=_dtype_or_floatx(dtype)).diagonal(k).diag_embed(k)[:N, :M] if k else \
-        torch.eye(N, M, dtype=_dtype_or_floatx(dtype))
+    ones = torch.ones(N, N if M is None else M, dtype=_dtype_or_floatx(dtype))
+    return ones.triu(k) - ones.triu(k + 1)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -216,7 +215,12 @@ def pad(x, pad_width, mode="constant", constant_values=None):
     flat = [v for before, after in reversed(widths) for v in (before, after)]
     if mode == "constant":
         return torch.nn.functional.pad(x, flat, value=0 if constant_values is None else constant_values)
-    return torch.nn.functional.pad(x, flat, mode={"symmetric": "replicate"}.get(mode, mode))
+    if mode not in ("reflect", "circular"):
+        raise ValueError(f"md.keras.ops.pad supports mode 'constant', 'reflect' or 'circular'; received mode={mode!r}. "
+                         "Keras 3 (on multidev) has 'symmetric' too.")
+    while len(flat) > 2 and flat[-2:] == [0, 0]:   # torch pads at most the last 3 axes: drop unpadded leading ones
+        flat = flat[:-2]
+    return torch.nn.functional.pad(x.unsqueeze(0), flat, mode=mode).squeeze(0)
 
 
 def tril(x, k=0):
