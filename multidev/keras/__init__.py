@@ -20,3 +20,6 @@ __all__ = ["models", "layers", "optimizers", "losses", "metrics", "callbacks", "
            "mixed_precision", "ops", "random", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]
 
 __getattr__ = missing_names(__name__, '', globals())  # unknown names: does Keras 3 have them?
+for _module, _namespace in ((optimizers, "optimizers"), (optimizers.schedules, "optimizers.schedules")):
+    _module.__getattr__ = missing_names(_module.__name__, _namespace, vars(_module))
+del _module, _namespace
