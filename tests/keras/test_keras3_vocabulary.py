@@ -218,15 +218,17 @@ def test_model_subclass_called_with_inputs_and_outputs_is_functional_with_its_me
 def test_registered_custom_layer_reloads_from_a_keras_file(tmp_path):
     @md.keras.saving.register_keras_serializable(package="vocab_test", name="scale_layer")
     class Scale(md.keras.layers.Layer):
-        def __init__(self, factor, **kwargs):
-            super().__init__(**kwargs)
-            self.factor = factor
+        """x * factor, rebuilt from its config by the registered name."""
 
-        def call(self, x):
-            return x * self.factor
+        def __init__(self, factor, **kwargs):
+            self.factor = factor
+            super().__init__(**kwargs)
 
         def get_config(self):
-            return {**super().get_config(), "factor": self.factor}
+            return dict(super().get_config(), factor=self.factor)
+
+        def call(self, x):
+            return self.factor * x
 
     inputs = md.keras.Input((2,))
     model = md.keras.Model(inputs, Scale(3.0)(md.keras.layers.Dense(2)(inputs)))
