@@ -36,7 +36,7 @@ if [ $DRY = 1 ]; then
   DEVICE=cpu; SIZE="--smoke"; SCALE="--smoke"; PROFILE_STEPS=2; TRAIN_WORKLOADS=text_conv
   TRAIN_VARIANTS=plain,plain_bf16,mirrored_1,mirrored_2,fit_mirrored_1
   PYTEST_K=(--co -q)                       # dry run: the selection must collect, not run (CPU, 2 minutes)
-  LIMIT_TESTS=120; LIMIT_TRAIN=120; LIMIT_SCALE=150; LIMIT_PROFILE=90   # safety nets for a loaded CI machine
+  LIMIT_TESTS=200; LIMIT_TRAIN=200; LIMIT_SCALE=300; LIMIT_PROFILE=120  # safety nets for a loaded machine
 else
   DEVICE=gpu; SIZE="--rounds 3 --steps 20 --warmup 3"; SCALE="--rounds 3 --steps 20"; PROFILE_STEPS=10
   TRAIN_WORKLOADS=text_conv,mlp,transformer
