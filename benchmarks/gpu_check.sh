@@ -36,14 +36,15 @@ if [ $DRY = 1 ]; then
   DEVICE=cpu; SIZE="--smoke"; SCALE="--smoke"; PROFILE_STEPS=2; TRAIN_WORKLOADS=text_conv
   TRAIN_VARIANTS=plain,plain_bf16,mirrored_1,mirrored_2,fit_mirrored_1
   PYTEST_K=(--co -q)                       # dry run: the selection must collect, not run (CPU, 2 minutes)
-  LIMIT_TESTS=200; LIMIT_TRAIN=200; LIMIT_SCALE=300; LIMIT_PROFILE=120  # safety nets for a loaded machine
+  LIMIT_GPU_TESTS=200; LIMIT_TESTS=200; LIMIT_TRAIN=200; LIMIT_SCALE=300; LIMIT_PROFILE=120  # safety nets (loaded CI)
 else
   DEVICE=gpu; SIZE="--rounds 3 --steps 20 --warmup 3"; SCALE="--rounds 3 --steps 20"; PROFILE_STEPS=10
   TRAIN_WORKLOADS=text_conv,mlp,transformer
   TRAIN_VARIANTS=plain,plain_bf16,mirrored_1,mirrored_2,fit,fit_mirrored_1,fit_mirrored_2
   if $PY -c "import keras" >/dev/null 2>&1; then TRAIN_VARIANTS=$TRAIN_VARIANTS,keras3_own,keras3_fit1,keras3_fit2; fi
   PYTEST_K=(-q -x --timeout 120)
-  LIMIT_TESTS=150; LIMIT_TRAIN=200; LIMIT_SCALE=90; LIMIT_PROFILE=40
+  # the limits add up to 7.8 minutes with the version step: the device call gets timeout_s 540
+  LIMIT_GPU_TESTS=90; LIMIT_TESTS=120; LIMIT_TRAIN=150; LIMIT_SCALE=80; LIMIT_PROFILE=30
 fi
 SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
@@ -70,8 +71,8 @@ except ImportError as err:
     print("keras: not importable (", err, ") - the Keras 3 variants are skipped")
 PYEOF
 } >>"$SUMMARY"
-step "devices" 60 "$SUMMARY" $PY -m multidev.cli.main devices
-step "pytest -m gpu" "$LIMIT_TESTS" "$OUT/pytest.txt" $PY -m pytest -p no:cacheprovider -q -m gpu -rs tests
+step "devices" 30 "$SUMMARY" $PY -m multidev.cli.main devices
+step "pytest -m gpu" "$LIMIT_GPU_TESTS" "$OUT/pytest.txt" $PY -m pytest -p no:cacheprovider -q -m gpu -rs tests
 step "pytest -k gpu-relevant" "$LIMIT_TESTS" "$OUT/pytest.txt" \
   $PY -m pytest -p no:cacheprovider "${PYTEST_K[@]}" -k "gpu or cuda or nccl or memory or mixed" tests
 # shellcheck disable=SC2086  # SIZE/SCALE are option lists
