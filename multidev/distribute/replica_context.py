@@ -26,7 +26,15 @@ def _worth_cooperating(leaves: list) -> bool:
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
-    return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    """A collective's input leaf as a tensor; ValueError (TF's type) for what is no number or tensor."""
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"Attempt to convert a value ({value!r}) with an unsupported type ({type(value)}) to a tensor "
+                         f"for a cross-replica collective; pass tensors, numbers or nested lists/tuples/dicts of "
+                         f"them.") from None
 
 
 class ReplicaContext:

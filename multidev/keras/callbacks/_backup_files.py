@@ -27,6 +27,8 @@ import os
 import re
 import warnings
 
+import torch
+
 from multidev._core import atomic_files
 from multidev._core.errors import DataLossError
 from multidev.keras.saving import weights_io
@@ -127,6 +129,11 @@ def _check_rng(backup_dir: str, rng: dict) -> None:
     shapes = {k: tuple(rng[k].shape) for k in _RNG_KEYS}
     if len(shapes["pass"]) != 1 or len(shapes["workers"]) != 2 or shapes["workers"][0] < 1:
         raise damaged(backup_dir, f"its rng file has shapes {shapes}, expected 'pass' 1-D and 'workers' 2-D")
+    expected = torch.get_rng_state()   # torch's CPU generator state: uint8, of one fixed length
+    for key in _RNG_KEYS:
+        if rng[key].dtype != expected.dtype or rng[key].shape[-1] != expected.numel():
+            raise damaged(backup_dir, f"its rng file's {key!r} is {rng[key].dtype} of shape {tuple(rng[key].shape)}, "
+                                      f"not a torch RNG state ({expected.dtype}, {expected.numel()} bytes per row)")
 
 
 def _next_number(backup_dir: str, previous: dict | None) -> int:
