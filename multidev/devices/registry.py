@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import UnknownDeviceError
 from multidev.devices import configuration, context, options, physical
 from multidev.devices.physical import LogicalDevice
 from multidev.devices.spec import DeviceSpec
@@ -224,11 +224,11 @@ def _full_name(spec: DeviceSpec) -> str:
 
 
 def _unknown(spec: DeviceSpec, table: _Registry) -> Device:
-    """Soft placement picks an existing device; without it, raise TensorFlow 2.21's InvalidArgumentError
-    (an ``md.errors.OpError``, not a RuntimeError: the GPU guide's ``except RuntimeError`` is older TF)."""
+    """Soft placement picks an existing device; without it, raise ``UnknownDeviceError``: TensorFlow
+    2.21's InvalidArgumentError and, for the GPU guide's ``except RuntimeError``, a RuntimeError."""
     full = _full_name(spec)
     if not options.get_soft_device_placement():
-        raise InvalidArgumentError(
+        raise UnknownDeviceError(
             f"{full} unknown device. Known devices: {[d.name for d in table.devices]}. Use one of "
             "them, or md.config.set_soft_device_placement(True) to run on an existing device."
         )
@@ -267,8 +267,8 @@ def resolve(name: "str | DeviceSpec | Device | LogicalDevice | torch.device | No
     Raises:
         TypeError: ``name`` is of another type.
         ValueError: ``name`` is not a valid device name.
-        md.errors.InvalidArgumentError: ``"<name> unknown device."`` when the device does not exist and soft
-            placement is off (with it on, an existing device of the same type, else CPU:0).
+        md.errors.UnknownDeviceError: ``"<name> unknown device."`` (an InvalidArgumentError and a
+            RuntimeError) when the device does not exist and soft placement is off (with it on, an existing device of the same type, else CPU:0).
     """
     table = _table()
     scope = context.innermost()
