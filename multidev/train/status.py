@@ -71,7 +71,7 @@ class CheckpointLoadStatus:
 
     def assert_nontrivial_match(self) -> "CheckpointLoadStatus":
         """AssertionError unless at least one object besides the root matched the checkpoint."""
-        if not self._matched - {""}:
+        if not self._matched - {""} and not self._consumed:     # (a root model's own weights count)
             raise AssertionError(f"Nothing in checkpoint {self.save_path!r} matched the objects being restored "
                                  f"(checkpoint holds {sorted(self._all_keys)}).")
         return self
