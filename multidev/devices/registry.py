@@ -324,10 +324,11 @@ def device_for_tensor(tensor: torch.Tensor) -> Device:
 
 
 def stream_for(device: Device) -> "torch.cuda.Stream | None":
-    """The logical device's own CUDA stream (created on first use); None for CPU devices."""
+    """The logical device's own CUDA stream (created on first use); None for CPU devices (and for a
+    GPU whose torch device is not CUDA: the stand-in GPUs of tests/devices/fake_gpus.py)."""
     if not isinstance(device, Device):
         raise TypeError(f"stream_for expects a registry.Device, got {device!r}.")
-    if device.device_type != "GPU":
+    if device.device_type != "GPU" or device.torch_device.type != "cuda":
         return None
     table = _table()
     with _stream_lock:
