@@ -254,6 +254,9 @@ def _from_torch(device: torch.device, table: _Registry) -> Device:
     for d in table.devices:
         if d.device_type == device_type and (device_type == "CPU" or d.physical_index == index):
             return d
+    for d in table.devices:       # a torch device that stands for a GPU (tests/devices/fake_gpus.py: 'meta')
+        if d.torch_device == device:
+            return d
     return _unknown(DeviceSpec(device_type=(device_type or device.type.upper()), device_index=index), table)
 
 
