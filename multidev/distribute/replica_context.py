@@ -51,7 +51,7 @@ class ReplicaContext:
         """This replica's id among all replicas of all workers: an int32 scalar tensor, as TensorFlow
         returns (so ``.numpy()`` works, as the seed notebook calls it; ``int()``, indexing and ``==``
         work as on an int). multidev's own code uses ``_global_replica_id`` (an int)."""
-        return torch.tensor(self._global_replica_id, dtype=torch.int32)
+        return torch.tensor(self._global_replica_id, dtype=torch.int32, device="cpu")   # .numpy() on any device
 
     @property
     def _global_replica_id(self) -> int:
