@@ -87,15 +87,19 @@ def test_manual_placement(guide):
     assert {device for op, device in _placements(err) if op == "add"} == {"CPU:0"}       # add_n on the CPU
 
 
-def test_an_unknown_device_is_caught_by_the_guides_except_runtime_error(tmp_path):
+def test_an_unknown_device_is_caught_by_the_guides_except_runtime_error(capsys):
     """'If the device you have specified does not exist, you will get a RuntimeError: .../device:GPU:2
-    unknown device.' (TF 2.21 raises InvalidArgumentError: multidev's error is both.)"""
-    preamble = fake_gpus(2, "import multidev as md\nmd.config.set_soft_device_placement(False)\n")
-    outputs = run_cells([c for c in CELLS if c[0] in ("setup", "single_gpu_on_multi_gpu_system")], cwd=tmp_path,
-                        preamble=preamble)
-    out, _ = outputs["single_gpu_on_multi_gpu_system"]
-    assert_ran(outputs["single_gpu_on_multi_gpu_system"])
-    assert out.startswith(f"{PREFIX}GPU:2 unknown device."), out
+    unknown device.' (TF 2.21 raises InvalidArgumentError: multidev's error is both.) In this process:
+    no GPU, soft placement off."""
     import multidev as md
+    code = dict(CELLS)["single_gpu_on_multi_gpu_system"]
+    md.config.set_soft_device_placement(False)
+    try:
+        exec(compile(code, "<seed cell>", "exec"), {"md": md, "torch": __import__("torch")})
+    finally:
+        md.config.set_soft_device_placement(True)
+        md.debugging.set_log_device_placement(False)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{PREFIX}GPU:2 unknown device."), out
     assert issubclass(md.errors.UnknownDeviceError, md.errors.InvalidArgumentError)
     assert issubclass(md.errors.UnknownDeviceError, RuntimeError)
