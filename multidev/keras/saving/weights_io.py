@@ -6,8 +6,9 @@ checkpoint *prefix*, as in Keras 2 (TensorFlow format): an ``md.train`` checkpoi
 (its weights, a compiled model's optimizer) at ``<prefix>.index`` + ``<prefix>.data.safetensors``,
 listed in the directory's ``checkpoint`` file, readable by ``load_weights`` and by
 ``md.train.Checkpoint(model).read(prefix)``; any other suffix raises ValueError listing the forms,
-as Keras 3 does. (``md.train`` registers that format here at import: keras sits above train.) The content is safetensors in both cases (not HDF5): the name is
-Keras's, the bytes are never pickled. Keys are the model's module paths (``layers.0.kernel``,
+as Keras 3 does. (``md.train`` registers that format here at import: keras sits above train.)
+The content is safetensors in every case (not HDF5): the names are Keras's, the bytes are never
+pickled. Keys are the model's module paths (``layers.0.kernel``,
 ``layers.3.moving_mean``; attribute names for subclassed models), so a checkpoint loads into a
 fresh copy of the same architecture regardless of auto-generated layer names. Loading checks
 every name and shape first and changes nothing unless all match (or ``skip_mismatch``).
@@ -66,8 +67,7 @@ def is_checkpoint_prefix(filepath) -> bool:
 
 
 def checkpoint_format() -> CheckpointFormat:
-    if not _CHECKPOINT_FORMAT:
-        import multidev.train  # noqa: F401  (registers it)
+    """The registered format (``import multidev`` imports ``multidev.train``, which registers it)."""
     return _CHECKPOINT_FORMAT[0]
 
 
