@@ -141,12 +141,16 @@ class Model(Trainer, Layer):
         return int(sum(w.numel() for w in self.weights))
 
     def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
-        """Write weights to exactly ``filepath``, which must end in ``.weights.h5`` (Keras 3) or ``.safetensors``.
+        """Write weights to exactly ``filepath`` ending in ``.weights.h5`` (Keras 3) or ``.safetensors``, or,
+        for a name without suffix (``"ckpt"``), an ``md.train`` checkpoint at that prefix, as Keras 2 wrote
+        TensorFlow's: the weights and a compiled model's optimizer, read back by ``load_weights(prefix)``
+        or ``md.train.Checkpoint(model).read(prefix)``.
 
-        The content is safetensors either way. Any other name raises ValueError, as Keras 3 does.
+        The content is safetensors either way. Another suffix raises ValueError, as Keras 3 does.
 
         Example:
             >>> model.save_weights("model.weights.h5")
+            >>> model.save_weights("ckpt")          # ckpt.index + ckpt.data.safetensors
         """
         from multidev.keras.saving import weights_io
         weights_io.save_weights(self, filepath, overwrite=overwrite)
@@ -155,10 +159,11 @@ class Model(Trainer, Layer):
         """Load weights written by ``save_weights``; mismatches raise ValueError listing all, changing nothing.
 
         The file's checksum is verified (damage raises ``md.errors.DataLossError``);
-        ``verify_checksum=False`` skips that for speed.
+        ``verify_checksum=False`` skips that for speed. A checkpoint prefix (no suffix) returns its load
+        status, as Keras 2 does.
         """
         from multidev.keras.saving import weights_io
-        weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
+        return weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, **_):
         """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``."""
