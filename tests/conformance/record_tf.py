@@ -1,15 +1,18 @@
 """Record TensorFlow's side of the conformance cases into tf_<version>.json (run once per TF release,
 in TensorFlow's own venv, never in CI):
 
-    TF_USE_LEGACY_KERAS=1 /work/tfvenv/bin/python tests/conformance/record_tf.py
+    TF_USE_LEGACY_KERAS=1 /work/tfvenv/bin/python tests/conformance/record_tf.py [case id or file ...]
 
-Keras cases use Keras 2 (tf-keras), the Keras of the seeds and of md.keras.
+Keras cases use Keras 2 (tf-keras), the Keras of the seeds and of md.keras. A failed collective
+leaves TensorFlow's collective executor aborted for the rest of the process, so after a case that
+raises, the remaining cases run in a fresh interpreter (each case sees a clean TensorFlow).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -18,19 +21,48 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tensorflow as tf  # noqa: E402
 
-from harness import run_all  # noqa: E402
+from harness import all_cases, observe  # noqa: E402
 
 
-def main() -> None:
+def worker(case_ids: list) -> None:
+    """Run cases in order, one JSON line each, and stop after the first that raises."""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     tf.get_logger().setLevel("ERROR")
-    only = set(sys.argv[1:]) or None
-    observed = run_all(tf, only)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"tf_{'.'.join(tf.__version__.split('.')[:2])}.json")
-    if only:   # print the selected cases instead of rewriting the record
-        print(json.dumps(observed, indent=1, sort_keys=True))
+    functions = dict(all_cases())
+    for case_id in case_ids:
+        result = observe(functions[case_id], tf)
+        print("CASE " + json.dumps([case_id, result]), flush=True)
+        if isinstance(result, dict) and "raises" in result:
+            return
+
+
+def run_all_isolated(case_ids: list) -> dict:
+    observed: dict = {}
+    while len(observed) < len(case_ids):
+        todo = [c for c in case_ids if c not in observed]
+        proc = subprocess.run([sys.executable, __file__, "--worker", *todo], capture_output=True, text=True)
+        lines = [json.loads(line[5:]) for line in proc.stdout.splitlines() if line.startswith("CASE ")]
+        if not lines:
+            raise RuntimeError(f"the TensorFlow worker died at {todo[0]}:\n{proc.stderr[-3000:]}")
+        observed.update(dict(lines))
+    return observed
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--worker"]:
+        worker(sys.argv[2:])
         return
+    only = set(sys.argv[1:]) or None   # case ids, or file stems ("reduce") to record again
+    if only:
+        only |= {c for c, _ in all_cases() if c.split(".")[0] in only}
+    observed = run_all_isolated([c for c, _ in all_cases() if only is None or c in only])
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"tf_{'.'.join(tf.__version__.split('.')[:2])}.json")
+    if only and os.path.exists(path):   # re-record the named cases, keep the others
+        with open(path) as f:
+            observed = {**json.load(f)["cases"], **observed}
+    known = {c for c, _ in all_cases()}
+    observed = {c: o for c, o in observed.items() if c in known}
     with open(path, "w") as f:
         json.dump({"tensorflow": tf.__version__, "cases": observed}, f, indent=1, sort_keys=True)
         f.write("\n")

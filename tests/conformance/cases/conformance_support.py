@@ -52,9 +52,18 @@ def local(strategy, value):
     return [val(v) for v in strategy.experimental_local_results(value)]
 
 
+_STRATEGIES: dict = {}
+
+
 def two_cpus(tf):
-    """The two-replica MirroredStrategy every case uses (both sides configure 2 logical CPUs)."""
-    return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    """The two-replica MirroredStrategy the cases share (both sides configure 2 logical CPUs).
+
+    One per process, as a program has: TensorFlow's strategies in one process share collective
+    instance keys, so a second strategy's collective of another shape fails with
+    "Shape mismatch in the collective instance"."""
+    if tf.__name__ not in _STRATEGIES:
+        _STRATEGIES[tf.__name__] = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    return _STRATEGIES[tf.__name__]
 
 
 def replica_id(tf):

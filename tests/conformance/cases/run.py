@@ -178,3 +178,19 @@ def case_run_twice_same_strategy(tf):
 def case_run_non_callable(tf):
     s = two_cpus(tf)
     return s.run(3)
+
+
+def case_mismatched_tuple_then_tensor(tf):
+    s = two_cpus(tf)
+
+    def fn():
+        return (tf.constant(1.0), tf.constant(2.0)) if replica_id(tf) == 0 else tf.constant(1.0)
+    return val(s.run(fn))
+
+
+def case_mismatched_list_lengths(tf):
+    s = two_cpus(tf)
+
+    def fn():
+        return [tf.constant(1.0)] * (1 + replica_id(tf))
+    return val(s.run(fn))
