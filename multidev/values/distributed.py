@@ -129,6 +129,16 @@ def pack_as(structure: Any, leaves: Sequence[Any]) -> Any:
     return map_structure(lambda _: next(it), structure)
 
 
+class ReplicaResultsMismatchError(ValueError, AssertionError):
+    """Replicas returned differently structured results: a ``ValueError``, and the ``AssertionError``
+    TensorFlow's ``regroup`` raises, so programs written for either catch it."""
+
+
+def _shape_of(value: Any) -> Any:
+    """The structure of ``value`` without its leaves (dict keys, sequence types and lengths)."""
+    return map_structure(lambda _: None, value)
+
+
 def regroup(per_replica_outputs: Sequence[Any]) -> Any:
     """Turn one output structure per replica into one structure of ``PerReplica`` leaves.
 
@@ -138,12 +148,14 @@ def regroup(per_replica_outputs: Sequence[Any]) -> Any:
     first = per_replica_outputs[0]
     if len(per_replica_outputs) == 1:
         return first
+    shapes = [_shape_of(o) for o in per_replica_outputs]
+    mismatched = [r for r, shape in enumerate(shapes) if shape != shapes[0] or type(shape) is not type(shapes[0])]
+    if mismatched:
+        raise ReplicaResultsMismatchError(
+            f"Replica functions returned differently structured results: replica 0 returned {shapes[0]!r} and "
+            f"replica {mismatched[0]} {shapes[mismatched[0]]!r} (leaves shown as None). Every replica must "
+            "return the same structure (same dict keys, same sequence lengths).")
     columns = list(zip(*(flatten(o) for o in per_replica_outputs)))
-    if any(len(flatten(o)) != len(columns) for o in per_replica_outputs):
-        raise ValueError(
-            "Replica functions returned differently structured results: "
-            f"{[type(o).__name__ for o in per_replica_outputs]}. Every replica must return the same structure."
-        )
     leaves = [_regroup_leaf(column) for column in columns]
     return pack_as(first, leaves)
 

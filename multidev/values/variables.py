@@ -247,6 +247,25 @@ class DistributedVariable(Variable):
         return self._components
 
     @property
+    def distribute_strategy(self) -> StrategyLike:
+        """The strategy whose scope created the variable (``tf.distribute.DistributedValues``'s)."""
+        return self._strategy
+
+    def _copy_variable(self, replica_id: int) -> Variable:
+        """Replica ``replica_id``'s copy as an ``md.Variable`` sharing its storage (what
+        ``extended.update`` hands its function, as TensorFlow hands it the component variable)."""
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            storage = self._components[replica_id].detach()
+        name = self._md_name if replica_id == 0 else f"{self._md_name}/replica_{replica_id}"
+        return Variable._from_tensor(storage, trainable=False, name=name, synchronization=self.synchronization,
+                                     aggregation=self.aggregation)
+
+    def _replica_result(self, replica_id: int) -> torch.Tensor:
+        """What a write in replica context returns: the replica's copy, read when used (TensorFlow
+        returns a per-replica value, so ``strategy.run(lambda: v.assign_add(1.))`` is a PerReplica)."""
+        return self._components[replica_id].detach()
+
+    @property
     def grad(self):
         replica_id = context.current_replica_id()
         return self._components[0 if replica_id is None else replica_id].grad
@@ -346,9 +365,9 @@ class MirroredVariable(DistributedVariable):
             return self
         if self.aggregation is VariableAggregation.NONE or n == 1:
             self._apply_to([replica_id], op, value)
-            return self
+            return self._replica_result(replica_id)
         context.current_replica_context().merge_call(_merged_update, args=(self, op, value))
-        return self
+        return self._replica_result(replica_id)
 
 
 def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value: Any) -> None:
@@ -391,7 +410,7 @@ class SyncOnReadVariable(DistributedVariable):
         replica_id = context.current_replica_id()
         if replica_id is not None:
             self._apply_to([replica_id], op, value)
-            return self
+            return self._replica_result(replica_id)
         n = len(self._components)
         if self.aggregation is VariableAggregation.SUM and op == "assign":
             # Reading back sums the copies of every worker, so each copy holds an equal share.

@@ -1,9 +1,9 @@
 """Record TensorFlow's side of the conformance cases into tf_<version>.json (run once per TF release,
 in TensorFlow's own venv, never in CI):
 
-    TF_USE_LEGACY_KERAS=1 /work/tfvenv/bin/python tests/conformance/record_tf.py [case id or file ...]
+    /work/tfvenv/bin/python tests/conformance/record_tf.py [case id or file ...]
 
-Keras cases use Keras 2 (tf-keras), the Keras of the seeds and of md.keras. A failed collective
+Keras cases use TensorFlow 2.21's own ``tf.keras`` (Keras 3 on TensorFlow). A failed collective
 leaves TensorFlow's collective executor aborted for the rest of the process, so after a case that
 raises, the remaining cases run in a fresh interpreter (each case sees a clean TensorFlow).
 """
@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,16 +36,33 @@ def worker(case_ids: list) -> None:
             return
 
 
-def run_all_isolated(case_ids: list) -> dict:
+def run_all_isolated(case_ids: list, save) -> dict:
+    """Every case, in workers restarted after a raise; ``save(observed)`` after each worker."""
     observed: dict = {}
-    while len(observed) < len(case_ids):
-        todo = [c for c in case_ids if c not in observed]
+    todo = list(case_ids)
+    while todo:
         proc = subprocess.run([sys.executable, __file__, "--worker", *todo], capture_output=True, text=True)
         lines = [json.loads(line[5:]) for line in proc.stdout.splitlines() if line.startswith("CASE ")]
         if not lines:
             raise RuntimeError(f"the TensorFlow worker died at {todo[0]}:\n{proc.stderr[-3000:]}")
         observed.update(dict(lines))
+        todo = [c for c in todo if c not in observed]
+        save(observed)
     return observed
+
+
+def save(observed: dict) -> None:
+    """Merge ``observed`` into the record (cases that no longer exist are dropped)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"tf_{'.'.join(tf.__version__.split('.')[:2])}.json")
+    recorded = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            recorded = json.load(f)["cases"]
+    known = {c for c, _ in all_cases()}
+    merged = {c: o for c, o in {**recorded, **observed}.items() if c in known}
+    with open(path, "w") as f:
+        json.dump({"tensorflow": tf.__version__, "cases": merged}, f, indent=1, sort_keys=True)
+        f.write("\n")
 
 
 def main() -> None:
@@ -56,17 +72,8 @@ def main() -> None:
     only = set(sys.argv[1:]) or None   # case ids, or file stems ("reduce") to record again
     if only:
         only |= {c for c, _ in all_cases() if c.split(".")[0] in only}
-    observed = run_all_isolated([c for c, _ in all_cases() if only is None or c in only])
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"tf_{'.'.join(tf.__version__.split('.')[:2])}.json")
-    if only and os.path.exists(path):   # re-record the named cases, keep the others
-        with open(path) as f:
-            observed = {**json.load(f)["cases"], **observed}
-    known = {c for c, _ in all_cases()}
-    observed = {c: o for c, o in observed.items() if c in known}
-    with open(path, "w") as f:
-        json.dump({"tensorflow": tf.__version__, "cases": observed}, f, indent=1, sort_keys=True)
-        f.write("\n")
-    print(f"{len(observed)} cases recorded in {path}")
+    observed = run_all_isolated([c for c, _ in all_cases() if only is None or c in only], save)
+    print(f"{len(observed)} cases recorded")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def main() -> None:
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     only = set(sys.argv[1:]) or None
-    observed = run_all(md, only)
+    observed = run_all(md, only, bases=True)
     sys.stdout.write("\n" + json.dumps(observed, sort_keys=True) + "\n")
 
 
