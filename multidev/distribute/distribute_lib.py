@@ -23,7 +23,7 @@ from multidev.devices import registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.extended import StrategyExtended
-from multidev.distribute.replica_context import ReplicaContext
+from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
@@ -135,8 +135,9 @@ class ReplicatedExtended(StrategyExtended):
         """Run ``fn(copy, *args)`` on each replica's copy of ``var`` (cross-replica context); each copy
         is an ``md.Variable`` over that replica's storage, so ``copy.assign(...)`` works, as in TF.
         Grouped results come back ``Mirrored`` (TensorFlow's ``update_regroup``)."""
-        if context.current_replica_id() is not None:
-            raise _cross_replica_only("extended.update")
+        replica_context = context.current_replica_context()
+        if replica_context is not None:   # TensorFlow: a merge_call, then the cross-replica update
+            return replica_context.merge_call(_update_in_cross_replica, args=(var, fn, tuple(args), kwargs or {}, group))
         kwargs = kwargs or {}
         if not isinstance(var, DistributedVariable):
             with torch.no_grad():
@@ -183,6 +184,8 @@ class ReplicatedExtended(StrategyExtended):
             return replica_context.merge_call(_create_once, args=(initial_value,), kwargs=dict(
                 trainable=trainable, name=name, dtype=dtype, synchronization=synchronization, aggregation=aggregation))
         data = _as_tensor(initial_value, dtype)
+        if synchronization is VariableSynchronization.AUTO:   # TensorFlow resolves AUTO to ON_WRITE here
+            synchronization = VariableSynchronization.ON_WRITE
         if synchronization is VariableSynchronization.NONE:
             raise ValueError(
                 "synchronization=NONE is not supported for variables created in a MirroredStrategy scope; "
@@ -246,6 +249,8 @@ class ReplicatedExtended(StrategyExtended):
                 "strategy.run cannot be called inside a replica function (replica context): "
                 "use md.distribute.get_replica_context().merge_call() to go back to cross-replica context."
             )
+        if self._running and merge_call_strategy() is self._strategy:
+            return self._call_in_merge_call(fn, args, kwargs, step)
         if self._running:
             raise RuntimeError("strategy.run is already running on another thread for this strategy.")
         registry.initialize()
@@ -271,6 +276,24 @@ class ReplicatedExtended(StrategyExtended):
             self._running = False
         self._raise_first_error(outcomes)
         return regroup([value for _, value in outcomes])
+
+    def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
+        """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads
+        are waiting for this merge_call, so each replica's call runs here, one after another, in its
+        replica context and device scope; the first exception is the user's own. Collectives inside
+        such a nested call have no other replica to meet and are not supported."""
+        modes = context.CallerModes.capture({d.type for d in self._torch_devices})
+        results = []
+        for r, device in enumerate(self._devices):
+            env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
+                                     device=device, stream=self._streams[r], modes=modes, step=step)
+            token = context.enter_replica_env(env)
+            try:
+                with placement.device_scope(device), modes.applied(device.torch_device.type):
+                    results.append(fn(*self._replica_args(args, r), **self._replica_args(kwargs, r)))
+            finally:
+                context.exit_replica_env(token)
+        return regroup(results)
 
     def _replica_args(self, structure: Any, replica_id: int) -> Any:
         device = self._torch_devices[replica_id]
@@ -344,6 +367,14 @@ class ReplicatedExtended(StrategyExtended):
 
 def _on_stream(stream: Any) -> Any:
     return contextlib.nullcontext() if stream is None else torch.cuda.stream(stream)
+
+
+def _update_in_cross_replica(strategy: "Strategy", var: Any, fn: Callable, args: tuple, kwargs: dict,
+                             group: bool) -> Any:
+    """merge_call half of ``extended.update`` in replica context: replica 0's function (each replica
+    may have made its own, e.g. a lambda) updates every copy with each replica's arguments."""
+    var, fn, group = local_value((var, fn, group), 0)
+    return strategy.extended.update(var, fn, args, kwargs, group)
 
 
 def _create_once(strategy: "Strategy", initial_value: Any, **kwargs: Any) -> DistributedVariable:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import abc
 from typing import Any, Sequence
 
-import torch
-
 
 class DistributedValues:
     """Base of values holding one component per replica; ``.values`` is the tuple of components."""
@@ -142,8 +140,9 @@ def _shape_of(value: Any) -> Any:
 def regroup(per_replica_outputs: Sequence[Any]) -> Any:
     """Turn one output structure per replica into one structure of ``PerReplica`` leaves.
 
-    Leaves that are the same object on every replica (a variable, None, a Python constant that
-    compares equal) stay as they are, as TensorFlow's ``regroup`` does.
+    Leaves that are the same object on every replica (a variable, None, one Python constant) stay
+    as they are, as TensorFlow's ``regroup`` does; anything else (equal values included) is a
+    ``PerReplica``.
     """
     first = per_replica_outputs[0]
     if len(per_replica_outputs) == 1:
@@ -163,7 +162,5 @@ def regroup(per_replica_outputs: Sequence[Any]) -> Any:
 def _regroup_leaf(column: Sequence[Any]) -> Any:
     head = column[0]
     if all(v is head for v in column):
-        return head
-    if not isinstance(head, torch.Tensor) and all(type(v) is type(head) and v == head for v in column):
         return head
     return PerReplica(column)

@@ -13,7 +13,6 @@ storage is replica 0's copy and ``_components`` holds one leaf tensor per replic
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -25,7 +24,6 @@ from multidev.values import context
 from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica
 from multidev.values.strategy_protocol import StrategyLike
 
-_counter = itertools.count()
 _UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
     "assign": lambda t, v: t.copy_(v),
     "assign_add": lambda t, v: t.add_(v),
@@ -62,8 +60,9 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
 
 
 def _default_name() -> str:
-    n = next(_counter)
-    return "Variable" if n == 0 else f"Variable_{n}"
+    """TensorFlow's eager name for an unnamed variable: every one is ``Variable:0`` (names are not
+    made unique outside graphs)."""
+    return "Variable"
 
 
 class Variable(torch.nn.Parameter):
@@ -377,7 +376,14 @@ def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value
     if isinstance(value, PerReplica):
         parts = [var._coerce(v, var._components[0]) for v in value.values]
     else:
-        parts = [var._coerce(value, var._components[0])] * n
+        tensor = var._coerce(value, var._components[0])
+        if agg is VariableAggregation.SUM and bool(torch.any(tensor != 0)):
+            raise ValueError(
+                f"A non-DistributedValues value {value!r} cannot be reduced with the given reduce op "
+                f"ReduceOp.SUM: every replica wrote the same object to {var.name!r} (aggregation SUM), which "
+                "would count it once per replica. Write a value computed in the replica (a tensor), use "
+                "aggregation MEAN or ONLY_FIRST_REPLICA, or assign in cross-replica context.")
+        parts = [tensor] * n
     if agg is VariableAggregation.ONLY_FIRST_REPLICA:
         reduced = strategy.extended.worker_collective.broadcast(parts[0].clone())
     else:  # the strategy's reduce spans every worker's replicas
@@ -392,8 +398,13 @@ class SyncOnReadVariable(DistributedVariable):
     def _reduced(self) -> torch.Tensor:
         with torch.no_grad(), DisableTorchFunctionSubclass():
             agg = self.aggregation
-            if agg in (VariableAggregation.ONLY_FIRST_REPLICA, VariableAggregation.NONE) \
-                    or self._strategy.num_replicas_in_sync == 1:
+            if agg is VariableAggregation.NONE:
+                raise ValueError(
+                    f"Could not convert from `md.VariableAggregation` {agg} to `md.distribute.ReduceOp` type: "
+                    f"SyncOnReadVariable {self.name!r} (aggregation NONE) has no value outside strategy.run. Read "
+                    "it inside strategy.run (each replica's own copy), read strategy.experimental_local_results(v), "
+                    "or create it with aggregation SUM, MEAN or ONLY_FIRST_REPLICA.")
+            if agg is VariableAggregation.ONLY_FIRST_REPLICA or self._strategy.num_replicas_in_sync == 1:
                 return self._components[0]
             components = [c.detach() for c in self._components]
             return self._strategy.reduce(agg.name, PerReplica(components), axis=None).to(components[0].dtype)

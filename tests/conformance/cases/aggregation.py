@@ -56,3 +56,45 @@ for _agg in _AGGREGATIONS:
             globals()[f"case_{_agg.lower()}_{_op}_{_kind}_in_replicas"] = _in_replicas(_agg, _op, _kind)
         globals()[f"case_{_agg.lower()}_{_op}_cross_replica"] = _cross_replica(_agg, _op)
         globals()[f"case_on_read_{_agg.lower()}_{_op}_in_replicas"] = _on_read_in_replicas(_agg, _op)
+
+
+def _int_variable_in_replicas(aggregation, kind):
+    def case(tf):
+        s = two_cpus(tf)
+        with s.scope():
+            v = tf.Variable(1, aggregation=getattr(tf.VariableAggregation, aggregation))
+        value = 3 if kind == "python" else tf.constant(replica_id(tf) + 3)
+        s.run(lambda: v.assign_add(value))
+        return local(s, v)
+    return case
+
+
+for _agg in ("SUM", "MEAN", "ONLY_FIRST_REPLICA"):
+    for _kind in ("python", "per_replica"):
+        globals()[f"case_int_{_agg.lower()}_assign_add_{_kind}_in_replicas"] = _int_variable_in_replicas(_agg, _kind)
+
+
+def case_sum_assign_python_zero_in_replicas(tf):
+    s = two_cpus(tf)
+    with s.scope():
+        v = tf.Variable(1.0, aggregation=tf.VariableAggregation.SUM)
+    s.run(lambda: v.assign(0.0))
+    return local(s, v)
+
+
+def case_sum_assign_add_per_replica_twice(tf):
+    s = two_cpus(tf)
+    with s.scope():
+        v = tf.Variable(0.0, aggregation=tf.VariableAggregation.SUM)
+    for _ in range(2):
+        s.run(lambda: v.assign_add(tf.constant(float(replica_id(tf) + 1))))
+    return local(s, v)
+
+
+def case_mean_assign_cross_replica_per_replica_value(tf):
+    s = two_cpus(tf)
+    with s.scope():
+        v = tf.Variable(0.0, aggregation=tf.VariableAggregation.MEAN)
+    x = s.experimental_distribute_values_from_function(lambda ctx: tf.constant(float(ctx.replica_id_in_sync_group)))
+    v.assign(x)
+    return local(s, v)

@@ -26,7 +26,7 @@ def case_fit_one_epoch(tf):
     s = two_cpus(tf)
     model = _compiled(tf, s)
     history = model.fit(tf.constant(_X), tf.constant(_Y), batch_size=4, epochs=2, verbose=0, shuffle=False)
-    return [history.history["loss"], val(model.layers[-1].kernel)]
+    return [history.history["loss"], val(model.layers[-1].kernel.numpy())]
 
 
 def case_fit_on_dataset(tf):
@@ -68,7 +68,7 @@ def case_custom_loop_apply_gradients(tf):
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
     losses = [val(s.reduce("SUM", s.run(step, args=batch), axis=None)) for batch in dist]
-    return [losses, val(model.layers[-1].kernel), val(model.layers[-1].bias)]
+    return [losses, val(model.layers[-1].kernel.numpy()), val(model.layers[-1].bias.numpy())]
 
 
 def case_compute_average_loss(tf):

@@ -37,7 +37,7 @@ def case_merge_call_kwargs(tf):
     def fn():
         return tf.distribute.get_replica_context().merge_call(
             lambda strategy, a, b: strategy.reduce("MEAN", a, axis=None) + b,
-            args=(tf.constant(float(replica_id(tf))),), kwargs={"b": tf.constant(10.0)})
+            args=(tf.constant(float(replica_id(tf))),), kwargs={"b": 10.0})
     return local(s, s.run(fn))
 
 

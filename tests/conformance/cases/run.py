@@ -194,3 +194,12 @@ def case_mismatched_list_lengths(tf):
     def fn():
         return [tf.constant(1.0)] * (1 + replica_id(tf))
     return val(s.run(fn))
+
+
+def case_assign_add_result_read_later(tf):
+    s = two_cpus(tf)
+    with s.scope():
+        v = tf.Variable(1.0)
+    out = s.run(lambda: v.assign_add(1.0))
+    v.assign(10.0)
+    return local(s, out)

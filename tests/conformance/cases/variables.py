@@ -37,7 +37,7 @@ def case_trainable_defaults(tf):
 
 def case_aggregation_property(tf):
     v = _mirrored(tf, aggregation=tf.VariableAggregation.MEAN)
-    return [str(v.aggregation), str(v.synchronization)]
+    return [v.aggregation.name, v.synchronization.name]
 
 
 def case_local_results(tf):
@@ -75,7 +75,11 @@ def case_read_value(tf):
 
 def case_arithmetic(tf):
     v = _mirrored(tf, 3.0)
-    return [val(v * 2), val(v + v), val(-v), float(v)]
+    return [val(v * 2), val(v + v), val(-v)]
+
+
+def case_float_of_variable(tf):
+    return float(_mirrored(tf, 3.0))
 
 
 def case_numpy(tf):
