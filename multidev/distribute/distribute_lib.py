@@ -184,6 +184,11 @@ class ReplicatedExtended(StrategyExtended):
             return replica_context.merge_call(_create_once, args=(initial_value,), kwargs=dict(
                 trainable=trainable, name=name, dtype=dtype, synchronization=synchronization, aggregation=aggregation))
         data = _as_tensor(initial_value, dtype)
+        if aggregation is VariableAggregation.MEAN and not data.is_floating_point():
+            raise ValueError(
+                f"creating distributed md.Variable with aggregation=MEAN and a non-floating dtype ({data.dtype}) "
+                "is not supported, please use a different aggregation (SUM, ONLY_FIRST_REPLICA) or dtype (e.g. "
+                "md.float32).")
         if synchronization is VariableSynchronization.AUTO:   # TensorFlow resolves AUTO to ON_WRITE here
             synchronization = VariableSynchronization.ON_WRITE
         if synchronization is VariableSynchronization.NONE:

@@ -297,6 +297,8 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                 if not parts:
                     return
                 if len(parts) < n:   # replicas past the end get no examples
+                    if any(leaf.dim() == 0 for leaf in flatten(parts[-1])):
+                        return   # unbatched elements: TensorFlow drops the last, incomplete round
                     parts += [_empty_like(parts[-1])] * (n - len(parts))
                 yield parts
         else:

@@ -22,6 +22,23 @@ RECORD = os.path.join(HERE, "tf_2.21.json")
 
 #: case id -> why multidev differs (each also in docs/architecture.md).
 KNOWN: dict[str, str] = {
+    "aggregation.sum_assign_python_zero_in_replicas": "a SUM write of the constant 0 in replicas writes 0 (the "
+                                                      "exception TF's reduce makes for zero); TF 2.21 then fails "
+                                                      "with AttributeError",
+    "merge_call.get_cross_replica_context": "multidev offers md.distribute.get_cross_replica_context; tf.distribute "
+                                            "2.21 has no public one (AttributeError)",
+    "reduce.all_reduce_plain_python": "multidev all-reduces Python numbers; TF 2.21 fails on them (AttributeError: "
+                                      "no dtype)",
+    "reduce.reduce_mirrored_variable": "multidev reduces a MirroredVariable's copies; TF 2.21 fails an internal "
+                                       "assertion",
+    "run.mismatched_structures": "multidev refuses every mismatched replica structure (ValueError and "
+                                 "AssertionError); TF 2.21 wraps a leaf and a tuple into one PerReplica",
+    "variables.assign_returns": "a cross-replica assign returns the variable (same values, chaining works); TF "
+                                "returns a Mirrored of the copies that delegates to the first",
+    "variables.float_of_variable": "float() of a MirroredVariable gives its value, as of any md.Variable; TF 2.21 "
+                                   "raises TypeError",
+    "variables.names_of_copies": "a distributed variable's copies are plain torch tensors (torch's Tensor.name is "
+                                 "read-only), not variables named 'w/replica_1:0'",
 }
 
 

@@ -54,7 +54,7 @@ def test_run_returning_a_variable_gives_the_variable(two):
     assert isinstance(md.distribute.PerReplica([1, 2]), md.distribute.DistributedValues)
     assert not isinstance(torch.ones(1), md.distribute.DistributedValues)
     assert two.run(lambda: v) is v
-    added = two.run(lambda: v.assign_add(1.0))
+    added = two.run(lambda: v.assign_add(md.constant(1.0)))   # a tensor per replica: SUM adds both
     assert isinstance(added, md.distribute.PerReplica)
     assert not any(isinstance(t, md.Variable) for t in two.experimental_local_results(added))
     assert [float(t) for t in two.experimental_local_results(added)] == [3.0, 3.0]   # 1 + (1 + 1)

@@ -63,8 +63,7 @@ def _int_variable_in_replicas(aggregation, kind):
         s = two_cpus(tf)
         with s.scope():
             v = tf.Variable(1, aggregation=getattr(tf.VariableAggregation, aggregation))
-        value = 3 if kind == "python" else tf.constant(replica_id(tf) + 3)
-        s.run(lambda: v.assign_add(value))
+        s.run(lambda: v.assign_add(3 if kind == "python" else tf.constant(replica_id(tf) + 3)))
         return local(s, v)
     return case
 

@@ -182,3 +182,17 @@ def case_values_from_function_tuple(tf):
     out = s.experimental_distribute_values_from_function(
         lambda ctx: (tf.constant(float(ctx.replica_id_in_sync_group)), tf.constant(1.0)))
     return [type(out).__name__, [type(v).__name__ for v in out] if isinstance(out, tuple) else None]
+
+
+def case_datasets_from_function_unbatched_odd(tf):
+    s = two_cpus(tf)
+    return [len(local(s, batch)) for batch in s.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(5))]
+
+
+def case_datasets_from_function_per_replica_mode(tf):
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA)
+
+    def dataset_fn(ctx):
+        return tf.data.Dataset.range(4).shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(1)
+    return _steps(s, s.distribute_datasets_from_function(dataset_fn, options))
