@@ -93,8 +93,10 @@ def test_central_storage_aggregates_replica_writes_once(central):
     with central.scope():
         total = md.Variable(1.0, aggregation=md.VariableAggregation.SUM)
         plain = md.Variable(1.0)   # aggregation NONE
-    central.run(lambda: total.assign_add(1.0))
+    central.run(lambda: total.assign_add(md.constant(1.0)))
     assert float(total) == 3.0   # the replicas' 1 + 1, added once
+    with pytest.raises(ValueError, match="non-DistributedValues value 1.0"):   # one constant: TF refuses SUM
+        central.run(lambda: total.assign_add(1.0))
     with pytest.raises(ValueError, match="aggregation method"):
         central.run(lambda: plain.assign_add(1.0))
     plain.assign_add(1.0)   # cross-replica context: fine

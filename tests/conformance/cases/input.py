@@ -7,29 +7,30 @@ def _steps(s, dist):
     return [local(s, batch) for batch in dist]
 
 
-def case_even_batches(tf):
+def _split(tf, dataset):
+    """Each step's per-replica slices of ``dataset`` distributed over the two replicas."""
     s = two_cpus(tf)
-    return _steps(s, s.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)))
+    return _steps(s, s.experimental_distribute_dataset(dataset))
+
+
+def case_even_batches(tf):
+    return _split(tf, tf.data.Dataset.range(8).batch(4))
 
 
 def case_partial_last_batch(tf):
-    s = two_cpus(tf)
-    return _steps(s, s.experimental_distribute_dataset(tf.data.Dataset.range(6).batch(4)))
+    return _split(tf, tf.data.Dataset.range(6).batch(4))
 
 
 def case_last_batch_of_one(tf):
-    s = two_cpus(tf)
-    return _steps(s, s.experimental_distribute_dataset(tf.data.Dataset.range(5).batch(4)))
+    return _split(tf, tf.data.Dataset.range(5).batch(4))
 
 
 def case_odd_global_batch(tf):
-    s = two_cpus(tf)
-    return _steps(s, s.experimental_distribute_dataset(tf.data.Dataset.range(6).batch(3)))
+    return _split(tf, tf.data.Dataset.range(6).batch(3))
 
 
 def case_drop_remainder(tf):
-    s = two_cpus(tf)
-    return _steps(s, s.experimental_distribute_dataset(tf.data.Dataset.range(10).batch(4, drop_remainder=True)))
+    return _split(tf, tf.data.Dataset.range(10).batch(4, drop_remainder=True))
 
 
 def case_tuple_elements(tf):
