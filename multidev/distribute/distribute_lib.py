@@ -28,9 +28,8 @@ from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
 from multidev.values import context
-from multidev.values.distributed import (DistributedValues, Mirrored, PerReplica, flatten, local_value, map_structure,
-                                        pack_as, regroup)
-from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
+from multidev.values.distributed import DistributedValues, Mirrored, PerReplica, local_value, map_structure, regroup
+from multidev.values.variables import DistributedVariable, SyncOnReadVariable, Variable, _as_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from multidev.distribute.strategy import Strategy
