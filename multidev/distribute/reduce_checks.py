@@ -32,8 +32,8 @@ def check_reduce_arguments(api: str, value: Any, axis: Any, axis_required: bool 
         for component in _components(leaf):
             tensor = _as_tensor(api, component)
             if axis_required and tensor.dim() == 0:   # TensorFlow's gather: ValueError before any axis check
-                raise ValueError(f"{api}: cannot gather a scalar (shape ()); values must have rank >= 1 to be "
-                                 "concatenated along an axis. Reshape it first, e.g. md.reshape(x, [1]) / x[None].")
+                raise ValueError(f"{api}: cannot gather the scalar {component!r} along axis {axis!r}; values must "
+                                 "have rank >= 1 to be concatenated along an axis. Reshape it first, e.g. x[None].")
             if axis is not None and not -tensor.dim() <= axis < tensor.dim():
                 valid = f"expected {-tensor.dim()}..{tensor.dim() - 1}" if tensor.dim() else "a scalar has no axis"
                 raise InvalidArgumentError(
