@@ -22,6 +22,12 @@ RECORD = os.path.join(HERE, "tf_2.21.json")
 
 #: case id -> why multidev differs (each also in docs/architecture.md).
 KNOWN: dict[str, str] = {
+    "cross_device.bad_cross_device_ops": "MirroredStrategy refuses a cross_device_ops that is no CrossDeviceOps at "
+                                         "construction (TypeError); TF 2.21 accepts it and fails when reducing",
+    "cross_device.unknown_device": "MirroredStrategy refuses a device that does not exist at construction "
+                                   "(ValueError); TF 2.21 accepts it and fails when placing",
+    "cross_device.gather_nested": "gather of a nested structure gathers each PerReplica leaf; TF 2.21 returns the "
+                                  "first replica's value of each",
     "aggregation.sum_assign_python_zero_in_replicas": "a SUM write of the constant 0 in replicas writes 0 (the "
                                                       "exception TF's reduce makes for zero); TF 2.21 then fails "
                                                       "with AttributeError",
