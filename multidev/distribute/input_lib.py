@@ -90,7 +90,8 @@ def _to_device(element: Any, device: torch.device) -> Any:
 
 
 def _empty_like(element: Any) -> Any:
-    return map_structure(lambda leaf: leaf[:0], element)
+    """No examples shaped like ``element`` (an unbatched scalar element gives an empty vector)."""
+    return map_structure(lambda leaf: leaf.reshape(-1)[:0] if leaf.dim() == 0 else leaf[:0], element)
 
 
 def _check_not_in_replica(what: str) -> None:
@@ -310,7 +311,10 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                         break
                 if not parts:
                     return
-                parts += [_empty_like(parts[-1])] * (n - len(parts))  # replicas past the end get no examples
+                if len(parts) < n:   # replicas past the end get no examples
+                    if any(leaf.dim() == 0 for leaf in flatten(parts[-1])):
+                        return   # unbatched elements: TensorFlow drops the last, incomplete round
+                    parts += [_empty_like(parts[-1])] * (n - len(parts))
                 yield parts
         else:
             iterators: list[Iterator | None] = [iter(d) for d in self._datasets]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Callable
 
 import torch
@@ -203,6 +204,20 @@ class _AllReduce(torch.autograd.Function):
         return (None, None, *ctx.replica_context._all_reduce_leaves(ctx.op, list(grads)))
 
 
+#: The strategy whose ``merge_call`` function is running here (None elsewhere): a
+#: ``call_for_each_replica`` inside it runs the replicas' calls in this thread (distribute_lib).
+_MERGE_CALL_OF: contextvars.ContextVar[Any] = contextvars.ContextVar("multidev_merge_call_of", default=None)
+
+
+def merge_call_strategy() -> Any:
+    """The strategy whose ``merge_call`` function is running in this thread, or None."""
+    return _MERGE_CALL_OF.get()
+
+
 def _in_cross_replica(fn: Callable, strategy: Any, args, kwargs) -> Any:
-    with context.cross_replica(strategy):
-        return fn(strategy, *args, **kwargs)
+    token = _MERGE_CALL_OF.set(strategy)
+    try:
+        with context.cross_replica(strategy):
+            return fn(strategy, *args, **kwargs)
+    finally:
+        _MERGE_CALL_OF.reset(token)
