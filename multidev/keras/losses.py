@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 
+from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
@@ -299,3 +300,5 @@ def serialize(loss):
         if fn is loss:
             return name
     return getattr(loss, "__name__", None)
+
+__getattr__ = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?

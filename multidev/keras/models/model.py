@@ -32,6 +32,8 @@ class Model(Trainer, Layer):
         if cls is Model and ("inputs" in kwargs or "outputs" in kwargs or len(args) >= 2):
             from multidev.keras.models.functional import Functional
             return Layer.__new__(Functional)
+        if cls is not Model and _functional_arguments(args, kwargs):
+            return Layer.__new__(_functional_subclass(cls))
         return Layer.__new__(cls)
 
     def __init__(self, *args, **kwargs):
@@ -182,3 +184,32 @@ class Model(Trainer, Layer):
 
 def _one_or_list(tensors: list):
     return tensors[0] if len(tensors) == 1 else list(tensors)
+
+
+def _functional_arguments(args, kwargs) -> bool:
+    """Whether a Model subclass is called as Keras 3 builds a functional model: ``(inputs, outputs)``
+    given positionally or by name, the inputs KerasTensors."""
+    from multidev.keras.layers.keras_tensor import KerasTensor, flatten
+
+    inputs = kwargs.get("inputs", args[0] if args else None)
+    outputs = kwargs.get("outputs", args[1] if len(args) > 1 else None)
+    if inputs is None or outputs is None:
+        return False
+    flat = flatten(inputs)
+    return bool(flat) and all(isinstance(t, KerasTensor) for t in flat)
+
+
+_FUNCTIONAL_SUBCLASSES: dict = {}
+
+
+def _functional_subclass(cls):
+    """``cls`` mixed with Functional (Keras 3: ``class CustomModel(keras.Model)`` called with inputs and
+    outputs is a functional model whose methods, e.g. ``train_step``, are CustomModel's)."""
+    from multidev.keras.models.functional import Functional
+
+    if issubclass(cls, Functional):
+        return cls
+    if cls not in _FUNCTIONAL_SUBCLASSES:
+        _FUNCTIONAL_SUBCLASSES[cls] = type(cls.__name__, (cls, Functional),
+                                           {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return _FUNCTIONAL_SUBCLASSES[cls]
