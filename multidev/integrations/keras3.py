@@ -38,7 +38,7 @@ from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import gradient_reducer, strategy as strategy_module
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
-from multidev.integrations import keras3_split
+from multidev.integrations import keras3_custom_step, keras3_layers, keras3_split
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -202,12 +202,12 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     reducer = gradient_reducer.for_own_update_rules(ctx.strategy)
     if reducer.in_summed():  # the inner optimizer of a LossScaleOptimizer that summed already
         return original(optimizer, grads, trainable_variables)
-    if not optimizer.built:  # every replica would build it at once, in replica context
-        raise ValueError(
-            f"Keras optimizer {optimizer.name!r} is not built: its variables cannot be created inside "
-            "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
-        )
+    if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
+        ctx.merge_call(_build_optimizer, args=(optimizer, list(trainable_variables or ())))
     grads = list(grads)
+    share = keras3_custom_step.share()  # a model's own train_step on a replica's slice (keras3_custom_step)
+    if share is not None:
+        grads = [None if g is None else g * share for g in grads]
     variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
     plan = keras3_split.plan_for(optimizer, variables, ctx.strategy, _state["split_classes"])
     if plan is not None and len(grads) == len(variables) and keras3_split.apply(original, optimizer, ctx, plan, grads):
@@ -217,6 +217,13 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     grads = [None if g is None else next(summed) for g in grads]
     with reducer.summed():
         return original(optimizer, grads, trainable_variables)
+
+
+def _build_optimizer(strategy: Any, optimizer: Any, variables: Any) -> None:
+    """Build ``optimizer`` for ``variables`` once, in cross-replica context (its slots are distributed).
+    Every replica passes the same variables (regroup keeps identical objects as they are)."""
+    if not optimizer.built:
+        optimizer.build(variables)
 
 
 _STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
@@ -245,7 +252,7 @@ def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) ->
     """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
     (the global batch split across the strategy's replicas, all workers'); anything else that would run on
     one replica only is refused."""
-    strategy = _model_strategy(model)
+    strategy = _model_strategy(model) or keras3_layers.creation_strategy(model)  # unbuilt: built in its scope
     if strategy is None:
         return original(model, *args, **kwargs)
     if name not in _STEP_FUNCTIONS:
@@ -257,8 +264,13 @@ def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) ->
     from multidev.integrations import keras3_fit
 
     keras = sys.modules["keras"]
+    tracker = keras3_custom_step.ResultTracker()
+    custom = {"fit": "train_step", "evaluate": "test_step"}.get(name)
     if name == "predict":
         step = keras3_fit.predict_function(keras, model, strategy)
+    elif keras3_custom_step.overrides(keras, model, custom):
+        keras3_custom_step.check_batches(original, model, strategy, args, kwargs)
+        step = keras3_custom_step.step_function(model, strategy, custom, tracker)
     else:
         make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
         step = make(keras, model, strategy, loss_tracker(model))
@@ -271,6 +283,7 @@ def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) ->
             return original(model, *args, **kwargs)
         finally:
             setattr(model, attribute, None)
+            tracker.restore()
 
 
 def _with_same_shuffle(original: Any, model: Any, args: tuple, kwargs: dict, callback: Any) -> tuple[tuple, dict]:
@@ -331,6 +344,10 @@ def _patch(keras: Any) -> None:
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
+    _wrap_method(keras.metrics.Mean, "update_state", keras3_custom_step.weighted_mean_update)
+    _wrap_method(keras.layers.Layer, "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
+    _wrap_method(keras.layers.Layer, "add_weight", functools.partial(keras3_layers.add_weight, _distributing_strategy))
+    keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(_trainer, name))
     _state["patched"] = True

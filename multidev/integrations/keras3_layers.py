@@ -1,0 +1,65 @@
+"""Keras 3 layers' own state that multidev's replicas must not share, and layers built after their scope.
+
+- **Losses added in ``call``** (``add_loss``, activity regularizers): Keras keeps them in the layer's
+  ``_losses`` list, cleared at the outermost call. Replicas running the same layer at once would clear and
+  extend one list, and one replica's ``compute_loss`` would sum (and backpropagate through) the other's
+  graph ("Trying to backward through the graph a second time"). Here ``_losses`` is one list per replica
+  inside ``strategy.run``, the layer's own list elsewhere.
+- **A layer created in a distributing scope and built later** (a subclassed model whose weights are made
+  on its first call, or by ``fit``'s first step): its weights are still created in the strategy it was
+  created in, as TensorFlow's Keras models keep the strategy of their creation scope; so ``fit`` on such a
+  model distributes it instead of training one plain copy. Built inside ``strategy.run`` it is refused
+  (``keras3._initialize``): build it in the scope (``model.build(shape)`` or one call on a batch).
+
+Private Keras names used: ``Layer._losses`` (checked against Keras 3.15.1, as ``keras3``'s).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from multidev.values import context
+
+_created_in: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()  # layer -> strategy
+
+
+def creation_strategy(layer: Any) -> Any | None:
+    """The distributing strategy whose scope ``layer`` was created in (None: none)."""
+    return _created_in.get(layer)
+
+
+def init(distributing_strategy: Any, original: Any, layer: Any, *args: Any, **kwargs: Any) -> None:
+    """``Layer.__init__``: remember the distributing strategy in scope (not inside ``strategy.run``)."""
+    original(layer, *args, **kwargs)
+    strategy = distributing_strategy()
+    if strategy is not None and context.current_replica_id() is None:
+        _created_in[layer] = strategy
+
+
+def add_weight(distributing_strategy: Any, original: Any, layer: Any, *args: Any, **kwargs: Any) -> Any:
+    """``Layer.add_weight`` outside any scope on a layer created in one: create it in that strategy's scope."""
+    strategy = _created_in.get(layer)
+    if strategy is None or distributing_strategy() is not None or context.current_replica_id() is not None:
+        return original(layer, *args, **kwargs)
+    with strategy.scope():
+        return original(layer, *args, **kwargs)
+
+
+def per_replica_losses(layer_cls: type) -> None:
+    """``Layer._losses`` as one list per replica inside ``strategy.run`` (a data descriptor on the class)."""
+
+    def fget(layer: Any) -> list:
+        d = layer.__dict__
+        own = d.get("_multidev_losses")
+        if own is None:  # a layer made before the seam was installed keeps its list
+            own = d["_multidev_losses"] = d.pop("_losses", None) or []
+        replica = context.current_replica_id()
+        if replica is None:
+            return own
+        return d.setdefault("_multidev_replica_losses", {}).setdefault(replica, [])
+
+    def fset(layer: Any, value: list) -> None:
+        layer.__dict__["_multidev_losses"] = value
+
+    layer_cls._losses = property(fget, fset, doc="Losses added in call(): one list per replica in strategy.run.")
