@@ -143,6 +143,8 @@ def _initialize(original: Any, variable: Any, value: Any) -> None:
             "optimizer (optimizer.build(model.trainable_variables)) in the scope."
         )
     original(variable, value)
+    if strategy is None and not in_replica:  # made by a layer created in a scope, initialized after it
+        strategy = keras3_layers.variable_strategy(variable)
     if strategy is not None and not in_replica:
         _require_supported(strategy, f"Keras 3 variable {variable.path!r} created")
         variable._value = _distribute_value(variable, strategy)
@@ -307,6 +309,7 @@ def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
     def method(self, *args, **kwargs):
         return wrapper(original, self, *args, **kwargs)
 
+    method.__signature__ = inspect.signature(original)  # Keras reads Layer.__init__'s (getfullargspec)
     setattr(owner, name, method)
 
 

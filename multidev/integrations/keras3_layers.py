@@ -43,7 +43,14 @@ def add_weight(distributing_strategy: Any, original: Any, layer: Any, *args: Any
     if strategy is None or distributing_strategy() is not None or context.current_replica_id() is not None:
         return original(layer, *args, **kwargs)
     with strategy.scope():
-        return original(layer, *args, **kwargs)
+        variable = original(layer, *args, **kwargs)
+    variable._multidev_strategy = strategy  # Keras may initialize it later (deferred, after a symbolic call)
+    return variable
+
+
+def variable_strategy(variable: Any) -> Any | None:
+    """The strategy of the layer that made ``variable`` after its scope was left (None: none)."""
+    return getattr(variable, "_multidev_strategy", None)
 
 
 def per_replica_losses(layer_cls: type) -> None:

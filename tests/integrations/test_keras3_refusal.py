@@ -55,21 +55,6 @@ def test_variables_created_inside_run_are_refused():
         strategy.run(_model)
 
 
-def test_keras_optimizer_built_lazily_inside_run_is_refused():
-    strategy = md.distribute.MirroredStrategy(DEVICES)
-    with strategy.scope():
-        model = _model()
-        optimizer = keras.optimizers.Adam()  # not built: its variables would be made in replica context
-
-    def step():
-        loss = model(torch.ones(2, 3)).sum()
-        loss.backward()
-        optimizer.apply([v.value.grad for v in model.trainable_variables], model.trainable_variables)
-
-    with pytest.raises(ValueError, match="optimizer.build"):
-        strategy.run(step)
-
-
 def test_layers_created_outside_the_scope_are_refused_when_the_model_is_built_in_it():
     dense = keras.layers.Dense(2)
     dense.build((None, 3))  # variables created outside any strategy
