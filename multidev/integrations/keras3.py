@@ -38,7 +38,8 @@ from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import gradient_reducer, strategy as strategy_module
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
-from multidev.integrations import keras3_custom_step, keras3_layers, keras3_split
+from multidev.integrations import keras3_checkpoint, keras3_custom_step, keras3_layers, keras3_split
+from multidev.train import trackables
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -97,12 +98,22 @@ def _distributing_strategy() -> Any | None:
     return strategy
 
 
+_UNSUPPORTED_WHY = {
+    "CentralStorageStrategy": "its variables are stored once while Keras 3's optimizers update every replica's "
+                              "copy (each replica would apply the update to the one storage)",
+    "ParameterServerStrategy": "its variables live on parameter servers and its steps are scheduled with "
+                               "ClusterCoordinator, which Keras 3's fit and optimizers do not know",
+}
+
+
 def _require_supported(strategy: Any, what: str) -> None:
     if type(strategy) not in (MirroredStrategy, MultiWorkerMirroredStrategy):
+        why = _UNSUPPORTED_WHY.get(type(strategy).__name__, "it is not a mirrored strategy")
         raise NotImplementedError(
-            f"{what} in the scope of {type(strategy).__name__}: multidev distributes Keras 3 models only "
-            "under md.distribute.MirroredStrategy and MultiWorkerMirroredStrategy (custom training loops). "
-            "Use one of those, or md.keras."
+            f"{what} in the scope of {type(strategy).__name__}: {why}. multidev distributes Keras 3 models only "
+            "under md.distribute.MirroredStrategy and MultiWorkerMirroredStrategy (fit/evaluate/predict and "
+            "custom training loops; docs/keras3_parity.md). Use one of those, or md.keras (which supports "
+            f"{type(strategy).__name__})."
         )
 
 
@@ -350,6 +361,8 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.metrics.Mean, "update_state", keras3_custom_step.weighted_mean_update)
     _wrap_method(keras.layers.Layer, "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
     _wrap_method(keras.layers.Layer, "add_weight", functools.partial(keras3_layers.add_weight, _distributing_strategy))
+    _wrap_method(optimizer_classes[0], "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
+    _wrap_method(optimizer_classes[0], "add_variable", functools.partial(keras3_layers.add_weight, _distributing_strategy))
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(_trainer, name))
@@ -391,4 +404,5 @@ def install() -> None:
     if _installed:
         return
     strategy_module.SCOPE_ENTRY_HOOKS.append(_on_scope_entry)
+    trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
     _installed.append(torch_module.register_module_module_registration_hook(_on_module))

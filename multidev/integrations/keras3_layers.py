@@ -5,7 +5,7 @@
   extend one list, and one replica's ``compute_loss`` would sum (and backpropagate through) the other's
   graph ("Trying to backward through the graph a second time"). Here ``_losses`` is one list per replica
   inside ``strategy.run``, the layer's own list elsewhere.
-- **A layer created in a distributing scope and built later** (a subclassed model whose weights are made
+- **A layer (or optimizer) created in a distributing scope and built later** (a subclassed model whose weights are made
   on its first call, or by ``fit``'s first step): its weights are still created in the strategy it was
   created in, as TensorFlow's Keras models keep the strategy of their creation scope; so ``fit`` on such a
   model distributes it instead of training one plain copy. Built inside ``strategy.run`` it is refused
@@ -30,7 +30,8 @@ def creation_strategy(layer: Any) -> Any | None:
 
 
 def init(distributing_strategy: Any, original: Any, layer: Any, *args: Any, **kwargs: Any) -> None:
-    """``Layer.__init__``: remember the distributing strategy in scope (not inside ``strategy.run``)."""
+    """``Layer.__init__`` / ``Optimizer.__init__``: remember the distributing strategy in scope (not inside
+    ``strategy.run``)."""
     original(layer, *args, **kwargs)
     strategy = distributing_strategy()
     if strategy is not None and context.current_replica_id() is None:
@@ -38,13 +39,15 @@ def init(distributing_strategy: Any, original: Any, layer: Any, *args: Any, **kw
 
 
 def add_weight(distributing_strategy: Any, original: Any, layer: Any, *args: Any, **kwargs: Any) -> Any:
-    """``Layer.add_weight`` outside any scope on a layer created in one: create it in that strategy's scope."""
+    """``Layer.add_weight`` (or ``Optimizer.add_variable``) outside any scope on a layer (optimizer) created in one:
+    create the variables in that strategy's scope."""
     strategy = _created_in.get(layer)
     if strategy is None or distributing_strategy() is not None or context.current_replica_id() is not None:
         return original(layer, *args, **kwargs)
     with strategy.scope():
         variable = original(layer, *args, **kwargs)
-    variable._multidev_strategy = strategy  # Keras may initialize it later (deferred, after a symbolic call)
+    if variable is not None:  # Keras may initialize it later (deferred, after a symbolic call)
+        variable._multidev_strategy = strategy
     return variable
 
 
