@@ -18,8 +18,13 @@ outside the checked range, other distributing strategies, Keras variables create
 ``strategy.run`` or outside the scope of a model built in it, and the ``*_on_batch`` methods on any
 distributed model.
 
-Every private Keras name multidev uses is in this module (checked against Keras 3.15.1; ``keras3_split``
-reads only ``variable._value``, the seam's distributed variable); keras
+A model's own ``train_step``/``test_step`` runs on every replica (``keras3_custom_step``); losses added in
+``call`` are kept per replica and layers or optimizers built after leaving their scope still use its strategy
+(``keras3_layers``); ``md.train.Checkpoint`` tracks Keras 3 models and optimizers (``keras3_checkpoint``).
+
+Every private Keras name multidev uses is in this module (checked against Keras 3.15.1), except
+``variable._value`` (the seam's distributed variable, read by ``keras3_split`` and ``keras3_checkpoint``)
+and ``Layer._losses`` (``keras3_layers``); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
 """
 
@@ -239,17 +244,6 @@ def _build_optimizer(strategy: Any, optimizer: Any, variables: Any) -> None:
         optimizer.build(variables)
 
 
-_STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
-
-
-def _model_strategy(model: Any) -> Any | None:
-    """The strategy that distributed ``model``'s variables (None: an ordinary Keras model)."""
-    for v in model.variables:
-        if isinstance(v._value, DistributedVariable):
-            return v._value._strategy
-    return None
-
-
 def loss_tracker(model: Any) -> Any:
     """The ``Mean`` metric Keras's train/test steps feed the loss to (private ``_loss_tracker``)."""
     try:
@@ -259,58 +253,6 @@ def loss_tracker(model: Any) -> Any:
             f"keras.Model._loss_tracker is missing in Keras {sys.modules['keras'].__version__!r}; multidev's "
             f"Keras 3 fit was checked against Keras {', '.join(CHECKED_VERSIONS)}."
         ) from exc
-
-
-def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
-    """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
-    (the global batch split across the strategy's replicas, all workers'); anything else that would run on
-    one replica only is refused."""
-    strategy = _model_strategy(model) or keras3_layers.creation_strategy(model)  # unbuilt: built in its scope
-    if strategy is None:
-        return original(model, *args, **kwargs)
-    if name not in _STEP_FUNCTIONS:
-        raise NotImplementedError(
-            f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
-            "it would run on one replica only. Use fit/evaluate/predict, train with a custom loop "
-            "(strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
-        )
-    from multidev.integrations import keras3_fit
-
-    keras = sys.modules["keras"]
-    tracker = keras3_custom_step.ResultTracker()
-    custom = {"fit": "train_step", "evaluate": "test_step"}.get(name)
-    if name == "predict":
-        step = keras3_fit.predict_function(keras, model, strategy)
-    elif keras3_custom_step.overrides(keras, model, custom):
-        keras3_custom_step.check_batches(original, model, strategy, args, kwargs)
-        step = keras3_custom_step.step_function(model, strategy, custom, tracker)
-    else:
-        make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
-        step = make(keras, model, strategy, loss_tracker(model))
-    if name == "fit" and type(strategy) is MultiWorkerMirroredStrategy:  # every worker must shuffle alike
-        args, kwargs = _with_same_shuffle(original, model, args, kwargs, keras3_fit.same_shuffle_callback(keras, strategy))
-    attribute = _STEP_FUNCTIONS[name]
-    with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too
-        setattr(model, attribute, step)
-        try:
-            return original(model, *args, **kwargs)
-        finally:
-            setattr(model, attribute, None)
-            tracker.restore()
-
-
-def _with_same_shuffle(original: Any, model: Any, args: tuple, kwargs: dict, callback: Any) -> tuple[tuple, dict]:
-    """``fit``'s arguments, all by keyword, with ``callback`` run last when the call shuffles (Keras's default)."""
-    arguments = inspect.signature(original).bind(model, *args, **kwargs).arguments
-    arguments.pop(next(iter(arguments)))  # self
-    if not arguments.get("shuffle", True):
-        return args, kwargs
-    callbacks = arguments.get("callbacks")
-    if isinstance(callbacks, sys.modules["keras"].callbacks.CallbackList):
-        callbacks.append(callback)
-    else:
-        arguments["callbacks"] = list(callbacks or []) + [callback]
-    return (), arguments
 
 
 def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
@@ -350,6 +292,8 @@ def _keras_names(keras: Any) -> tuple:
 def _patch(keras: Any) -> None:
     if _state["patched"]:
         return
+    from multidev.integrations import keras3_trainer  # (it imports this module)
+
     variable_cls, in_stateless_scope, optimizer_classes, model_cls = _keras_names(keras)
     _wrap_method(variable_cls, "_initialize", _initialize)
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
@@ -365,7 +309,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(optimizer_classes[0], "add_variable", functools.partial(keras3_layers.add_weight, _distributing_strategy))
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
-        _wrap_method(model_cls, name, functools.partial(_trainer, name))
+        _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))
     _state["patched"] = True
 
 

@@ -209,3 +209,22 @@ def test_custom_step_whose_last_batch_leaves_a_replica_empty_is_refused_before_t
         model.fit(x, y, batch_size=8, epochs=1, verbose=0)
     for w, old in zip(model.weights, before):
         assert (w.numpy() == old).all()
+
+
+class ScaledPrediction(keras.Model):
+    """A model's own predict_step (runs on every replica's slice; outputs gathered in order)."""
+
+    def predict_step(self, data):
+        x = data[0] if isinstance(data, tuple) else data
+        return {"scaled": 2.0 * self(x, training=False), "first": x[:, :1]}
+
+
+def test_custom_predict_step_two_replicas_equal_one_device():
+    x, _ = _data()
+    reference = _functional(ScaledPrediction, dict(optimizer="sgd", loss="mse"))
+    with md.distribute.MirroredStrategy(DEVICES).scope():
+        model = _functional(ScaledPrediction, dict(optimizer="sgd", loss="mse"))
+    expected, got = reference.predict(x, batch_size=8, verbose=0), model.predict(x, batch_size=8, verbose=0)
+    assert expected.keys() == got.keys() == {"scaled", "first"}
+    for key in expected:
+        torch.testing.assert_close(torch.as_tensor(got[key]), torch.as_tensor(expected[key]))
