@@ -237,6 +237,23 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
         return original(optimizer, grads, trainable_variables)
 
 
+_STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
+
+
+def _replica_seed(original: Any, generator: Any, ordered: bool = True) -> Any:
+    """``SeedGenerator.next`` inside ``strategy.run``: replica r > 0 gets the seed offset by ``r`` strides, so
+    replicas draw different numbers (dropout masks, noise) from their copies of one seed state, as one
+    device draws different numbers for every example; the state itself advances alike on every replica."""
+    seed = original(generator, ordered=ordered)
+    ctx = context.current_replica_context()
+    if ctx is None or ctx.replica_id_in_sync_group == 0:
+        return seed
+    offset = (int(seed[0]) + ctx.replica_id_in_sync_group * _STREAM_STRIDE + 2**31) % 2**32 - 2**31
+    shifted = seed.clone()
+    shifted[0] = offset
+    return shifted
+
+
 def _build_optimizer(strategy: Any, optimizer: Any, variables: Any) -> None:
     """Build ``optimizer`` for ``variables`` once, in cross-replica context (its slots are distributed).
     Every replica passes the same variables (regroup keeps identical objects as they are)."""
@@ -303,6 +320,7 @@ def _patch(keras: Any) -> None:
         _wrap_method(optimizer_cls, "apply", _apply)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     _wrap_method(keras.metrics.Mean, "update_state", keras3_custom_step.weighted_mean_update)
+    _wrap_method(keras.random.SeedGenerator, "next", _replica_seed)
     _wrap_method(keras.layers.Layer, "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
     _wrap_method(keras.layers.Layer, "add_weight", functools.partial(keras3_layers.add_weight, _distributing_strategy))
     _wrap_method(optimizer_classes[0], "__init__", functools.partial(keras3_layers.init, _distributing_strategy))

@@ -161,3 +161,20 @@ def test_custom_loop_with_a_lazily_built_model_and_optimizer_equals_one_device()
         assert isinstance(var._value, DistributedVariable), var.path
         for copy in var._value.values:
             torch.testing.assert_close(copy.detach(), ref.value.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_seeded_random_draws_and_dropout_masks_differ_across_replicas():
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        seeds = keras.random.SeedGenerator(7)
+        dropout = keras.layers.Dropout(0.5, seed=3)
+    plain = keras.random.SeedGenerator(7)
+
+    def draw():
+        return keras.random.normal((6,), seed=seeds), dropout(torch.ones(1, 64), training=True)
+
+    (noise0, noise1), (mask0, mask1) = [strategy.experimental_local_results(v) for v in strategy.run(draw)]
+    assert not torch.equal(noise0, noise1) and not torch.equal(mask0, mask1)  # one device: no two examples alike
+    torch.testing.assert_close(noise0, keras.random.normal((6,), seed=plain))  # replica 0 draws as one device
+    first, second = seeds.state._value.values
+    assert torch.equal(first, second) and torch.equal(first, plain.state.value)  # the state advances alike
