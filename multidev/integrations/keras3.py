@@ -154,9 +154,10 @@ def _initialize(original: Any, variable: Any, value: Any) -> None:
         if variable.name == "seed_generator_state" and not variable.trainable:
             return original(variable, value)  # keras.random's per-thread global seed generator: replica-local
         raise ValueError(
-            f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context): create every "
-            "variable in strategy.scope() first: build the model (keras.Input or model.build(shape)) and the "
-            "optimizer (optimizer.build(model.trainable_variables)) in the scope."
+            f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context) by a layer made "
+            "there or outside a strategy's scope: create the model and its layers in strategy.scope() (they may "
+            "be built later, even by their first call inside strategy.run), or build it there (optimizer.build "
+            "for variables an optimizer adds itself)."
         )
     original(variable, value)
     if strategy is None and not in_replica:  # made by a layer created in a scope, initialized after it
@@ -325,6 +326,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.Layer, "add_weight", functools.partial(keras3_layers.add_weight, _distributing_strategy))
     _wrap_method(optimizer_classes[0], "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
     _wrap_method(optimizer_classes[0], "add_variable", functools.partial(keras3_layers.add_weight, _distributing_strategy))
+    _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))

@@ -8,8 +8,9 @@
 - **A layer (or optimizer) created in a distributing scope and built later** (a subclassed model whose weights are made
   on its first call, or by ``fit``'s first step): its weights are still created in the strategy it was
   created in, as TensorFlow's Keras models keep the strategy of their creation scope; so ``fit`` on such a
-  model distributes it instead of training one plain copy. Built inside ``strategy.run`` it is refused
-  (``keras3._initialize``): build it in the scope (``model.build(shape)`` or one call on a batch).
+  model distributes it instead of training one plain copy. First called inside ``strategy.run``, it is
+  built once in cross-replica context (``merge_call``), as TensorFlow's MirroredStrategy creates
+  variables made in ``run``; a layer *created* inside ``strategy.run`` is refused (``keras3._initialize``).
 
 Private Keras names used: ``Layer._losses`` (checked against Keras 3.15.1, as ``keras3``'s).
 """
@@ -54,6 +55,24 @@ def add_weight(distributing_strategy: Any, original: Any, layer: Any, *args: Any
 def variable_strategy(variable: Any) -> Any | None:
     """The strategy of the layer that made ``variable`` after its scope was left (None: none)."""
     return getattr(variable, "_multidev_strategy", None)
+
+
+def maybe_build(original: Any, layer: Any, call_spec: Any) -> None:
+    """``Layer._maybe_build``: a layer first called inside ``strategy.run`` (a model built lazily) is built
+    once, in cross-replica context (``merge_call``, with replica 0's inputs: only their shapes matter), so
+    its variables are distributed, as TensorFlow's MirroredStrategy creates variables made in ``run``."""
+    if layer.built:
+        return None
+    ctx = context.current_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1 or _created_in.get(layer) is not ctx.strategy:
+        return original(layer, call_spec)  # (a layer made inside run: its variables are refused)
+    ctx.merge_call(_build_once, args=(original, layer, call_spec))
+    return None
+
+
+def _build_once(strategy: Any, original: Any, layer: Any, call_spec: Any) -> None:
+    if not layer.built:
+        original(layer, strategy.experimental_local_results(call_spec)[0])
 
 
 def per_replica_losses(layer_cls: type) -> None:

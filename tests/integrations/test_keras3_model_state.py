@@ -178,3 +178,28 @@ def test_seeded_random_draws_and_dropout_masks_differ_across_replicas():
     torch.testing.assert_close(noise0, keras.random.normal((6,), seed=plain))  # replica 0 draws as one device
     first, second = seeds.state._value.values
     assert torch.equal(first, second) and torch.equal(first, plain.state.value)  # the state advances alike
+
+
+class SeededSubclassed(keras.Model):
+    """Built lazily, with seeded initializers (the weights do not depend on which thread builds them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = keras.layers.Dense(4, activation="relu", kernel_initializer=keras.initializers.GlorotUniform(1))
+        self.out = keras.layers.Dense(1, kernel_initializer=keras.initializers.GlorotUniform(2))
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+
+def test_model_first_called_inside_run_is_built_once_distributed_and_equals_one_device():
+    x, y = _data(16)
+    reference = SeededSubclassed()
+    _custom_loop(reference, keras.optimizers.SGD(0.1), [(x[i:i + 8], y[i:i + 8]) for i in (0, 8)])
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = SeededSubclassed()
+        optimizer = keras.optimizers.SGD(0.1)
+    dist = strategy.experimental_distribute_dataset(md.data.Dataset.from_tensor_slices((x, y)).batch(8))
+    _custom_loop(model, optimizer, dist, strategy)  # the first step builds the model (and the optimizer)
+    _assert_equal(reference, model)

@@ -51,7 +51,7 @@ def test_keras_own_fit_outside_strategies_still_works():
 
 def test_variables_created_inside_run_are_refused():
     strategy = md.distribute.MirroredStrategy(DEVICES)
-    with pytest.raises(ValueError, match=r"created inside strategy.run.*optimizer.build"):
+    with pytest.raises(ValueError, match=r"created inside strategy.run.*create the model and its layers in strategy.scope"):
         strategy.run(_model)
 
 
