@@ -228,6 +228,13 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     if share is not None:
         grads = [None if g is None else g * share for g in grads]
     variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
+    plain = [v.path for v in variables if not isinstance(v._value, DistributedVariable)]
+    if plain:  # one copy shared by every replica: each would apply the (summed) update to it
+        raise ValueError(
+            f"Keras optimizer {optimizer.name!r} applied inside {type(ctx.strategy).__name__}.run to variables "
+            f"that are not distributed ({plain[:3]}): the model was created outside the strategy's scope. "
+            "Create the model (and optimizer) in strategy.scope()."
+        )
     plan = keras3_split.plan_for(optimizer, variables, ctx.strategy, _state["split_classes"])
     if plan is not None and len(grads) == len(variables) and keras3_split.apply(original, optimizer, ctx, plan, grads):
         return None
