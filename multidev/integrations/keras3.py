@@ -298,6 +298,7 @@ def _keras_names(keras: Any) -> tuple:
         from keras.src.backend.common.stateless_scope import in_stateless_scope
         for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
             getattr(Variable, attr)
+        getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
         if not isinstance(Variable.__dict__.get("value"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
@@ -329,10 +330,11 @@ def _patch(keras: Any) -> None:
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     _wrap_method(keras.metrics.Mean, "update_state", keras3_custom_step.weighted_mean_update)
     _wrap_method(keras.random.SeedGenerator, "next", _replica_seed)
-    _wrap_method(keras.layers.Layer, "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
-    _wrap_method(keras.layers.Layer, "add_weight", functools.partial(keras3_layers.add_weight, _distributing_strategy))
-    _wrap_method(optimizer_classes[0], "__init__", functools.partial(keras3_layers.init, _distributing_strategy))
-    _wrap_method(optimizer_classes[0], "add_variable", functools.partial(keras3_layers.add_weight, _distributing_strategy))
+    remember = functools.partial(keras3_layers.init, _distributing_strategy)
+    create_in_scope = functools.partial(keras3_layers.add_weight, _distributing_strategy)
+    for owner, creates in ((keras.layers.Layer, "add_weight"), (optimizer_classes[0], "add_variable")):
+        _wrap_method(owner, "__init__", remember)
+        _wrap_method(owner, creates, create_in_scope)
     _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):

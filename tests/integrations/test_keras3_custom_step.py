@@ -179,7 +179,8 @@ class GAN(keras.Model):
 
 def _gan():
     keras.utils.set_random_seed(0)
-    discriminator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, activation="relu"), keras.layers.Dense(1)])
+    discriminator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, activation="relu"),
+                                      keras.layers.Dense(1)])
     generator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh")])
     gan = GAN(discriminator, generator)
     gan.compile(d_optimizer=keras.optimizers.Adam(0.01), g_optimizer=keras.optimizers.Adam(0.01),
