@@ -328,7 +328,8 @@ def _patch(keras: Any) -> None:
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
-    _wrap_method(keras.metrics.Mean, "update_state", keras3_custom_step.weighted_mean_update)
+    for reduction in (keras.metrics.Mean, keras.metrics.Sum):
+        _wrap_method(reduction, "update_state", keras3_custom_step.weighted_mean_update)
     _wrap_method(keras.random.SeedGenerator, "next", _replica_seed)
     remember = functools.partial(keras3_layers.init, _distributing_strategy)
     create_in_scope = functools.partial(keras3_layers.add_weight, _distributing_strategy)

@@ -9,8 +9,9 @@ runs that step on its slice of the global batch, and three things make the N sli
   global batch (``size_r / global_size``) before they are summed across replicas (``keras3._apply``),
   so a mean loss's summed gradient is the global batch's, exactly, uneven last batch included
   (TensorFlow's Keras scales the loss by ``1 / num_replicas``: the same on even splits);
-- **scalar metric updates**: ``Mean.update_state(scalar)`` without a ``sample_weight`` (the loss trackers of
-  the guides) is weighted by the same share, so one step counts once, as on one device; per-example
+- **scalar metric updates**: ``Mean``/``Sum.update_state(scalar)`` without a ``sample_weight`` (the loss
+  trackers of the guides, a step counter) is weighted by the same share, so one step counts once, as on one
+  device; per-example
   updates (``metric.update_state(y, y_pred)``) count every replica's examples as they are;
 - **the returned logs**: a value that is a metric's ``result()`` is read again in cross-replica context
   (every replica's state reduced); another floating value is the share-weighted sum of the replicas'.
@@ -45,7 +46,8 @@ def overrides(keras: Any, model: Any, name: str) -> bool:
 
 
 def weighted_mean_update(original: Any, metric: Any, values: Any, sample_weight: Any = None) -> Any:
-    """``Mean.update_state``: a scalar update without weights inside a custom step weighs the replica's share."""
+    """``Mean``/``Sum.update_state``: a scalar update without weights inside a custom step weighs the replica's
+    share of the global batch."""
     s = share()
     if s is not None and sample_weight is None and getattr(values, "ndim", 0) == 0:
         sample_weight = s

@@ -57,6 +57,7 @@ class WithOwnLossAndTrackers(keras.Model):
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.mae_metric = keras.metrics.MeanAbsoluteError(name="mae")
         self.loss_fn = keras.losses.MeanSquaredError()
+        self.steps = keras.metrics.Sum(name="steps")  # a step counter: one per global batch
 
     def train_step(self, data):
         x, y = data
@@ -70,7 +71,9 @@ class WithOwnLossAndTrackers(keras.Model):
             self.optimizer.apply(gradients, trainable_weights)
         self.loss_tracker.update_state(loss)
         self.mae_metric.update_state(y, y_pred)
-        return {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result(), "batch_loss": loss}
+        self.steps.update_state(1.0)
+        return {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result(), "batch_loss": loss,
+                "steps": self.steps.result()}
 
     def test_step(self, data):
         x, y = data
@@ -81,7 +84,7 @@ class WithOwnLossAndTrackers(keras.Model):
 
     @property
     def metrics(self):
-        return [self.loss_tracker, self.mae_metric]
+        return [self.loss_tracker, self.mae_metric, self.steps]
 
 
 def _functional(cls, compile_args):
@@ -92,11 +95,16 @@ def _functional(cls, compile_args):
     return model
 
 
+def _floats(logs):
+    """Values read now (a metric's result may alias its variable, which later steps and resets change)."""
+    return {k: _floats(v) if isinstance(v, dict) else float(v) for k, v in logs.items()}
+
+
 def _fit_both(build, x, y, **fit):
     batches = ([], [])
 
     def run(model, seen):
-        record = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(dict(logs)))
+        record = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(_floats(logs)))
         history = model.fit(x, y, validation_data=(x[:10], y[:10]), callbacks=[record], **fit).history
         return history, model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
 
