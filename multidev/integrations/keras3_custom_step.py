@@ -54,17 +54,30 @@ def weighted_mean_update(original: Any, metric: Any, values: Any, sample_weight:
     return original(metric, values, sample_weight=sample_weight)
 
 
-def check_batches(original: Any, model: Any, strategy: Any, args: tuple, kwargs: dict) -> None:
-    """Before the first step: refuse arrays whose last batch would leave a replica without examples."""
+def check_batches(keras: Any, original: Any, model: Any, strategy: Any, args: tuple, kwargs: dict) -> None:
+    """Before the first step: refuse arrays whose last batch would leave a replica without examples in a
+    custom step (``fit``'s training arrays for a ``train_step``, its validation arrays for a ``test_step``)."""
     try:
         arguments = inspect.signature(original).bind(model, *args, **kwargs).arguments
     except TypeError:
         return  # Keras reports the bad call itself
-    x, replicas = arguments.get("x"), strategy.num_replicas_in_sync
-    if not hasattr(x, "shape") or arguments.get("validation_split") or not len(x.shape):
-        return  # a dataset or generator: checked at each step
-    size, batch = int(x.shape[0]), int(arguments.get("batch_size") or 32)  # 32: Keras's default
-    if 0 < size % batch < replicas:
+    if arguments.get("validation_split"):
+        return  # the split happens inside Keras: checked at each step
+    batch = arguments.get("batch_size") or 32  # Keras's default
+    step = "train_step" if "validation_data" in inspect.signature(original).parameters else "test_step"
+    if overrides(keras, model, step):
+        _check_array(model, strategy, arguments.get("x"), batch)
+    validation = arguments.get("validation_data")
+    if step == "train_step" and isinstance(validation, (tuple, list)) and overrides(keras, model, "test_step"):
+        _check_array(model, strategy, validation[0], arguments.get("validation_batch_size") or batch)
+
+
+def _check_array(model: Any, strategy: Any, x: Any, batch: int) -> None:
+    replicas = strategy.num_replicas_in_sync
+    if not hasattr(x, "shape") or not len(x.shape):
+        return  # a dataset, generator or structure: checked at each step
+    size = int(x.shape[0])
+    if 0 < size % int(batch) < replicas:
         raise ValueError(
             f"{type(model).__name__} overrides its train_step/test_step and would get a last batch of "
             f"{size % batch} example(s) ({size} examples in batches of {batch}) on {replicas} replicas: every "

@@ -43,10 +43,11 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
     keras = sys.modules["keras"]
     tracker = keras3_custom_step.ResultTracker()
     custom = {"fit": "train_step", "evaluate": "test_step"}.get(name)
+    if name != "predict":
+        keras3_custom_step.check_batches(keras, original, model, strategy, args, kwargs)
     if name == "predict":
         step = keras3_fit.predict_function(keras, model, strategy)
     elif keras3_custom_step.overrides(keras, model, custom):
-        keras3_custom_step.check_batches(original, model, strategy, args, kwargs)
         step = keras3_custom_step.step_function(model, strategy, custom, tracker)
     else:
         make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function

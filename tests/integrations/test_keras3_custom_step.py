@@ -216,6 +216,8 @@ def test_custom_step_whose_last_batch_leaves_a_replica_empty_is_refused_before_t
     before = [w.numpy().copy() for w in model.weights]
     with pytest.raises(ValueError, match=r"last batch of 1 example.*17 examples in batches of 8.*2 replicas"):
         model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"last batch of 1 example.*9 examples in batches of 4"):  # test_step
+        model.fit(x[:16], y[:16], batch_size=8, validation_data=(x[:9], y[:9]), validation_batch_size=4, verbose=0)
     for w, old in zip(model.weights, before):
         assert (w.numpy() == old).all()
 
