@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 from torch.nn.modules import module as torch_module
+from torch.optim import optimizer as torch_optimizer
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import gradient_reducer, strategy as strategy_module
@@ -378,5 +379,6 @@ def install() -> None:
     if _installed:
         return
     strategy_module.SCOPE_ENTRY_HOOKS.append(_on_scope_entry)
+    _installed.append(torch_optimizer.register_optimizer_step_pre_hook(keras3_custom_step.refuse_torch_optim))
     trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
     _installed.append(torch_module.register_module_module_registration_hook(_on_module))

@@ -86,6 +86,19 @@ def _check_array(model: Any, strategy: Any, x: Any, batch: int) -> None:
         )
 
 
+def refuse_torch_optim(optimizer: Any, args: tuple, kwargs: dict) -> None:
+    """Global ``torch.optim`` step pre-hook: a torch optimizer stepped inside a Keras model's own step on
+    several replicas is refused (multidev sums its gradients before this hook could weight them by the
+    replica's share, so a mean loss would train with N times the gradient); a Keras optimizer is weighted."""
+    if share() is not None:
+        raise NotImplementedError(
+            f"torch.optim.{type(optimizer).__name__}.step() inside a Keras model's own train_step on several "
+            "replicas: its gradients would be the sum of every replica's mean loss gradient, not the global "
+            "batch's. Use a Keras optimizer (self.optimizer.apply(gradients, trainable_weights)), or train with "
+            "a custom loop (strategy.run) whose loss is scaled by the global batch size."
+        )
+
+
 class ResultTracker:
     """Remembers which metric's ``result()`` produced which returned object (the metrics' own ``result``
     wrapped per instance while ``fit`` runs, restored afterwards)."""

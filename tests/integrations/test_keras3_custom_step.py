@@ -239,3 +239,26 @@ def test_custom_predict_step_two_replicas_equal_one_device():
     assert expected.keys() == got.keys() == {"scaled", "first"}
     for key in expected:
         torch.testing.assert_close(torch.as_tensor(got[key]), torch.as_tensor(expected[key]))
+
+
+class WithTorchOptimizer(keras.Model):
+    """A train_step stepping a torch.optim optimizer (not the guide's form)."""
+
+    def train_step(self, data):
+        x, y = data
+        self.torch_optimizer.zero_grad()
+        keras.ops.mean(keras.ops.square(self(x, training=True) - y)).backward()
+        self.torch_optimizer.step()
+        return {}
+
+
+def test_torch_optimizer_inside_a_custom_train_step_on_replicas_is_refused_before_any_update():
+    x, y = _data(16)
+    with md.distribute.MirroredStrategy(DEVICES).scope():
+        model = _functional(WithTorchOptimizer, dict(optimizer="sgd"))
+        model.torch_optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = [w.numpy().copy() for w in model.weights]
+    with pytest.raises(NotImplementedError, match=r"torch.optim.SGD.step\(\) inside a Keras model's own train_step"):
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    for w, old in zip(model.weights, before):
+        assert (w.numpy() == old).all()
