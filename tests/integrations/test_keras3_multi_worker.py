@@ -106,19 +106,7 @@ with strategy.scope():
     shuffled = compiled()
 torch.manual_seed(7 if worker == 0 else 100 + worker)  # the chief's RNG decides every worker's shuffle
 shuffled_history = shuffled.fit(x, y, 8, 3, 0, []).history  # positional: callbacks list, shuffle by default
-class Custom(keras.Model):  # keras.io's torch guide: its own train_step, run on every worker's replicas
-    def train_step(self, data):
-        x, y = data
-        self.zero_grad()
-        y_pred = self(x, training=True)
-        loss = self.compute_loss(y=y, y_pred=y_pred)
-        loss.backward()
-        weights = [v for v in self.trainable_weights]
-        with torch.no_grad():
-            self.optimizer.apply([v.value.grad for v in weights], weights)
-        for metric in self.metrics:
-            metric.update_state(loss) if metric.name == "loss" else metric.update_state(y, y_pred)
-        return {m.name: m.result() for m in self.metrics}
+from tests.integrations.test_keras3_custom_step import WithComputeLoss as Custom  # the guide's first form
 
 def custom():
     keras.utils.set_random_seed(0)
