@@ -26,7 +26,15 @@ def _worth_cooperating(leaves: list) -> bool:
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
-    return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    """A collective's input leaf as a tensor; ValueError (TF's type) for what is no number or tensor."""
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"Attempt to convert a value ({value!r}) with an unsupported type ({type(value)}) to a tensor "
+                         f"for a cross-replica collective; pass tensors, numbers or nested lists/tuples/dicts of "
+                         f"them.") from None
 
 
 class ReplicaContext:
@@ -47,8 +55,14 @@ class ReplicaContext:
         return self._strategy
 
     @property
-    def replica_id_in_sync_group(self) -> int:
-        """This replica's id among all replicas of all workers."""
+    def replica_id_in_sync_group(self) -> torch.Tensor:
+        """This replica's id among all replicas of all workers: an int32 scalar tensor, as TensorFlow
+        returns (so ``.numpy()`` works, as the seed notebook calls it; ``int()``, indexing and ``==``
+        work as on an int). multidev's own code uses ``_global_replica_id`` (an int)."""
+        return torch.tensor(self._global_replica_id, dtype=torch.int32, device="cpu")   # .numpy() on any device
+
+    @property
+    def _global_replica_id(self) -> int:
         return self._strategy.extended.replica_offset + self._replica_id
 
     @property

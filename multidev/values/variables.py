@@ -13,7 +13,6 @@ storage is replica 0's copy and ``_components`` holds one leaf tensor per replic
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -25,7 +24,6 @@ from multidev.values import context
 from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica
 from multidev.values.strategy_protocol import StrategyLike
 
-_counter = itertools.count()
 _UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
     "assign": lambda t, v: t.copy_(v),
     "assign_add": lambda t, v: t.add_(v),
@@ -62,8 +60,9 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
 
 
 def _default_name() -> str:
-    n = next(_counter)
-    return "Variable" if n == 0 else f"Variable_{n}"
+    """TensorFlow 2's eager default: every unnamed variable is ``Variable`` (``'Variable:0'``), not
+    uniquified (the notebook of seed 004 prints ``'Variable:0'`` for each of its variables)."""
+    return "Variable"
 
 
 class Variable(torch.nn.Parameter):
