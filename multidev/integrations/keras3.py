@@ -255,9 +255,9 @@ def _replica_seed(original: Any, generator: Any, ordered: bool = True) -> Any:
     device draws different numbers for every example; the state itself advances alike on every replica."""
     seed = original(generator, ordered=ordered)
     ctx = context.current_replica_context()
-    if ctx is None or ctx.replica_id_in_sync_group == 0:
+    if ctx is None or ctx._global_replica_id == 0:
         return seed
-    offset = (int(seed[0]) + ctx.replica_id_in_sync_group * _STREAM_STRIDE + 2**31) % 2**32 - 2**31
+    offset = (int(seed[0]) + ctx._global_replica_id * _STREAM_STRIDE + 2**31) % 2**32 - 2**31
     shifted = seed.clone()
     shifted[0] = offset
     return shifted

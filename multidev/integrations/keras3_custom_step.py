@@ -159,7 +159,7 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
     method = getattr(model, name)
 
     def replica_step(parts: Any, state: _StepState) -> None:
-        r = context.current_replica_context().replica_id_in_sync_group - strategy.extended.replica_offset
+        r = context.current_replica_context()._global_replica_id - strategy.extended.replica_offset
         record: dict = {}
         _local.share, _local.record = state.shares[r], record
         try:
