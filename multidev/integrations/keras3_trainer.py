@@ -55,6 +55,8 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
     if name == "fit" and type(strategy) is MultiWorkerMirroredStrategy:  # every worker must shuffle alike
         callback = keras3_fit.same_shuffle_callback(keras, strategy)
         args, kwargs = _with_same_shuffle(original, model, args, kwargs, callback)
+    if strategy.extended.worker_index != 0:   # only the chief prints progress bars, as md.keras (and TF) do
+        args, kwargs = _silent(original, model, args, kwargs)
     attribute = _STEP_FUNCTIONS[name]
     with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too
         setattr(model, attribute, step)
@@ -63,6 +65,14 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
         finally:
             setattr(model, attribute, None)
             tracker.restore()
+
+
+def _silent(original: Any, model: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``fit``/``evaluate``/``predict``'s arguments, all by keyword, with ``verbose=0``."""
+    arguments = inspect.signature(original).bind(model, *args, **kwargs).arguments
+    arguments.pop(next(iter(arguments)))  # self
+    arguments["verbose"] = 0
+    return (), arguments
 
 
 def _with_same_shuffle(original: Any, model: Any, args: tuple, kwargs: dict, callback: Any) -> tuple[tuple, dict]:

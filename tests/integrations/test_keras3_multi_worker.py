@@ -71,7 +71,7 @@ def test_two_workers_equal_one_device():
 
 
 FIT_JOB = """
-import json, os
+import json, os, sys
 os.environ["KERAS_BACKEND"] = "torch"
 import torch
 import multidev as md
@@ -121,6 +121,9 @@ expected_custom = custom_reference.fit(x, y, batch_size=8, epochs=2, shuffle=Fal
 with strategy.scope():
     custom_model = custom()
 custom_history = custom_model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+print("PROGRESS BAR FOLLOWS", flush=True)
+custom_model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=1)   # only the chief may print it
+sys.stdout.flush()
 result = {
     "custom_history": custom_history, "expected_custom": expected_custom,
     "custom_max_diff": max_diff(custom_reference, custom_model),
@@ -136,6 +139,8 @@ print("RESULT " + json.dumps(result), flush=True)
 
 def test_keras_fit_two_workers_equal_one_device():
     procs = run_cluster(FIT_JOB, workers=2, timeout=180)
+    bars = [p.stdout.split("PROGRESS BAR FOLLOWS", 1)[1].split("RESULT", 1)[0] for p in procs]
+    assert "loss:" in bars[0] and bars[1].strip() == "", bars     # the chief prints Keras's bar, worker 1 nothing
     for r in (results_json(p) for p in procs):
         assert r["max_diff"] < 1e-5 and r["shuffled_max_diff"] < 1e-5 and r["custom_max_diff"] < 1e-5
         for got, want in (("history", "expected"), ("shuffled_history", "expected_shuffled"),
