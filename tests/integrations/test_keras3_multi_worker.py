@@ -121,9 +121,6 @@ expected_custom = custom_reference.fit(x, y, batch_size=8, epochs=2, shuffle=Fal
 with strategy.scope():
     custom_model = custom()
 custom_history = custom_model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
-print("PROGRESS BAR FOLLOWS", flush=True)
-custom_model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=1)   # only the chief may print it
-sys.stdout.flush()
 result = {
     "custom_history": custom_history, "expected_custom": expected_custom,
     "custom_max_diff": max_diff(custom_reference, custom_model),
@@ -133,6 +130,9 @@ result = {
     "expected_evaluate": reference.evaluate(x, y, batch_size=8, verbose=0),
     "max_diff": max_diff(reference, model), "shuffled_max_diff": max_diff(shuffled_reference, shuffled),
 }
+print("PROGRESS BAR FOLLOWS", flush=True)
+custom_model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=1)   # only the chief may print it
+sys.stdout.flush()
 print("RESULT " + json.dumps(result), flush=True)
 """
 
