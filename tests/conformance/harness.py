@@ -17,9 +17,14 @@ CASES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
 
 
 def case_modules() -> list:
-    """The case files, imported (they import nothing heavy), in name order."""
-    if CASES_DIR not in sys.path:
-        sys.path.insert(0, CASES_DIR)
+    """The case files, imported (they import nothing heavy), in name order. CASES_DIR is not put on
+    sys.path: its ``keras.py`` would shadow the real Keras for every later import in the process."""
+    if "conformance_support" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("conformance_support",
+                                                      os.path.join(CASES_DIR, "conformance_support.py"))
+        support = importlib.util.module_from_spec(spec)
+        sys.modules["conformance_support"] = support
+        spec.loader.exec_module(support)
     modules = []
     for file in sorted(os.listdir(CASES_DIR)):
         if file.endswith(".py") and file != "conformance_support.py":
