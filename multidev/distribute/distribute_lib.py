@@ -25,6 +25,7 @@ from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.extended import StrategyExtended
 from multidev.distribute.replica_context import ReplicaContext
+from multidev.distribute import sync_batch_norm
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
@@ -210,11 +211,13 @@ class ReplicatedExtended(StrategyExtended):
         return self._layout.place_parameter(param)
 
     def _create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
+        sync_batch_norm.adopt(module)   # a SyncBatchNorm synchronises over these replicas
         return self.create_distributed_variable(
             param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
             synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
 
     def _create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+        sync_batch_norm.adopt(module)
         aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
         return self.create_distributed_variable(
             buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
