@@ -83,7 +83,7 @@ class ReplicatedExtended(StrategyExtended):
         # intra-op threads (a per-thread OpenMP setting) instead of all oversubscribing them.
         self._streams = [registry.stream_for(d) for d in self._devices]
         # Replicas sharing a torch device draw random numbers from their own streams (DDP's rule).
-        self._random_streams = ReplicaStreams(self._torch_devices)
+        self._random_streams = ReplicaStreams(self._torch_devices, lambda: context.current_replica_id() is not None)
         cpu_replicas = sum(1 for d in self._devices if d.torch_device.type == "cpu")
         self._intra_op_threads = max(1, torch.get_num_threads() // cpu_replicas) if cpu_replicas > 1 else None
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief

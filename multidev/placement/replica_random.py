@@ -25,7 +25,7 @@ replica (an input pipeline thread) while a replica's state is swapped in is not 
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.init
@@ -58,17 +58,21 @@ def _default_generator(device: torch.device) -> torch.Generator:
 
 class ReplicaStream:
     """One replica's stream on one torch device: the device's generator itself (``owner``) or a state
-    of its own, forked from it by ``ReplicaStreams.fork``."""
+    of its own, forked from it by ``ReplicaStreams.fork``. ``in_replica()`` says whether the thread
+    runs as its replica now: inside a ``merge_call`` (cross-replica context: a layer built once for
+    every replica) it draws from the device's generator, as code outside ``strategy.run`` does,
+    whichever replica's thread runs it."""
 
-    def __init__(self, device: torch.device, owner: bool):
+    def __init__(self, device: torch.device, owner: bool, in_replica: Callable[[], bool] = lambda: True):
         self.device = device
         self.owner = owner
         self.state: torch.Tensor | None = None
+        self._in_replica = in_replica
 
     def draw(self, func, args: tuple, kwargs: dict) -> Any:
         """Run the random op ``func`` on this stream (under the lock every replica's draw takes)."""
         with _LOCK:
-            if self.owner:
+            if self.owner or not self._in_replica():
                 return func(*args, **kwargs)
             generator = _default_generator(self.device)
             saved = generator.get_state()
@@ -97,12 +101,12 @@ class ReplicaRandomMode(TorchFunctionMode):
 class ReplicaStreams:
     """The streams of a strategy's local replicas (None for each replica alone on its device)."""
 
-    def __init__(self, torch_devices: Sequence[torch.device]):
+    def __init__(self, torch_devices: Sequence[torch.device], in_replica: Callable[[], bool]):
         seen: set = set()
         shared = {d for d in torch_devices if sum(1 for e in torch_devices if e == d) > 1}
         self.streams: list[ReplicaStream | None] = []
         for d in torch_devices:
-            self.streams.append(ReplicaStream(d, owner=d not in seen) if d in shared else None)
+            self.streams.append(ReplicaStream(d, d not in seen, in_replica) if d in shared else None)
             seen.add(d)
 
     def fork(self) -> None:

@@ -116,3 +116,32 @@ def test_dropout_program_equals_ddp_on_two_gloo_processes(tmp_path):
     for a, b in zip(ddp, ours):
         torch.testing.assert_close(torch.tensor(b, dtype=torch.float64), torch.tensor(a, dtype=torch.float64),
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_layers_built_inside_run_draw_their_initial_weights_from_the_callers_stream():
+    # A lazily built layer is built in a merge_call by whichever replica arrives last; its initializer
+    # must draw from the caller's stream (as one device would), not from that replica's fork (before:
+    # a layer built by replica 2 then one built by replica 0 drew the same numbers).
+    proc = run_fresh(_SETUP + """
+strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
+
+def make():
+    return md.keras.Sequential([md.keras.layers.Dense(4), md.keras.layers.Dense(3), md.keras.layers.Dense(2)])
+
+torch.manual_seed(0)
+reference = make()
+reference(torch.zeros(1, 5))
+expected = [w.detach().clone() for w in reference.weights]
+matches = 0
+for trial in range(12):
+    torch.manual_seed(0)
+    with strategy.scope():
+        model = make()
+    def first_call(x):
+        time.sleep(random.random() * 0.003)
+        return model(x)
+    strategy.run(first_call, args=(torch.zeros(1, 5),))
+    matches += all(torch.equal(c, e) for w, e in zip(model.weights, expected) for c in w.values)
+print("MATCHES", matches)
+""", timeout=120)
+    assert "MATCHES 12" in proc.stdout, proc.stdout
