@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from tests.conftest import ROOT, run_fresh
@@ -145,3 +146,25 @@ for trial in range(12):
 print("MATCHES", matches)
 """, timeout=120)
     assert "MATCHES 12" in proc.stdout, proc.stdout
+
+
+@pytest.mark.gpu
+def test_logical_gpus_of_one_gpu_draw_from_their_own_streams():
+    # Logical GPUs of one GPU share its default generator, as logical CPUs share the CPU's.
+    proc = run_fresh("""
+import torch, multidev as md
+gpu = md.config.list_physical_devices("GPU")[0]
+md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=1024)] * 2)
+strategy = md.distribute.MirroredStrategy()
+dropout = torch.nn.Dropout(0.5)
+outs = []
+for trial in range(10):
+    torch.manual_seed(0)
+    result = strategy.run(lambda: torch.cat([dropout(torch.ones(64, device="cuda")), torch.randn(8, device="cuda")]))
+    outs.append(torch.cat([v.cpu() for v in result.values]))
+print("SAME", sum(torch.equal(o, outs[0]) for o in outs))
+torch.manual_seed(0)
+print("RANK0", torch.equal(outs[0][:72], torch.cat([dropout(torch.ones(64, device="cuda")),
+                                                    torch.randn(8, device="cuda")]).cpu()))
+""", timeout=120)
+    assert "SAME 10" in proc.stdout and "RANK0 True" in proc.stdout, proc.stdout
