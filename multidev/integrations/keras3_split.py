@@ -112,7 +112,7 @@ def apply(original: Any, optimizer: Any, ctx: Any, plan: _Plan, grads: list) -> 
     Ordering (as ``optimizer_shards.OptimizerShards``): the exchange is entered after each replica's
     backward pass, owners write the others' copies only after it, and the barrier that follows the
     copies keeps every replica from reading its weights again before they are all written."""
-    r = ctx.replica_id_in_sync_group
+    r = ctx._global_replica_id
     everyone = gradient_reducer.exchange_among_replicas(ctx, "keras3.optimizer.apply", grads)
     present = [any(g[i] is not None for g in everyone) for i in range(len(grads))]
     if not all(any(present[i] for i in owned) for owned in plan.owned):

@@ -6,6 +6,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import re
 import threading
 
@@ -79,3 +80,5 @@ def set_value(obj, value):
     """In-place assignment to a tensor (as ``K.set_value``)."""
     with torch.no_grad():
         obj.copy_(torch.as_tensor(value, dtype=obj.dtype))
+
+__getattr__ = missing_names(__name__, 'backend', globals())  # unknown names: does Keras 3 have them?
