@@ -57,7 +57,7 @@ def main(argv=None) -> int:
             per_example_loss = loss_object(labels, predictions)
             loss = md.nn.compute_average_loss(per_example_loss, global_batch_size=global_batch_size)
             if model_losses:
-                loss = loss + md.nn.scale_regularization_loss(md.add_n(model_losses))
+                loss += md.nn.scale_regularization_loss(md.add_n(model_losses))   # as the tutorial writes it
             return loss
 
         test_loss = md.keras.metrics.Mean(name="test_loss")

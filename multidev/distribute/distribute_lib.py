@@ -21,8 +21,10 @@ from multidev._core.errors import AbortedError
 from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import registry
 from multidev import placement
+from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.extended import StrategyExtended
+from multidev.distribute import sync_batch_norm
 from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
@@ -79,6 +81,8 @@ class ReplicatedExtended(StrategyExtended):
         # CPU replicas share the cores: each replica's kernels get an equal share of torch's
         # intra-op threads (a per-thread OpenMP setting) instead of all oversubscribing them.
         self._streams = [registry.stream_for(d) for d in self._devices]
+        # Replicas sharing a torch device draw random numbers from their own streams (DDP's rule).
+        self._random_streams = ReplicaStreams(self._torch_devices, lambda: context.current_replica_id() is not None)
         cpu_replicas = sum(1 for d in self._devices if d.torch_device.type == "cpu")
         self._intra_op_threads = max(1, torch.get_num_threads() // cpu_replicas) if cpu_replicas > 1 else None
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief
@@ -234,11 +238,13 @@ class ReplicatedExtended(StrategyExtended):
         return self._layout.place_parameter(param)
 
     def _create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
+        sync_batch_norm.adopt(module)   # a SyncBatchNorm synchronises over these replicas
         return self.create_distributed_variable(
             param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
             synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
 
     def _create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+        sync_batch_norm.adopt(module)
         aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
         return self.create_distributed_variable(
             buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
@@ -261,6 +267,7 @@ class ReplicatedExtended(StrategyExtended):
         n = len(self._devices)
         _check_replica_counts((args, kwargs), n, "strategy.run")
         self._prepare_variables()
+        self._random_streams.fork()
         modes = context.CallerModes.capture({d.type for d in self._torch_devices})
         if self._threads is not None:  # replicas left running by a failed run must not join this one
             self._threads.wait_idle()
@@ -321,6 +328,7 @@ class ReplicatedExtended(StrategyExtended):
         env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
                                  device=device, stream=self._streams[r], modes=modes, step=step)
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
+        random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
 
         def task() -> Any:
             token = context.enter_replica_env(env)
@@ -329,7 +337,8 @@ class ReplicatedExtended(StrategyExtended):
                 # so torch's process-wide thread pools are not resized twice per replica per step.
                 torch.set_num_threads(intra_op_threads)
             try:
-                with placement.device_scope(device), modes.applied(device.torch_device.type), _on_stream(env.stream):
+                with random_mode, placement.device_scope(device), modes.applied(device.torch_device.type), \
+                        _on_stream(env.stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
                 rendezvous.abort(exc)

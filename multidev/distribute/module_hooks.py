@@ -26,6 +26,7 @@ from multidev.values.variables import DistributedVariable
 
 
 _replica_env = context.replica_env
+_compiling = torch.compiler.is_compiling
 
 
 class ReplicaAwareDict(dict):
@@ -35,6 +36,10 @@ class ReplicaAwareDict(dict):
 
     def __getitem__(self, name: str) -> Any:
         value = dict.__getitem__(self, name)
+        if _compiling():   # torch.compile traces this: a guarded thread-local instead of the ContextVar
+            replica_id = context.traced_replica_id()
+            return value if replica_id is None or not isinstance(value, DistributedVariable) \
+                else value._components[replica_id]
         env = _replica_env()
         if env is None or not isinstance(value, DistributedVariable):
             return value

@@ -58,7 +58,15 @@ def assign_owners(params: Sequence[Any], num_replicas: int) -> list[int]:
 
 
 class OptimizerShards:
-    """One optimizer's split update: who owns which parameter, and the reduce / publish steps."""
+    """One optimizer's split update: who owns which parameter, and the reduce / publish steps.
+
+    Ordering guarantee (what keeps an owner from writing a copy another replica still reads): an
+    owner writes the other replicas' copies only in ``publish``, which runs after ``reduce``'s
+    exchange, which every replica enters only once its backward pass is over (its gradients are
+    final, its graph no longer reads the weights); and the step ends with a barrier after every
+    replica's ``publish`` (``SplitUpdate.after_step``), so no replica starts its next forward pass
+    (several steps in one ``strategy.run``) while an owner is still copying into its weights.
+    ``tests/distribute/test_replica_race.py`` checks both, by value, under random delays."""
 
     def __init__(self, params: Sequence[Any], num_replicas: int):
         self.params = list(params)

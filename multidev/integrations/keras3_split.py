@@ -107,7 +107,11 @@ def _summed(plan: _Plan, everyone: list, r: int, i: int) -> torch.Tensor | None:
 
 def apply(original: Any, optimizer: Any, ctx: Any, plan: _Plan, grads: list) -> bool:
     """This replica's part of a split ``optimizer.apply``; False (nothing done, every replica alike)
-    when some replica owns no variable with a gradient: the caller then all-reduces."""
+    when some replica owns no variable with a gradient: the caller then all-reduces.
+
+    Ordering (as ``optimizer_shards.OptimizerShards``): the exchange is entered after each replica's
+    backward pass, owners write the others' copies only after it, and the barrier that follows the
+    copies keeps every replica from reading its weights again before they are all written."""
     r = ctx._global_replica_id
     everyone = gradient_reducer.exchange_among_replicas(ctx, "keras3.optimizer.apply", grads)
     present = [any(g[i] is not None for g in everyone) for i in range(len(grads))]

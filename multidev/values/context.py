@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -97,13 +98,38 @@ def current_replica_context() -> Any | None:
     return None if env is None else env.replica_context
 
 
+class _TracedReplica(threading.local):
+    """The running replica's local id, mirrored from ``_ENV`` for code that ``torch.compile`` traces:
+    dynamo cannot trace ``ContextVar.get`` (a graph break at every parameter access), but it reads
+    a ``threading.local`` attribute and guards on its value, so a compiled module is specialised per
+    replica. The one ``threading.local`` here; ``_ENV`` stays the truth (set and reset with it)."""
+
+    replica_id: int | None = None
+
+
+_traced = _TracedReplica()
+
+
+def traced_replica_id() -> int | None:
+    """``current_replica_id()`` for code run under ``torch.compile`` (see ``_TracedReplica``)."""
+    return _traced.replica_id
+
+
+def _mirror() -> None:
+    env = _ENV.get()
+    _traced.replica_id = None if env is None else env.replica_id
+
+
 def enter_replica_env(env: ReplicaEnv | None) -> contextvars.Token:
     """Run as ``env`` (None: cross-replica) until ``exit_replica_env`` with the returned token."""
-    return _ENV.set(env)
+    token = _ENV.set(env)
+    _mirror()
+    return token
 
 
 def exit_replica_env(token: contextvars.Token) -> None:
     _ENV.reset(token)
+    _mirror()
 
 
 @contextlib.contextmanager
@@ -111,6 +137,7 @@ def cross_replica(strategy: Any = None):
     """Leave replica context for the block (``merge_call``, restoring a variable made in a replica);
     with ``strategy``, the block is also in its scope."""
     token = _ENV.set(None)
+    _mirror()
     pushed = push_scope(strategy) if strategy is not None else None
     try:
         yield
@@ -118,6 +145,7 @@ def cross_replica(strategy: Any = None):
         if pushed is not None:
             pop_scope(pushed)
         _ENV.reset(token)
+        _mirror()
 
 
 def scope_stack() -> tuple:
@@ -152,6 +180,6 @@ def current_scope_strategy() -> Any | None:
     return stack[-1] if stack else None
 
 
-__all__ = ["CallerModes", "ReplicaEnv", "replica_env", "current_replica_id", "current_replica_context",
+__all__ = ["CallerModes", "ReplicaEnv", "replica_env", "current_replica_id", "traced_replica_id", "current_replica_context",
            "enter_replica_env", "exit_replica_env", "cross_replica", "scope_stack", "push_scope", "pop_scope",
            "current_scope_strategy"]

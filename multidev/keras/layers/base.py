@@ -27,6 +27,7 @@ from multidev.keras import backend, initializers, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.values import context
 
 # (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
 _call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
@@ -63,6 +64,8 @@ class Layer(nn.Module):
         self.name = name or backend.unique_name(backend.to_snake_case(type(self).__name__))
         self._trainable = bool(trainable)
         self.built = False
+        # Made inside a replica function: that replica's own object, built locally (see _maybe_build).
+        self._made_in_replica = context.current_replica_id() is not None
         self._weight_specs: list[tuple[str, bool]] = []
         self._dtype_policy = mixed_precision.resolve(dtype)
         self._inbound_nodes: list = []
@@ -122,12 +125,26 @@ class Layer(nn.Module):
         return layer_losses.collect(self)
 
     def _maybe_build(self, inputs):
+        """Build on first call, once. A layer every replica shares, first called inside ``strategy.run``
+        (TensorFlow's tutorials build their models lazily there), is built in ONE ``merge_call``: all
+        replicas wait while it runs in cross-replica context, in the strategy's scope, so its weights
+        become distributed variables (one copy per replica, equal initial values), as TensorFlow
+        creates mirrored variables when a replica builds a layer. Built by whichever replica came
+        first, they were plain tensors that every replica read and every replica's optimizer wrote
+        in place while the others' autograd graphs still held them (issue 24, item 1)."""
         if self.built:
             return
-        with _BUILD_LOCK:          # replicas may make the first call concurrently: build once
+        replica = context.current_replica_context()
+        if replica is not None and not self._made_in_replica:
+            shape = _shape_of(inputs)   # the last replica to arrive builds with its shape (batch sizes may differ)
+            replica.merge_call(lambda strategy, layer: layer._build_once(shape), args=(self,))
+            return
+        self._build_once(_shape_of(inputs))
+
+    def _build_once(self, shape):
+        with _BUILD_LOCK:          # threads may make the first call concurrently: build once
             if self.built:
                 return
-            shape = _shape_of(inputs)
             self.build(shape)
             self._build_input_shape = shape
             self.built = True

@@ -1,0 +1,125 @@
+"""Per-replica random streams: replicas that share a torch device draw from their own deterministic stream.
+
+Torch keeps ONE default generator per torch device, and logical devices of one physical device share
+it: replica threads on logical CPUs (or logical GPUs of one GPU) that draw dropout masks, ``randn``,
+``bernoulli``, ``nn.init`` ... took turns on it in whatever order the threads ran, so a run with a
+fixed seed gave different results each time (issue 23, item 5).
+
+The rule (DDP's, with every rank seeded alike): replica r behaves as rank r of a DDP job whose
+processes all called ``torch.manual_seed`` with the same seed. The first replica on a torch device
+draws from the device's default generator itself (as rank 0 does, so the caller sees its state
+advance); each other replica on that device draws from its own copy of that generator's state,
+taken when ``strategy.run`` starts (``ReplicaStreams.fork``). Equal per-replica batch shapes therefore
+give every replica the same masks, as DDP ranks get, and a program ported from DDP draws the same
+numbers; a re-seed, or draws in the caller between steps, reach every replica at the next run, as
+they reach every DDP rank. Replicas on distinct devices (one per GPU) already have their own
+generator and get no stream (no cost).
+
+The seam is a ``TorchFunctionMode`` in the replica's thread that intercepts the ops that draw
+(by name: torch's random factories and in-place samplers, dropout in all its forms, recurrent ops
+with dropout, attention with dropout, ``torch.nn.init``) and runs each under one process-wide lock
+with the device generator's state swapped for the replica's. A draw made by a thread that is no
+replica (an input pipeline thread) while a replica's state is swapped in is not protected.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.nn.init
+from torch.overrides import TorchFunctionMode
+
+_TORCH_NAMES = {
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+    "normal", "poisson", "binomial", "_standard_gamma", "_sample_dirichlet", "native_dropout", "_fused_dropout",
+    "dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d",
+    "rrelu", "rrelu_", "rrelu_with_noise", "gumbel_softmax", "lstm", "gru", "rnn_tanh", "rnn_relu",
+    "scaled_dot_product_attention", "multi_head_attention_forward", "fractional_max_pool2d",
+    "fractional_max_pool3d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
+}
+_TENSOR_METHODS = {"bernoulli_", "normal_", "uniform_", "random_", "exponential_", "geometric_", "cauchy_",
+                   "log_normal_"}
+# torch.nn.init's functions draw inside themselves, where this mode no longer sees the inner ops.
+_INIT_NAMES = {n for n in dir(torch.nn.init) if not n.startswith("_") and n not in {"calculate_gain", "Tensor"}}
+RANDOM_OP_NAMES = frozenset(_TORCH_NAMES | _TENSOR_METHODS | _INIT_NAMES)
+
+_LOCK = threading.Lock()
+
+
+def _default_generator(device: torch.device) -> torch.Generator:
+    if device.type == "cuda":
+        return torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
+    if device.type == "cpu":
+        return torch.default_generator
+    raise ValueError(f"No per-replica random stream for {device.type!r} devices (cpu and cuda have one).")
+
+
+class ReplicaStream:
+    """One replica's stream on one torch device: the device's generator itself (``owner``) or a state
+    of its own, forked from it by ``ReplicaStreams.fork``. ``in_replica()`` says whether the thread
+    runs as its replica now: inside a ``merge_call`` (cross-replica context: a layer built once for
+    every replica) it draws from the device's generator, as code outside ``strategy.run`` does,
+    whichever replica's thread runs it."""
+
+    def __init__(self, device: torch.device, owner: bool, in_replica: Callable[[], bool] = lambda: True):
+        self.device = device
+        self.owner = owner
+        self.state: torch.Tensor | None = None
+        self._in_replica = in_replica
+
+    def draw(self, func, args: tuple, kwargs: dict) -> Any:
+        """Run the random op ``func`` on this stream (under the lock every replica's draw takes)."""
+        with _LOCK:
+            if self.owner or not self._in_replica():
+                return func(*args, **kwargs)
+            generator = _default_generator(self.device)
+            saved = generator.get_state()
+            generator.set_state(self.state)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.state = generator.get_state()
+                generator.set_state(saved)
+
+
+class ReplicaRandomMode(TorchFunctionMode):
+    """Routes the random ops of a replica's thread to its ``ReplicaStream``; every other op passes."""
+
+    def __init__(self, stream: ReplicaStream):
+        super().__init__()
+        self.stream = stream
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in RANDOM_OP_NAMES and kwargs.get("generator") is None:
+            return self.stream.draw(func, args, kwargs)
+        return func(*args, **kwargs)
+
+
+class ReplicaStreams:
+    """The streams of a strategy's local replicas (None for each replica alone on its device)."""
+
+    def __init__(self, torch_devices: Sequence[torch.device], in_replica: Callable[[], bool]):
+        seen: set = set()
+        shared = {d for d in torch_devices if sum(1 for e in torch_devices if e == d) > 1}
+        self.streams: list[ReplicaStream | None] = []
+        for d in torch_devices:
+            self.streams.append(ReplicaStream(d, d not in seen, in_replica) if d in shared else None)
+            seen.add(d)
+
+    def fork(self) -> None:
+        """At the start of a run (caller thread): every non-owner stream takes its device generator's
+        current state, as every identically seeded DDP rank starts the step from the same state."""
+        for stream in self.streams:
+            if stream is not None and not stream.owner:
+                stream.state = _default_generator(stream.device).get_state()
+
+    def mode_for(self, replica_id: int) -> ReplicaRandomMode | None:
+        """The mode replica ``replica_id``'s thread enters for its task (None: it needs none)."""
+        stream = self.streams[replica_id]
+        return None if stream is None else ReplicaRandomMode(stream)
+
+
+__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES"]
