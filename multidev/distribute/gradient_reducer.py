@@ -193,7 +193,7 @@ def choose(optimizer: torch.optim.Optimizer, params: Sequence[Any], strategy: An
         return SplitUpdate(params, strategy)
     if extended._share_storage:
         return SharedStorageUpdate(params, strategy)
-    overlap = extended._gradient_overlap([local_copy(p, 0) for p in params])
+    overlap = None if extended._backward is not None else extended._gradient_overlap([local_copy(p, 0) for p in params])
     if overlap is not None:
         return OverlappedAllReduce(params, strategy, overlap)
     return BucketedAllReduce(params, strategy)

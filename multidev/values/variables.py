@@ -209,6 +209,10 @@ class DistributedVariable(Variable):
     """A variable with one component per replica; abstract (Mirrored or SyncOnRead)."""
 
     _strategy: StrategyLike   # the strategy whose scope created it
+    # Whether loss.backward() reduces this variable's gradients across replicas (distribute/backward_reduce.py):
+    # mirrored trainable variables, except Keras 3's (Keras's optimizer.apply sums them); set once hooked.
+    _reduce_in_backward = True
+    _backward_hooked = False
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
@@ -369,6 +373,8 @@ def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value
 class SyncOnReadVariable(DistributedVariable):
     """Copies updated locally by each replica and reduced when read in cross-replica context
     (``synchronization=ON_READ``), as Keras metrics and batch-norm statistics use."""
+
+    _reduce_in_backward = False
 
     def _reduced(self) -> torch.Tensor:
         with torch.no_grad(), DisableTorchFunctionSubclass():
