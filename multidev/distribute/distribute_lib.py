@@ -22,6 +22,7 @@ from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
+from multidev.distribute import module_hooks
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
 from multidev.distribute.replica_context import ReplicaContext
@@ -257,7 +258,9 @@ class ReplicatedExtended(StrategyExtended):
                 if self._threads is None:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort,
                                                    busy_wait_s=self._rendezvous.timeout)
-                outcomes = self._threads.run(tasks)
+                guard = module_hooks.shared_module_guard() if self._layout.distributes else contextlib.nullcontext()
+                with guard:
+                    outcomes = self._threads.run(tasks)
         finally:
             self._running = False
         self._raise_first_error(outcomes)

@@ -109,6 +109,8 @@ def map_structure(fn, value: Any) -> Any:
     """Apply ``fn`` to every leaf of nested tuples/lists/dicts (namedtuples kept)."""
     if isinstance(value, dict):
         return type(value)((k, map_structure(fn, v)) for k, v in value.items())
+    if isinstance(value, torch.Size):   # a shape is one value (torch.Size cannot hold PerReplica parts)
+        return fn(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
         return type(value)(*(map_structure(fn, v) for v in value))
     if isinstance(value, (list, tuple)):
