@@ -7,10 +7,11 @@ because DDP's reducer all-reduces during backward and finishes before ``backward
 module gives multidev's replicas the same contract:
 
 * every trainable mirrored variable's replica copies (leaf tensors) carry two hooks: one before
-  autograd accumulates into ``.grad`` (it sets aside a gradient already reduced by an earlier
-  backward, so only the increment is reduced: accumulation gives ``old + reduce(new)`` in both
-  modes) and one after (it notes the leaf); the first of them queues a callback that autograd runs
-  when this backward ends, in the replica's thread;
+  autograd accumulates into ``.grad`` and one after (it notes the leaf); the first of them queues a
+  callback that autograd runs when this backward ends, in the replica's thread. Accumulating
+  (several backward passes, one step): a MEAN reduces the whole ``.grad``, as DDP does (the mean
+  of an already reduced part, identical on every replica, is that part); a SUM would count it N
+  times, so the first hook sets the reduced part aside and only the new part is summed;
 * the callback reduces the noted leaves' gradients across replicas (every replica's backward meets
   the others' there; a leaf some replica did not reach counts as zeros, one no replica reached stays
   None) and writes the result into every replica's ``.grad``; then it marks the replica's step
@@ -76,6 +77,8 @@ class BackwardReducer:
         return True
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
+        if self._extended._replica_steps[r].loss_reduction is ReduceOp.MEAN:
+            return   # the mean of (reduced part, identical everywhere) + new part is that part + mean(new): DDP's sum
         leaf = self._leaves[r][i]()
         if leaf is not None and leaf.grad is not None:
             # Reduced by an earlier backward (identical on every replica): set aside, reduce only the new part.
