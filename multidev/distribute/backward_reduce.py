@@ -62,6 +62,9 @@ class BackwardReducer:
         self._queued = [False] * n
         self._count = 0
         self._buckets: dict[tuple, GradientBuckets] = {}
+        # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
+        self._overlap: Any = None
+        self._overlap_indices: list[int] = []
 
     # --- hooks ------------------------------------------------------------------------------
     def track(self, var: Any) -> bool:
@@ -75,6 +78,17 @@ class BackwardReducer:
             leaf.register_hook(functools.partial(self._before_accumulate, r, i))
             leaf.register_post_accumulate_grad_hook(functools.partial(self._after_accumulate, r, i))
         return True
+
+    def before_run(self) -> None:
+        """Caller thread, replicas idle: (re)build the overlapped all-reduce over every hooked leaf,
+        if this strategy overlaps (one local replica, several workers) and variables were hooked."""
+        if len(self._leaves) != 1 or self._count == len(self._overlap_indices):
+            return
+        indices = sorted(self._leaves[0])
+        if self._overlap is not None:
+            self._overlap.close()
+        self._overlap = self._extended._gradient_overlap([self._leaves[0][i]() for i in indices])
+        self._overlap_indices = indices
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
         if self._extended._replica_steps[r].loss_reduction is ReduceOp.MEAN:
@@ -111,19 +125,38 @@ class BackwardReducer:
         step: ReplicaStep = self._extended._replica_steps[r]
         op = step.loss_reduction
         ctx = self._extended._contexts[r]
-        rendezvous = self._extended._rendezvous
-        indices = rendezvous.exchange(r, ("loss.backward", op.name), frozenset(fired),
-                                      lambda sets: [sorted(frozenset().union(*sets))] * len(sets))
-        leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
-        if self._extended._cooperative_reduce:
-            self._reduce_in_place(r, indices, leaves, op)
+        if self._overlap is not None:
+            indices, leaves = self._finish_overlap(ctx, op)
         else:
-            self._reduce_in_buckets(ctx, indices, leaves, op)
+            indices = self._extended._rendezvous.exchange(
+                r, ("loss.backward", op.name), frozenset(fired), lambda sets: [sorted(frozenset().union(*sets))] * len(sets))
+            leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
+            if self._extended._cooperative_reduce:
+                self._reduce_in_place(r, indices, leaves, op)
+            else:
+                self._reduce_in_buckets(ctx, indices, leaves, op)
         for i, leaf in zip(indices, leaves):
             old = set_aside.get(i)
             if old is not None:
                 leaf.grad = old + leaf.grad if leaf.grad is not None else old
         step.gradients = Gradients.REDUCED
+
+    def _finish_overlap(self, ctx: Any, op: ReduceOp) -> tuple[list[int], list]:
+        """Wait for the buckets launched during backward (and launch the rest); the leaves any worker
+        reached get the reduced gradients."""
+        total = ctx.num_replicas_in_sync
+        indices, leaves = [], []
+        with torch.no_grad():
+            for i, g in zip(self._overlap_indices, self._overlap.finish()):
+                leaf = self._leaves[0][i]()
+                if g is None or leaf is None:
+                    continue
+                if op is ReduceOp.MEAN:
+                    algorithms.divide_(g, total)
+                leaf.grad = g
+                indices.append(i)
+                leaves.append(leaf)
+        return indices, leaves
 
     def _reduce_in_place(self, r: int, indices: list[int], leaves: list, op: ReduceOp) -> None:
         """Replicas sharing one CPU: each reduces its share of every gradient into every replica's."""

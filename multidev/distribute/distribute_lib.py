@@ -210,6 +210,8 @@ class ReplicatedExtended(StrategyExtended):
             var._sync_if_stale()
             if backward is not None and not var._backward_hooked:
                 var._backward_hooked = backward.track(var)
+        if backward is not None:
+            backward.before_run()
         for preparer in list(self._run_preparers):
             preparer.before_run()
 
