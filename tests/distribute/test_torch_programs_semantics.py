@@ -277,3 +277,19 @@ def test_batch_dimension_is_zero_and_disagreeing_sizes_say_so():
     dataset = md.data.Dataset.from_tensors((tokens, targets))
     with pytest.raises(ValueError, match=r"dimension 0.*batch-first"):
         next(iter(strategy.experimental_distribute_dataset(dataset)))
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.SGD(p, lr=0.1), lambda p: torch.optim.Adamax(p, lr=0.1)],
+                         ids=["sgd", "adamax"])
+def test_p_grad_after_the_step_is_the_reduced_gradient_on_every_replica(make_opt):
+    """A split update releases the gradients of variables another replica owns during the step,
+    and gives them back: after the step every replica's p.grad is the reduced gradient, as DDP's."""
+    def step(model, opt, x, y):
+        _mse_step(model, opt, x, y)
+        return [p.grad.clone() for p in model.parameters()]
+
+    _, grads = _train(_strategy(), step, make_opt, steps=1)
+    _, want = _train(None, step, make_opt, steps=1)
+    for replica_grads in grads[0]:
+        for got, expected in zip(replica_grads, want[0]):
+            torch.testing.assert_close(got, expected, rtol=0, atol=1e-14)
