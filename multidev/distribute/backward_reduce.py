@@ -127,14 +127,13 @@ class BackwardReducer:
         ctx = self._extended._contexts[r]
         if self._overlap is not None:
             indices, leaves = self._finish_overlap(ctx, op)
+        elif self._extended._cooperative_reduce:
+            indices, leaves = self._reduce_in_place(r, fired, op)
         else:
             indices = self._extended._rendezvous.exchange(
                 r, ("loss.backward", op.name), frozenset(fired), lambda sets: [sorted(frozenset().union(*sets))] * len(sets))
             leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
-            if self._extended._cooperative_reduce:
-                self._reduce_in_place(r, indices, leaves, op)
-            else:
-                self._reduce_in_buckets(ctx, indices, leaves, op)
+            self._reduce_in_buckets(ctx, indices, leaves, op)
         for i, leaf in zip(indices, leaves):
             old = set_aside.get(i)
             if old is not None:
@@ -158,16 +157,17 @@ class BackwardReducer:
                 leaves.append(leaf)
         return indices, leaves
 
-    def _reduce_in_place(self, r: int, indices: list[int], leaves: list, op: ReduceOp) -> None:
-        """Replicas sharing one CPU: each reduces its share of every gradient into every replica's."""
+    def _reduce_in_place(self, r: int, fired: dict, op: ReduceOp) -> tuple[list[int], list]:
+        """Replicas sharing one CPU: one meeting agrees on the leaves (the union of what each reached)
+        and hands out every replica's gradients; each replica then reduces its share of every gradient
+        into every replica's, and a second meeting waits until all shares are written."""
         n = len(self._leaves)
         rendezvous = self._extended._rendezvous
-        grads = [_own_contiguous(leaf) for leaf in leaves]
-        everyone = rendezvous.exchange(r, ("loss.backward.grads", len(indices)), (leaves, grads), _fill_missing)
+        indices, everyone = rendezvous.exchange(r, ("loss.backward", op.name), fired, self._agree)
         try:
             with torch.no_grad():
                 for k, i in enumerate(indices):
-                    column = [grads_of[k] for grads_of in everyone]
+                    column = [grads[k] for grads in everyone]
                     if column[0] is None:
                         continue   # no replica reached it: stays None, as on one device
                     flat = [g.view(-1) for g in column]
@@ -180,6 +180,26 @@ class BackwardReducer:
                         algorithms.reduce_slice(flat, flat, part, op)
         finally:   # nobody reads a gradient before every share is written
             rendezvous.exchange(r, ("loss.backward.done",), None, lambda p: [None] * len(p))
+        return indices, [self._leaves[r][i]() for i in indices]
+
+    def _agree(self, fired_sets: list) -> list:
+        """(Run once, by the last replica to arrive.) The leaves any replica reached, in index order,
+        and every replica's gradient of each: dense, contiguous, and zeros (set as its ``.grad``;
+        that replica waits here) where another replica has one and it has none, as DDP counts an
+        unused parameter."""
+        indices = sorted(frozenset().union(*fired_sets))
+        everyone = []
+        for r in range(len(fired_sets)):
+            everyone.append([_own_contiguous(self._leaves[r][i]()) for i in indices])
+        for k in range(len(indices)):
+            present = next((grads[k] for grads in everyone if grads[k] is not None), None)
+            if present is None:
+                continue
+            for r, grads in enumerate(everyone):
+                if grads[k] is None:
+                    leaf = self._leaves[r][indices[k]]()
+                    grads[k] = leaf.grad = torch.zeros_like(present, device=leaf.device)
+        return [(indices, everyone)] * len(fired_sets)
 
     def _reduce_in_buckets(self, ctx: Any, indices: list[int], leaves: list, op: ReduceOp) -> None:
         buckets = self._buckets.get(tuple(indices))
@@ -200,18 +220,3 @@ def _own_contiguous(leaf: torch.Tensor) -> torch.Tensor | None:
     if g is not None and (g.is_sparse or not g.is_contiguous()):
         g = leaf.grad = g.to_dense().contiguous() if g.is_sparse else g.contiguous()
     return g
-
-
-def _fill_missing(payloads: list) -> list:
-    """Every replica's gradients; where some replicas have one and others none, the others get
-    zeros (set as their ``.grad``: those replicas wait here), as DDP counts an unused parameter."""
-    columns = len(payloads[0][1])
-    grads = [list(g) for _, g in payloads]
-    for k in range(columns):
-        present = next((g[k] for g in grads if g[k] is not None), None)
-        if present is None:
-            continue
-        for (leaves, _), g in zip(payloads, grads):
-            if g[k] is None:
-                g[k] = leaves[k].grad = torch.zeros_like(present, device=leaves[k].device)
-    return [grads] * len(payloads)

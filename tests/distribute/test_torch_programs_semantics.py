@@ -56,9 +56,9 @@ def _assert_same_weights(model, reference):
             torch.testing.assert_close(component.detach(), q.detach(), rtol=0, atol=1e-13)
 
 
-def _mse_step(model, opt, x, y):
+def _mse_step(model, opt, x, y, loss_fn=torch.nn.functional.mse_loss):
     opt.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x), y)   # a mean, as every torch loss is
+    loss = loss_fn(model(x), y)   # torch's mse_loss is a mean, as every torch loss is
     loss.backward()
     opt.step()
     return loss.detach()
@@ -73,9 +73,8 @@ def test_mean_loss_with_backward_equals_one_device():
 
 def test_compute_average_loss_keeps_tensorflows_sum():
     def step(model, opt, x, y):
-        opt.zero_grad()
-        md.nn.compute_average_loss(((model(x) - y) ** 2).mean(1), global_batch_size=8).backward()
-        opt.step()
+        return _mse_step(model, opt, x, y,
+                         lambda out, target: md.nn.compute_average_loss(((out - target) ** 2).mean(1), global_batch_size=8))
 
     model, _ = _train(_strategy(), step)
     reference, _ = _train(None, step)

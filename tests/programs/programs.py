@@ -137,12 +137,16 @@ def _lstm_build():
     return {"model": RNNModel().double(), "lr": 2.0, "clip": 0.25}
 
 
-def _lstm_step(state, batch, hidden):
+def _lm_train_step(state, batch, hidden):
+    """word_language_model's train(): one function for both models (hidden state for the LSTM)."""
     data, targets = batch
     model = state["model"]
-    hidden = _repackage_hidden(hidden)
     model.zero_grad()
-    output, hidden = model(data, hidden)
+    if hidden is not None:
+        hidden = _repackage_hidden(hidden)
+        output, hidden = model(data, hidden)
+    else:
+        output = model(data)
     loss = F.nll_loss(output.reshape(-1, output.shape[-1]), targets.reshape(-1))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), state["clip"])
@@ -154,19 +158,6 @@ def _lstm_step(state, batch, hidden):
 def _transformer_build():
     torch.manual_seed(3)
     return {"model": TransformerModel().double(), "lr": 0.5, "clip": 0.25}
-
-
-def _transformer_step(state, batch, carry):
-    data, targets = batch
-    model = state["model"]
-    model.zero_grad()
-    output = model(data)
-    loss = F.nll_loss(output.reshape(-1, output.shape[-1]), targets.reshape(-1))
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), state["clip"])
-    for p in model.parameters():
-        p.data.add_(p.grad, alpha=-state["lr"])
-    return loss.detach(), carry
 
 
 # --- pytorch/examples vae ---------------------------------------------------------------------------------
@@ -189,10 +180,13 @@ def _vae_build():
     return {"model": model, "opt": torch.optim.Adam(model.parameters(), lr=1e-2)}
 
 
-def _vae_batches():
-    g = _gen(30)
-    return [(torch.rand(GLOBAL_BATCH, 36, generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, 4, generator=g, dtype=F64))
-            for _ in range(3)]
+def _pairs(seed: int, first: Callable, width: int, noise: int, steps: int = 3) -> Callable[[], list]:
+    """Global batches of (data from ``first(shape)``, noise): the data and the step's random draws."""
+    def batches():
+        g = _gen(seed)
+        return [(first((GLOBAL_BATCH, width), generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, noise, generator=g, dtype=F64))
+                for _ in range(steps)]
+    return batches
 
 
 def _vae_step(state, batch, carry):
@@ -223,12 +217,6 @@ def _gan_build(batch_norm: bool):
                 "optG": torch.optim.Adam(netG.parameters(), lr=2e-3, betas=(0.5, 0.999)),
                 "optD": torch.optim.Adam(netD.parameters(), lr=2e-3, betas=(0.5, 0.999))}
     return build
-
-
-def _gan_batches():
-    g = _gen(40)
-    return [(torch.randn(GLOBAL_BATCH, 12, generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, 4, generator=g, dtype=F64))
-            for _ in range(3)]
 
 
 def _gan_step(state, batch, carry):
@@ -325,12 +313,12 @@ def _hf_step(state, batch, carry):
 
 PROGRAMS = [
     Program("mnist_cnn", _mnist_build, _mnist_batches, _mnist_step),
-    Program("lstm_lm", _lstm_build, _lm_batches, _lstm_step,
+    Program("lstm_lm", _lstm_build, _lm_batches, _lm_train_step,
             initial_carry=lambda bsz: (torch.zeros(2, bsz, 12, dtype=F64), torch.zeros(2, bsz, 12, dtype=F64))),
-    Program("transformer_lm", _transformer_build, _lm_batches, _transformer_step),
-    Program("vae", _vae_build, _vae_batches, _vae_step),
-    Program("gan", _gan_build(False), _gan_batches, _gan_step, models=("netG", "netD")),
-    Program("gan_batchnorm", _gan_build(True), _gan_batches, _gan_step, models=("netG", "netD"), compare_one_device=False),
+    Program("transformer_lm", _transformer_build, _lm_batches, _lm_train_step),
+    Program("vae", _vae_build, _pairs(30, torch.rand, 36, 4), _vae_step),
+    Program("gan", _gan_build(False), _pairs(40, torch.randn, 12, 4), _gan_step, models=("netG", "netD")),
+    Program("gan_batchnorm", _gan_build(True), _pairs(40, torch.randn, 12, 4), _gan_step, models=("netG", "netD"), compare_one_device=False),
     # AdamW divides each gradient by its own running norm: gradients near zero turn rounding-level
     # differences of the batch split (DDP's too: 7.5e-13 off one device) into ~1e-12 of the weights.
     Program("hf_float64", _hf_build(F64), _hf_batches, _hf_step, tolerance=1e-11),
