@@ -4,7 +4,8 @@ program code, the same global batches. The two runs take turns (never at the sam
 
     python benchmarks/torch_programs.py --steps 30 --batch 64
 
-Prints a table (ms per step, ratio multidev / DDP) and, with --json, writes the numbers.
+Prints a table (wall and CPU ms per step, ratios multidev / DDP; medians of alternating rounds) and,
+with --json, writes the numbers. On a loaded machine the CPU columns are the steadier ones.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import datetime
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,13 +33,14 @@ def _programs(batch: int):
     return programs
 
 
-def _time_steps(run_step, batches, steps: int, warmup: int) -> float:
+def _time_steps(run_step, batches, steps: int, warmup: int) -> tuple[float, float]:
+    """(wall ms, this process's CPU ms, all threads) per step."""
     for i in range(warmup):
         run_step(batches[i % len(batches)])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i in range(steps):
         run_step(batches[i % len(batches)])
-    return (time.perf_counter() - start) / steps * 1e3
+    return (time.perf_counter() - start) / steps * 1e3, (time.process_time() - cpu) / steps * 1e3
 
 
 def child_multidev(args, out: str) -> None:
@@ -84,7 +87,10 @@ def child_ddp(args, out: str) -> None:
             _, carry[0] = program.step(state, mine, carry[0])
 
         dist.barrier()
-        results[program.name] = _time_steps(run_step, program.batches(), args.steps, args.warmup)
+        wall, cpu = _time_steps(run_step, program.batches(), args.steps, args.warmup)
+        both = torch.tensor([wall, cpu], dtype=torch.float64)
+        dist.all_reduce(both)   # wall: the mean of the ranks'; CPU: both processes together
+        results[program.name] = (float(both[0]) / world, float(both[1]))
     if rank == 0:
         with open(os.path.join(out, "ddp.json"), "w") as f:
             json.dump(results, f)
@@ -109,6 +115,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch", type=int, default=64, help="global batch (even)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median is reported")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--child", choices=["multidev", "ddp"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -118,24 +125,32 @@ def main() -> None:
     if args.child == "ddp":
         return child_ddp(args, args.out)
     base = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    rounds: dict = {"multidev": [], "ddp": []}
     with tempfile.TemporaryDirectory() as out:
         common = [sys.executable, os.path.abspath(__file__), "--steps", str(args.steps), "--warmup", str(args.warmup),
                   "--batch", str(args.batch), "--out", out]
-        _run(common + ["--child", "multidev"], [dict(base, MULTIDEV_LOGICAL_CPUS="2")], 1800)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = str(s.getsockname()[1])
-        _run(common + ["--child", "ddp"], [dict(base, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                                                  MASTER_PORT=port) for r in range(2)], 1800)
-        with open(os.path.join(out, "multidev.json")) as f, open(os.path.join(out, "ddp.json")) as g:
-            ours, ddp = json.load(f), json.load(g)
-    print(f"| program | multidev 2 replicas (ms/step) | DDP 2 processes (ms/step) | ratio |")
-    print("|---|---|---|---|")
-    for name, ms in ours.items():
-        print(f"| {name} | {ms:.2f} | {ddp[name]:.2f} | {ms / ddp[name]:.2f} |")
+        for _ in range(args.rounds):   # alternate, so a busy spell of the machine hits both
+            _run(common + ["--child", "multidev"], [dict(base, MULTIDEV_LOGICAL_CPUS="2")], 1800)
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = str(s.getsockname()[1])
+            _run(common + ["--child", "ddp"], [dict(base, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                                                      MASTER_PORT=port) for r in range(2)], 1800)
+            for kind in rounds:
+                with open(os.path.join(out, f"{kind}.json")) as f:
+                    rounds[kind].append(json.load(f))
+    median = {kind: {name: [statistics.median(r[name][k] for r in runs) for k in (0, 1)] for name in runs[0]}
+              for kind, runs in rounds.items()}
+    ours, ddp = median["multidev"], median["ddp"]
+    print("| program | multidev wall ms/step | DDP wall ms/step | wall ratio | multidev CPU ms/step | DDP CPU ms/step "
+          "(both processes) | CPU ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, (wall, cpu) in ours.items():
+        dwall, dcpu = ddp[name]
+        print(f"| {name} | {wall:.2f} | {dwall:.2f} | {wall / dwall:.2f} | {cpu:.2f} | {dcpu:.2f} | {cpu / dcpu:.2f} |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"multidev": ours, "ddp": ddp, "batch": args.batch, "steps": args.steps}, f, indent=1)
+            json.dump({"median": median, "rounds": rounds, "batch": args.batch, "steps": args.steps}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ class BackwardReducer:
         # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
         self._overlap: Any = None
         self._overlap_indices: list[int] = []
+        self._overlap_count = 0   # self._count when the overlap was built
 
     # --- hooks ------------------------------------------------------------------------------
     def track(self, var: Any) -> bool:
@@ -82,12 +83,14 @@ class BackwardReducer:
     def before_run(self) -> None:
         """Caller thread, replicas idle: (re)build the overlapped all-reduce over every hooked leaf,
         if this strategy overlaps (one local replica, several workers) and variables were hooked."""
-        if len(self._leaves) != 1 or self._count == len(self._overlap_indices):
+        if len(self._leaves) != 1 or self._count == self._overlap_count:
             return
-        indices = sorted(self._leaves[0])
+        self._overlap_count = self._count
+        live = {i: ref() for i, ref in self._leaves[0].items()}
+        indices = sorted(i for i, leaf in live.items() if leaf is not None)
         if self._overlap is not None:
             self._overlap.close()
-        self._overlap = self._extended._gradient_overlap([self._leaves[0][i]() for i in indices])
+        self._overlap = self._extended._gradient_overlap([live[i] for i in indices])
         self._overlap_indices = indices
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
