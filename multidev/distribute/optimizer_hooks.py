@@ -23,6 +23,8 @@ Around each step in replica context the hooks call the optimizer's gradient redu
 (``gradient_reducer``: chosen once per optimizer and its variables' strategy, the same object a
 Keras optimizer sums with): ``before_step`` makes each replica's gradients the sums it applies,
 ``after_step`` finishes the step (a split update copies the owners' new values to the others).
+When ``loss.backward()`` already reduced them in this step (``backward_reduce``: the replica's
+``ReplicaStep.gradients`` is ``Gradients.REDUCED``) they are applied as they are, never reduced twice.
 multidev's Keras optimizers are multidev's own objects and hold one plain torch optimizer per
 replica directly (``keras/optimizers/replica_rules.py``).
 
