@@ -1,7 +1,8 @@
 """A plain PyTorch training loop on MirroredStrategy: any torch.nn.Module, any torch.optim optimizer.
 
 Two replicas (logical CPUs here, GPUs where there are some) each take half of every global batch;
-``optimizer.step()`` inside ``strategy.run`` sums their gradients and updates every copy, so the run
+``loss.backward()`` sums their gradients (the loss went through ``md.nn.compute_average_loss``; a plain
+torch mean loss would be averaged, as DDP does), ``optimizer.step()`` updates every copy, so the run
 equals one device on the same global batches. The optimizer, its LR scheduler, ``state_dict()`` and
 ``load_state_dict`` are torch's own, unchanged.
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from multidev._core.enums import ReduceOp
 from multidev.values import context
 
 
@@ -23,6 +24,8 @@ def compute_average_loss(per_example_loss: Any, sample_weight: Any = None, globa
     Use it in a replica function so that summing gradients across replicas gives the gradient of
     the mean loss over the global batch. ``global_batch_size`` defaults to the per-replica batch
     size times the number of replicas; pass it explicitly when the last batch may be uneven.
+    Inside ``strategy.run`` it also tells ``loss.backward()`` to sum this step's gradients across
+    replicas (TensorFlow's rule) instead of averaging them (DDP's rule for torch's mean losses).
 
     Example:
         >>> loss = md.nn.compute_average_loss(per_example_loss, global_batch_size=64)
@@ -41,6 +44,9 @@ def compute_average_loss(per_example_loss: Any, sample_weight: Any = None, globa
     elif isinstance(global_batch_size, bool) or not isinstance(global_batch_size, (int, torch.Tensor)) or int(global_batch_size) < 0:
         raise ValueError(f"global_batch_size must be a non-negative integer, got {global_batch_size!r}.")
     total = loss.sum()
+    env = context.replica_env()
+    if env is not None and env.replica_step is not None:
+        env.replica_step.loss_reduction = ReduceOp.SUM   # scaled by the global batch: sum, don't average
     if int(global_batch_size) == 0:
         return total * 0.0  # TF's div_no_nan
     return total / int(global_batch_size)

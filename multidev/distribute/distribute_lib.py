@@ -23,6 +23,8 @@ from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
+from multidev.distribute import module_hooks
+from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
 from multidev.distribute import sync_batch_norm
 from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
@@ -74,6 +76,10 @@ class ReplicatedExtended(StrategyExtended):
         self._contexts = [ReplicaContext(strategy, r) for r in range(len(self._devices))]
         self._threads: ReplicaThreads | None = None
         self._running = False
+        # Gradients reduced when loss.backward() returns (backward_reduce.py): made for the first run
+        # with several replicas in sync; each replica's notes for the running step (fresh every run).
+        self._backward: BackwardReducer | None = None
+        self._replica_steps: list[context.ReplicaStep] = []
         # Replicas of one process on one CPU reduce gradient buckets cooperatively (ReplicaContext);
         # not when collectives leave the process (local sums go through the cross-process all-reduce).
         self._cooperative_reduce = len({d.torch_device for d in self._devices}) == 1 and \
@@ -228,8 +234,15 @@ class ReplicatedExtended(StrategyExtended):
             self._workers.broadcast_initial_values([v._components[0] for v in fresh])
         live = self._live_variables()
         self._broadcast_count = len(self._variables)
+        if self._backward is None and self._strategy.num_replicas_in_sync > 1:
+            self._backward = BackwardReducer(self)
+        backward = self._backward
         for var in live:
             var._sync_if_stale()
+            if backward is not None and not var._backward_hooked:
+                var._backward_hooked = backward.track(var)
+        if backward is not None:
+            backward.before_run()
         for preparer in list(self._run_preparers):
             preparer.before_run()
 
@@ -272,6 +285,7 @@ class ReplicatedExtended(StrategyExtended):
         if self._threads is not None:  # replicas left running by a failed run must not join this one
             self._threads.wait_idle()
         self._rendezvous.reset()
+        self._replica_steps = [context.ReplicaStep() for _ in range(n)]
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step)
                  for r in range(n)]
         self._running = True
@@ -282,7 +296,9 @@ class ReplicatedExtended(StrategyExtended):
                 if self._threads is None:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort,
                                                    busy_wait_s=self._rendezvous.timeout)
-                outcomes = self._threads.run(tasks)
+                guard = module_hooks.shared_module_guard() if self._layout.distributes else contextlib.nullcontext()
+                with guard:
+                    outcomes = self._threads.run(tasks)
         finally:
             self._running = False
         self._raise_first_error(outcomes)
@@ -326,7 +342,8 @@ class ReplicatedExtended(StrategyExtended):
         rendezvous = self._rendezvous
         # Everything replica r is, for this call: one immutable value, set once when its task starts.
         env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
-                                 device=device, stream=self._streams[r], modes=modes, step=step)
+                                 device=device, stream=self._streams[r], modes=modes, step=step,
+                                 replica_step=self._replica_steps[r])
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
         random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
 

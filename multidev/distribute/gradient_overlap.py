@@ -3,9 +3,11 @@
 Gradients are grouped in buckets in reverse parameter order (the order backward produces them).
 A post-accumulate-grad hook on each parameter counts arrivals; when a bucket is complete, and every
 earlier bucket has been launched (so all workers launch in the same order), its flat buffer starts
-an asynchronous all-reduce while backward continues. ``finish()`` (called by the optimizer's step
-pre-hook) launches whatever did not complete (unused parameters count as zeros, with a presence
-flag so a gradient missing everywhere stays None), waits, and writes the summed gradients back.
+an asynchronous all-reduce while backward continues. ``finish()`` (called when backward ends, by
+``backward_reduce``) launches whatever did not complete, waits, and returns the sums. Only the
+gradients this backward accumulated count (another network's ``.grad`` left by an earlier backward
+is not this one's); unused parameters count as zeros, with a presence flag so a gradient missing
+everywhere stays None.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from multidev.distribute.gradient_buckets import BucketBuffers, plan_buckets, un
 
 
 class GradientOverlap:
-    """Per-optimizer reducer for ``MultiWorkerMirroredStrategy`` with one local replica."""
+    """``loss.backward()``'s reducer for ``MultiWorkerMirroredStrategy`` with one local replica."""
 
     def __init__(self, process: Any, refs: Sequence[torch.Tensor], bucket_bytes: int):
         self._process = process
@@ -34,13 +36,16 @@ class GradientOverlap:
         self._reset()
 
     def _reset(self) -> None:
+        self._reached: set[int] = set()   # parameters this backward accumulated into (the others' .grad is not its)
         self._arrived = [0] * len(self._buckets)
         self._pending: list[Any] = [None] * len(self._buckets)
         self._launched = 0
         self._dirty = False
 
     def _on_grad(self, tensor: torch.Tensor) -> None:
-        b = self._bucket_of[self._index[id(tensor)]]
+        i = self._index[id(tensor)]
+        self._reached.add(i)
+        b = self._bucket_of[i]
         if self._pending[b] is not None:  # gradients accumulated again after launch: redo at finish()
             self._dirty = True
             return
@@ -50,7 +55,8 @@ class GradientOverlap:
             self._launched += 1
 
     def _flat(self, b: int) -> torch.Tensor:
-        return self._buffers.pack(b, self._refs, [t.grad for t in self._refs], self._buckets[b])
+        grads = [t.grad if i in self._reached else None for i, t in enumerate(self._refs)]
+        return self._buffers.pack(b, self._refs, grads, self._buckets[b])
 
     def _launch(self, b: int) -> None:
         flat = self._flat(b)
@@ -62,7 +68,6 @@ class GradientOverlap:
             self._launch(b)
         out: list[torch.Tensor | None] = [None] * len(self._refs)
         pending, dirty = self._pending, self._dirty
-        self._reset()
         for b, (flat, work) in enumerate(pending):
             work.wait()
         if dirty:  # a second backward before the step: reduce the accumulated gradients again, in order
@@ -70,6 +75,7 @@ class GradientOverlap:
             for b in range(len(self._buckets)):
                 flat = self._flat(b)
                 pending.append((self._process.all_reduce(flat, ReduceOp.SUM), None))
+        self._reset()
         for b, (flat, _) in enumerate(pending):
             unpack_bucket(flat, self._refs, self._buckets[b], out)
         return out

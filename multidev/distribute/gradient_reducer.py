@@ -17,11 +17,9 @@ The choice, first match wins:
 2. ``SplitUpdate``: replicas of one process on one CPU with their own copies and an element-wise
    ``torch.optim`` optimizer (``optimizer_shards``): each variable's owner sums and updates it,
    then copies it to the other replicas.
-3. ``OverlappedAllReduce``: ``MultiWorkerMirroredStrategy`` with one replica per worker process:
-   each bucket's cross-process all-reduce starts during backward (``gradient_overlap``).
-4. ``SharedStorageUpdate``: ``CentralStorageStrategy`` whose replicas share one storage: summed in
+3. ``SharedStorageUpdate``: ``CentralStorageStrategy`` whose replicas share one storage: summed in
    buckets, replica 0 alone applies the update, all meet after it.
-5. ``BucketedAllReduce``: anything else: flat buckets all-reduced by the strategy's collective (in
+4. ``BucketedAllReduce``: anything else: flat buckets all-reduced by the strategy's collective (in
    process, and across processes with ``MultiWorkerMirroredStrategy``; ``gradient_buckets``).
 
 Example (what the hooks do, for one replica's step)::
@@ -136,20 +134,6 @@ class BucketedAllReduce(GradientReducer):
             t.grad = g
 
 
-class OverlappedAllReduce(BucketedAllReduce):
-    """Cross-process buckets already in flight since backward produced them: ``before_step`` waits."""
-
-    def __init__(self, params: Sequence[Any], strategy: Any, overlap: Any):
-        super().__init__(params, strategy)
-        self._overlap = overlap
-
-    def _sum_step_gradients(self, replica_id: int) -> list:
-        return self._overlap.finish()
-
-    def close(self) -> None:
-        self._overlap.close()
-
-
 class SharedStorageUpdate(BucketedAllReduce):
     """Replicas share one storage (``CentralStorageStrategy``): replica 0 alone applies the summed
     update; no replica reads a parameter again before it is done."""
@@ -193,9 +177,8 @@ def choose(optimizer: torch.optim.Optimizer, params: Sequence[Any], strategy: An
         return SplitUpdate(params, strategy)
     if extended._share_storage:
         return SharedStorageUpdate(params, strategy)
-    overlap = extended._gradient_overlap([local_copy(p, 0) for p in params])
-    if overlap is not None:
-        return OverlappedAllReduce(params, strategy, overlap)
+    # (A torch loop's loss.backward() reduced its gradients already, overlapping the cross-process
+    # all-reduce with backward where it can: backward_reduce.py. Nothing is left to overlap here.)
     return BucketedAllReduce(params, strategy)
 
 

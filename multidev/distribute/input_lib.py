@@ -46,7 +46,11 @@ def _leading_size(element: Any) -> int:
         elif hasattr(leaf, "__len__"):
             sizes.add(len(leaf))
     if len(sizes) != 1:
-        raise ValueError(f"Components of a dataset element have different batch sizes {sorted(sizes)}; cannot split it.")
+        raise ValueError(
+            f"Components of a dataset element have different batch sizes {sorted(sizes)} (their dimension 0); "
+            "cannot split it. multidev splits every tensor of a global batch along dimension 0, as TensorFlow does: "
+            "make sequence-first data batch-first (e.g. x.transpose(0, 1), batch_first=True) and flatten targets "
+            "after the split, inside the step.")
     return sizes.pop()
 
 

@@ -16,7 +16,9 @@ or its class. Outside ``strategy.run`` the dict answers exactly as torch's does.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import weakref
+from typing import Any, Iterator
 
 import torch
 from torch.nn.modules import module as torch_module
@@ -44,6 +46,17 @@ class ReplicaAwareDict(dict):
         if env is None or not isinstance(value, DistributedVariable):
             return value
         return value._view_for(env.replica_id)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
+        converting buffers, ``module.running_mean = t``) is written into every replica's copy."""
+        old = dict.get(self, name)
+        if (isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor)
+                and not isinstance(value, torch.nn.Parameter) and value.shape == old._components[0].shape
+                and _replica_env() is None):
+            old.data = value
+            return
+        dict.__setitem__(self, name, value)
 
 
 def _distributing_strategy() -> Any | None:
@@ -79,7 +92,48 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
         placed = strategy.extended._place_parameter(param)  # non-distributing strategies only move it
         if placed is not None:
             return placed
-    return _distribute(module, name, param, "_parameters", "_create_variable_from_parameter")
+    var = _distribute(module, name, param, "_parameters", "_create_variable_from_parameter")
+    if var is None and param is not None and not isinstance(param, DistributedVariable) \
+            and context.current_replica_id() is None:
+        _unscoped.add(module)
+    return var
+
+
+# --- a module built outside strategy.scope() and called by several replicas ------------------------
+#: Modules given a plain parameter outside a distributing scope and outside replicas: one object whose
+#: parameters every replica would share (training them concurrently races and can crash the process).
+_unscoped: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+
+
+def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
+    if module not in _unscoped:
+        return
+    env = _replica_env()
+    if env is None:
+        return
+    plain = [n for n, p in module._parameters.items()
+             if p is not None and p.requires_grad and not isinstance(p, DistributedVariable)]
+    if plain:
+        strategy = type(env.strategy).__name__
+        raise ValueError(
+            f"{type(module).__name__} (parameters {plain!r}) was built outside {strategy}.scope(), so its one set "
+            f"of parameters would be shared by all {env.strategy.num_replicas_in_sync} replicas of strategy.run "
+            "(their updates would race). Build the model and its optimizer inside `with strategy.scope():` "
+            "(or freeze it with requires_grad_(False) if it is only read).")
+
+
+@contextlib.contextmanager
+def shared_module_guard() -> Iterator[None]:
+    """Around a run of several local replicas: calling a module built outside the scope raises
+    ``ValueError`` at its first forward, before any update. Costs nothing when no such module exists."""
+    if not _unscoped:
+        yield
+        return
+    handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:

@@ -23,6 +23,8 @@ Around each step in replica context the hooks call the optimizer's gradient redu
 (``gradient_reducer``: chosen once per optimizer and its variables' strategy, the same object a
 Keras optimizer sums with): ``before_step`` makes each replica's gradients the sums it applies,
 ``after_step`` finishes the step (a split update copies the owners' new values to the others).
+When ``loss.backward()`` already reduced them in this step (``backward_reduce``: the replica's
+``ReplicaStep.gradients`` is ``Gradients.REDUCED``) they are applied as they are, never reduced twice.
 multidev's Keras optimizers are multidev's own objects and hold one plain torch optimizer per
 replica directly (``keras/optimizers/replica_rules.py``).
 
@@ -47,7 +49,7 @@ from torch.optim import optimizer as torch_optimizer
 
 from multidev.distribute import gradient_reducer
 from multidev.distribute.gradient_reducer import local_copy
-from multidev.values.context import current_replica_id as _replica_id
+from multidev.values.context import Gradients, current_replica_id as _replica_id, replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
 
 
@@ -261,7 +263,11 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             "(optimizers that need one, such as LBFGS, cannot train distributed variables)."
         )
     twin = plan.twin_for(optimizer, replica_id)
-    plan.reducer.before_step(replica_id)
+    if _replica_env().replica_step.gradients is Gradients.REDUCED:
+        with plan.reducer.summed():            # loss.backward() reduced them (backward_reduce): apply as they are
+            plan.reducer.before_step(replica_id)
+    else:
+        plan.reducer.before_step(replica_id)
     return (twin,) + tuple(args[1:]), kwargs
 
 

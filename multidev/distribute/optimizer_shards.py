@@ -77,15 +77,19 @@ class OptimizerShards:
         self.not_owned = [[i for i, o in enumerate(owners) if o != r and distributed[i]]
                           for r in range(num_replicas)]
         self._updated: list[list[int]] = [[] for _ in range(num_replicas)]
+        self._released: list[list[tuple]] = [[] for _ in range(num_replicas)]   # (tensor, its reduced grad)
 
     def reduce(self, ctx: Any, replica_id: int, summed_already: bool) -> None:
         """Set this replica's gradients of its own parameters to their sums over all replicas, and
-        release its gradients of the others' (the optimizer skips them)."""
+        release its gradients of the others' (the optimizer skips them). ``summed_already`` (every
+        replica holds the reduced gradients, e.g. ``loss.backward()`` reduced them): nothing to sum,
+        and the released gradients come back after the step (``publish``), as DDP leaves them."""
         r = replica_id
         refs = [p._components[r] if isinstance(p, DistributedVariable) else p for p in self.params]
         grads = [t.grad for t in refs]
-        everyone = ctx._strategy.extended._rendezvous.exchange(
-            r, ("optimizer.step", len(grads)), grads, lambda payloads: [payloads] * len(payloads))
+        if not summed_already:
+            everyone = ctx._strategy.extended._rendezvous.exchange(
+                r, ("optimizer.step", len(grads)), grads, lambda payloads: [payloads] * len(payloads))
         updated = []
         with torch.no_grad():
             for i in self.owned[r]:
@@ -103,6 +107,7 @@ class OptimizerShards:
         for i in self.not_owned[r]:
             refs[i].grad = None
         self._updated[r] = updated
+        self._released[r] = [(refs[i], grads[i]) for i in self.not_owned[r]] if summed_already else []
 
     def publish(self, replica_id: int) -> None:
         """Copy this replica's freshly updated parameters into the other replicas' copies."""
@@ -114,3 +119,6 @@ class OptimizerShards:
                     if k != replica_id:
                         target.copy_(source)
         self._updated[replica_id] = []
+        for tensor, grad in self._released[replica_id]:
+            tensor.grad = grad
+        self._released[replica_id] = []

@@ -144,6 +144,7 @@ def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
     var = strategy.extended.create_distributed_variable(param.detach(), trainable=variable.trainable, name=variable.path,
                                                         synchronization=sync, aggregation=aggregation)
     var.requires_grad_(variable.trainable)
+    var._reduce_in_backward = False   # Keras's optimizer.apply sums the gradients, not loss.backward()
     return var
 
 

@@ -24,8 +24,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import enum
+
 import torch
 
+from multidev._core.enums import ReduceOp
 from multidev.devices import options as device_options
 
 
@@ -59,6 +62,30 @@ class CallerModes:
         return stack
 
 
+class Gradients(enum.Enum):
+    """What a replica's ``p.grad`` holds in this step: the type that tells an optimizer step whether
+    to reduce them (never reduced twice, never applied unreduced)."""
+
+    LOCAL = "local"        # the replica's own (nothing reduced them yet): the optimizer step reduces them
+    REDUCED = "reduced"    # reduced across replicas when loss.backward() returned: applied as they are
+
+
+class ReplicaStep:
+    """What one replica's step did that decides how its gradients combine; one per replica per
+    ``strategy.run``, so every step starts fresh.
+
+    ``loss_reduction``: MEAN (a PyTorch loop: torch losses are means, so gradients are averaged as
+    DDP does) until ``md.nn.compute_average_loss`` scales the loss by the global batch, which makes it
+    SUM (TensorFlow's rule). ``gradients``: whether ``loss.backward()`` already reduced ``p.grad``.
+    """
+
+    __slots__ = ("loss_reduction", "gradients")
+
+    def __init__(self) -> None:
+        self.loss_reduction = ReduceOp.MEAN
+        self.gradients = Gradients.LOCAL
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaEnv:
     """What the running replica is: set once per replica task, never mutated.
@@ -75,6 +102,7 @@ class ReplicaEnv:
     stream: Any = None             # the replica's CUDA stream, or None
     modes: CallerModes = CallerModes()
     step: Any = None
+    replica_step: ReplicaStep | None = None   # this replica's mutable per-step notes (see ReplicaStep)
 
 
 _ENV: contextvars.ContextVar[ReplicaEnv | None] = contextvars.ContextVar("multidev_replica_env", default=None)
@@ -180,6 +208,7 @@ def current_scope_strategy() -> Any | None:
     return stack[-1] if stack else None
 
 
-__all__ = ["CallerModes", "ReplicaEnv", "replica_env", "current_replica_id", "traced_replica_id", "current_replica_context",
+__all__ = ["CallerModes", "Gradients", "ReplicaStep", "ReplicaEnv", "replica_env", "current_replica_id", "traced_replica_id",
+           "current_replica_context",
            "enter_replica_env", "exit_replica_env", "cross_replica", "scope_stack", "push_scope", "pop_scope",
            "current_scope_strategy"]

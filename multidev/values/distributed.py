@@ -103,10 +103,15 @@ def local_value(value: Any, replica_id: int) -> Any:
     return map_structure(lambda v: v._local(replica_id) if isinstance(v, DistributedValues) else v, value)
 
 
+from torch import Size as _TorchSize  # noqa: E402  (a shape is one leaf of a structure, below)
+
+
 def map_structure(fn, value: Any) -> Any:
     """Apply ``fn`` to every leaf of nested tuples/lists/dicts (namedtuples kept)."""
     if isinstance(value, dict):
         return type(value)((k, map_structure(fn, v)) for k, v in value.items())
+    if isinstance(value, _TorchSize):   # a shape is one value (torch.Size cannot hold PerReplica parts)
+        return fn(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
         return type(value)(*(map_structure(fn, v) for v in value))
     if isinstance(value, (list, tuple)):

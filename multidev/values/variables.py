@@ -208,6 +208,10 @@ class DistributedVariable(Variable):
     """A variable with one component per replica; abstract (Mirrored or SyncOnRead)."""
 
     _strategy: StrategyLike   # the strategy whose scope created it
+    # Whether loss.backward() reduces this variable's gradients across replicas (distribute/backward_reduce.py):
+    # mirrored trainable variables, except Keras 3's (Keras's optimizer.apply sums them); set once hooked.
+    _reduce_in_backward = True
+    _backward_hooked = False
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
@@ -234,6 +238,9 @@ class DistributedVariable(Variable):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
+        whole = _WHOLE_VARIABLE.get(func) if args and isinstance(args[0], DistributedVariable) else None
+        if whole is not None:   # a property of the variable, not of one replica's copy
+            return whole(*args, **(kwargs or {}))
         replica_id = context.current_replica_id()
         args = _substitute(args, replica_id)
         kwargs = _substitute(kwargs, replica_id) if kwargs else {}
@@ -346,6 +353,43 @@ class DistributedVariable(Variable):
         return new
 
 
+def _requires_grad_(var: DistributedVariable, requires_grad: bool = True) -> DistributedVariable:
+    """``requires_grad_`` / ``p.requires_grad = ...``: every replica's copy follows (freezing a layer
+    after the scope freezes it on every replica, as on one device)."""
+    with DisableTorchFunctionSubclass():
+        torch.Tensor.requires_grad_(var, requires_grad)
+        for c in var._components:
+            c.requires_grad_(requires_grad)
+    return var
+
+
+def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
+    """``p.data = t`` (what ``module.double()``, ``.half()``, ``.to(dtype)`` do to each parameter):
+    every replica's copy takes the new value and dtype, on its own device."""
+    if value is var:
+        return
+    with DisableTorchFunctionSubclass():
+        new = value.detach()
+        primary = var._components[0]
+        if new.device != primary.device:
+            raise ValueError(
+                f"Cannot move {var.name!r} (created in {type(var._strategy).__name__}.scope()) from {primary.device} "
+                f"to {new.device}: the strategy places each replica's copy on its own device. Convert dtypes "
+                "freely (model.double()), but leave devices to the strategy (drop the .to(device)/.cuda() call).")
+        torch.Tensor.data.__set__(var, new)
+        primary.data = torch.Tensor.data.__get__(var)
+        for c in var._components[1:]:
+            c.data = primary.data if var._share_storage else new.to(c.device, copy=True)
+    var._mark_synced()
+
+
+_WHOLE_VARIABLE: dict = {
+    torch.Tensor.requires_grad_: _requires_grad_,
+    torch.Tensor.requires_grad.__set__: _requires_grad_,
+    torch.Tensor.data.__set__: _set_data,
+}
+
+
 AnyDistributedValue.register(DistributedVariable)   # isinstance(v, md.distribute.DistributedValues), as TF
 
 
@@ -394,6 +438,8 @@ def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value
 class SyncOnReadVariable(DistributedVariable):
     """Copies updated locally by each replica and reduced when read in cross-replica context
     (``synchronization=ON_READ``), as Keras metrics and batch-norm statistics use."""
+
+    _reduce_in_backward = False
 
     def _reduced(self) -> torch.Tensor:
         with torch.no_grad(), DisableTorchFunctionSubclass():

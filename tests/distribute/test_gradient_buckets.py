@@ -59,9 +59,9 @@ def test_all_reduce_path_with_kept_gradients_and_accumulation():
 
     def step(x, accumulate):
         opt.zero_grad(set_to_none=not accumulate)
-        layer(x).sum().backward()
+        md.nn.compute_average_loss(layer(x).sum(1), global_batch_size=1).backward()   # summed across replicas
         if accumulate:
-            layer(x).sum().backward()
+            md.nn.compute_average_loss(layer(x).sum(1), global_batch_size=1).backward()
         opt.step()
         kept.append(layer.weight.grad)
         return layer.weight.grad.clone()

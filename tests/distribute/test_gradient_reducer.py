@@ -88,7 +88,8 @@ def _batches():
 
 
 def _loss(model, x, y):
-    return ((model(x) - y) ** 2).sum(1).sum() / 6
+    # Scaled by the global batch (TensorFlow's rule): gradients are summed across replicas.
+    return md.nn.compute_average_loss(((model(x) - y) ** 2).sum(1), global_batch_size=6)
 
 
 def _train(strategy, opt, model, batches, scheduler=None):

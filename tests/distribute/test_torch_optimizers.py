@@ -38,7 +38,7 @@ def _setup(name):
 def _step_fn(layer, opt):
     def step(x):
         opt.zero_grad()
-        layer(x).pow(2).sum().backward()
+        layer(x).pow(2).sum(1).mean().backward()   # a mean loss: averaged across replicas, as DDP does
         opt.step()
     return step
 

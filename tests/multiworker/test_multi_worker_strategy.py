@@ -116,9 +116,20 @@ def step(xb, yb, twice):
 for i in range(4):
     mine = slice(rank * 8, rank * 8 + 8)   # each worker's half of the global batch
     strategy.run(step, args=(x[mine], y[mine], i % 2 == 1))
+torch.manual_seed(rank + 1)
+with strategy.scope():   # a torch mean loss: averaged across workers, as DDP does
+    mean_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    mean_opt = torch.optim.SGD(mean_model.parameters(), lr=0.1)
+def mean_step(xb, yb):
+    mean_opt.zero_grad()
+    ((mean_model(xb) - yb) ** 2).sum(1).mean().backward()
+    mean_opt.step()
+for i in range(2):
+    strategy.run(mean_step, args=(x[rank * 8:rank * 8 + 8], y[rank * 8:rank * 8 + 8]))
 print("RESULT " + json.dumps({"params": [p.detach().tolist() for p in model.parameters()],
+                              "mean_params": [p.detach().tolist() for p in mean_model.parameters()],
                               "unused": [p.detach().tolist() for p in unused.parameters()],
-                              "overlap": type(md.distribute.optimizer_hooks.reducer_for(opt)).__name__}), flush=True)
+                              "overlap": type(strategy.extended._backward._overlap).__name__}), flush=True)
 """
 
 
@@ -137,8 +148,17 @@ def test_gradient_overlap_with_one_device_per_worker_matches_one_process():
         opt.zero_grad()
         ((model(x) - y) ** 2).sum(1).mean().backward()
         opt.step()
+    torch.manual_seed(1)
+    mean_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    mean_opt = torch.optim.SGD(mean_model.parameters(), lr=0.1)
+    for _ in range(2):
+        mean_opt.zero_grad()
+        ((mean_model(x) - y) ** 2).sum(1).mean().backward()
+        mean_opt.step()
     for r in results:
-        assert r["overlap"] == "OverlappedAllReduce"   # the reducer chosen for one replica per worker
+        for got, want in zip(r["mean_params"], mean_model.parameters()):
+            torch.testing.assert_close(torch.tensor(got), want.detach(), rtol=1e-5, atol=1e-6)
+        assert r["overlap"] == "GradientOverlap"   # loss.backward() overlaps the all-reduce: one replica per worker
         for got, want in zip(r["params"], model.parameters()):
             torch.testing.assert_close(torch.tensor(got), want.detach(), rtol=1e-5, atol=1e-6)
         for got, want in zip(r["unused"], initial_unused):  # the chief's initial values, never updated

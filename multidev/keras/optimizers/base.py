@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import enum
 import threading
 
 import torch
@@ -32,6 +33,14 @@ from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
 from multidev.values.variables import Variable, local_view
+
+
+class Update(enum.Enum):
+    """How a replica's gradients reach the variables' copies in ``_apply``: one value, not flags."""
+
+    SUMMED = "summed"            # already summed across replicas (``_aggregate_gradients``): applied as they are
+    SUM_IN_STEP = "sum_in_step"  # the reducer sums each where it is applied (a split update)
+    OWN = "own"                  # skip_gradients_aggregation: each replica applies its own to its own copy (TF)
 
 
 # True while minimize() applies the gradients it computed (each replica its own).
@@ -123,7 +132,8 @@ class Optimizer:
         if not skip_gradients_aggregation and not summed_in_step:
             pairs = self._aggregate_gradients(pairs)
         pairs = self._clip(pairs)
-        self._apply(pairs, lr, aggregated=not summed_in_step)
+        update = Update.OWN if skip_gradients_aggregation else Update.SUM_IN_STEP if summed_in_step else Update.SUMMED
+        self._apply(pairs, lr, update)
         return self.iterations
 
     def _clips(self) -> bool:
@@ -189,10 +199,10 @@ class Optimizer:
             grads_and_vars = [(g * scale, v) for g, v in grads_and_vars]
         return grads_and_vars
 
-    def _apply(self, grads_and_vars, lr=None, aggregated: bool = True):
+    def _apply(self, grads_and_vars, lr=None, update: Update = Update.SUMMED):
         """Run one step of the update rule (Keras's weight decay first, inside the rule) with these
-        gradients at rate ``lr``, then count the iteration; ``aggregated``: the gradients are
-        already summed across replicas."""
+        gradients at rate ``lr``, then count the iteration; ``update``: how the gradients reach the
+        copies (``Update``)."""
         variables = [v for _, v in grads_and_vars]
         reducer = self._gradient_reducer(variables)
         rules, replica = self._rules, current_replica_id()
@@ -213,16 +223,16 @@ class Optimizer:
         for g, v in grads_and_vars:
             target = local_view(v)  # this replica's plain tensor: no __torch_function__ per attribute read
             target.grad = g.detach() if g.dtype == target.dtype else g.detach().to(target.dtype)
-        if replica is not None:
-            with reducer.summed() if aggregated else contextlib.nullcontext():
-                reducer.before_step(replica)   # aggregated: summed by _aggregate_gradients, before clipping
+        if replica is not None and update is not Update.OWN:
+            with reducer.summed() if update is Update.SUMMED else contextlib.nullcontext():
+                reducer.before_step(replica)   # SUMMED: summed by _aggregate_gradients, before clipping
         if rules.strategy is not None and hasattr(rule, "apply_update"):
             rule.apply_update()    # replica copies of distributed variables: the reducer did it all, no hooks
         else:
             rule.step()            # plain variables: torch's global step hooks run (ParameterServerStrategy
             #                        pushes the gradients of its variables to the ps tasks from one)
         if replica is not None:
-            rules.after_step(replica)
+            rules.after_step(replica, publish=update is not Update.OWN)
         for v in variables:
             v.grad = None
         self._increment_iterations()

@@ -74,10 +74,12 @@ class ReplicaRules:
         """The calling replica's rule (replica 0's in cross-replica context or without a strategy)."""
         return self.rules[replica_id or 0] if self.strategy is not None else self.rules[0]
 
-    def after_step(self, replica_id: int) -> None:
-        """Finish a replica's step (a split update publishes its owned values); replica 0 then marks
-        the variables in sync (their components were written by the update path, not by the user)."""
-        self.reducer.after_step(replica_id)
+    def after_step(self, replica_id: int, publish: bool = True) -> None:
+        """Finish a replica's step (a split update publishes its owned values; not when each replica
+        applied its own gradients to its own copies); replica 0 then marks the variables in sync
+        (their components were written by the update path, not by the user)."""
+        if publish:
+            self.reducer.after_step(replica_id)
         if replica_id == 0:
             for v in self.variables:
                 if isinstance(v, DistributedVariable):

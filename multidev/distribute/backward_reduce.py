@@ -1,0 +1,225 @@
+"""Gradients reduced when ``loss.backward()`` returns, as DDP's reducer does.
+
+A PyTorch program reads ``p.grad`` between ``backward()`` and ``optimizer.step()``: it clips
+(``clip_grad_norm_``), logs norms, updates by hand (``p.data.add_(p.grad, alpha=-lr)``) or
+accumulates several batches. Under DDP every one of those sees the gradient of the global batch,
+because DDP's reducer all-reduces during backward and finishes before ``backward()`` returns. This
+module gives multidev's replicas the same contract:
+
+* every trainable mirrored variable's replica copies (leaf tensors) carry two hooks: one before
+  autograd accumulates into ``.grad`` and one after (it notes the leaf); the first of them queues a
+  callback that autograd runs when this backward ends, in the replica's thread. Accumulating
+  (several backward passes, one step): a MEAN reduces the whole ``.grad``, as DDP does (the mean
+  of an already reduced part, identical on every replica, is that part); a SUM would count it N
+  times, so the first hook sets the reduced part aside and only the new part is summed;
+* the callback reduces the noted leaves' gradients across replicas (every replica's backward meets
+  the others' there; a leaf some replica did not reach counts as zeros, one no replica reached stays
+  None) and writes the result into every replica's ``.grad``; then it marks the replica's step
+  ``Gradients.REDUCED`` so ``optimizer.step()`` applies them as they are (``optimizer_hooks``);
+* the reduction is a MEAN (DDP's, for torch's mean losses) unless the replica's loss went through
+  ``md.nn.compute_average_loss`` in this step, which scales by the global batch: then a SUM
+  (TensorFlow's rule). ``ReplicaStep.loss_reduction`` carries the choice; replicas must agree.
+
+``md.GradientTape`` / ``torch.autograd.grad`` paths (md.keras, TensorFlow-style loops) never
+accumulate into ``.grad``, so they are untouched and keep TensorFlow's sum in ``apply_gradients``.
+Keras 3 variables opt out (``_reduce_in_backward``): Keras's ``optimizer.apply`` sums them.
+
+Replicas of one process on one CPU reduce in place, with no packing: each replica sums its share of
+every gradient (slices of large tensors, whole small ones) over all replicas and writes it into
+every replica's ``.grad``. Elsewhere (GPUs, several processes) gradients go through flat buckets
+(``gradient_buckets``) and the strategy's collective.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any
+
+import torch
+
+from multidev._core.enums import ReduceOp
+from multidev.collectives import algorithms
+from multidev.distribute.gradient_buckets import GradientBuckets
+from multidev.values.context import Gradients, ReplicaStep
+
+_queue_callback = torch.autograd.Variable._execution_engine.queue_callback
+
+# A gradient at least this large is reduced in slices by every replica; a smaller one by one replica.
+_SLICE_MIN_NUMEL = 16 * 1024
+
+
+class BackwardReducer:
+    """One strategy's reduce-in-backward: hooks on its variables' replica copies, one reduction per
+    backward per replica (see the module docstring)."""
+
+    def __init__(self, extended: Any):
+        self._extended = weakref.proxy(extended)
+        n = extended.num_local_replicas
+        self._leaves: list[dict[int, weakref.ref]] = [{} for _ in range(n)]   # index -> replica's leaf
+        self._fired: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # reached by this backward
+        self._set_aside: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # earlier reduced grads
+        self._queued = [False] * n
+        self._count = 0
+        self._buckets: dict[tuple, GradientBuckets] = {}
+        # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
+        self._overlap: Any = None
+        self._overlap_indices: list[int] = []
+        self._overlap_count = 0   # self._count when the overlap was built
+
+    # --- hooks ------------------------------------------------------------------------------
+    def track(self, var: Any) -> bool:
+        """Hook ``var``'s replica copies (once it requires grad); True when hooked."""
+        if not var._reduce_in_backward or not all(c.requires_grad for c in var._components):
+            return False
+        i = self._count
+        self._count += 1
+        for r, leaf in enumerate(var._components):
+            self._leaves[r][i] = weakref.ref(leaf)
+            leaf.register_hook(functools.partial(self._before_accumulate, r, i))
+            leaf.register_post_accumulate_grad_hook(functools.partial(self._after_accumulate, r, i))
+        return True
+
+    def before_run(self) -> None:
+        """Caller thread, replicas idle: (re)build the overlapped all-reduce over every hooked leaf,
+        if this strategy overlaps (one local replica, several workers) and variables were hooked."""
+        if len(self._leaves) != 1 or self._count == self._overlap_count:
+            return
+        self._overlap_count = self._count
+        live = {i: ref() for i, ref in self._leaves[0].items()}
+        indices = sorted(i for i, leaf in live.items() if leaf is not None)
+        if self._overlap is not None:
+            self._overlap.close()
+        self._overlap = self._extended._gradient_overlap([live[i] for i in indices])
+        self._overlap_indices = indices
+
+    def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
+        if self._extended._replica_steps[r].loss_reduction is ReduceOp.MEAN:
+            return   # the mean of (reduced part, identical everywhere) + new part is that part + mean(new): DDP's sum
+        leaf = self._leaves[r][i]()
+        if leaf is not None and leaf.grad is not None:
+            # Reduced by an earlier backward (identical on every replica): set aside, reduce only the new part.
+            self._set_aside[r][i] = leaf.grad
+            leaf.grad = None
+            self._queue(r)
+
+    def _after_accumulate(self, r: int, i: int, leaf: torch.Tensor) -> None:
+        self._fired[r][i] = leaf
+        self._queue(r)
+
+    def _queue(self, r: int) -> None:
+        if not self._queued[r]:
+            self._queued[r] = True
+            _queue_callback(functools.partial(self._finish, r))
+
+    # --- end of backward --------------------------------------------------------------------------
+    def _finish(self, r: int) -> None:
+        """Autograd's last act of a backward in replica ``r``: reduce what it accumulated."""
+        self._queued[r] = False
+        fired, set_aside = self._fired[r], self._set_aside[r]
+        self._fired[r], self._set_aside[r] = {}, {}
+        for i, old in set_aside.items():
+            if i not in fired:   # a gradient was computed (autograd.grad), not accumulated: put it back
+                leaf = self._leaves[r][i]()
+                if leaf is not None:
+                    leaf.grad = old
+        if not fired or not self._extended._running:
+            return
+        step: ReplicaStep = self._extended._replica_steps[r]
+        op = step.loss_reduction
+        ctx = self._extended._contexts[r]
+        if self._overlap is not None:
+            indices, leaves = self._finish_overlap(ctx, op)
+        elif self._extended._cooperative_reduce:
+            indices, leaves = self._reduce_in_place(r, fired, op)
+        else:
+            indices = self._extended._rendezvous.exchange(
+                r, ("loss.backward", op.name), frozenset(fired), lambda sets: [sorted(frozenset().union(*sets))] * len(sets))
+            leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
+            self._reduce_in_buckets(ctx, indices, leaves, op)
+        for i, leaf in zip(indices, leaves):
+            old = set_aside.get(i)
+            if old is not None:
+                leaf.grad = old + leaf.grad if leaf.grad is not None else old
+        step.gradients = Gradients.REDUCED
+
+    def _finish_overlap(self, ctx: Any, op: ReduceOp) -> tuple[list[int], list]:
+        """Wait for the buckets launched during backward (and launch the rest); the leaves any worker
+        reached get the reduced gradients."""
+        total = ctx.num_replicas_in_sync
+        indices, leaves = [], []
+        with torch.no_grad():
+            for i, g in zip(self._overlap_indices, self._overlap.finish()):
+                leaf = self._leaves[0][i]()
+                if g is None or leaf is None:
+                    continue
+                if op is ReduceOp.MEAN:
+                    algorithms.divide_(g, total)
+                leaf.grad = g
+                indices.append(i)
+                leaves.append(leaf)
+        return indices, leaves
+
+    def _reduce_in_place(self, r: int, fired: dict, op: ReduceOp) -> tuple[list[int], list]:
+        """Replicas sharing one CPU: one meeting agrees on the leaves (the union of what each reached)
+        and hands out every replica's gradients; each replica then reduces its share of every gradient
+        into every replica's, and a second meeting waits until all shares are written."""
+        n = len(self._leaves)
+        rendezvous = self._extended._rendezvous
+        indices, everyone = rendezvous.exchange(r, ("loss.backward", op.name), fired, self._agree)
+        try:
+            with torch.no_grad():
+                for k, i in enumerate(indices):
+                    column = [grads[k] for grads in everyone]
+                    if column[0] is None:
+                        continue   # no replica reached it: stays None, as on one device
+                    flat = [g.view(-1) for g in column]
+                    numel = flat[0].numel()
+                    if numel >= _SLICE_MIN_NUMEL:
+                        part = algorithms.replica_slice(numel, r, n)
+                    else:
+                        part = slice(0, numel) if i % n == r else slice(0, 0)
+                    if part.start < part.stop:
+                        algorithms.reduce_slice(flat, flat, part, op)
+        finally:   # nobody reads a gradient before every share is written
+            rendezvous.exchange(r, ("loss.backward.done",), None, lambda p: [None] * len(p))
+        return indices, [self._leaves[r][i]() for i in indices]
+
+    def _agree(self, fired_sets: list) -> list:
+        """(Run once, by the last replica to arrive.) The leaves any replica reached, in index order,
+        and every replica's gradient of each: dense, contiguous, and zeros (set as its ``.grad``;
+        that replica waits here) where another replica has one and it has none, as DDP counts an
+        unused parameter."""
+        indices = sorted(frozenset().union(*fired_sets))
+        everyone = []
+        for r in range(len(fired_sets)):
+            everyone.append([_own_contiguous(self._leaves[r][i]()) for i in indices])
+        for k in range(len(indices)):
+            present = next((grads[k] for grads in everyone if grads[k] is not None), None)
+            if present is None:
+                continue
+            for r, grads in enumerate(everyone):
+                if grads[k] is None:
+                    leaf = self._leaves[r][indices[k]]()
+                    grads[k] = leaf.grad = torch.zeros_like(present, device=leaf.device)
+        return [(indices, everyone)] * len(fired_sets)
+
+    def _reduce_in_buckets(self, ctx: Any, indices: list[int], leaves: list, op: ReduceOp) -> None:
+        buckets = self._buckets.get(tuple(indices))
+        if buckets is None:
+            buckets = self._buckets.setdefault(tuple(indices), GradientBuckets(self._extended._bucket_bytes))
+        reduced = buckets.all_reduce(ctx, leaves, [leaf.grad for leaf in leaves], ReduceOp.SUM)
+        total = ctx.num_replicas_in_sync
+        with torch.no_grad():
+            for leaf, g in zip(leaves, reduced):
+                if g is not None and op is ReduceOp.MEAN:
+                    algorithms.divide_(g, total)
+                leaf.grad = g
+
+
+def _own_contiguous(leaf: torch.Tensor) -> torch.Tensor | None:
+    """``leaf.grad``, made a dense contiguous tensor of its own (it is written in place)."""
+    g = leaf.grad
+    if g is not None and (g.is_sparse or not g.is_contiguous()):
+        g = leaf.grad = g.to_dense().contiguous() if g.is_sparse else g.contiguous()
+    return g

@@ -1,0 +1,77 @@
+"""torch's module transforms on parameters created in ``strategy.scope()``: parametrizations work,
+the deprecated ``torch.nn.utils.weight_norm`` is refused with the fix.
+
+* ``torch.nn.utils.parametrize.register_parametrization`` (``parametrizations.weight_norm``,
+  ``orthogonal``, ``spectral_norm``, a user's): torch builds the parametrization's ``original``
+  parameters with ``torch.nn.Parameter(...)`` from the module's tensor, which a distributed variable
+  cannot be (its ``detach()`` is a plain tensor). The wrapper hands torch a plain parameter holding
+  the variable's value instead; inside the scope the new ``original*`` parameters are registered,
+  and so become distributed variables, like any other. Outside the scope they stay plain and the
+  first replica that calls the module refuses it (``module_hooks.shared_module_guard``).
+* ``torch.nn.utils.weight_norm`` (deprecated by torch) recomputes ``module.weight`` into a plain
+  attribute of the module before each call; replicas share the module object, so they would
+  overwrite each other's weight between that write and the forward that reads it. Refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any, Callable
+
+import torch
+from torch.nn.utils import parametrize
+
+from multidev.values import context
+from multidev.values.variables import DistributedVariable
+
+
+def _plain_parameter_for(module: torch.nn.Module, name: str) -> Callable[[], None] | None:
+    """Put a plain parameter with the value of ``module``'s distributed ``name`` in its place; returns
+    how to undo it (None: ``name`` is no distributed variable)."""
+    current = dict.get(module._parameters, name)
+    if not isinstance(current, DistributedVariable) or context.current_replica_id() is not None:
+        return None
+    with torch.no_grad():
+        plain = torch.nn.Parameter(current._components[0].detach().clone(), requires_grad=current.requires_grad)
+    dict.__setitem__(module._parameters, name, plain)
+    return lambda: dict.__setitem__(module._parameters, name, current)
+
+
+def _register_parametrization(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def wrapper(module: torch.nn.Module, tensor_name: str, *args: Any, **kwargs: Any) -> Any:
+        undo = _plain_parameter_for(module, tensor_name)
+        try:
+            return original(module, tensor_name, *args, **kwargs)
+        except BaseException:
+            if undo is not None:
+                undo()
+            raise
+
+    wrapper._multidev_wrapped = True
+    return wrapper
+
+
+def _legacy_weight_norm(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def apply(module: torch.nn.Module, name: str, dim: int) -> Any:
+        if isinstance(dict.get(module._parameters, name), DistributedVariable):
+            raise ValueError(
+                f"torch.nn.utils.weight_norm({type(module).__name__}, name={name!r}) on a module built in "
+                f"{type(dict.get(module._parameters, name)._strategy).__name__}.scope(): the deprecated weight_norm "
+                "recomputes the weight into one attribute that every replica's forward would overwrite. Use "
+                "torch.nn.utils.parametrizations.weight_norm(module, name) instead (supported in the scope).")
+        return original(module, name, dim)
+
+    apply._multidev_wrapped = True
+    return apply
+
+
+def install() -> None:
+    """Wrap torch's transforms once (idempotent)."""
+    if not getattr(parametrize.register_parametrization, "_multidev_wrapped", False):
+        parametrize.register_parametrization = _register_parametrization(parametrize.register_parametrization)
+    norm = importlib.import_module("torch.nn.utils.weight_norm").WeightNorm   # the module, not the function
+    if not getattr(norm.apply, "_multidev_wrapped", False):
+        norm.apply = staticmethod(_legacy_weight_norm(norm.apply))
