@@ -123,3 +123,22 @@ def test_ops_sigmoid_keeps_logits_and_binary_crossentropy_takes_any_kept_logits(
     value, _ = _value_and_grad(lambda p: losses.sparse_categorical_crossentropy(LABELS, p),
                                lambda x: md.keras.activations.sigmoid(x @ kernel))
     torch.testing.assert_close(value, torch.tensor([60.0, 60.0]))
+
+
+def test_fit_on_two_replicas_takes_the_logits_too(fresh):
+    """Each replica's loss sees its own softmax output's logits: the same step as one device (and as TF)."""
+    proc = fresh("""
+        import numpy as np, multidev as md
+        from multidev.keras import layers
+        cpu = md.config.list_physical_devices("CPU")[0]
+        md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
+        with md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
+            model = md.keras.Sequential([layers.Input((1,)), layers.Dense(3, activation="softmax", use_bias=False)])
+            model.compile(md.keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+        model.set_weights([np.array([[1.0, 0.0, -1.0]], "float32")])
+        history = model.fit(np.array([[30.0], [-30.0]], "float32"), np.array([2, 0]), batch_size=2, verbose=0)
+        print(history.history["loss"][0], *model.get_weights()[0].ravel())
+    """)
+    loss, *kernel = map(float, proc.stdout.split())
+    assert loss == pytest.approx(60.0)
+    np.testing.assert_allclose(kernel, [0.7, 0.0, -0.7], atol=1e-6)      # clipped: unchanged
