@@ -6,6 +6,8 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
@@ -16,9 +18,30 @@ def linear(x):
     return x
 
 
+def keep_logits(output, logits):
+    """Attach ``logits`` to an activation's ``output``, as Keras's softmax and sigmoid do, so that
+    cross-entropy computes from them: a saturated prediction keeps its gradient (clipped probabilities
+    have none). Only this tensor carries them; any op on it gives a new tensor without."""
+    output._keras_logits = logits
+    return output
+
+
+def take_logits(output, from_logits, activation, fn_name):
+    """``(output, from_logits)`` for a cross-entropy: the logits ``output`` keeps, if any, with
+    ``from_logits=True``; else unchanged. As Keras's ``_get_logits``, whichever activation kept them
+    (``activation`` only names it in the warning that ``from_logits=True`` then gets)."""
+    logits = getattr(output, "_keras_logits", None)
+    if logits is None:
+        return output, from_logits
+    if from_logits:
+        warnings.warn(f"`{fn_name}` received `from_logits=True`, but the `output` argument was produced by a "
+                      f"{activation} activation and thus does not represent logits. Was this intended?", stacklevel=3)
+    return logits, True
+
+
 def softmax(x, axis=-1):
-    """Softmax over ``axis`` (last by default)."""
-    return torch.softmax(x, dim=axis)
+    """Softmax over ``axis`` (last by default); the output keeps its logits, as Keras's does."""
+    return keep_logits(torch.softmax(x, dim=axis), x)
 
 
 def relu(x):
@@ -27,11 +50,8 @@ def relu(x):
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x)); the output keeps its logits, as Keras's does, so that binary cross-entropy
-    computes from them: a saturated prediction still has a gradient (clipped probabilities have none)."""
-    out = torch.sigmoid(x)
-    out._keras_logits = x
-    return out
+    """1 / (1 + exp(-x)); the output keeps its logits, as Keras's does (see ``keep_logits``)."""
+    return keep_logits(torch.sigmoid(x), x)
 
 
 _BY_NAME = {

@@ -10,13 +10,12 @@ Example:
 
 from __future__ import annotations
 
-import warnings
-
 from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
 from multidev.keras import backend
+from multidev.keras.activations import take_logits
 
 
 class Reduction:
@@ -79,16 +78,10 @@ def huber(y_true, y_pred, delta=1.0):
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     """Cross-entropy of independent 0/1 targets; probabilities are clipped to [eps, 1-eps].
 
-    As in Keras, the output of Keras's ``sigmoid`` activation is taken through the logits it keeps
-    (``from_logits`` then holds), so a confidently wrong prediction keeps its gradient.
+    As in Keras, an output that keeps its logits (Keras's ``sigmoid``, or ``softmax``) is taken through
+    them (``from_logits`` then holds), so a confidently wrong prediction keeps its gradient.
     """
-    logits = getattr(y_pred, "_keras_logits", None)
-    if logits is not None:
-        if from_logits:
-            warnings.warn("`binary_crossentropy` received `from_logits=True`, but the `output` argument was "
-                          "produced by a sigmoid activation and thus does not represent logits. Was this intended?",
-                          stacklevel=2)
-        y_pred, from_logits = logits, True
+    y_pred, from_logits = take_logits(y_pred, from_logits, "Sigmoid", "binary_crossentropy")
     y_true, y_pred = _float(y_true, y_pred)
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
@@ -102,7 +95,9 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
 
 
 def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
-    """Cross-entropy against one-hot (or soft) targets over ``axis``."""
+    """Cross-entropy against one-hot (or soft) targets over ``axis``; a softmax output that keeps its
+    logits is taken through them, as in Keras (a confidently wrong prediction keeps its gradient)."""
+    y_pred, from_logits = take_logits(y_pred, from_logits, "Softmax", "categorical_crossentropy")
     y_true, y_pred = _float(y_true, y_pred)
     if y_true.shape != y_pred.shape:
         raise ValueError(f"Arguments `target` and `output` must have the same shape. Received: "
@@ -133,7 +128,9 @@ def check_label_range(labels, num_classes, what="sparse_categorical_crossentropy
 
 
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1, ignore_class=None):
-    """Cross-entropy against integer class ids (y_true shape = y_pred shape minus the class axis)."""
+    """Cross-entropy against integer class ids (y_true shape = y_pred shape minus the class axis); a softmax
+    output that keeps its logits is taken through them, as in Keras."""
+    y_pred, from_logits = take_logits(y_pred, from_logits, "Softmax", "sparse_categorical_crossentropy")
     y_pred = _as_tensor(y_pred)
     labels = _as_tensor(y_true, y_pred)
     if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:

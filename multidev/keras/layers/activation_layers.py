@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from multidev.keras import activations
 from multidev.keras.layers.base import Layer
 
 
@@ -71,9 +72,10 @@ class Softmax(Layer):
         self.axis = axis
 
     def call(self, inputs, mask=None):
-        if mask is not None:
+        if mask is not None:       # Keras 3's masked output is a new tensor: it keeps no logits
             inputs = inputs.masked_fill(~mask.bool(), torch.finfo(inputs.dtype).min)
-        return torch.softmax(inputs, dim=self.axis)
+            return torch.softmax(inputs, dim=self.axis)
+        return activations.softmax(inputs, axis=self.axis)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}

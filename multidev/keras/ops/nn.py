@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from multidev.keras import backend
+from multidev.keras.activations import keep_logits, take_logits
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 from multidev.keras.ops.numpy import _dims, _float
 
@@ -32,16 +33,18 @@ def relu6(x):
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x))."""
-    return torch.sigmoid(_float(x))
+    """1 / (1 + exp(-x)); keeps its logits for the cross-entropies, as Keras 3's op does on TensorFlow."""
+    x = _float(x)
+    return keep_logits(torch.sigmoid(x), x)
 
 
 def softmax(x, axis=-1):
-    """Softmax over ``axis`` (a tuple normalises over several axes)."""
+    """Softmax over ``axis`` (a tuple normalises over several axes); over one axis it keeps its logits
+    for the cross-entropies, as Keras 3's op does on TensorFlow (over a tuple it keeps none, as there)."""
     x = _float(x)
     if isinstance(axis, (list, tuple)):
         return torch.exp(x - torch.logsumexp(x, dim=tuple(axis), keepdim=True))
-    return torch.softmax(x, dim=axis)
+    return keep_logits(torch.softmax(x, dim=axis), x)
 
 
 def log_softmax(x, axis=-1):
@@ -118,12 +121,15 @@ def _probabilities(output, from_logits, axis):
 
 
 def categorical_crossentropy(target, output, from_logits=False, axis=-1):
-    """Per-example cross-entropy of one-hot ``target`` against ``output`` (probabilities or logits)."""
+    """Per-example cross-entropy of one-hot ``target`` against ``output`` (probabilities or logits; the
+    logits a softmax output keeps, as Keras)."""
+    output, from_logits = take_logits(output, from_logits, "Softmax", "categorical_crossentropy")
     return -(_float(target) * _probabilities(output, from_logits, axis)).sum(dim=axis)
 
 
 def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
-    """Per-example cross-entropy of integer ``target`` against ``output``."""
+    """Per-example cross-entropy of integer ``target`` against ``output`` (or the logits it keeps, as Keras)."""
+    output, from_logits = take_logits(output, from_logits, "Softmax", "sparse_categorical_crossentropy")
     target = _t(target).long()
     if target.ndim == _t(output).ndim:
         target = target.squeeze(axis)
@@ -132,7 +138,8 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
 
 
 def binary_crossentropy(target, output, from_logits=False):
-    """Element-wise binary cross-entropy (not averaged)."""
+    """Element-wise binary cross-entropy (not averaged); from the logits ``output`` keeps, if any, as Keras."""
+    output, from_logits = take_logits(output, from_logits, "Sigmoid", "binary_crossentropy")
     target, output = _float(target), _float(output)
     if from_logits:
         return F.binary_cross_entropy_with_logits(output, target, reduction="none")
