@@ -2,7 +2,8 @@
 the abstract interface ``StrategyExtended`` is in extended.py.
 
 A strategy owns a list of replica devices. ``run`` calls the replica function once per replica,
-concurrently (replica 0 in the caller's thread, the others in long-lived threads), each inside
+concurrently (one replica inline in the caller's thread; several each in a long-lived thread of
+its own, replica 0 included, while the caller waits: ``replica_threads.py`` says why), each inside
 its replica context and device scope. Collectives meet in the strategy's ``Rendezvous``; the
 reduction algorithm is the strategy's ``CrossDeviceOps``.
 """
@@ -27,6 +28,7 @@ from multidev.distribute import module_hooks
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
 from multidev.distribute import sync_batch_norm
+from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
 from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
@@ -39,7 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from multidev.distribute.strategy import Strategy
 
 #: Default gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack overrides it).
-DEFAULT_BUCKET_BYTES = 32 * 1024 * 1024
 
 
 def _cross_replica_only(method: str) -> RuntimeError:
