@@ -10,12 +10,11 @@ Example:
 
 from __future__ import annotations
 
-import warnings
-
 from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
+from multidev._core.user_warnings import warn_user
 from multidev.keras import backend
 
 
@@ -85,9 +84,8 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
     logits = getattr(y_pred, "_keras_logits", None)
     if logits is not None:
         if from_logits:
-            warnings.warn("`binary_crossentropy` received `from_logits=True`, but the `output` argument was "
-                          "produced by a sigmoid activation and thus does not represent logits. Was this intended?",
-                          stacklevel=2)
+            warn_user("`binary_crossentropy` received `from_logits=True`, but the `output` argument was "
+                      "produced by a sigmoid activation and thus does not represent logits. Was this intended?")
         y_pred, from_logits = logits, True
     y_true, y_pred = _float(y_true, y_pred)
     if label_smoothing:
