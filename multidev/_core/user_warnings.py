@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import warnings
 
+import torch
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: Frames passed over on the way out: multidev, the standard library (threading, contextlib) and torch.
+_INTERNAL = (_PACKAGE_DIR, os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep,
+             os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
 
 
 def user_stacklevel() -> int:
-    """The ``stacklevel`` that, passed to ``warnings.warn`` by this function's caller, names the
-    innermost frame outside multidev (the calling program's line)."""
+    """The ``stacklevel`` for ``warnings.warn`` in ``warn_user``: the innermost frame outside multidev,
+    the standard library and torch (the calling program's line).
+
+    A warning raised on a thread that multidev started has no program frame: it keeps multidev's
+    line (stacklevel 2: the function that called ``warn_user``), as a plain ``warnings.warn`` would.
+    """
     frame, level = sys._getframe(1), 1
-    while os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        if frame.f_back is None:   # a multidev thread: no program line to name, keep the outermost
-            return level
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INTERNAL):
         frame, level = frame.f_back, level + 1
-    return level
+    return 2 if frame is None else level
 
 
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:

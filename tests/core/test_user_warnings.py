@@ -32,3 +32,19 @@ def test_a_warning_deep_in_fit_names_the_fit_line():
 def test_warn_user_from_the_program_names_the_program_and_keeps_the_category():
     caught = _caught(lambda: warn_user("x", RuntimeWarning))
     assert len(caught) == 1 and caught[0].filename == __file__ and caught[0].category is RuntimeWarning
+
+
+def test_a_warning_on_a_multidev_thread_keeps_multidevs_line():
+    """No program frame on the stack (a replica thread): the line of the multidev code that warned,
+    not threading.py's."""
+    import threading
+
+    from multidev.keras.callbacks import monitor
+
+    def on_a_thread():
+        thread = threading.Thread(target=monitor.get_monitor_value, args=({}, "x", "T"))   # no test frame on it
+        thread.start()
+        thread.join()
+
+    caught = _caught(on_a_thread)
+    assert len(caught) == 1 and caught[0].filename == monitor.__file__, [w.filename for w in caught]
