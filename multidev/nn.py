@@ -64,3 +64,10 @@ def scale_regularization_loss(regularization_loss: Any) -> torch.Tensor:
 
 
 __all__ = ["compute_average_loss", "scale_regularization_loss"]
+
+
+def __getattr__(name: str):
+    """``md.nn.relu`` and other tf.nn ops: an AttributeError naming the torch function to call."""
+    from multidev._core.missing import missing_attribute
+
+    raise missing_attribute("multidev.nn", name, f"tf.nn.{name}")

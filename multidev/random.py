@@ -33,3 +33,10 @@ def set_seed(seed) -> None:
 
 
 __all__ = ["set_seed"]
+
+
+def __getattr__(name: str):
+    """``md.random.normal`` and other tf.random ops: an AttributeError naming torch's random op."""
+    from multidev._core.missing import missing_attribute
+
+    raise missing_attribute("multidev.random", name, f"tf.random.{name}")

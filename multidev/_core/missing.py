@@ -4,17 +4,40 @@ to call instead, where torch has one under the same name."""
 from __future__ import annotations
 
 import importlib
+import types
+
+import torch
 
 #: Where torch keeps the functions that TensorFlow has at top level or in tf.math / tf.nn / tf.linalg.
 _TORCH_HOMES = ("torch", "torch.special", "torch.linalg", "torch.nn.functional")
 
+#: TensorFlow ops that torch names otherwise (the ones TF's tutorials use).
+_TORCH_RENAMED = {
+    "tf.random.normal": "torch.randn (or torch.normal)", "tf.random.uniform": "torch.rand (torch.randint for integers)",
+    "tf.random.truncated_normal": "torch.nn.init.trunc_normal_", "tf.random.shuffle": "torch.randperm as an index",
+    "tf.random.categorical": "torch.multinomial", "tf.random.Generator": "torch.Generator",
+    "tf.random.stateless_normal": "torch.randn with a seeded torch.Generator",
+    "tf.random.stateless_uniform": "torch.rand with a seeded torch.Generator",
+    "tf.nn.softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy (it takes probabilities too)",
+    "tf.nn.sparse_softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy",
+    "tf.nn.sigmoid_cross_entropy_with_logits": "torch.nn.functional.binary_cross_entropy_with_logits",
+}
 
-def torch_equivalent(name: str) -> str | None:
-    """``"torch.einsum"`` for ``"einsum"``: the first torch namespace holding a callable of that name."""
+
+def torch_equivalent(name: str, tf_name: str = "") -> str | None:
+    """``"torch.einsum"`` for ``"einsum"``: the first torch namespace holding a callable of that name.
+
+    A TensorFlow module (``tf.linalg``) maps to torch's module of that name; ``tf.random.normal``
+    and other renamed ops map through ``_TORCH_RENAMED`` (torch names them otherwise).
+    """
+    if tf_name in _TORCH_RENAMED:
+        return _TORCH_RENAMED[tf_name]
     for home in _TORCH_HOMES:
         module = importlib.import_module(home)
         if callable(getattr(module, name, None)):
             return f"{home}.{name}"
+    if tf_name == f"tf.{name}" and isinstance(getattr(torch, name, None), types.ModuleType):
+        return f"torch.{name}'s functions"
     return None
 
 
@@ -22,8 +45,9 @@ def missing_attribute(module: str, name: str, tf_name: str) -> AttributeError:
     """The error for ``module.name``: what multidev covers and, where torch has it, what to call."""
     if name.startswith("__"):
         return AttributeError(f"module {module!r} has no attribute {name!r}")
-    torch_name = torch_equivalent(name)
-    hint = (f"Tensors are torch tensors: call {torch_name} (or the tensor method) instead."
+    torch_name = torch_equivalent(name, tf_name)
+    method = " (or the tensor method)" if torch_name and torch_name.endswith(f".{name}") else ""
+    hint = (f"Tensors are torch tensors: call {torch_name}{method} instead."
             if torch_name else "multidev implements TensorFlow's multi-device system and the tensor ops its "
             "distributed-training docs use; for other ops use torch's equivalent.")
     return AttributeError(f"module {module!r} has no attribute {name!r} (TensorFlow's {tf_name} is not part of "

@@ -183,4 +183,7 @@ def render(report: dict[str, Any]) -> str:
                   "", table(report["scaling"])]
     if report.get("targets"):
         parts += ["", "## Targets", "", targets_table(report["targets"])]
+        if report.get("smoke"):   # a "NO" here would otherwise read as a failed target
+            parts.append("note: --smoke runs a few steps once, to check that every variant runs: its times are "
+                         "not measurements and 'holds' means nothing; run without --smoke to measure.")
     return "\n".join(parts)

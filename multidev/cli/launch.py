@@ -92,6 +92,9 @@ def _validate(args: argparse.Namespace) -> None:
     if args.max_restarts and not multi_host:
         raise SystemExit("multidev launch: --max-restarts needs the elastic launcher: add --nnodes 1 "
                          "--rdzv-endpoint 127.0.0.1:PORT to restart the workers of one machine.")
+    if not args.module and not os.path.isfile(args.script):   # else every worker prints Python's own error
+        raise SystemExit(f"multidev launch: script {args.script!r} not found (relative to {os.getcwd()!r}); "
+                         "give the path of a Python file, or -m NAME for a module.")
 
 
 # -- local launch --------------------------------------------------------------------------------

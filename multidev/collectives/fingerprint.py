@@ -9,11 +9,12 @@ exchanging garbage. Plain integers only: nothing received is unpickled.
 
 from __future__ import annotations
 
-import warnings
 import zlib
 from collections.abc import Sequence
 
 import torch
+
+from multidev._core.user_warnings import warn_user
 
 FIELDS = 12
 MAGIC = 0x6D64  # "md": a row that does not start with it is not a multidev fingerprint
@@ -30,12 +31,12 @@ _MIXED = -2  # dtype field of a batch whose tensors have different dtypes
 
 def warn_unchecked() -> None:
     """Say once per process that collectives run unchecked (wrong results are then possible)."""
-    warnings.warn(
+    warn_user(
         "Collective fingerprints are off (MULTIDEV_COLLECTIVE_FINGERPRINTS=0 or check_fingerprints="
         "False): workers making different calls are not detected. A mismatch then hangs until the "
         "timeout or gives a wrong result silently, e.g. an all-reduce of shape (2, 3) on one worker and "
         "(3, 2) on another adds them element by element. Turn them back on to diagnose.",
-        RuntimeWarning, stacklevel=3,
+        RuntimeWarning,
     )
 
 

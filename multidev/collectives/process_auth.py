@@ -22,11 +22,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import warnings
 
 import torch.distributed as dist
 
 from multidev._core.errors import UnauthenticatedError
+from multidev._core.user_warnings import warn_user
 from multidev.collectives.job_secret import SECRET_ENV, job_secret, new_secret
 
 _SCHEME = "hmac-sha256"
@@ -204,13 +204,11 @@ def _warn_unauthenticated(where: str, reach: str) -> None:
     who = ("any process on this machine" if reach == "loopback" else
            f"any process that can reach {where} over the network (a non-loopback address such as 0.0.0.0 or "
            "a host name makes the rendezvous listen on every interface)")
-    warnings.warn(
+    warn_user(
         f"This multi-worker job runs without a job secret: {who} may join it as one of its tasks and receive "
         f"the weights. Set the same random {SECRET_ENV} on every task (`multidev launch` does it for local "
         "jobs), e.g. export MULTIDEV_JOB_SECRET=$(python -c 'import secrets; print(secrets.token_hex(32))'); "
-        "see docs/multi_worker.md, 'Security'.",
-        UserWarning,
-        stacklevel=3,
+        "see docs/multi_worker.md, 'Security'."
     )
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Any
 
 from multidev._core.errors import InvalidArgumentError
+from multidev._core.user_warnings import warn_user
 from multidev.data import cardinality as _card
 from multidev.data import cache_file, fingerprint
 from multidev.data._checks import as_int, count_or_all
@@ -216,9 +216,9 @@ class CacheDataset(_UnaryDataset):
         path = cache_file.cache_path(self._filename)
         elements, other = cache_file.read(path, self._key()[0])
         if other is not None:
-            warnings.warn(f"The dataset cache {path!r} was written by another input pipeline (fingerprint "
-                          f"{str(other.get('key'))[:12]}, this one {self._key()[0][:12]}); it is not replayed and "
-                          "will be rewritten after this pass. Use a different cache filename per pipeline.")
+            warn_user(f"The dataset cache {path!r} was written by another input pipeline (fingerprint "
+                      f"{str(other.get('key'))[:12]}, this one {self._key()[0][:12]}); it is not replayed and "
+                      "will be rewritten after this pass. Use a different cache filename per pipeline.")
         if elements is not None:
             self._store["elements"] = elements
         return elements

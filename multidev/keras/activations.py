@@ -6,11 +6,11 @@ Example:
 
 from __future__ import annotations
 
-import warnings
-
-from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
+
+from multidev._core.user_warnings import warn_user
+from multidev.keras._missing import missing_names
 
 
 def linear(x):
@@ -34,8 +34,8 @@ def take_logits(output, from_logits, activation, fn_name):
     if logits is None:
         return output, from_logits
     if from_logits:
-        warnings.warn(f"`{fn_name}` received `from_logits=True`, but the `output` argument was produced by a "
-                      f"{activation} activation and thus does not represent logits. Was this intended?", stacklevel=3)
+        warn_user(f"`{fn_name}` received `from_logits=True`, but the `output` argument was produced by a "
+                  f"{activation} activation and thus does not represent logits. Was this intended?")
     return logits, True
 
 

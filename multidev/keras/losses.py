@@ -14,6 +14,7 @@ from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
+from multidev._core.user_warnings import warn_user
 from multidev.keras import backend
 from multidev.keras.activations import take_logits
 

@@ -70,6 +70,22 @@ def test_unknown_tf_names_name_the_torch_function():
     assert not hasattr(md, "__wrapped__")           # dunder probes stay plain AttributeErrors
 
 
+def test_unknown_tf_names_in_submodules_name_the_torch_function():
+    """tf.random.normal, tf.nn.relu, tf.linalg: the names TF tutorials reach for, with torch's own names."""
+    with pytest.raises(AttributeError, match=r"tf\.random\.normal is not part of multidev.*call torch\.randn"):
+        md.random.normal
+    with pytest.raises(AttributeError, match=r"tf\.random\.uniform .*call torch\.rand "):
+        md.random.uniform
+    with pytest.raises(AttributeError, match=r"tf\.nn\.relu .*call torch\.relu \(or the tensor method\)"):
+        md.nn.relu
+    with pytest.raises(AttributeError, match=r"sparse_softmax_cross_entropy_with_logits .*functional\.cross_entropy"):
+        md.nn.sparse_softmax_cross_entropy_with_logits
+    with pytest.raises(AttributeError, match=r"tf\.linalg is not part of multidev.*call torch\.linalg's functions"):
+        md.linalg
+    assert callable(md.random.set_seed) and callable(md.nn.compute_average_loss)   # what they do have
+    assert not hasattr(md.nn, "__path__") and not hasattr(md.random, "__wrapped__")
+
+
 def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="cannot be split into 4 equal parts"):
         md.split(md.range(6), 4)

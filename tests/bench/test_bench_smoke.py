@@ -51,3 +51,12 @@ def test_smoke_run_of_every_suite_reports_every_variant(tmp_path):
 def test_unknown_names_are_refused_with_the_valid_ones():
     proc = _bench("--variants", "plain,nope", timeout=120)
     assert proc.returncode != 0 and "unknown variant" in proc.stderr and "mirrored_2" in proc.stderr
+
+
+def test_smoke_report_says_its_targets_are_not_measured():
+    """A newcomer's first `multidev bench --smoke` showed "NO" on targets: the report says why that means nothing."""
+    row = {"workload": "text_conv", "target": "MirroredStrategy 1 device, custom loop <= 1.03x plain",
+           "ratio": 2.376, "bound": 1.03, "holds": False, "cpu_ratio": 4.4}
+    report = {"machine": {"nproc": 2, "load_average": [7.2]}, "command": "multidev bench --smoke", "targets": [row]}
+    assert "not measurements" in render(dict(report, smoke=True))
+    assert "not measurements" not in render(dict(report, smoke=False))

@@ -98,6 +98,7 @@ def test_without_a_secret_a_job_warns_once_naming_who_could_join(monkeypatch, re
     message = str(caught[0].message)
     assert message.startswith(f"This multi-worker job runs without a job secret: {who}")
     assert "receive the weights" in message and "MULTIDEV_JOB_SECRET" in message
+    assert caught[0].filename == __file__      # the program's line, not multidev's rendezvous internals
 
 
 def test_a_forged_join_record_is_ignored_and_named(monkeypatch):

@@ -151,6 +151,8 @@ def parse(*argv):
     (["--nnodes", "2", "--rdzv-endpoint", "h:1", "--ps", "1", "train.py"], "--chief/--ps are local-launch options"),
     (["--workers", "2", "--max-restarts", "1", "train.py"], "--max-restarts needs the elastic launcher"),
     (["--nnodes", "1", "--rdzv-endpoint", "h:1", "--max-restarts", "-1", "train.py"], "--max-restarts must be >= 0"),
+    (["--workers", "2", "no_such_train.py"], r"script 'no_such_train.py' not found \(relative to .*-m NAME"),
+    (["--nnodes", "1", "--rdzv-endpoint", "h:1", "no_such_train.py"], "script 'no_such_train.py' not found"),
 ])
 def test_bad_arguments_are_refused_before_starting_anything(argv, message):
     with pytest.raises(SystemExit, match=message):

@@ -33,12 +33,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import warnings
 
 import torch
 
 from multidev._core import atomic_files
 from multidev._core.errors import DataLossError
+from multidev._core.user_warnings import warn_user
 from multidev.keras.saving import weights_io
 
 FORMAT = "multidev.keras.backup/2"
@@ -131,9 +131,9 @@ def read_files(state: dict, backup_dir: str, needs_optimizer: bool) -> dict[str,
     if out["rng"] is not None:
         _check_rng(backup_dir, out["rng"])
     elif state.get("format") == 1:
-        warnings.warn(f"The backup in {backup_dir!r} has the older format 1, without RNG state: training resumes "
-                      "at the next epoch with the current RNG state (shuffling and dropout differ from an "
-                      "uninterrupted run).")
+        warn_user(f"The backup in {backup_dir!r} has the older format 1, without RNG state: training resumes "
+                  "at the next epoch with the current RNG state (shuffling and dropout differ from an "
+                  "uninterrupted run).")
     return out
 
 

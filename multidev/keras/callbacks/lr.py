@@ -10,8 +10,8 @@ Example:
 from __future__ import annotations
 
 import inspect
-import warnings
 
+from multidev._core.user_warnings import warn_user
 from multidev.keras.callbacks.base import Callback
 from multidev.keras.callbacks.monitor import is_improvement, resolve_mode
 
@@ -73,8 +73,8 @@ class ReduceLROnPlateau(Callback):
         logs["learning_rate"] = old_lr = _rate(opt)
         current = logs.get(self.monitor)
         if current is None:
-            warnings.warn(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not available. "
-                          f"Available metrics are: {','.join(sorted(logs))}")
+            warn_user(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not available. "
+                      f"Available metrics are: {','.join(sorted(logs))}")
             return
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1

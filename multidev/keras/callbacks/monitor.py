@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-import warnings
+
+from multidev._core.user_warnings import warn_user
 
 _MODES = ("auto", "min", "max")
 
@@ -11,7 +12,7 @@ _MODES = ("auto", "min", "max")
 def resolve_mode(mode: str, monitor: str, owner: str) -> str:
     """'min' or 'max' for ``monitor`` (auto: accuracy/AUC/precision/recall are maximised)."""
     if mode not in _MODES:
-        warnings.warn(f"{owner} mode {mode!r} is unknown, fallback to auto mode. Valid modes: {list(_MODES)}.")
+        warn_user(f"{owner} mode {mode!r} is unknown, fallback to auto mode. Valid modes: {list(_MODES)}.")
         mode = "auto"
     if mode != "auto":
         return mode
@@ -32,8 +33,8 @@ def get_monitor_value(logs, monitor, owner):
     """The monitored value from ``logs`` or None (with a warning listing the available keys)."""
     value = (logs or {}).get(monitor)
     if value is None:
-        warnings.warn(f"{owner} is conditioned on metric `{monitor}` which is not available. Available metrics "
-                      f"are: {','.join(sorted(logs or {}))}")
+        warn_user(f"{owner} is conditioned on metric `{monitor}` which is not available. Available metrics "
+                  f"are: {','.join(sorted(logs or {}))}")
         return None
     value = float(value)
     return None if math.isnan(value) else value

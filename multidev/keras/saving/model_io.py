@@ -21,10 +21,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import warnings
 import zipfile
 
 from multidev._core import atomic_files
+from multidev._core.user_warnings import warn_user
 from multidev.keras import losses, metrics, optimizers
 from multidev.keras.metrics.base import Metric
 from multidev.keras.saving import subclassed, weights_io
@@ -55,7 +55,7 @@ def _compile_config(model):
     try:
         json.dumps(config)
     except TypeError:
-        warnings.warn("The compile arguments are not all serializable; the saved model will load uncompiled.")
+        warn_user("The compile arguments are not all serializable; the saved model will load uncompiled.")
         return None
     return config
 

@@ -25,12 +25,12 @@ import json
 import os
 import re
 import time
-import warnings
 
 import torch
 
 from multidev._core import atomic_files, checked_safetensors
 from multidev._core.errors import DataLossError
+from multidev._core.user_warnings import warn_user
 
 FORMAT = "multidev.keras.weights/1"
 _LEGACY_TMP = re.compile(r"\.tmp_[a-z0-9_]{8}\.safetensors")   # temporaries of multidev <= this change
@@ -163,7 +163,7 @@ def check_and_assign(variables: dict, tensors: dict, source: str, skip_mismatch=
                          + "\n".join(problems) + "\nThe model's weights were not changed. Build the same "
                          "architecture that saved the file (or pass skip_mismatch=True to load what matches).")
     if problems:
-        warnings.warn(f"Skipped {len(problems)} mismatching weight(s) while loading {source!r}:\n" + "\n".join(problems))
+        warn_user(f"Skipped {len(problems)} mismatching weight(s) while loading {source!r}:\n" + "\n".join(problems))
     with torch.no_grad():
         for k, var in variables.items():
             if k in tensors and k not in shapes:
