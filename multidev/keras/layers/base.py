@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from multidev.values.variables import DistributedVariable
+
 from multidev.keras import backend, initializers, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
@@ -37,6 +39,23 @@ _SIG_CACHE: dict[tuple[type, str], bool] = {}
 def current_training():
     """The ``training`` flag of the innermost enclosing layer call in this thread (or None)."""
     return _call_state.get()[0]
+
+
+def _module_weights(module: nn.Module, trainable: bool):
+    """``(weight, is_trainable)`` of a sub-module: a Layer's own listing, else the module's parameters
+    (trainable with its parent) and buffers, then its children's (a Layer among them counts its flag)."""
+    if isinstance(module, Layer):
+        yield from module._all_weights(trainable)
+        return
+    for p in dict.values(module._parameters):
+        if p is not None:
+            yield p, trainable
+    for b in dict.values(module._buffers):
+        if b is not None:
+            yield b, False
+    for child in module._modules.values():
+        if child is not None:
+            yield from _module_weights(child, trainable)
 
 
 def _shape_of(x):
@@ -227,18 +246,27 @@ class Layer(nn.Module):
         return getattr(self, name)
 
     def _all_weights(self, parent_trainable=True):
-        """Yield ``(tensor, is_trainable)`` for this layer's weights, then its sub-modules'."""
+        """Yield ``(weight, is_trainable)`` for this layer's weights, then its sub-modules'.
+
+        A weight is the registered object itself: inside ``strategy.run`` a distributed variable
+        stays the variable (Keras lists variables, never a replica's copy, so an optimizer built
+        from ``trainable_variables`` in a replica sums across replicas). Layers inside torch
+        containers (``nn.ModuleList``: Sequential's and functional models' layers, lists of layers
+        in subclassed models) keep their own ``trainable`` flag."""
         eff = parent_trainable and self._trainable
         for attr, trainable in self._weight_specs:
-            yield getattr(self, attr), trainable and eff
+            yield self._registered_weight(attr), trainable and eff
         for child in self._modules.values():
-            if isinstance(child, Layer):
-                yield from child._all_weights(eff)
-            elif child is not None:
-                for p in child.parameters():
-                    yield p, eff
-                for b in child.buffers():
-                    yield b, False
+            if child is not None:
+                yield from _module_weights(child, eff)
+
+    def _registered_weight(self, attr: str):
+        # dict.get reads the stored value: a replica-aware dict's [] would give a replica's copy.
+        for store in (self._parameters, self._buffers):
+            value = dict.get(store, attr)
+            if value is not None:
+                return value
+        return getattr(self, attr)   # a weight kept outside torch's dicts (e.g. a sharded variable)
 
     def _unique(self, trainable_flag):
         seen, out = set(), []
@@ -288,9 +316,15 @@ class Layer(nn.Module):
                 yield m
 
     def _refresh_requires_grad(self):
+        """Frozen weights stop requiring gradients: autograd skips them, and a torch-style step
+        (``loss.backward()``) leaves their ``.grad`` None. A distributed variable's replica copies
+        follow it (they are what each replica differentiates)."""
         trainable = {id(w) for w in self.trainable_weights}
         for p in self.parameters():
-            p.requires_grad_(id(p) in trainable)
+            flag = id(p) in trainable
+            p.requires_grad_(flag)
+            for copy in p.values if isinstance(p, DistributedVariable) else ():
+                copy.requires_grad_(flag)
 
     def get_weights(self) -> list:
         """Weights as numpy arrays, in ``weights`` order."""
