@@ -23,12 +23,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from multidev.values.variables import DistributedVariable
-
 from multidev.keras import backend, initializers, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.values.variables import DistributedVariable
 
 # (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
 _call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
@@ -345,9 +344,8 @@ class Layer(nn.Module):
         if bad:
             lines = "; ".join(f"weight {i}: expected {e}, received {r}" for i, e, r in bad)
             raise ValueError(f'Layer "{self.name}": weight shape mismatch ({lines}). No weight was changed.')
-        with torch.no_grad():
-            for w, v in zip(own, weights):
-                w.copy_(torch.as_tensor(np.asarray(v)).to(w.dtype))
+        for w, v in zip(own, weights):   # every replica's copy of a distributed variable
+            backend.set_value(w, np.asarray(v))
 
     def count_params(self) -> int:
         """Number of scalars in all weights (the layer must be built)."""
