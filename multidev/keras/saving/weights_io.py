@@ -22,7 +22,6 @@ import re
 import time
 import warnings
 
-
 from multidev._core import atomic_files, checked_safetensors
 from multidev._core.errors import DataLossError
 from multidev.keras import backend
