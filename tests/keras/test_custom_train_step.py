@@ -132,16 +132,26 @@ def test_keras_io_custom_train_step_equals_one_device(cls):
     _assert_equal_runs(_fit_both(make, x, y), ["loss", "mae"])
 
 
+class Unlisted(LowerLevel):
+    """The same step, its trackers left out of ``metrics`` (never reset), one more log entry."""
+
+    metrics = md.keras.Model.metrics
+
+    def train_step(self, data):
+        return {**super().train_step(data), "lr": self.optimizer.learning_rate}
+
+
 def test_lower_level_custom_step_with_its_own_loss_and_trackers():
     x, y = _regression()
 
-    def make():
-        model = LowerLevel()
+    def make(cls=LowerLevel):
+        model = cls()
         model.compile(md.keras.optimizers.Adam(0.01))
         return model
 
     runs = _fit_both(make, x, y)
     _assert_equal_runs(runs, ["loss", "mae"])
+    _assert_equal_runs(_fit_both(lambda: make(Unlisted), x, y), ["loss", "mae", "lr"])
     torch.manual_seed(1)
     reference = Net()      # the built-in step on the same program: the custom one changes nothing
     reference.compile(md.keras.optimizers.Adam(0.01), "mse")
@@ -162,7 +172,7 @@ def test_compute_loss_leaves_the_loss_tracker_to_the_step():
     assert float(model.metrics[0].result()) == 0.0
     model.metrics[1].update_state(torch.as_tensor(y), y_pred)
     assert model.metrics_names == ["loss", "mae"]
-    assert float(model.metrics[1].result()) == pytest.approx(float((y_pred - torch.as_tensor(y)).abs().mean()))
+    assert float(model.metrics[1].result()) == pytest.approx(float((y_pred.detach() - torch.as_tensor(y)).abs().mean()))
 
 
 # ----- a small ViT (keras.io "Image classification with Vision Transformer", shrunk) --------------------------

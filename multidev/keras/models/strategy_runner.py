@@ -60,23 +60,46 @@ class StrategyStepRunner:
                                                       step=inputs)
         if kind == "predict":
             return strategy.gather(outputs, axis=0) if total > 1 else outputs
-        self._merge_metrics(model, inputs.metric_states)
-        return model.get_metrics_result()
+        merged = self._merge_metrics(model, inputs.metric_states)
+        return _logs(model, merged, local_value(outputs, 0) if local > 1 else outputs)
 
-    def _merge_metrics(self, model, stores: tuple[dict, ...]) -> None:
+    def _merge_metrics(self, model, stores: tuple[dict, ...]) -> list:
+        """Fold every metric the replicas updated into its own state: ``model.metrics``, then any
+        other a custom step updated (a tracker left out of a ``metrics`` property still counts, as
+        on one device), in the order the replicas met them."""
         extended = self.strategy.extended
-        metrics = model.metrics
+        metrics = list(model.metrics)
+        listed = set(map(id, metrics))
+        for store in stores:
+            for m in store:
+                if id(m) not in listed:
+                    listed.add(id(m))
+                    metrics.append(m)
         if extended.num_workers == 1:
             for m in metrics:
                 states = [s[m] for s in stores if m in s]
                 if states:
                     m.merge_state(states)
-            return
+            return metrics
         # Across workers: sum this step's per-metric states, one flat all-reduce, then merge.
         deltas = [m.summed_state([s[m] for s in stores if m in s]) for m in metrics]
         sum_states_across_workers(extended, deltas)
         for m, d in zip(metrics, deltas):
             m.merge_state([d])
+        return metrics
+
+
+def _logs(model, metrics: list, returned: Any) -> dict:
+    """The step's logs: what replica 0's ``train_step``/``test_step`` returned, each metric's entry
+    read from the merged metric (a replica's ``result()`` saw only its own part of the step); a
+    step that returned no dict gets every metric's result."""
+    if not isinstance(returned, dict):
+        return model.get_metrics_result()
+    merged = {m.name: m.result() for m in metrics}
+    flat = {}
+    for key, value in returned.items():
+        flat.update(value if isinstance(value, dict) else {key: value})   # compile_metrics: its entries
+    return {key: merged.get(key, value) for key, value in flat.items()}
 
 
 def _is_distributed(data: Any) -> bool:
