@@ -124,6 +124,37 @@ def test_frozen_layer_inside_a_subclassed_models_list():
     _assert_same_weights(runs[1][0], runs[2][0])
 
 
+def test_frozen_base_model_freezes_its_layers_and_batch_norm_statistics():
+    """As Keras: ``base.trainable = False`` sets every inner layer's flag, so BatchNormalization
+    runs in inference mode; a model with nothing to train warns and still reports its loss."""
+    x, y = _regression()
+
+    def make():
+        base = md.keras.Sequential([layers.Input((6,)), layers.Dense(4), layers.BatchNormalization()])
+        base.trainable = False
+        model = md.keras.Sequential([layers.Input((6,)), base, layers.Dense(1)])
+        model.compile(md.keras.optimizers.SGD(0.05), "mse")
+        return model
+
+    def train(model):
+        base = model.layers[0]
+        before = base.get_weights()
+        history = model.fit(x * 3 + 2, y, batch_size=16, epochs=1, shuffle=False, verbose=0).history["loss"]
+        return before, history
+
+    runs = _twice(make, train)
+    for model, (before, _) in runs.values():
+        assert [layer.trainable for layer in model.layers[0].layers] == [False, False]
+        for a, b in zip(before, model.layers[0].get_weights()):   # kernel, bias, BN weights and statistics
+            np.testing.assert_array_equal(a, b)
+    _assert_same_weights(runs[1][0], runs[2][0])
+    np.testing.assert_allclose(runs[1][1][1], runs[2][1][1], rtol=1e-5)
+    for model, _ in runs.values():
+        model.trainable = False
+        with pytest.warns(UserWarning, match="does not have any trainable weights"):
+            assert model.fit(x, y, batch_size=16, epochs=1, verbose=0).history["loss"][0] > 0
+
+
 # ----- subclassed models ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])

@@ -304,8 +304,12 @@ class Layer(nn.Module):
 
     @trainable.setter
     def trainable(self, value: bool):
-        self._trainable = bool(value)
-        for layer in self._sublayers_and_self():
+        """Set the flag of this layer and of every layer inside it, as Keras does: a frozen model's
+        BatchNormalization then runs in inference mode (its moving statistics stay)."""
+        layers = list(self._sublayers_and_self())
+        for layer in layers:
+            layer._trainable = bool(value)
+        for layer in layers:
             layer._refresh_requires_grad()
 
     def _sublayers_and_self(self):

@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -139,7 +141,11 @@ class Trainer:
         y_pred = self(x, training=True)
         loss = self.compute_loss(x, y, y_pred, sample_weight)
         self._track_loss(loss, y_pred)
-        self.optimizer.minimize(loss, self.trainable_variables)
+        variables = self.trainable_variables
+        if variables:
+            self.optimizer.minimize(loss, variables)
+        else:   # as Keras 3: a frozen model still reports its loss and metrics
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def test_step(self, data):
