@@ -95,6 +95,19 @@ class TorchStep(Net):
         return {m.name: m.result() for m in self.metrics}
 
 
+class Keras2Step(Net):
+    """tf.keras 2's guide: compiled_loss (it updates the loss tracker) and compiled_metrics."""
+
+    def train_step(self, data):
+        x, y = data
+        with md.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables))
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
 class LowerLevel(Net):
     """keras.io "Going lower-level": its own loss object, trackers and ``metrics`` property."""
 
@@ -120,7 +133,7 @@ class LowerLevel(Net):
         return [self.loss_tracker, self.mae_metric]
 
 
-@pytest.mark.parametrize("cls", [TapeStep, TorchStep])
+@pytest.mark.parametrize("cls", [TapeStep, TorchStep, Keras2Step])
 def test_keras_io_custom_train_step_equals_one_device(cls):
     x, y = _regression(70)   # an uneven last batch: 70 = 4 x 16 + 6
 
