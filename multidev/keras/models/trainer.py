@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -122,6 +123,12 @@ class Trainer:
                              "target data to be passed in `fit()` (x and y, or (x, y) batches).")
         return self.compiled_loss(y, y_pred, sample_weight, regularization, track=False)
 
+    def _compute_loss(self, x, y, y_pred, sample_weight, training):
+        """``compute_loss`` with ``training`` when an override takes it (Keras 3.3 added the argument)."""
+        if "training" in inspect.signature(self.compute_loss).parameters:
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
+
     def _track_loss(self, loss, y_pred) -> None:
         """Record this step's loss in the ``loss`` tracker (Keras 3's train_step does it, not compute_loss)."""
         if self.compiled_loss is not None:
@@ -139,7 +146,7 @@ class Trainer:
         """Forward, loss, gradients, optimizer update, metrics; returns the logs."""
         x, y, sample_weight = da.unpack_x_y_sample_weight(data)
         y_pred = self(x, training=True)
-        loss = self.compute_loss(x, y, y_pred, sample_weight)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=True)
         self._track_loss(loss, y_pred)
         variables = self.trainable_variables
         if variables:
@@ -152,7 +159,7 @@ class Trainer:
         """Forward in inference mode, loss and metrics; returns the logs."""
         x, y, sample_weight = da.unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
-        self._track_loss(self.compute_loss(x, y, y_pred, sample_weight), y_pred)
+        self._track_loss(self._compute_loss(x, y, y_pred, sample_weight, training=False), y_pred)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def predict_step(self, data):
