@@ -176,6 +176,33 @@ def test_subclassed_model_on_two_replicas_equals_one_device(optimizer):
     assert int(two.optimizer.iterations) == int(one.optimizer.iterations) == 6
 
 
+def test_first_call_outside_the_scope_builds_in_the_models_strategy():
+    """A subclassed model made in the scope and first called outside it (a sample prediction) gets
+    distributed weights; a layer made and built outside the scope is refused before the first step."""
+    x, y = _regression()
+
+    def make():
+        model = MLP()
+        model.compile(md.keras.optimizers.SGD(0.05), "mse")
+        return model
+
+    def train(model):
+        model(x[:2])                      # outside any scope
+        return model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0).history["loss"]
+
+    runs = _twice(make, train)
+    assert all(isinstance(w, md.distribute.MirroredVariable) for w in runs[2][0].weights)
+    _assert_same_weights(runs[1][0], runs[2][0])
+    outside = layers.Dense(1)
+    outside.build((None, 6))
+    with md.distribute.MirroredStrategy(DEVICES).scope():
+        model = md.keras.Sequential([layers.Input((6,)), outside])
+        model.compile("sgd", "mse")
+    with pytest.raises(ValueError, match="was not created in the distribution strategy scope"):
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    np.testing.assert_array_equal(model.get_weights()[0], outside.get_weights()[0])
+
+
 def test_trainable_variables_inside_a_replica_are_the_variables():
     """Inside strategy.run the weights API lists the distributed variables, as Keras does."""
     strategy = md.distribute.MirroredStrategy(DEVICES)

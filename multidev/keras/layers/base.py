@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import threading
 
@@ -69,6 +70,20 @@ class Layer(nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
     supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's ``build`` marks the layer built, as Keras's does: ``layer.build(shape)`` then
+        ``set_weights`` keeps those weights (the first call would otherwise build, and initialise, again)."""
+        super().__init_subclass__(**kwargs)
+        build = cls.__dict__.get("build")
+        if build is not None and not getattr(build, "_marks_built", False):
+            @functools.wraps(build)
+            def build_and_mark(self, *args, **kw):
+                out = build(self, *args, **kw)
+                self.built = True
+                return out
+            build_and_mark._marks_built = True
+            cls.build = build_and_mark
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, activity_regularizer=None, **kwargs):

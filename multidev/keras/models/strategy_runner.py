@@ -36,6 +36,7 @@ class StrategyStepRunner:
     def __init__(self, strategy: Any):
         self.strategy = strategy
         self._largest_batch = 0   # stands for the dataset's batch size: smaller batches are partial
+        self._checked: set[int] = set()   # models whose variables were checked (check_variables)
 
     def run(self, kind: str, step_fn, data, model):
         """Run ``step_fn`` on every replica's slice of ``data``; logs (predictions for 'predict')."""
@@ -53,6 +54,9 @@ class StrategyStepRunner:
             self._largest_batch = max(self._largest_batch, global_size)
             parts = split_element(data, total, self._largest_batch)[first:first + local] if total > 1 else [data]
         ensure_built(model, strategy, parts[0])
+        if id(model) not in self._checked:
+            check_variables(model, strategy)
+            self._checked.add(id(model))
         stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
         inputs = StepInputs(kind, global_size, stores)
         with strategy.scope():
@@ -117,6 +121,26 @@ def ensure_built(model, strategy, data) -> None:
     sample = _first_examples(x)
     with strategy.scope(), torch.no_grad():
         model(sample, training=False)
+
+
+def check_variables(model, strategy) -> None:
+    """Refuse trainable weights made outside ``strategy``'s scope, as TensorFlow does: every replica
+    would read and update one plain tensor with its own, unsummed gradient.
+
+    Raises:
+        ValueError: naming the first such weight and the fix.
+    """
+    extended = strategy.extended
+    if not extended.distributes_variables:
+        return
+    for weight in model.trainable_weights:
+        if not extended.variable_created_in_scope(weight):
+            name = next((n for n, p in model.named_parameters() if p is weight), tuple(weight.shape))
+            raise ValueError(
+                f"Variable ({name!r}) was not created in the distribution strategy scope of ({strategy!r}). It is "
+                "most likely because some layers, model, or optimizer was being created outside the distribution "
+                "strategy scope. Create (and build) the model and its layers inside `with strategy.scope():`, "
+                "then compile and fit.")
 
 
 def _first_examples(x: Any) -> Any:
