@@ -7,6 +7,11 @@ in [0, 46), shuffled, batch 32 (281 steps/epoch). A training step is simulated t
 For each, the consumer's wait in ``next()`` is measured with and without ``prefetch``.
 
     python benchmarks/input_pipeline.py [--epochs 2] [--step-ms 8]
+    python benchmarks/input_pipeline.py --python-map [--rounds 3]
+
+``--python-map``: a map function whose time is Python (a word-level tokenizer over synthetic text,
+as a text pipeline has it), serial vs ``num_parallel_calls=AUTOTUNE`` on worker processes (the
+default "auto" choice for such a function) vs the same on threads; target >= 1.6x serial on 2 cores.
 """
 
 from __future__ import annotations
@@ -95,11 +100,60 @@ def pipeline_only(ds: md.data.Dataset) -> float:
     return n / (time.perf_counter() - start)
 
 
+WORDS = [f"w{i}" for i in range(5000)]
+
+
+def _text(i: int) -> str:
+    rng = np.random.default_rng(i)
+    return " ".join(WORDS[j] for j in rng.integers(0, len(WORDS), size=1500))
+
+
+def python_tokenize(index):
+    """Pure-Python work per element: build the text, split, look every word up, pad to 300 ids."""
+    vocab = _VOCAB
+    ids = [vocab.get(word, 1) for word in _text(int(index)).split()]
+    return torch.tensor((ids + [0] * LENGTH)[:LENGTH])
+
+
+_VOCAB = {w: i + 2 for i, w in enumerate(WORDS)}
+
+
+def python_map_speedups(elements: int, rounds: int) -> None:
+    """Serial vs parallel map (processes, threads) of ``python_tokenize``; medians of ``rounds``."""
+    ds = md.data.Dataset.range(elements)
+
+    def timed(parallel, mode):
+        os.environ["MULTIDEV_MAP_WORKERS"] = mode
+        start = time.perf_counter()
+        for _ in ds.map(python_tokenize, num_parallel_calls=parallel):
+            pass
+        return time.perf_counter() - start
+
+    times = {"serial": [], "auto (processes)": [], "threads": []}
+    for _ in range(rounds):       # alternating, so machine drift spreads over the variants
+        times["serial"].append(timed(None, "auto"))
+        times["auto (processes)"].append(timed(md.data.AUTOTUNE, "auto"))
+        times["threads"].append(timed(md.data.AUTOTUNE, "threads"))
+    serial = statistics.median(times["serial"])
+    print(f"python map, {elements} elements of ~{1e3 * serial / elements:.2f} ms each, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}:")
+    for name, samples in times.items():
+        med = statistics.median(samples)
+        verdict = ("  (target >= 1.6x: " + ("holds" if serial / med >= 1.6 else "MISSED") + ")") if "processes" in name else ""
+        print(f"  {name:17s} {med:.2f} s  speed-up {serial / med:.2f}x{verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--step-ms", type=float, default=8.0)
+    parser.add_argument("--python-map", action="store_true", help="only the Python-heavy map comparison")
+    parser.add_argument("--elements", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if args.python_map:
+        python_map_speedups(args.elements, args.rounds)
+        return
     step_s = args.step_ms / 1e3
     print(f"workload: {EXAMPLES} x {LENGTH} int64, shuffle({EXAMPLES}), batch {BATCH}; "
           f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, {os.cpu_count()} CPUs, "

@@ -57,7 +57,7 @@ def strategy_fit(torch, epochs: int, examples: int) -> None:
     x_train = torch.randn(examples, 32)
     y_train = torch.randn(examples, 10)
     kind = "GPU" if md.config.list_logical_devices("GPU") else "CPU"
-    strategy = md.distribute.MirroredStrategy([d.name for d in md.config.list_logical_devices(kind)])
+    strategy = md.distribute.MirroredStrategy()   # every logical GPU, else every logical CPU
     print("replicas:", strategy.num_replicas_in_sync, strategy.extended.worker_devices)
     with strategy.scope():
         # Model definition

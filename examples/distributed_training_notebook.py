@@ -81,7 +81,7 @@ def dataset_distribution_experiment(strategy, dataset) -> None:
     for idx, batch in enumerate(dataset):
         print("Global batch #:", idx)
         results = strategy.experimental_local_results(strategy.run(return_batch, args=(batch,)))
-        print("Results:", [{"replica": int(d["replica"]), "batch": d["batch"].tolist()} for d in results])
+        print("Results:", [{k: v.numpy() for k, v in d.items()} for d in results])
 
 
 def data_sharding(strategy):
@@ -159,9 +159,10 @@ def saving_and_loading(model, train, global_batch_size) -> None:
     print(model.layers[0].kernel)             # a MirroredVariable: one copy per replica
     print(model.get_weights())                # but get_weights returns one set of weights
     with tempfile.TemporaryDirectory() as tmp:
-        model.save_weights(os.path.join(tmp, "ckpt.weights.h5"))   # Keras 3's name; safetensors inside
+        model.save_weights(os.path.join(tmp, "ckpt"))          # the notebook's: a checkpoint at prefix "ckpt"
         nonrep_model = create_and_compile_model()              # a new, unreplicated model
-        nonrep_model.load_weights(os.path.join(tmp, "ckpt.weights.h5"))
+        nonrep_model.load_weights(os.path.join(tmp, "ckpt"))
+        # Keras 3's form works beside it: save_weights("ckpt.weights.h5") writes one file (safetensors inside).
     perf = nonrep_model.evaluate(train.batch(global_batch_size), verbose=0)
     print("Loaded model loss: {:.6f}".format(perf[0]))
 
@@ -170,7 +171,7 @@ def saving_and_loading(model, train, global_batch_size) -> None:
 
 def custom_training_loop(strategy, dist_train, global_batch_size, steps_per_epoch, epochs) -> None:
     cell("Custom training loop")
-    pe_loss = md.keras.losses.MeanSquaredError(reduction="none")
+    pe_loss = md.keras.losses.MeanSquaredError(reduction=md.keras.losses.Reduction.NONE)   # or reduction="none"
 
     def compute_loss(labels, predictions):
         per_example_loss = pe_loss(labels, predictions)
@@ -190,12 +191,16 @@ def custom_training_loop(strategy, dist_train, global_batch_size, steps_per_epoc
         per_replica_losses = strategy.run(train_step, args=(dist_inputs, model))
         return strategy.reduce("SUM", per_replica_losses, axis=None)
 
+    def distributed_train(dist_inputs, model, steps_per_epoch, epochs):
+        for epoch in range(epochs):             # the notebook wraps range(epochs) in tqdm's progress bar
+            iterator = iter(dist_inputs)        # each epoch restarts the (repeated) dataset, as the notebook does
+            for step in range(steps_per_epoch):
+                batch = next(iterator)
+                distributed_train_step(batch, model)
+
     with strategy.scope():
         cust_train_model = create_and_compile_model()
-    iterator = iter(dist_train)   # the dataset repeats `epochs` times: one iterator for the whole loop
-    for _ in range(epochs):
-        for _ in range(steps_per_epoch):
-            distributed_train_step(next(iterator), cust_train_model)
+    distributed_train(dist_train, cust_train_model, steps_per_epoch, epochs)
     perf = cust_train_model.evaluate(dist_train, steps=steps_per_epoch, verbose=0)
     print("Model trained, loss: {:.6f}".format(perf[0]))
 

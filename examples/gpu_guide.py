@@ -63,8 +63,8 @@ def log_device_placement() -> None:
     """'Logging device placement': every op says where it ran (on stderr)."""
     section("Logging device placement")
     md.debugging.set_log_device_placement(True)
-    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    b = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    a = md.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    b = md.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     c = torch.matmul(a, b)
     print(c)
 
@@ -73,8 +73,8 @@ def manual_device_placement(kind: str) -> None:
     """'Manual device placement': ``md.device`` pins the ops created in its scope."""
     section("Manual device placement")
     with md.device("/CPU:0"):          # place tensors on the CPU
-        a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-        b = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        a = md.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        b = md.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     with md.device(f"/{kind}:1"):      # run the matmul on the second logical device
         c = torch.matmul(a, b)
     print(c)
@@ -113,14 +113,15 @@ def single_device_on_multi_device_system(kind: str) -> None:
     md.config.set_soft_device_placement(False)
     try:
         with md.device(f"/device:{kind}:7"):   # an invalid device
-            a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-            torch.matmul(a, a.T)
-    except md.errors.InvalidArgumentError as e:   # TF 2.21 raises InvalidArgumentError (older guides: RuntimeError)
-        print("InvalidArgumentError:", e)
+            a = md.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+            b = md.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+            c = torch.matmul(a, b)
+    except RuntimeError as e:   # the guide's; TF 2.21's `except md.errors.InvalidArgumentError` catches it too
+        print(e)
     md.config.set_soft_device_placement(True)
     with md.device(f"/device:{kind}:7"):       # soft placement picks an existing device
-        a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-        b = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        a = md.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        b = md.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
         c = torch.matmul(a, b)
     print(c)
 
@@ -150,11 +151,11 @@ def multiple_devices_manually(kind: str) -> None:
     c = []
     for dev in md.config.list_logical_devices(kind):
         with md.device(dev.name):
-            a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-            b = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+            a = md.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+            b = md.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
             c.append(torch.matmul(a, b))
     with md.device("/CPU:0"):
-        matmul_sum = torch.stack(c).sum(0)       # tf.add_n
+        matmul_sum = md.add_n(c)                 # torch.stack(c).sum(0) in plain torch
     print(matmul_sum)
     md.debugging.set_log_device_placement(False)
 

@@ -122,8 +122,8 @@ def main(argv=None):
     # 1. Data preparation
     pad = md.keras.preprocessing.sequence.pad_sequences
     x_train, x_test = pad(x_train, maxlen=MAX_LEN), pad(x_test, maxlen=MAX_LEN)
-    max_words = int(max(x_train.max(), x_test.max())) + 1
-    cat_num = int(max(y_train.max(), y_test.max())) + 1
+    max_words = x_train.max() + 1       # the seed's MAX_WORDS, CAT_NUM (numpy integers, as Keras 2 takes them)
+    cat_num = y_train.max() + 1
     if args.limit:      # a quick run on a subset; the model keeps the full data's shapes
         x_train, y_train = x_train[:args.limit], y_train[:args.limit]
         x_test, y_test = x_test[:max(args.limit // 4, 1)], y_test[:max(args.limit // 4, 1)]
@@ -137,9 +137,8 @@ def main(argv=None):
     strategy = md.distribute.MirroredStrategy()
     with strategy.scope():
         model = create_model(max_words, cat_num)
+        model.summary()                 # built by Embedding's input_length, as in the seed
         model = compile_model(model)
-    model.build((None, MAX_LEN))
-    model.summary()
     history = model.fit(ds_train, validation_data=ds_test, epochs=args.epochs)
     final = history.history["val_sparse_categorical_accuracy"][-1]
     print(f"final val_sparse_categorical_accuracy: {final:.4f}")

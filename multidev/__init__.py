@@ -23,6 +23,13 @@ from multidev import keras
 from multidev import integrations
 from multidev import random, summary, train
 from multidev.ops import add_n, constant, reduce_mean, reduce_sum
+from multidev import array_ops, math
+from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_value, concat, convert_to_tensor,  # noqa: A004
+                                divide, equal, exp, expand_dims, fill, gather, greater, greater_equal, identity, less,
+                                less_equal, matmul, maximum, minimum, multiply, negative, not_equal, one_hot,
+                                ones, ones_like, pow, range, rank, reduce_all, reduce_any, reduce_max, reduce_min,
+                                reduce_prod, reshape, round, shape, sigmoid, sign, size, split, sqrt, square, squeeze,
+                                stack, subtract, tanh, tile, transpose, unstack, where, zeros, zeros_like)
 from multidev import saved_model
 from multidev.module import Module
 from multidev.data.spec import TensorSpec
@@ -61,4 +68,12 @@ __all__ = [
     "reduce_sum",
     "reduce_mean",
     "add_n",
-]
+    "math",
+] + array_ops.TOP_LEVEL
+
+
+def __getattr__(name: str):
+    """``md.X`` that multidev lacks: an AttributeError naming the torch function to call instead."""
+    from multidev._core.missing import missing_attribute
+
+    raise missing_attribute("multidev", name, f"tf.{name}")

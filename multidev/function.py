@@ -11,7 +11,8 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
              **compile_kwargs: Any) -> Any:
     """Mark ``func`` as a compiled step, like ``@tf.function``.
 
-    PyTorch runs eagerly, so by default the function runs as written (same results, no tracing).
+    PyTorch runs eagerly, so by default the function runs as written (same results, no tracing);
+    ``next(iterator)`` past the end inside it raises ``md.errors.OutOfRangeError``, as in TensorFlow.
     ``jit_compile=True`` compiles it with ``torch.compile`` (extra keyword arguments go there).
 
     Example:
@@ -31,7 +32,13 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return target(*args, **kwargs)
+            try:
+                return target(*args, **kwargs)
+            except StopIteration as exc:   # next(iterator) past the end, as a tf.function reports it
+                from multidev._core.errors import OutOfRangeError
+                raise OutOfRangeError("End of sequence: an iterator was exhausted inside an md.function (TF's "
+                                      "tf.function raises tf.errors.OutOfRangeError here; catch "
+                                      "md.errors.OutOfRangeError).") from exc
 
         wrapper.python_function = fn  # as tf.function exposes it
         wrapper.input_signature = input_signature   # what md.saved_model.save traces

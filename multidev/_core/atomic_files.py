@@ -140,9 +140,12 @@ def atomic_write(path, data: bytes | Iterable[bytes], fsync: bool = True) -> str
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.remove(tmp)
+        if isinstance(err, OSError) and err.filename is None:   # e.g. ENOSPC from write(): say which file
+            raise type(err)(err.errno, f"{err.strerror or err} while writing {path!r} (nothing was replaced; the "
+                                       f"previous file, if any, is intact)", path) from err
         raise
     if fsync:
         _fsync_dir(directory)

@@ -41,6 +41,14 @@ class ReduceOp(enum.Enum):
             f"{[m.name for m in cls]} (a ReduceOp or its name)."
         )
 
+    @classmethod
+    def from_variable_aggregation(cls, aggregation: "VariableAggregation") -> "ReduceOp":
+        """The reduction a variable's aggregation performs (SUM -> SUM, MEAN -> MEAN), as TensorFlow."""
+        if isinstance(aggregation, VariableAggregation) and aggregation.name in cls.__members__:
+            return cls[aggregation.name]
+        raise ValueError(f"Could not convert from `md.VariableAggregation` {aggregation!r} to `md.distribute.ReduceOp` "
+                         f"type: only {[m.name for m in cls]} have one.")
+
 
 class VariableAggregation(enum.Enum):
     """How writes to a distributed variable from several replicas are combined."""

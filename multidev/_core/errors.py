@@ -16,6 +16,15 @@ class InvalidArgumentError(OpError, ValueError):
     """An argument had an invalid value (a shape, a dtype, an index)."""
 
 
+class UnknownDeviceError(InvalidArgumentError, RuntimeError):
+    """A device that does not exist, with soft placement off.
+
+    TensorFlow 2.21 raises ``InvalidArgumentError`` here; older TensorFlow, and the GPU guide
+    (``except RuntimeError as e:``), a ``RuntimeError``. This is both, so programs written for either
+    catch it.
+    """
+
+
 class NotFoundError(OpError, LookupError):
     """A file, device or name was not found."""
 
@@ -71,6 +80,7 @@ class UnauthenticatedError(OpError, PermissionError):
 __all__ = [
     "OpError",
     "InvalidArgumentError",
+    "UnknownDeviceError",
     "NotFoundError",
     "AlreadyExistsError",
     "FailedPreconditionError",

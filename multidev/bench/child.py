@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from multidev.collectives.process_world import free_loopback_ports as free_ports
 
 _ROOT = str(Path(multidev.__file__).resolve().parents[1])
 RESULT_PREFIX = "RESULT "
+PROGRESS_PREFIX = "PROGRESS "
 
 
 class BenchChildError(RuntimeError):
@@ -25,6 +27,11 @@ class BenchChildError(RuntimeError):
 def emit(result: Any) -> None:
     """Print ``result`` as the child's RESULT line (called by the child)."""
     print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def progress(line: str) -> None:
+    """Print one progress line (called by the child): the parent shows it on stderr as it comes."""
+    print(PROGRESS_PREFIX + line, flush=True)
 
 
 def child_env(extra: dict | None = None, threads: int | None = None) -> dict:
@@ -47,13 +54,35 @@ def parse_result(stdout: str, what: str, stderr: str = "", returncode: int = 0) 
 
 
 def run_one(module: str, spec: dict, timeout: float, threads: int | None = None) -> Any:
-    """Run ``python -m module '<spec json>'`` and return its RESULT."""
-    proc = subprocess.run([sys.executable, "-m", module, json.dumps(spec)], capture_output=True, text=True,
-                          timeout=timeout, env=child_env(threads=threads), cwd=_ROOT)
+    """Run ``python -m module '<spec json>'`` and return its RESULT; its PROGRESS lines are shown on
+    stderr as they come (long runs show where they are)."""
+    proc = subprocess.Popen([sys.executable, "-m", module, json.dumps(spec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=child_env(threads=threads), cwd=_ROOT)
+    err_lines: list[str] = []
+    reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)  # no pipe deadlock
+    reader.start()
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    out_lines: list[str] = []
+    try:
+        for line in proc.stdout:
+            if line.startswith(PROGRESS_PREFIX):
+                print(f"[bench] {line[len(PROGRESS_PREFIX):].rstrip()}", file=sys.stderr, flush=True)
+            else:
+                out_lines.append(line)
+        proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+    stdout, stderr = "".join(out_lines), "".join(err_lines)
     if proc.returncode != 0:
-        raise BenchChildError(f"{module} failed (exit code {proc.returncode}).\n--- stdout ---\n{proc.stdout[-4000:]}"
-                              f"\n--- stderr ---\n{proc.stderr[-4000:]}")
-    return parse_result(proc.stdout, module, proc.stderr, proc.returncode)
+        raise BenchChildError(f"{module} failed (exit code {proc.returncode}"
+                              f"{', killed after ' + format(timeout, 'g') + ' s' if proc.returncode == -9 else ''})."
+                              f"\n--- stdout ---\n{stdout[-4000:]}\n--- stderr ---\n{stderr[-4000:]}")
+    return parse_result(stdout, module, stderr, proc.returncode)
 
 
 def tf_config(ports: list[int], index: int) -> str:

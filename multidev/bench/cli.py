@@ -5,6 +5,7 @@
                                  Keras 3's own fit, alone and on multidev strategies (needs multidev[keras3])
     multidev bench collectives   all-reduce bandwidth, in process and across 2 processes
     multidev bench memory        long run under MirroredStrategy: is memory flat after warm-up?
+    multidev bench scaling       per-step Python cost at N = 1, 2, 4, 8 replicas: threads vs processes
     multidev bench all           the three, one report
 
 ``--smoke`` runs a tiny version of each for correctness (CI); it times nothing worth reading.
@@ -18,12 +19,12 @@ import json
 import shlex
 import sys
 
-from multidev.bench import child, report
+from multidev.bench import child, report, scaling
 from multidev.bench import keras3_variants
 from multidev.bench.variants import ALL_VARIANTS, DEFAULT_VARIANTS, INPROCESS_VARIANTS, PROCESS_VARIANTS
 from multidev.bench.workloads import WORKLOADS
 
-SUITES = ("train", "collectives", "memory", "all")
+SUITES = ("train", "collectives", "memory", "scaling", "all")
 FULL_SIZES = [2**10 * 4**i for i in range(10)]        # 1 KB .. 256 MB
 SMOKE_MAX_SIZE = 64 * 2**10
 
@@ -34,6 +35,21 @@ def _names(text: str, valid, what: str) -> list[str]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown {what} {unknown or text!r}; valid: {', '.join(valid)}")
     return names
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = sorted({int(n) for n in text.split(",") if n.strip()})
+    except ValueError:
+        counts = []
+    if not counts or counts[0] < 1 or 1 not in counts:
+        raise argparse.ArgumentTypeError(f"--counts takes comma-separated replica counts including 1 (the baseline), "
+                                         f"e.g. 1,2,4,8; got {text!r}")
+    return counts
+
+
+def _say(line: str) -> None:
+    print(f"[bench] {line}", file=sys.stderr, flush=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=2, help="replicas of the memory run (default 2)")
     parser.add_argument("--memory-workload", default="text_conv", choices=sorted(WORKLOADS),
                         help="workload of the memory run (default text_conv)")
+    parser.add_argument("--counts", type=_counts, help="replica counts of the scaling run (default 1,2,4,8; --smoke: 1,2)")
     parser.add_argument("--smoke", action="store_true", help="tiny run for correctness only (CI)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--output", help="also write the JSON report to this file")
@@ -94,6 +111,8 @@ def _train(args) -> dict:
     if processes:
         out = child.run_workers("multidev.bench.train_multiproc", {**spec, "variants": processes, "threads": 1}, 2,
                                 args.timeout)
+        for w in workloads:
+            _say(f"{w}: " + ", ".join(f"{v} {r['step_s']['median'] * 1e3:.2f} ms/step" for v, r in out["results"][w].items()))
         machine = machine or out["machine"]
         for w in workloads:
             results[w].update(out["results"][w])
@@ -122,6 +141,13 @@ def _memory(args) -> dict:
     return child.run_one("multidev.bench.memory_growth", spec, args.timeout)
 
 
+def _scaling(args) -> dict:
+    spec = {"replicas": args.counts or ([1, 2] if args.smoke else [1, 2, 4, 8]), "steps": args.steps or (3 if args.smoke else 30),
+            "rounds": args.rounds or (1 if args.smoke else 3), "warmup": args.warmup or (1 if args.smoke else 5),
+            "device": _device(args.device), "threads": args.threads}
+    return scaling.run(spec, args.timeout, progress=_say)
+
+
 def collect(args) -> dict:
     """Run the chosen suite(s) and gather one report dict."""
     from multidev.bench import measure
@@ -131,12 +157,14 @@ def collect(args) -> dict:
     targets: list = []
     if args.suite in ("train", "all"):
         out["train"] = _train(args)
-        targets += report.train_targets(out["train"]["results"])
+        targets += report.train_targets(out["train"]["results"], out["train"]["spec"]["device"])
     if args.suite in ("collectives", "all"):
         out["collectives"] = _collectives(args)
         targets += report.collective_targets(out["collectives"]["rows"])
     if args.suite in ("memory", "all"):
         out["memory"] = _memory(args)
+    if args.suite == "scaling":  # not part of "all": 3 methods x 4 counts of fresh processes
+        out["scaling"] = _scaling(args)
     out["targets"] = targets
     out["machine"] = measure.machine()  # load average at the end of the run
     if args.threads:

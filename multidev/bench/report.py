@@ -14,6 +14,16 @@ TRAIN_TARGETS = (
     ("Keras 3 fit, MirroredStrategy 1 device <= 1.05x Keras 3's own fit", "keras3_fit1", "keras3_own", 1.05),
     ("Keras 3 fit, MirroredStrategy 2 logical devices <= 1.15x plain (same global batch)", "keras3_fit2", "plain", 1.15),
 )
+#: Targets of the GPU check (issue 28), read only from a run on GPUs: custom loop and fit on one device,
+#: two logical GPUs on one physical GPU (>= 0.95x the throughput of one: <= 1/0.95 the step time at the
+#: same global batch), bf16 autocast (>= 1.5x faster: <= 1/1.5 the step time).
+GPU_TRAIN_TARGETS = (
+    ("GPU: MirroredStrategy 1 device, custom loop <= 1.02x plain", "mirrored_1", "plain", 1.02),
+    ("GPU: MirroredStrategy 1 device, fit <= 1.05x plain", "fit_mirrored_1", "plain", 1.05),
+    ("GPU: 2 logical GPUs on one GPU >= 0.95x the throughput of 1", "mirrored_2", "mirrored_1", 1 / 0.95),
+    ("GPU: bf16 autocast >= 1.5x faster than fp32", "plain_bf16", "plain", 1 / 1.5),
+    ("GPU: Keras 3 fit on 2 logical GPUs vs Keras 3 fit on 1 (>= 0.95x throughput)", "keras3_fit2", "keras3_fit1", 1 / 0.95),
+)
 COLLECTIVE_TARGET = 0.8  # in-process all-reduce busbw of >= 16 MB buffers vs memory-copy bandwidth
 COLLECTIVE_TARGET_BYTES = 16 * 2**20
 
@@ -55,11 +65,13 @@ def paired_ratio(variant: dict, reference: dict, key: str = "step_s") -> float |
     return statistics.median(pairs) if pairs and len(a) == len(b) else None
 
 
-def train_targets(results: dict) -> list[dict]:
-    """Each target of issue 8 per workload where both variants ran: ratio and whether it holds."""
+def train_targets(results: dict, device: str = "cpu") -> list[dict]:
+    """Each target of issue 8 (and, on GPUs, of the GPU check) per workload where both variants ran:
+    ratio and whether it holds."""
     out = []
+    targets = TRAIN_TARGETS + (GPU_TRAIN_TARGETS if device == "gpu" else ())
     for workload, variants in results.items():
-        for name, variant, reference, bound in TRAIN_TARGETS:
+        for name, variant, reference, bound in targets:
             if variant in variants and reference in variants:
                 v, ref = variants[variant], variants[reference]
                 ratio = paired_ratio(v, ref) or v["step_s"]["median"] / ref["step_s"]["median"]
@@ -164,6 +176,11 @@ def render(report: dict[str, Any]) -> str:
         parts.append(collectives_table(c["rows"]))
     if "memory" in report:
         parts += ["", "## Memory growth", "", memory_summary(report["memory"])]
+    if "scaling" in report:
+        from multidev.bench.scaling import table
+
+        parts += ["", "## Scaling of per-step Python cost (step time at N replicas / at 1; weak scaling, batch 2 per replica)",
+                  "", table(report["scaling"])]
     if report.get("targets"):
         parts += ["", "## Targets", "", targets_table(report["targets"])]
     return "\n".join(parts)

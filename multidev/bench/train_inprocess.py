@@ -13,6 +13,7 @@ from typing import Sequence
 import torch
 
 from multidev.bench import measure, variants
+from multidev.bench.child import progress
 from multidev.bench.workloads import get as get_workload
 
 
@@ -55,6 +56,7 @@ def time_workload(workload_name: str, names: Sequence[str], device: torch.device
             wall, cpu_s = variant.run(batches)
             times[variant.name].append(wall)
             cpu[variant.name].append(cpu_s)
+            progress(f"{workload_name} round {r + 1}/{spec['rounds']}: {variant.name} {wall * 1e3:.2f} ms/step")
             peak = measure.peak_memory_mb(device)
             if peak is not None:
                 peaks[variant.name] = max(peaks.get(variant.name, 0.0), peak)

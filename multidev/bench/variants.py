@@ -18,13 +18,16 @@ from multidev.bench.measure import fit_epoch_runner, time_steps
 from multidev.bench.workloads import Workload
 
 #: In-process variants, in table order. ``mirrored_K`` / ``fit_mirrored_K`` use the first K logical devices.
-INPROCESS_VARIANTS = ("plain", "one_device", "mirrored_1", "mirrored_2", "mirrored_4",
+INPROCESS_VARIANTS = ("plain", "plain_bf16", "one_device", "mirrored_1", "mirrored_2", "mirrored_4",
                       "fit", "fit_mirrored_1", "fit_mirrored_2", "fit_mirrored_4") + keras3_variants.KERAS3_VARIANTS
 #: Variants that run in two worker processes (see ``multiproc``).
 PROCESS_VARIANTS = ("ddp_2proc", "mwms_2proc")
 ALL_VARIANTS = INPROCESS_VARIANTS + PROCESS_VARIANTS
-#: What runs when no ``--variants`` are given: all but the Keras 3 ones (they import keras, an optional extra).
-DEFAULT_VARIANTS = tuple(v for v in ALL_VARIANTS if v not in keras3_variants.KERAS3_VARIANTS)
+#: Variants run only when asked for: Keras 3's (they import keras, an optional extra) and bf16 autocast
+#: (a GPU figure: on CPUs bf16 matmuls are rarely faster).
+OPT_IN_VARIANTS = ("plain_bf16",) + keras3_variants.KERAS3_VARIANTS
+#: What runs when no ``--variants`` are given.
+DEFAULT_VARIANTS = tuple(v for v in ALL_VARIANTS if v not in OPT_IN_VARIANTS)
 
 
 def available(variant: str, workload: str) -> bool:
@@ -50,7 +53,10 @@ class Variant:
         return self._run(batches)
 
 
-def _plain(workload: Workload, device: torch.device) -> Callable:
+def _plain(workload: Workload, device: torch.device, autocast_dtype: torch.dtype | None = None) -> Callable:
+    """The baseline plain PyTorch loop; with ``autocast_dtype``, forward and loss under ``torch.autocast``."""
+    import contextlib
+
     torch.manual_seed(0)
     model = workload.model().to(device)
     opt = workload.optimizer(model.parameters())
@@ -58,7 +64,8 @@ def _plain(workload: Workload, device: torch.device) -> Callable:
 
     def step(x, y):
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with torch.autocast(device.type, dtype=autocast_dtype) if autocast_dtype else contextlib.nullcontext():
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -135,5 +142,8 @@ def build(variant: str, workload: Workload, device_names: Sequence[str], device:
     strategy = _strategy(variant, device_names)
     if variant.startswith("fit"):
         return Variant(variant, device, _fit_runner(workload, strategy, device), strategy)
-    step = _plain(workload, device) if strategy is None else _strategy_loop(workload, strategy)
+    if variant == "plain_bf16":
+        step = _plain(workload, device, torch.bfloat16)
+    else:
+        step = _plain(workload, device) if strategy is None else _strategy_loop(workload, strategy)
     return Variant(variant, device, lambda batches: time_steps(step, batches, device), strategy)

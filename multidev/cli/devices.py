@@ -131,7 +131,23 @@ def run(args: argparse.Namespace) -> int:
                           "logical": [r for r in rows if r["kind"] == "logical"]}, indent=2))
     else:
         print(_table(rows))
+        hint = _split_hint(rows)
+        if hint:
+            print("\n" + hint)
     return 0
+
+
+def _split_hint(rows: list[dict]) -> str | None:
+    """How to get several replicas where ``MirroredStrategy()`` would find one device (no GPU, one CPU)."""
+    logical = [r for r in rows if r["kind"] == "logical"]
+    if any(r["type"] == "GPU" for r in logical) or len(logical) > 1:
+        return None
+    return ("MirroredStrategy() uses every GPU, else the CPU: 1 replica on this machine. To run N replicas on the CPU,\n"
+            "split it into logical devices before first use:\n"
+            "  in the program:  cpu = md.config.list_physical_devices('CPU')[0]\n"
+            "                   md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)\n"
+            "  or from outside: MULTIDEV_LOGICAL_CPUS=2 python train.py\n"
+            "  preview:         multidev devices --logical-cpus 2")
 
 
 __all__ = ["HELP", "add_arguments", "run"]

@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import socket
 import sys
 
@@ -70,6 +72,64 @@ def exit_code_of(failure_exitcode: int) -> int:
     return 128 - failure_exitcode if failure_exitcode < 0 else failure_exitcode
 
 
+_AGENT_LOGGER = "torch.distributed.elastic.agent.server.api"
+_FAILED = re.compile(r"Worker group (\w+)\. (\d+)/(\d+) attempts left; will restart worker group")
+_EXITED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+_JOINED = re.compile(r"Detected (\d+) new nodes from group_rank=(\d+); will restart worker group")
+
+
+def restart_notice(message: str, exited: str | None = None) -> str | None:
+    """What ``multidev launch`` says when torch's agent restarts the worker group (None for other lines);
+    ``exited``: torch's last "failed (exitcode: N) local_rank: R" line, to say which worker and how.
+
+    Example:
+        >>> restart_notice("[default] Worker group FAILED. 3/3 attempts left; will restart worker group")
+        'multidev launch: a worker of this host failed (worker group FAILED); restarting the worker group on every host (restart 1 of --max-restarts 3).'
+    """
+    failed = _FAILED.search(message)
+    if failed:
+        state, left, total = failed.group(1), int(failed.group(2)), int(failed.group(3))
+        why = "a worker of this host failed" if state == "FAILED" else "a worker of this host stopped responding"
+        code = _EXITED.search(exited or "")
+        if code:
+            why = f"local worker {code.group(2)} of this host exited with code {exit_code_of(int(code.group(1)))}"
+        return (f"multidev launch: {why} (worker group {state}); restarting the worker group on every host "
+                f"(restart {total - left + 1} of --max-restarts {total}).")
+    joined = _JOINED.search(message)
+    if joined:
+        return (f"multidev launch: {joined.group(1)} new host(s) are waiting to join; restarting the worker group to "
+                f"take them in (a membership change does not count against --max-restarts).")
+    return None
+
+
+class _RestartNotices(logging.Handler):
+    """Prints ``restart_notice`` lines: torch's agent logs its restarts at INFO, which nobody sees."""
+
+    exited: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if _EXITED.search(message):
+            self.exited = message
+        notice = restart_notice(message, self.exited)
+        if notice:
+            self.exited = None
+            sys.stderr.write(notice + "\n")
+            sys.stderr.flush()
+
+
+def _announce_restarts() -> None:
+    logger = logging.getLogger(_AGENT_LOGGER)
+    if logger.getEffectiveLevel() > logging.INFO:   # let the INFO records through to our handler only
+        for handler in logging.getLogger().handlers + logger.handlers:
+            if handler.level == logging.NOTSET:
+                handler.setLevel(logger.getEffectiveLevel())
+        logger.setLevel(logging.INFO)
+    notices = _RestartNotices(logging.INFO)
+    logger.addHandler(notices)
+    logging.getLogger("torch.distributed.elastic.multiprocessing.api").addHandler(notices)  # which worker exited
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run torch's elastic launcher; return the first failed worker's exit code (0 on success)."""
     # A fresh store per rendezvous round, hosted by rank 0 at MASTER_ADDR (its host) and a new
@@ -79,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
+    _announce_restarts()
     try:
         run(parse_args(argv))
     except ChildFailedError as err:

@@ -119,12 +119,12 @@ class JobGate:
         prefix: namespace of this rendezvous (ProcessCollective's generation, the ps group).
         secret: this process's job secret (``job_secret()``), or None.
         who: how errors name this process; where: how they name the rendezvous.
-        warn_open: warn (once per process) when the job runs without a secret (a rendezvous that
-            other machines can reach).
+        warn_open: warn (once per process) when the job runs without a secret; ``"loopback"`` when
+            only processes of this machine can reach the rendezvous, ``"network"`` when others can.
     """
 
     def __init__(self, store: dist.Store, prefix: str, secret: bytes | None, who: str, where: str,
-                 warn_open: bool = False):
+                 warn_open: str | None = None):
         self._store = store
         self._key = f"{prefix}/gate"
         self._prefix = prefix.encode("utf-8")
@@ -165,7 +165,7 @@ class JobGate:
                     "this job. Give every task the same secret (multidev launch does), or none to any."
                 )
             if self._warn_open:
-                _warn_unauthenticated(self._where)
+                _warn_unauthenticated(self._where, self._warn_open)
             return self._store
         if len(fields) != 3 or fields[0] != _SCHEME.encode("ascii"):
             raise UnauthenticatedError(f"{self._who} refuses the rendezvous at {self._where}: its gate record "
@@ -195,16 +195,20 @@ class JobGate:
             )
 
 
-def _warn_unauthenticated(where: str) -> None:
-    """Warn once per process about a rendezvous reachable from other machines without a secret."""
+def _warn_unauthenticated(where: str, reach: str) -> None:
+    """Warn once per process that the job has no secret, and who could therefore join it."""
     global _warned
     if _warned:
         return
     _warned = True
+    who = ("any process on this machine" if reach == "loopback" else
+           f"any process that can reach {where} over the network (a non-loopback address such as 0.0.0.0 or "
+           "a host name makes the rendezvous listen on every interface)")
     warnings.warn(
-        f"The rendezvous at {where} has no job secret: any process that can reach it may join the job "
-        f"as one of its tasks. Set the same random {SECRET_ENV} on every task (multidev launch does it "
-        "for local jobs); see docs/multi_worker.md.",
+        f"This multi-worker job runs without a job secret: {who} may join it as one of its tasks and receive "
+        f"the weights. Set the same random {SECRET_ENV} on every task (`multidev launch` does it for local "
+        "jobs), e.g. export MULTIDEV_JOB_SECRET=$(python -c 'import secrets; print(secrets.token_hex(32))'); "
+        "see docs/multi_worker.md, 'Security'.",
         UserWarning,
         stacklevel=3,
     )

@@ -79,7 +79,7 @@ def join(store: dist.Store, world: ProcessWorld, prefix: str, timeout_s: float,
     if world.world_size == 1:
         return store
     where = f"{world.store_host}:{world.store_port}"
-    gate = JobGate(store, prefix, job_secret(), world.describe(world.rank), where, warn_open=not world.is_loopback)
+    gate = JobGate(store, prefix, job_secret(), world.describe(world.rank), where, warn_open="loopback" if world.is_loopback else "network")
     keys = [f"{prefix}/join/{r}" for r in range(world.world_size)]
     deadline = time.monotonic() + timeout_s
     try:

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import time
 from typing import Any, Callable
 
 import torch
 
 from multidev.data import cardinality as _card
+from multidev.data import processes
 from multidev.data import structure
 from multidev.data._checks import callable_arg, parallelism
 from multidev.data.dataset import Dataset, peeking, spec_of_element
 from multidev.data.spec import TensorSpec
 from multidev.data.threads import ParallelMapper
 from multidev.data.transforms import _UnaryDataset
+
+
+#: Calls timed in the consumer's thread before a parallel map picks threads or worker processes.
+_CALIBRATION_CALLS = 2
 
 
 def call_unpacked(fn: Callable, element: Any) -> Any:
@@ -78,7 +85,20 @@ class MapDataset(_UnaryDataset):
             for element in self._input._iterate():
                 yield self._apply(element)
             return
-        mapper = ParallelMapper(self._input._iterate, self._apply, workers, capacity=2 * workers)
+        source = self._input._iterate()
+        seconds, busy = [], []
+        for element in itertools.islice(source, _CALIBRATION_CALLS):   # time a few calls in this thread
+            start, cpu = time.perf_counter(), time.thread_time()
+            out = self._apply(element)
+            seconds.append(time.perf_counter() - start)
+            busy.append(time.thread_time() - cpu)
+            yield out
+        if len(seconds) < _CALIBRATION_CALLS:
+            return
+        if processes.choose_processes(processes.map_workers_mode(), min(seconds), sum(busy) / max(sum(seconds), 1e-9)):
+            mapper = processes.ProcessMapper(source, self._apply, workers, processes.chunk_size(min(seconds)))
+        else:
+            mapper = ParallelMapper(lambda: source, self._apply, workers, capacity=2 * workers)
         try:
             yield from mapper
         finally:

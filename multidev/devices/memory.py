@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_leaves
 from multidev._core.errors import ResourceExhaustedError
 from multidev.devices import registry
 from multidev.devices.registry import Device
+from multidev.devices.spec import DeviceSpec
 
 
 class _Usage:
@@ -100,6 +101,13 @@ def _gpu_device(device: str) -> Device | None:
     reports zeros, although its docstring says CPUs raise)."""
     if not isinstance(device, str):
         raise TypeError(f"device must be a device name such as 'GPU:0', got {device!r}.")
+    if device == "":
+        return None  # TF 2.21: the empty name is the default device and reports zeros
+    spec = DeviceSpec.from_string(device)
+    if spec.device_type is None or spec.device_index is None:
+        raise ValueError(f"Failed parsing device name: {device!r}. A device name needs a device type and an index, "
+                         f"like 'GPU:0' or '/device:CPU:0'; valid names: "
+                         f"{[d.name for d in registry.logical_devices()]}.")
     resolved = registry.lookup(device)
     return resolved if resolved.device_type == "GPU" else None
 

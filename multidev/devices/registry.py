@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import UnknownDeviceError
 from multidev.devices import configuration, context, options, physical
 from multidev.devices.physical import LogicalDevice
 from multidev.devices.spec import DeviceSpec
@@ -224,11 +224,11 @@ def _full_name(spec: DeviceSpec) -> str:
 
 
 def _unknown(spec: DeviceSpec, table: _Registry) -> Device:
-    """Soft placement picks an existing device; without it, raise TensorFlow 2.21's InvalidArgumentError
-    (an ``md.errors.OpError``, not a RuntimeError: the GPU guide's ``except RuntimeError`` is older TF)."""
+    """Soft placement picks an existing device; without it, raise ``UnknownDeviceError``: TensorFlow
+    2.21's InvalidArgumentError and, for the GPU guide's ``except RuntimeError``, a RuntimeError."""
     full = _full_name(spec)
     if not options.get_soft_device_placement():
-        raise InvalidArgumentError(
+        raise UnknownDeviceError(
             f"{full} unknown device. Known devices: {[d.name for d in table.devices]}. Use one of "
             "them, or md.config.set_soft_device_placement(True) to run on an existing device."
         )
@@ -254,6 +254,9 @@ def _from_torch(device: torch.device, table: _Registry) -> Device:
     for d in table.devices:
         if d.device_type == device_type and (device_type == "CPU" or d.physical_index == index):
             return d
+    for d in table.devices:       # a torch device that stands for a GPU (tests/devices/fake_gpus.py: 'meta')
+        if d.torch_device == device:
+            return d
     return _unknown(DeviceSpec(device_type=(device_type or device.type.upper()), device_index=index), table)
 
 
@@ -267,8 +270,8 @@ def resolve(name: "str | DeviceSpec | Device | LogicalDevice | torch.device | No
     Raises:
         TypeError: ``name`` is of another type.
         ValueError: ``name`` is not a valid device name.
-        md.errors.InvalidArgumentError: ``"<name> unknown device."`` when the device does not exist and soft
-            placement is off (with it on, an existing device of the same type, else CPU:0).
+        md.errors.UnknownDeviceError: ``"<name> unknown device."`` (an InvalidArgumentError and a
+            RuntimeError) when the device does not exist and soft placement is off (with it on, an existing device of the same type, else CPU:0).
     """
     table = _table()
     scope = context.innermost()
@@ -324,10 +327,11 @@ def device_for_tensor(tensor: torch.Tensor) -> Device:
 
 
 def stream_for(device: Device) -> "torch.cuda.Stream | None":
-    """The logical device's own CUDA stream (created on first use); None for CPU devices."""
+    """The logical device's own CUDA stream (created on first use); None for CPU devices (and for a
+    GPU whose torch device is not CUDA: the stand-in GPUs of tests/devices/fake_gpus.py)."""
     if not isinstance(device, Device):
         raise TypeError(f"stream_for expects a registry.Device, got {device!r}.")
-    if device.device_type != "GPU":
+    if device.device_type != "GPU" or device.torch_device.type != "cuda":
         return None
     table = _table()
     with _stream_lock:

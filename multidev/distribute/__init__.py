@@ -32,6 +32,7 @@ from multidev.distribute.one_device_strategy import OneDeviceStrategy
 from multidev.distribute.parameter_server import ParameterServerStrategy, Server
 from multidev.distribute import coordinator
 from multidev.distribute.replica_context import ReplicaContext
+from multidev.distribute.run_options import RunOptions
 from multidev.distribute.strategy import Strategy
 from multidev.distribute.set_strategy import experimental_set_strategy
 from multidev.distribute.tpu_strategy import TPUStrategy
@@ -72,6 +73,7 @@ __all__ = [
     "InputContext",
     "InputOptions",
     "InputReplicationMode",
+    "RunOptions",
     "DistributedDataset",
     "DistributedIterator",
     "experimental_set_strategy",

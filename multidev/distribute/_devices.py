@@ -8,6 +8,11 @@ from multidev.devices import registry
 from multidev.devices.physical import LogicalDevice
 
 
+class DuplicateDevicesError(ValueError, AssertionError):
+    """A device named twice: a ``ValueError``, and the ``AssertionError`` TensorFlow's strategies
+    raise, so programs written for either catch it."""
+
+
 def resolve_devices(devices: Any, argument: str) -> list[registry.Device]:
     """Resolve a list of device names; rejects empty lists, bare strings and duplicates."""
     if isinstance(devices, (str, registry.Device)):
@@ -21,7 +26,8 @@ def resolve_devices(devices: Any, argument: str) -> list[registry.Device]:
     names = [d.name for d in resolved]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"No duplicates allowed in `{argument}` argument: {list(devices)!r} names {duplicates} twice.")
+        raise DuplicateDevicesError(
+            f"No duplicates allowed in `{argument}` argument: {list(devices)!r} names {duplicates} twice.")
     return resolved
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Callable, final
 
 import torch
@@ -30,14 +31,14 @@ class _DefaultExtended(ReplicatedExtended):
 class _DefaultStrategy(Strategy):
     """The strategy in effect outside any ``scope()``: no distribution at all."""
 
-    def __init__(self) -> None:
-        super().__init__(None)
+    def __init__(self) -> None:   # the extended is built on first use: not at import (devices would initialise)
+        self._lazy_extended: StrategyExtended | None = None
 
     @property
-    def extended(self) -> StrategyExtended:
-        if self._extended is None:  # built lazily: creating it must not initialise devices at import
-            self._extended = _DefaultExtended(self, registry.resolve("/device:CPU:0"))
-        return self._extended
+    def _extended(self) -> StrategyExtended:
+        if self._lazy_extended is None:
+            self._lazy_extended = _DefaultExtended(self, registry.resolve("/device:CPU:0"))
+        return self._lazy_extended
 
     @property
     def num_replicas_in_sync(self) -> int:
@@ -73,7 +74,13 @@ class _DefaultReplicaContext(ReplicaContext):
         return value
 
     def merge_call(self, merge_fn, args=(), kwargs=None):
-        return merge_fn(self._strategy, *args, **(kwargs or {}))
+        """Runs ``merge_fn(strategy, ...)`` in cross-replica context, as TensorFlow's default
+        replica context does (``in_cross_replica_context()`` is True inside)."""
+        token = _DEFAULT_CROSS_REPLICA.set(True)
+        try:
+            return merge_fn(self._strategy, *args, **(kwargs or {}))
+        finally:
+            _DEFAULT_CROSS_REPLICA.reset(token)
 
     @property
     def num_replicas_in_sync(self) -> int:
@@ -84,6 +91,9 @@ class _DefaultReplicaContext(ReplicaContext):
         return ("/job:localhost/replica:0/task:0/device:CPU:0",)
 
 
+# True inside the default replica context's merge_call: cross-replica context of the default strategy.
+_DEFAULT_CROSS_REPLICA: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_default_cross_replica",
+                                                                             default=False)
 _DEFAULT_STRATEGY = _DefaultStrategy()
 _DEFAULT_REPLICA_CONTEXT = _DefaultReplicaContext(_DEFAULT_STRATEGY, 0)
 
@@ -104,14 +114,16 @@ def get_replica_context() -> ReplicaContext | None:
     ctx = context.current_replica_context()
     if ctx is not None:
         return ctx
-    if context.current_scope_strategy() is not None:
+    if context.current_scope_strategy() is not None or _DEFAULT_CROSS_REPLICA.get():
         return None
     return _DEFAULT_REPLICA_CONTEXT
 
 
 def in_cross_replica_context() -> bool:
     """True inside a strategy's ``scope()`` but outside ``strategy.run``."""
-    return context.current_replica_context() is None and context.current_scope_strategy() is not None
+    if context.current_replica_context() is not None:
+        return False
+    return context.current_scope_strategy() is not None or _DEFAULT_CROSS_REPLICA.get()
 
 
 def get_cross_replica_context() -> Strategy | None:

@@ -23,14 +23,13 @@ from multidev.devices import registry
 from multidev import placement
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
 from multidev.distribute.extended import StrategyExtended
-from multidev.distribute.replica_context import ReplicaContext
+from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
 from multidev.values import context
-from multidev.values.distributed import (DistributedValues, Mirrored, PerReplica, flatten, local_value, map_structure,
-                                        pack_as, regroup)
-from multidev.values.variables import DistributedVariable, MirroredVariable, SyncOnReadVariable, Variable, _as_tensor
+from multidev.values.distributed import DistributedValues, Mirrored, PerReplica, local_value, map_structure, regroup
+from multidev.values.variables import DistributedVariable, SyncOnReadVariable, Variable, _as_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from multidev.distribute.strategy import Strategy
@@ -132,19 +131,39 @@ class ReplicatedExtended(StrategyExtended):
         return [self.reduce_to(reduce_op, v, d, options) for v, d in value_destination_pairs]
 
     def update(self, var: Any, fn: Callable, args: tuple = (), kwargs: dict | None = None, group: bool = True) -> Any:
-        """Run ``fn(component, *args)`` on each replica's copy of ``var`` (cross-replica context)."""
-        if context.current_replica_id() is not None:
-            raise _cross_replica_only("extended.update")
+        """Run ``fn(copy, *args)`` on each replica's copy of ``var`` (cross-replica context); each copy
+        is an ``md.Variable`` over that replica's storage, so ``copy.assign(...)`` works, as in TF.
+        Grouped results come back ``Mirrored`` (TensorFlow's ``update_regroup``)."""
+        replica_context = context.current_replica_context()
+        if replica_context is not None:   # TensorFlow: a merge_call, then the cross-replica update
+            return replica_context.merge_call(_update_in_cross_replica, args=(var, fn, tuple(args), kwargs or {}, group))
         kwargs = kwargs or {}
         if not isinstance(var, DistributedVariable):
             with torch.no_grad():
                 return fn(var, *args, **kwargs)
         results = []
         with torch.no_grad():
-            for r, component in enumerate(var.values):
-                results.append(fn(component, *local_value(tuple(args), r), **local_value(kwargs, r)))
+            for r in range(len(var.values)):
+                results.append(fn(var._copy_variable(r), *local_value(tuple(args), r), **local_value(kwargs, r)))
         var._mark_synced()
-        return regroup(results) if group else tuple(results)
+        return _update_regroup(results) if group else tuple(results)
+
+    def non_slot_devices(self, var_list: Any) -> tuple[str, ...]:
+        """Where state that belongs to no variable (an optimizer's step counter) lives: every
+        replica's device, as TensorFlow's MirroredStrategy answers."""
+        return self.worker_devices
+
+    def update_non_slot(self, colocate_with: Any, fn: Callable, args: tuple = (), kwargs: dict | None = None,
+                        group: bool = True) -> Any:
+        """Run ``fn(*args, **kwargs)`` once per device of ``colocate_with`` (cross-replica context)."""
+        if context.current_replica_id() is not None:
+            raise _cross_replica_only("extended.update_non_slot")
+        devices = [colocate_with] if isinstance(colocate_with, str) else list(colocate_with)
+        results = []
+        for r, _ in enumerate(devices):
+            with torch.no_grad():
+                results.append(fn(*local_value(tuple(args), r), **local_value(kwargs or {}, r)))
+        return _update_regroup(results) if group else tuple(results)
 
     def colocate_vars_with(self, colocate_with_variable: Any):
         return self._strategy.scope()
@@ -157,12 +176,20 @@ class ReplicatedExtended(StrategyExtended):
     # --- variables ---------------------------------------------------------------------------
     def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
                         synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
-        if context.current_replica_id() is not None and len(self._devices) > 1:
-            raise ValueError(
-                "Variables cannot be created inside strategy.run (replica context) with more than one "
-                "replica: create them in strategy.scope() before calling run."
-            )
+        replica_context = context.current_replica_context()
+        if replica_context is not None and len(self._devices) > 1:
+            # Every replica asks for it: one variable is made, once, from replica 0's initial value
+            # (TensorFlow's mirrored variable creator), and every replica gets that variable.
+            return replica_context.merge_call(_create_once, args=(initial_value,), kwargs=dict(
+                trainable=trainable, name=name, dtype=dtype, synchronization=synchronization, aggregation=aggregation))
         data = _as_tensor(initial_value, dtype)
+        if aggregation is VariableAggregation.MEAN and not data.is_floating_point():
+            raise ValueError(
+                f"creating distributed md.Variable with aggregation=MEAN and a non-floating dtype ({data.dtype}) "
+                "is not supported, please use a different aggregation (SUM, ONLY_FIRST_REPLICA) or dtype (e.g. "
+                "md.float32).")
+        if synchronization is VariableSynchronization.AUTO:   # TensorFlow resolves AUTO to ON_WRITE here
+            synchronization = VariableSynchronization.ON_WRITE
         if synchronization is VariableSynchronization.NONE:
             raise ValueError(
                 "synchronization=NONE is not supported for variables created in a MirroredStrategy scope; "
@@ -226,6 +253,8 @@ class ReplicatedExtended(StrategyExtended):
                 "strategy.run cannot be called inside a replica function (replica context): "
                 "use md.distribute.get_replica_context().merge_call() to go back to cross-replica context."
             )
+        if self._running and merge_call_strategy() is self._strategy:
+            return self._call_in_merge_call(fn, args, kwargs, step)
         if self._running:
             raise RuntimeError("strategy.run is already running on another thread for this strategy.")
         registry.initialize()
@@ -250,7 +279,25 @@ class ReplicatedExtended(StrategyExtended):
         finally:
             self._running = False
         self._raise_first_error(outcomes)
-        return _regroup_results([value for _, value in outcomes])
+        return regroup([value for _, value in outcomes])
+
+    def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
+        """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads
+        are waiting for this merge_call, so each replica's call runs here, one after another, in its
+        replica context and device scope; the first exception is the user's own. Collectives inside
+        such a nested call have no other replica to meet and are not supported."""
+        modes = context.CallerModes.capture({d.type for d in self._torch_devices})
+        results = []
+        for r, device in enumerate(self._devices):
+            env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
+                                     device=device, stream=self._streams[r], modes=modes, step=step)
+            token = context.enter_replica_env(env)
+            try:
+                with placement.device_scope(device), modes.applied(device.torch_device.type):
+                    results.append(fn(*self._replica_args(args, r), **self._replica_args(kwargs, r)))
+            finally:
+                context.exit_replica_env(token)
+        return regroup(results)
 
     def _replica_args(self, structure: Any, replica_id: int) -> Any:
         device = self._torch_devices[replica_id]
@@ -326,24 +373,24 @@ def _on_stream(stream: Any) -> Any:
     return contextlib.nullcontext() if stream is None else torch.cuda.stream(stream)
 
 
-def _regroup_results(outputs: list) -> Any:
-    """The replicas' results as ``regroup`` makes them, except that a distributed variable (returned
-    as is, or by ``assign_add``) becomes a snapshot of each replica's value, as in TensorFlow:
-    ``Mirrored`` for a MirroredVariable, ``PerReplica`` for a SyncOnReadVariable."""
-    def snapshot(value: Any, replica_id: int) -> Any:
-        if isinstance(value, DistributedVariable):
-            with torch.no_grad():
-                return value._components[replica_id].detach().clone()
-        return value
+def _update_in_cross_replica(strategy: "Strategy", var: Any, fn: Callable, args: tuple, kwargs: dict,
+                             group: bool) -> Any:
+    """merge_call half of ``extended.update`` in replica context: replica 0's function (each replica
+    may have made its own, e.g. a lambda) updates every copy with each replica's arguments."""
+    var, fn, group = local_value((var, fn, group), 0)
+    return strategy.extended.update(var, fn, args, kwargs, group)
 
-    kinds = [type(v) for v in flatten(outputs[0])]
-    if not any(issubclass(k, DistributedVariable) for k in kinds):
-        return regroup(outputs)
-    grouped = regroup([map_structure(lambda v, r=r: snapshot(v, r), o) for r, o in enumerate(outputs)])
-    if len(outputs) == 1:
-        return grouped
-    return pack_as(grouped, [Mirrored(v.values) if isinstance(v, PerReplica) and issubclass(k, MirroredVariable) else v
-                             for v, k in zip(flatten(grouped), kinds)])
+
+def _create_once(strategy: "Strategy", initial_value: Any, **kwargs: Any) -> DistributedVariable:
+    """merge_call half of a variable created in replica context: replica 0's arguments make it."""
+    initial_value, kwargs = local_value((initial_value, kwargs), 0)
+    return strategy.extended.create_variable(initial_value, **kwargs)
+
+
+def _update_regroup(results: list) -> Any:
+    """``extended.update``'s results: one value if every copy gave the same object, else ``Mirrored``."""
+    grouped = regroup(results)
+    return map_structure(lambda v: Mirrored(v.values) if isinstance(v, PerReplica) else v, grouped)
 
 
 def _check_replica_counts(structure: Any, n: int, where: str) -> None:

@@ -234,7 +234,7 @@ def exchange_among_replicas(ctx: Any, name: str, payload: Any) -> list:
     """Every local replica's ``payload``, in replica order, returned on every replica (a rendezvous
     of the replicas of one process, as ``OptimizerShards.reduce`` exchanges gradients)."""
     return ctx.strategy.extended._rendezvous.exchange(
-        ctx.replica_id_in_sync_group, (name,), payload, lambda payloads: [payloads] * len(payloads))
+        ctx._global_replica_id, (name,), payload, lambda payloads: [payloads] * len(payloads))
 
 
 def barrier(ctx: Any, name: str) -> None:

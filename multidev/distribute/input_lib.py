@@ -90,7 +90,8 @@ def _to_device(element: Any, device: torch.device) -> Any:
 
 
 def _empty_like(element: Any) -> Any:
-    return map_structure(lambda leaf: leaf[:0], element)
+    """No examples shaped like ``element`` (an unbatched scalar element gives an empty vector)."""
+    return map_structure(lambda leaf: leaf.reshape(-1)[:0] if leaf.dim() == 0 else leaf[:0], element)
 
 
 def _check_not_in_replica(what: str) -> None:
@@ -102,11 +103,26 @@ def _check_not_in_replica(what: str) -> None:
 
 
 def _check_dataset(dataset: Any, what: str) -> Dataset:
+    """An ``md.data.Dataset``; a torch ``DataLoader`` becomes one whose elements are its batches (for
+    ``experimental_distribute_dataset`` each is a global batch, split per replica)."""
     if isinstance(dataset, Dataset):
         return dataset
+    import torch.utils.data as tud
+
+    if isinstance(dataset, tud.DataLoader):
+        return Dataset.from_torch(dataset)
+    if isinstance(dataset, tud.Dataset):
+        # Its items are single examples by torch's contract; splitting one would cut a feature row.
+        raise TypeError(
+            f"{what} takes batches: a {type(dataset).__name__} (torch.utils.data.Dataset) yields single examples. "
+            "Wrap it in torch.utils.data.DataLoader(dataset, batch_size=GLOBAL_BATCH_SIZE) (each of its batches "
+            "is then the global batch, split across the replicas) or use "
+            "md.data.Dataset.from_torch(dataset).batch(GLOBAL_BATCH_SIZE)."
+        )
     raise TypeError(
-        f"{what} expects a md.data.Dataset, got {type(dataset).__name__}. Wrap arrays with "
-        "md.data.Dataset.from_tensor_slices(...) or torch datasets with md.data.Dataset.from_torch(...)."
+        f"{what} expects a md.data.Dataset or a torch.utils.data.DataLoader, got {type(dataset).__name__}. "
+        "Wrap arrays with md.data.Dataset.from_tensor_slices(...) or torch datasets with "
+        "md.data.Dataset.from_torch(...)."
     )
 
 
@@ -295,7 +311,10 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                         break
                 if not parts:
                     return
-                parts += [_empty_like(parts[-1])] * (n - len(parts))  # replicas past the end get no examples
+                if len(parts) < n:   # replicas past the end get no examples
+                    if any(leaf.dim() == 0 for leaf in flatten(parts[-1])):
+                        return   # unbatched elements: TensorFlow drops the last, incomplete round
+                    parts += [_empty_like(parts[-1])] * (n - len(parts))
                 yield parts
         else:
             iterators: list[Iterator | None] = [iter(d) for d in self._datasets]

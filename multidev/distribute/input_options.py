@@ -101,6 +101,10 @@ class InputContext:
             )
         return global_batch_size // self._num_replicas_in_sync
 
+    def __str__(self) -> str:
+        """TensorFlow's text, with multidev's prefix: ``md.distribute.InputContext(input pipeline id 1, total: 2)``."""
+        return f"md.distribute.InputContext(input pipeline id {self._input_pipeline_id}, total: {self._num_input_pipelines})"
+
     def __repr__(self) -> str:
         return (f"InputContext(num_input_pipelines={self._num_input_pipelines}, "
                 f"input_pipeline_id={self._input_pipeline_id}, num_replicas_in_sync={self._num_replicas_in_sync})")

@@ -1,7 +1,7 @@
 """Argument checks of ``Strategy.reduce`` and ``Strategy.gather``, run before any data moves.
 
 TensorFlow's answers: an axis that is not an integer is a ``TypeError``; an axis outside the
-values' rank an ``InvalidArgumentError``; a value that is no tensor (nor convertible to one) a
+values' rank an ``InvalidArgumentError`` (gathering a scalar a ``ValueError``); a value that is no tensor (nor convertible to one) a
 ``TypeError`` (``ValueError`` for a number too large for any dtype).
 """
 
@@ -31,6 +31,9 @@ def check_reduce_arguments(api: str, value: Any, axis: Any, axis_required: bool 
     for leaf in flatten(value):
         for component in _components(leaf):
             tensor = _as_tensor(api, component)
+            if axis_required and tensor.dim() == 0:   # TensorFlow's gather: ValueError before any axis check
+                raise ValueError(f"{api}: cannot gather the scalar {component!r} along axis {axis!r}; values must "
+                                 "have rank >= 1 to be concatenated along an axis. Reshape it first, e.g. x[None].")
             if axis is not None and not -tensor.dim() <= axis < tensor.dim():
                 valid = f"expected {-tensor.dim()}..{tensor.dim() - 1}" if tensor.dim() else "a scalar has no axis"
                 raise InvalidArgumentError(

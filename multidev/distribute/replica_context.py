@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Callable
 
 import torch
@@ -26,7 +27,15 @@ def _worth_cooperating(leaves: list) -> bool:
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
-    return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    """A collective's input leaf as a tensor; ValueError (TF's type) for what is no number or tensor."""
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"Attempt to convert a value ({value!r}) with an unsupported type ({type(value)}) to a tensor "
+                         f"for a cross-replica collective; pass tensors, numbers or nested lists/tuples/dicts of "
+                         f"them.") from None
 
 
 class ReplicaContext:
@@ -47,8 +56,14 @@ class ReplicaContext:
         return self._strategy
 
     @property
-    def replica_id_in_sync_group(self) -> int:
-        """This replica's id among all replicas of all workers."""
+    def replica_id_in_sync_group(self) -> torch.Tensor:
+        """This replica's id among all replicas of all workers: an int32 scalar tensor, as TensorFlow
+        returns (so ``.numpy()`` works, as the seed notebook calls it; ``int()``, indexing and ``==``
+        work as on an int). multidev's own code uses ``_global_replica_id`` (an int)."""
+        return torch.tensor(self._global_replica_id, dtype=torch.int32, device="cpu")   # .numpy() on any device
+
+    @property
+    def _global_replica_id(self) -> int:
         return self._strategy.extended.replica_offset + self._replica_id
 
     @property
@@ -189,6 +204,20 @@ class _AllReduce(torch.autograd.Function):
         return (None, None, *ctx.replica_context._all_reduce_leaves(ctx.op, list(grads)))
 
 
+#: The strategy whose ``merge_call`` function is running here (None elsewhere): a
+#: ``call_for_each_replica`` inside it runs the replicas' calls in this thread (distribute_lib).
+_MERGE_CALL_OF: contextvars.ContextVar[Any] = contextvars.ContextVar("multidev_merge_call_of", default=None)
+
+
+def merge_call_strategy() -> Any:
+    """The strategy whose ``merge_call`` function is running in this thread, or None."""
+    return _MERGE_CALL_OF.get()
+
+
 def _in_cross_replica(fn: Callable, strategy: Any, args, kwargs) -> Any:
-    with context.cross_replica(strategy):
-        return fn(strategy, *args, **kwargs)
+    token = _MERGE_CALL_OF.set(strategy)
+    try:
+        with context.cross_replica(strategy):
+            return fn(strategy, *args, **kwargs)
+    finally:
+        _MERGE_CALL_OF.reset(token)

@@ -92,6 +92,11 @@ class Strategy:
         return self._extended
 
     @property
+    def cluster_resolver(self) -> Any:
+        """The cluster resolver of a multi-worker strategy; None for strategies of one process (as TF)."""
+        return None
+
+    @property
     def num_replicas_in_sync(self) -> int:
         """Replicas across all workers."""
         return self._extended.num_local_replicas * self._extended.num_workers
@@ -245,7 +250,11 @@ class Strategy:
         for r, device in enumerate(self._extended.torch_devices):
             with torch.device(device):
                 values.append(value_fn(ValueContext(offset + r, n)))
-        return values[0] if len(values) == 1 else PerReplica(values)
+        if len(values) == 1:
+            return values[0]
+        # One PerReplica per leaf (TensorFlow's regroup with always_wrap): a tuple stays a tuple.
+        columns = zip(*(flatten(v) for v in values))
+        return pack_as(values[0], [PerReplica(column) for column in columns])
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} devices={self._extended.worker_devices}>"

@@ -145,7 +145,7 @@ def chief_rng_state(strategy: Any) -> torch.Tensor:
 
     def pick(s: torch.Tensor) -> torch.Tensor:
         ctx = context.current_replica_context()
-        mine = s if ctx.replica_id_in_sync_group == 0 else torch.zeros_like(s)
+        mine = s if ctx._global_replica_id == 0 else torch.zeros_like(s)
         return ctx.all_reduce(ReduceOp.SUM, mine)
 
     summed = strategy.experimental_local_results(strategy.run(pick, args=(state,)))[0]

@@ -108,7 +108,7 @@ def _summed(plan: _Plan, everyone: list, r: int, i: int) -> torch.Tensor | None:
 def apply(original: Any, optimizer: Any, ctx: Any, plan: _Plan, grads: list) -> bool:
     """This replica's part of a split ``optimizer.apply``; False (nothing done, every replica alike)
     when some replica owns no variable with a gradient: the caller then all-reduces."""
-    r = ctx.replica_id_in_sync_group
+    r = ctx._global_replica_id
     everyone = gradient_reducer.exchange_among_replicas(ctx, "keras3.optimizer.apply", grads)
     present = [any(g[i] is not None for g in everyone) for i in range(len(grads))]
     if not all(any(present[i] for i in owned) for owned in plan.owned):

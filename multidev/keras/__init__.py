@@ -9,10 +9,17 @@ Example:
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 """
 
+from multidev.keras._missing import missing_names
 from multidev.keras import (activations, backend, callbacks, datasets, initializers, layers, losses, metrics,
-                            mixed_precision, models, optimizers, preprocessing, regularizers, saving, utils)
+                            mixed_precision, models, ops, optimizers, preprocessing, random, regularizers, saving,
+                            utils)
 from multidev.keras.layers import Input
 from multidev.keras.models import Model, Sequential
 
 __all__ = ["models", "layers", "optimizers", "losses", "metrics", "callbacks", "datasets", "preprocessing", "utils",
-           "mixed_precision", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]
+           "mixed_precision", "ops", "random", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]
+
+__getattr__ = missing_names(__name__, '', globals())  # unknown names: does Keras 3 have them?
+for _module, _namespace in ((optimizers, "optimizers"), (optimizers.schedules, "optimizers.schedules")):
+    _module.__getattr__ = missing_names(_module.__name__, _namespace, vars(_module))
+del _module, _namespace

@@ -6,6 +6,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
@@ -33,6 +34,12 @@ _BY_NAME = {
     "hard_sigmoid": F.hardsigmoid, "mish": F.mish,
 }
 
+# Keras 3's names, as attributes too (``keras.activations.gelu``), not only through ``get``.
+(sigmoid, tanh, elu, selu, gelu, softplus, softsign, swish, silu, relu6, leaky_relu, exponential, log_softmax,
+ hard_sigmoid, mish) = (_BY_NAME[n] for n in ("sigmoid", "tanh", "elu", "selu", "gelu", "softplus", "softsign",
+                                             "swish", "silu", "relu6", "leaky_relu", "exponential", "log_softmax",
+                                             "hard_sigmoid", "mish"))
+
 
 def get(identifier):
     """Resolve an activation name (or None -> linear, or a callable)."""
@@ -51,3 +58,5 @@ def serialize(fn) -> str:
         if f is fn:
             return name
     return getattr(fn, "__name__", repr(fn))
+
+__getattr__ = missing_names(__name__, 'activations', globals())  # unknown names: does Keras 3 have them?

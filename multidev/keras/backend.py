@@ -6,6 +6,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import re
 import threading
 
@@ -88,3 +89,5 @@ def set_value(obj, value):
         return
     with torch.no_grad():
         obj.copy_(torch.as_tensor(value, dtype=obj.dtype))
+
+__getattr__ = missing_names(__name__, 'backend', globals())  # unknown names: does Keras 3 have them?

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import math
 
 import torch
@@ -193,3 +194,5 @@ def serialize(init) -> dict | str:
     if isinstance(init, Initializer) and type(init).__name__ in _CLASSES:
         return {"class_name": type(init).__name__, "config": init.get_config()}
     return init
+
+__getattr__ = missing_names(__name__, 'initializers', globals())  # unknown names: does Keras 3 have them?

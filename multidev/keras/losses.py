@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
@@ -298,3 +299,5 @@ def serialize(loss):
         if fn is loss:
             return name
     return getattr(loss, "__name__", None)
+
+__getattr__ = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 import torch
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize", "deserialize"]
@@ -144,3 +145,5 @@ def get(identifier):
         return identifier
     raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}. Expected None, a name, a config "
                      "dict or a callable.")
+
+__getattr__ = missing_names(__name__, 'regularizers', globals())  # unknown names: does Keras 3 have them?

@@ -105,7 +105,8 @@ def device(name: "str | DeviceSpec | LogicalDevice | Device | torch.device | Non
 
     Raises:
         TypeError / ValueError: ``name`` is not a device name (the message quotes it).
-        md.errors.InvalidArgumentError: ``"<name> unknown device."`` when the device does not exist and soft
+        md.errors.UnknownDeviceError: ``"<name> unknown device."`` (an InvalidArgumentError, as TF 2.21
+            raises, and a RuntimeError, as the GPU guide catches) when the device does not exist and soft
             device placement is off.
     """
     if name is None:

@@ -61,6 +61,11 @@ def is_keras(obj: Any) -> bool:
     return isinstance(obj, Layer)
 
 
+def _input_shape_known(model: Any) -> bool:
+    return bool(hasattr(model, "_inputs") and getattr(model, "inputs", None)) or \
+        (getattr(model, "_input_batch_shape", None) or getattr(model, "_build_input_shape", None)) is not None
+
+
 def _keras_signature(model: Any) -> Signature:
     from multidev.keras.layers.core import Embedding
     if hasattr(model, "_inputs") and getattr(model, "inputs", None):
@@ -80,13 +85,9 @@ def _keras_signature(model: Any) -> Signature:
     def call(*xs):
         return model(xs[0] if len(xs) == 1 else list(xs), training=False)
 
-    def output_names(outputs):
-        if hasattr(model, "_outputs"):             # functional: the output layers' names, as TF's serving_default
-            return list(model._output_names())
-        last = model.layers[-1].name if getattr(model, "layers", None) else model.name
-        return [last] if isinstance(outputs, torch.Tensor) else [f"{last}_{i}" for i in range(len(outputs))]
-
-    return Signature(call, specs, names, output_names, model)
+    # TensorFlow 2.21 (tf.keras is Keras 3) names a Keras model's serving outputs output_0, output_1, ...
+    # (a dict's keys for dict outputs), not after its layers.
+    return Signature(call, specs, names, _generic_output_names, model)
 
 
 def _decorated_methods(obj: Any) -> dict[str, Callable]:
@@ -106,6 +107,8 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
             name, fn = ("__call__", methods["__call__"]) if "__call__" in methods else next(iter(methods.items()))
             return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _from_function(fn, f"{type(obj).__name__}.{name}")}
         if is_keras(obj):
+            if not _input_shape_known(obj):   # TensorFlow saves a model never built or called: no signatures
+                return {}
             return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _keras_signature(obj)}
         if methods:
             raise ValueError(f"{type(obj).__name__} has several md.function methods with input signatures "

@@ -33,7 +33,10 @@ class Checkpoint:
     """Groups trackable objects (keyword arguments; more may be assigned as attributes later).
 
     Args:
-        root: an object whose state is saved as the child ``root``.
+        root: the object graph's root, as in TensorFlow: its own state is saved at the top (a
+            model's weights, a compiled model's ``optimizer``) and the keyword arguments are
+            attached to it, so ``Checkpoint(model).read(prefix)`` reads what ``model.save_weights(prefix)``
+            wrote. Without it, the Checkpoint itself is the root.
         **kwargs: name -> trackable (model, layer, ``torch.nn.Module``, md.keras or torch.optim
             optimizer, ``md.Variable``, md.data iterator, nested ``Checkpoint``).
 
@@ -54,8 +57,10 @@ class Checkpoint:
         object.__setattr__(self, "_children", {})
         object.__setattr__(self, "_deferred_children", {})
         object.__setattr__(self, "_save_counter", None)
+        object.__setattr__(self, "_root_object", None)
         if root is not None:
-            setattr(self, "root", root)
+            T.check_trackable("root", root)
+            object.__setattr__(self, "_root_object", root)
         for name, value in kwargs.items():
             setattr(self, name, value)
 
@@ -138,8 +143,14 @@ class Checkpoint:
         self._maybe_create_save_counter()
         return self.read(save_path, options)
 
+    @property
+    def root(self):
+        """The graph's root: the ``root`` argument, else this Checkpoint."""
+        return self if self._root_object is None else self._root_object
+
     def __repr__(self) -> str:
-        return f"Checkpoint({', '.join(self._children)})"
+        names = ([] if self._root_object is None else [f"root={type(self._root_object).__name__}"]) + list(self._children)
+        return f"Checkpoint({', '.join(names)})"
 
 
 def _prefix(file_prefix) -> str:

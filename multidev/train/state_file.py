@@ -7,8 +7,11 @@
     all_model_checkpoint_timestamps: 1700000100.25
     last_preserved_timestamp: 1699999990.0
 
-Paths inside the directory are written relative to it (the directory can move) and returned
-joined with it. The file is replaced atomically.
+Paths are written relative to the directory, as TensorFlow writes them (``ckpt-3``, whether the
+directory was given as ``./tf_ckpts``, ``ckpt``, ``~/x`` or an absolute path), and returned joined
+with the directory as given; so the directory can be moved, copied to another machine or reached
+through a symlink. ``~`` is not expanded (TensorFlow's file functions do not expand it either).
+The file is replaced atomically.
 
 Example:
     >>> md.train.latest_checkpoint("/tmp/training_checkpoints")   # None before the first save
@@ -47,10 +50,9 @@ _FIELDS = {f.name for f in dataclasses.fields(CheckpointState)}
 
 
 def _relative(directory: str, path: str) -> str:
-    path = os.fspath(path)
-    if os.path.isabs(path) and os.path.dirname(os.path.abspath(path)) == os.path.abspath(directory):
-        return os.path.basename(path)
-    return path
+    """``path`` relative to ``directory`` (TF: ``os.path.relpath``), lexically: a symlinked
+    directory is not resolved, so the record stays valid wherever the directory is reached from."""
+    return os.path.relpath(os.path.abspath(os.fspath(path)), os.path.abspath(directory))
 
 
 def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
@@ -100,6 +102,8 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointStat
 
 
 def _set(state: CheckpointState, key: str, value, directory: str) -> None:
+    """One parsed line; a relative path is joined with the directory (an absolute one, as older
+    files and TensorFlow's ``save_relative_paths=False`` wrote, is kept)."""
     if key == "model_checkpoint_path":
         state.model_checkpoint_path = os.path.join(directory, value)
     elif key == "all_model_checkpoint_paths":

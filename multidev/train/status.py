@@ -71,7 +71,7 @@ class CheckpointLoadStatus:
 
     def assert_nontrivial_match(self) -> "CheckpointLoadStatus":
         """AssertionError unless at least one object besides the root matched the checkpoint."""
-        if not self._matched - {""}:
+        if not self._matched - {""} and not self._consumed:     # (a root model's own weights count)
             raise AssertionError(f"Nothing in checkpoint {self.save_path!r} matched the objects being restored "
                                  f"(checkpoint holds {sorted(self._all_keys)}).")
         return self
@@ -88,13 +88,31 @@ class CheckpointLoadStatus:
         """No-op: values are restored eagerly (TF's graph-mode call, kept for ported code)."""
 
     def __del__(self):
+        """TensorFlow's warning when values of a partial restore were never used (its coordinator's
+        deleter): the status is dropped, and nothing waits for objects not created yet (a waiting
+        value holds the status), unless ``expect_partial()`` was called."""
         try:
             unused = self._unused()
             if unused and not self._silenced:
-                _log.warning("Checkpoint %s: %d value(s) were never restored (%s). Call expect_partial() on the "
-                             "status to silence this warning.", self.save_path, len(unused), ", ".join(unused[:5]))
+                _log.warning(_PARTIAL_WARNING, self.save_path)
+                for key in unused:
+                    _log.warning("Value in checkpoint could not be found in the restored object: %s", _tf_name(key))
         except Exception:  # interpreter shutdown
             pass
+
+
+_PARTIAL_WARNING = ("Detecting that an object or model or md.train.Checkpoint is being deleted with unrestored values "
+                    "of checkpoint %s. See the following logs for the specific values in question. To silence these "
+                    "warnings, use `status.expect_partial()`: the status object returned by restore()/read().")
+
+
+def _tf_name(key: str) -> str:
+    """A storage key as TensorFlow names the object: ``w:value`` -> ``(root).w``,
+    ``model:layers.0.kernel`` -> ``(root).model.layers.0.kernel``, an optimizer slot
+    ``optimizer:model:layers.0.bias/momentum`` -> ``(root).optimizer.model.layers.0.bias/momentum``."""
+    path, _, local = key.partition(":")
+    parts = [p for p in path.split("/") if p] + ([] if local == "value" else [local.replace(":", ".")])
+    return ".".join(["(root)", *parts])
 
 
 class InitializationOnlyStatus:

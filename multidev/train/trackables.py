@@ -68,6 +68,7 @@ class Node:
     alias_of: str | None = None      # set when the object was reached earlier under another path
     parent: object = None            # the Checkpoint holding it (None for the root)
     name: str = ""                   # its attribute name in the parent
+    extra: dict = dataclasses.field(default_factory=dict)   # a Checkpoint(root=obj)'s attributes, on obj
 
 
 def child_path(parent: str, name: str) -> str:
@@ -75,9 +76,17 @@ def child_path(parent: str, name: str) -> str:
 
 
 def walk(root, base_path: str = "") -> list[Node]:
-    """Breadth-first list of the objects reachable from ``root`` (children in attribute order)."""
+    """Breadth-first list of the objects reachable from ``root`` (children in attribute order).
+
+    ``Checkpoint(root=obj, **kwargs)`` is TensorFlow's: ``obj`` is the graph's root and the keyword
+    arguments (and ``save_counter``) are attached to it as children.
+    """
     nodes, first_path = [], {}
-    queue = [Node(base_path, root, kind_of(root))]
+    extra = {}
+    root_object = getattr(root, "_root_object", None) if kind_of(root) == CHECKPOINT else None
+    if root_object is not None:
+        root, extra = root_object, root._trackable_children()
+    queue = [Node(base_path, root, kind_of(root), extra=extra)]
     while queue:
         node = queue.pop(0)
         if id(node.obj) in first_path:
@@ -92,12 +101,13 @@ def walk(root, base_path: str = "") -> list[Node]:
 
 
 def _children(node: Node) -> dict:
-    """A Checkpoint's attributes; a compiled md.keras model's optimizer (Keras tracks it, as TF does)."""
+    """A Checkpoint's attributes; a compiled md.keras model's optimizer (Keras tracks it, as TF does);
+    attributes a ``Checkpoint(root=...)`` attaches to its root."""
     if node.kind == CHECKPOINT:
-        return node.obj._trackable_children()
+        return dict(node.obj._trackable_children(), **node.extra)
     if isinstance(node.obj, KerasModel) and isinstance(node.obj.optimizer, KerasOptimizer):
-        return {"optimizer": node.obj.optimizer}
-    return {}
+        return dict({"optimizer": node.obj.optimizer}, **node.extra)
+    return dict(node.extra)
 
 
 def module_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import abc
 from typing import Any, Sequence
 
-import torch
-
 
 class DistributedValues:
     """Base of values holding one component per replica; ``.values`` is the tuple of components."""
@@ -129,21 +127,34 @@ def pack_as(structure: Any, leaves: Sequence[Any]) -> Any:
     return map_structure(lambda _: next(it), structure)
 
 
+class ReplicaResultsMismatchError(ValueError, AssertionError):
+    """Replicas returned differently structured results: a ``ValueError``, and the ``AssertionError``
+    TensorFlow's ``regroup`` raises, so programs written for either catch it."""
+
+
+def _shape_of(value: Any) -> Any:
+    """The structure of ``value`` without its leaves (dict keys, sequence types and lengths)."""
+    return map_structure(lambda _: None, value)
+
+
 def regroup(per_replica_outputs: Sequence[Any]) -> Any:
     """Turn one output structure per replica into one structure of ``PerReplica`` leaves.
 
-    Leaves that are the same object on every replica (a variable, None, a Python constant that
-    compares equal) stay as they are, as TensorFlow's ``regroup`` does.
+    Leaves that are the same object on every replica (a variable, None, one Python constant) stay
+    as they are, as TensorFlow's ``regroup`` does; anything else (equal values included) is a
+    ``PerReplica``.
     """
     first = per_replica_outputs[0]
     if len(per_replica_outputs) == 1:
         return first
+    shapes = [_shape_of(o) for o in per_replica_outputs]
+    mismatched = [r for r, shape in enumerate(shapes) if shape != shapes[0] or type(shape) is not type(shapes[0])]
+    if mismatched:
+        raise ReplicaResultsMismatchError(
+            f"Replica functions returned differently structured results: replica 0 returned {shapes[0]!r} and "
+            f"replica {mismatched[0]} {shapes[mismatched[0]]!r} (leaves shown as None). Every replica must "
+            "return the same structure (same dict keys, same sequence lengths).")
     columns = list(zip(*(flatten(o) for o in per_replica_outputs)))
-    if any(len(flatten(o)) != len(columns) for o in per_replica_outputs):
-        raise ValueError(
-            "Replica functions returned differently structured results: "
-            f"{[type(o).__name__ for o in per_replica_outputs]}. Every replica must return the same structure."
-        )
     leaves = [_regroup_leaf(column) for column in columns]
     return pack_as(first, leaves)
 
@@ -151,7 +162,5 @@ def regroup(per_replica_outputs: Sequence[Any]) -> Any:
 def _regroup_leaf(column: Sequence[Any]) -> Any:
     head = column[0]
     if all(v is head for v in column):
-        return head
-    if not isinstance(head, torch.Tensor) and all(type(v) is type(head) and v == head for v in column):
         return head
     return PerReplica(column)

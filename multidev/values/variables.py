@@ -13,7 +13,6 @@ storage is replica 0's copy and ``_components`` holds one leaf tensor per replic
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -25,7 +24,6 @@ from multidev.values import context
 from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica
 from multidev.values.strategy_protocol import StrategyLike
 
-_counter = itertools.count()
 _UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
     "assign": lambda t, v: t.copy_(v),
     "assign_add": lambda t, v: t.add_(v),
@@ -62,8 +60,9 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
 
 
 def _default_name() -> str:
-    n = next(_counter)
-    return "Variable" if n == 0 else f"Variable_{n}"
+    """TensorFlow 2's eager default: every unnamed variable is ``Variable`` (``'Variable:0'``), not
+    uniquified (the notebook of seed 004 prints ``'Variable:0'`` for each of its variables)."""
+    return "Variable"
 
 
 class Variable(torch.nn.Parameter):
@@ -247,6 +246,25 @@ class DistributedVariable(Variable):
         return self._components
 
     @property
+    def distribute_strategy(self) -> StrategyLike:
+        """The strategy whose scope created the variable (``tf.distribute.DistributedValues``'s)."""
+        return self._strategy
+
+    def _copy_variable(self, replica_id: int) -> Variable:
+        """Replica ``replica_id``'s copy as an ``md.Variable`` sharing its storage (what
+        ``extended.update`` hands its function, as TensorFlow hands it the component variable)."""
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            storage = self._components[replica_id].detach()
+        name = self._md_name if replica_id == 0 else f"{self._md_name}/replica_{replica_id}"
+        return Variable._from_tensor(storage, trainable=False, name=name, synchronization=self.synchronization,
+                                     aggregation=self.aggregation)
+
+    def _replica_result(self, replica_id: int) -> torch.Tensor:
+        """What a write in replica context returns: the replica's copy, read when used (TensorFlow
+        returns a per-replica value, so ``strategy.run(lambda: v.assign_add(1.))`` is a PerReplica)."""
+        return self._components[replica_id].detach()
+
+    @property
     def grad(self):
         replica_id = context.current_replica_id()
         return self._components[0 if replica_id is None else replica_id].grad
@@ -346,9 +364,9 @@ class MirroredVariable(DistributedVariable):
             return self
         if self.aggregation is VariableAggregation.NONE or n == 1:
             self._apply_to([replica_id], op, value)
-            return self
+            return self._replica_result(replica_id)
         context.current_replica_context().merge_call(_merged_update, args=(self, op, value))
-        return self
+        return self._replica_result(replica_id)
 
 
 def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value: Any) -> None:
@@ -358,7 +376,14 @@ def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value
     if isinstance(value, PerReplica):
         parts = [var._coerce(v, var._components[0]) for v in value.values]
     else:
-        parts = [var._coerce(value, var._components[0])] * n
+        tensor = var._coerce(value, var._components[0])
+        if agg is VariableAggregation.SUM and bool(torch.any(tensor != 0)):
+            raise ValueError(
+                f"A non-DistributedValues value {value!r} cannot be reduced with the given reduce op "
+                f"ReduceOp.SUM: every replica wrote the same object to {var.name!r} (aggregation SUM), which "
+                "would count it once per replica. Write a value computed in the replica (a tensor), use "
+                "aggregation MEAN or ONLY_FIRST_REPLICA, or assign in cross-replica context.")
+        parts = [tensor] * n
     if agg is VariableAggregation.ONLY_FIRST_REPLICA:
         reduced = strategy.extended.worker_collective.broadcast(parts[0].clone())
     else:  # the strategy's reduce spans every worker's replicas
@@ -373,8 +398,13 @@ class SyncOnReadVariable(DistributedVariable):
     def _reduced(self) -> torch.Tensor:
         with torch.no_grad(), DisableTorchFunctionSubclass():
             agg = self.aggregation
-            if agg in (VariableAggregation.ONLY_FIRST_REPLICA, VariableAggregation.NONE) \
-                    or self._strategy.num_replicas_in_sync == 1:
+            if agg is VariableAggregation.NONE:
+                raise ValueError(
+                    f"Could not convert from `md.VariableAggregation` {agg} to `md.distribute.ReduceOp` type: "
+                    f"SyncOnReadVariable {self.name!r} (aggregation NONE) has no value outside strategy.run. Read "
+                    "it inside strategy.run (each replica's own copy), read strategy.experimental_local_results(v), "
+                    "or create it with aggregation SUM, MEAN or ONLY_FIRST_REPLICA.")
+            if agg is VariableAggregation.ONLY_FIRST_REPLICA or self._strategy.num_replicas_in_sync == 1:
                 return self._components[0]
             components = [c.detach() for c in self._components]
             return self._strategy.reduce(agg.name, PerReplica(components), axis=None).to(components[0].dtype)
@@ -391,7 +421,7 @@ class SyncOnReadVariable(DistributedVariable):
         replica_id = context.current_replica_id()
         if replica_id is not None:
             self._apply_to([replica_id], op, value)
-            return self
+            return self._replica_result(replica_id)
         n = len(self._components)
         if self.aggregation is VariableAggregation.SUM and op == "assign":
             # Reading back sums the copies of every worker, so each copy holds an equal share.

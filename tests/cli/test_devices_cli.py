@@ -13,6 +13,14 @@ def test_table_lists_physical_and_logical_devices(fresh):
     assert physical[0][:4] == ["physical", "/physical_device:CPU:0", "CPU", "cpu"] and physical[0][-1] == "yes"
     assert physical[0][5] == "MB"  # the host's total memory is known
     assert logical[0][:4] == ["logical", "/job:localhost/replica:0/task:0/device:CPU:0", "CPU", "cpu"]
+    text = "\n".join(out)   # one CPU, no GPU: the table says how to get several replicas
+    assert "1 replica on this machine" in text and "MULTIDEV_LOGICAL_CPUS=2" in text
+    assert "set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)" in text
+
+
+def test_split_cpu_needs_no_hint(fresh):
+    out = fresh(RUN.format(argv=["devices", "--logical-cpus", "2"])).stdout
+    assert "device:CPU:1" in out and "1 replica on this machine" not in out
 
 
 def test_json_with_logical_cpus(fresh):

@@ -105,3 +105,20 @@ def test_remove_tree_renames_before_deleting(tmp_path, monkeypatch):
     monkeypatch.setattr(af, "_remove", lambda full: seen.append(os.listdir(tmp_path)))
     af.remove_tree(path)
     assert len(seen) == 1 and seen[0][0].startswith("d.del-")   # "d" was gone before deleting began
+
+
+def test_disk_full_names_the_file_and_keeps_the_old_one(tmp_path):
+    import errno
+
+    path = tmp_path / "weights.safetensors"
+    af.atomic_write(path, b"old")
+
+    def full_disk():
+        yield b"new"
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))   # what write() raises: no file name
+
+    with pytest.raises(OSError) as info:
+        af.atomic_write(path, full_disk())
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
+    assert repr(str(path)) in str(info.value) and "No space left on device" in str(info.value)
+    assert path.read_bytes() == b"old" and os.listdir(tmp_path) == ["weights.safetensors"]

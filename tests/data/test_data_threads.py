@@ -44,7 +44,8 @@ def test_parallel_map_runs_on_several_threads():
         return x
 
     list(D.range(32).map(record, num_parallel_calls=4))
-    assert len(names) > 1 and all(n.startswith("md.data.map") for n in names)
+    workers = names - {threading.main_thread().name}      # the first 2 calls are timed in the consumer
+    assert len(workers) > 1 and all(n.startswith("md.data.map") for n in workers)
 
 
 def test_prefetch_runs_upstream_on_a_background_thread():

@@ -62,7 +62,7 @@ def test_each_replica_updates_only_its_own_parameters(n):
     lock = threading.Lock()
 
     def spy(optimizer, args, kwargs):  # runs after multidev's hook: what this replica's step updates
-        rid = md.distribute.get_replica_context().replica_id_in_sync_group
+        rid = int(md.distribute.get_replica_context().replica_id_in_sync_group)   # a tensor, as in TF
         with_grad = [i for i, p in enumerate(optimizer.param_groups[0]["params"]) if p.grad is not None]
         with lock:
             seen.setdefault(rid, with_grad)

@@ -46,19 +46,17 @@ def test_multi_worker_strategy_keeps_configured_devices_per_worker(fresh):
     assert got["mwms"] == 2 and got["mirrored"] == 2   # `multidev launch --devices-per-worker 2`
 
 
-# --- item 5: run returns values, not live variables ---------------------------------------------
-def test_run_returning_a_variable_gives_a_snapshot(two):
+# --- item 5 (revised by issue 25, as TF 2.21): run returns the variable itself; a write's result per replica ---
+def test_run_returning_a_variable_gives_the_variable(two):
     with two.scope():
         v = md.Variable(1.0, aggregation=md.VariableAggregation.SUM)
     assert isinstance(v, md.distribute.DistributedValues)
     assert isinstance(md.distribute.PerReplica([1, 2]), md.distribute.DistributedValues)
     assert not isinstance(torch.ones(1), md.distribute.DistributedValues)
-    read = two.run(lambda: v)
-    added = two.run(lambda: v.assign_add(1.0))
-    assert isinstance(read, md.distribute.Mirrored) and isinstance(added, md.distribute.Mirrored)
-    assert not any(isinstance(t, md.Variable) for t in two.experimental_local_results(read))
-    v.assign(10.0)
-    assert [float(t) for t in two.experimental_local_results(read)] == [1.0, 1.0]    # a snapshot
+    assert two.run(lambda: v) is v
+    added = two.run(lambda: v.assign_add(md.constant(1.0)))   # a tensor per replica: SUM adds both
+    assert isinstance(added, md.distribute.PerReplica)
+    assert not any(isinstance(t, md.Variable) for t in two.experimental_local_results(added))
     assert [float(t) for t in two.experimental_local_results(added)] == [3.0, 3.0]   # 1 + (1 + 1)
 
 
@@ -95,8 +93,10 @@ def test_central_storage_aggregates_replica_writes_once(central):
     with central.scope():
         total = md.Variable(1.0, aggregation=md.VariableAggregation.SUM)
         plain = md.Variable(1.0)   # aggregation NONE
-    central.run(lambda: total.assign_add(1.0))
+    central.run(lambda: total.assign_add(md.constant(1.0)))
     assert float(total) == 3.0   # the replicas' 1 + 1, added once
+    with pytest.raises(ValueError, match="non-DistributedValues value 1.0"):   # one constant: TF refuses SUM
+        central.run(lambda: total.assign_add(1.0))
     with pytest.raises(ValueError, match="aggregation method"):
         central.run(lambda: plain.assign_add(1.0))
     plain.assign_add(1.0)   # cross-replica context: fine

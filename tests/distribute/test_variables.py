@@ -124,9 +124,16 @@ def test_variable_bad_input():
         md.Variable([[1, 2], [3]])
 
 
-def test_creating_variables_in_replica_context_raises(strategy):
-    with pytest.raises(ValueError, match="cannot be created inside strategy.run"):
-        strategy.run(lambda: md.Variable(1.0))
+def test_variables_created_in_replica_context_are_one_mirrored_variable(strategy):
+    """As TensorFlow's mirrored creator: one variable, named once, from replica 0's initial value."""
+    def make():
+        rid = md.distribute.get_replica_context().replica_id_in_sync_group
+        return md.Variable(torch.tensor(float(rid + 1)), name="made_in_run")
+    v = strategy.run(make)
+    assert isinstance(v, md.distribute.MirroredVariable) and v.name == "made_in_run:0"
+    assert [float(c) for c in v.values] == [1.0] * len(v.values)
+    strategy.run(lambda: v.assign_add(float(md.distribute.get_replica_context().replica_id_in_sync_group)))
+    assert [float(c) for c in v.values] == [1.0 + r for r in range(len(v.values))]   # aggregation NONE: own copy
 
 
 def test_extended_update_and_reduce_to(strategy):

@@ -153,9 +153,9 @@ def test_save_and_load(tmp_path):
         assert accuracy == trained[1], label
         assert float(loss) == pytest.approx(float(trained[0]), rel=1e-5), label
     assert out.count("Epoch 2/2") == 3                           # trained, then each loaded model trained on
-    assert "serving_default output 'dense_1': shape [64, 10]; equals model(batch): True" in out
+    assert "serving_default output 'output_0': shape [64, 10]; equals model(batch): True" in out   # TF 2.21's key
     assert "In strategy.run, per replica: [[32, 10], [32, 10]] equals the direct call: True" in out
-    assert "ValueError: Model 'subclassed_model' has no known input shape" in out
+    assert "Unbuilt subclassed model saved; signatures: []" in out   # TF 2.21 saves it with none
     assert "md.Module signature output: {'output_0': [[1.0, 1.0, 1.0, 1.0, 1.0]]}" in out
 
 

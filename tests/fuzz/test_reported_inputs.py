@@ -104,3 +104,69 @@ def test_fit_batch_size(batch_size, error):
     x, y = np.ones((4, 2), np.float32), np.ones((4, 1), np.float32)
     _raises(lambda: model.fit(x, y, batch_size=batch_size, verbose=0), error, "batch_size", batch_size)
     assert len(model.fit(x, y, batch_size=np.int64(2), verbose=0).history["loss"]) == 1
+
+
+# ----- issue 27, item 5: what the fuzzer still met ------------------------------------------------
+
+@pytest.mark.parametrize("name", [" ", "CPU", "GPU", "/job:localhost"])
+@pytest.mark.parametrize("fn", ["get_memory_info", "get_memory_usage", "reset_memory_stats"])
+def test_memory_statistics_refuse_names_without_type_and_index(fn, name):
+    call = getattr(md.config.experimental, fn)
+    _raises(lambda: call(name), ValueError, "Failed parsing device name", name)
+
+
+def test_memory_statistics_of_the_empty_name_and_a_cpu_are_zeros_as_tf():
+    for name in ("", "CPU:0", "/device:CPU:0"):     # TF 2.21: zeros (it keeps no CPU statistics)
+        assert md.config.experimental.get_memory_info(name) == {"current": 0, "peak": 0}
+        assert md.config.experimental.get_memory_usage(name) == 0
+        assert md.config.experimental.reset_memory_stats(name) is None
+
+
+def _fit_model():
+    model = md.keras.Sequential([md.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model, np.ones((4, 2), np.float32), np.ones((4, 1), np.float32)
+
+
+def test_fit_takes_numpy_integers_wherever_it_takes_an_int():
+    model, x, y = _fit_model()
+    history = model.fit(x, y, batch_size=np.int64(2), epochs=np.int32(2), initial_epoch=np.int64(0),
+                        steps_per_epoch=np.int64(2), validation_split=np.float64(0.5), validation_freq=np.int64(1),
+                        verbose=0)
+    assert len(history.history["loss"]) == 2 and "val_loss" in history.history
+    assert len(model.evaluate(x, y, steps=np.int64(1), verbose=0, return_dict=True)) == 1
+    assert model.predict(x, batch_size=np.int64(2), steps=np.int64(1), verbose=0).shape == (2, 1)
+
+
+@pytest.mark.parametrize("kwargs, error, shown", [
+    ({"epochs": "x"}, TypeError, "x"), ({"epochs": 2.0}, TypeError, 2.0), ({"epochs": -1}, ValueError, -1),
+    ({"validation_split": "x"}, TypeError, "x"), ({"validation_split": 1.0}, ValueError, 1.0),
+    ({"validation_split": True}, TypeError, True), ({"initial_epoch": "0"}, TypeError, "0"),
+    ({"steps_per_epoch": 0}, ValueError, 0), ({"validation_freq": "x", "validation_split": 0.5}, TypeError, "x"),
+])
+def test_fit_refuses_bad_counts_before_training(kwargs, error, shown):
+    model, x, y = _fit_model()
+    before = [w.copy() for w in model.get_weights()]
+    name = next(iter(kwargs))
+    _raises(lambda: model.fit(x, y, verbose=0, **kwargs), error, name, shown)
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)                  # nothing trained
+
+
+@pytest.mark.parametrize("index", [10**5000, "9" * 5000, 10**19], ids=["int-5001-digits", "str-5000-digits", "1e19"])
+def test_huge_task_indices_are_refused_without_pythons_digit_limit(index):
+    with pytest.raises(ValueError, match="Task index .* must be a non-negative int") as info:
+        TFConfigClusterResolver(task_id=index)
+    assert "4300" not in str(info.value) and "sys.set_int_max_str_digits" not in str(info.value)
+    text = '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": ' + "9" * 5000 + "}}"
+    with pytest.raises(ValueError, match="an integer of 5000 digits") as info:
+        parse_tf_config(text)
+    assert "sys.set_int_max_str_digits" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", [None, "abc", object()])
+def test_all_reduce_and_all_gather_of_non_tensors_inside_run(strategy, value):
+    def fn():
+        return md.distribute.get_replica_context().all_reduce("SUM", value)
+
+    _raises(lambda: strategy.run(fn), ValueError, "unsupported type", value)

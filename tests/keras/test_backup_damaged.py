@@ -120,6 +120,16 @@ def test_rng_file_without_its_tensors(backup):
     assert "lacks ['workers']" in resume(backup)
 
 
+@pytest.mark.parametrize("tensors", [
+    {"pass": torch.zeros(3), "workers": torch.zeros(1, 3)},                               # float, wrong length
+    {"pass": torch.zeros(5056, dtype=torch.uint8), "workers": torch.zeros(1, 7, dtype=torch.uint8)},
+])
+def test_rng_file_with_tensors_that_are_no_rng_state(backup, tensors):
+    from multidev.keras.saving import weights_io
+    (backup / "ckpt-1" / "rng.safetensors").write_bytes(weights_io.to_bytes(tensors, {}))
+    assert "not a torch RNG state" in resume(backup)
+
+
 def test_intact_backup_still_resumes(backup):
     m = model()
     fit(m, [callbacks.BackupAndRestore(str(backup), save_freq=2)])

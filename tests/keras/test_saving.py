@@ -44,9 +44,10 @@ def test_weights_file_has_exactly_the_name_given(tmp_path, monkeypatch, name):
         np.testing.assert_array_equal(a, b)             # moving statistics included
 
 
-@pytest.mark.parametrize("name", ["ckpt", "ckpt.h5", "ckpt.weights", "ckpt.keras", "ckpt.pt"])
+@pytest.mark.parametrize("name", ["ckpt.h5", "ckpt.weights", "ckpt.keras", "ckpt.pt"])
 def test_weights_names_without_a_valid_suffix_raise(tmp_path, name):
-    """Keras 3 raises ValueError unless the name ends in .weights.h5; multidev also takes .safetensors."""
+    """Keras 3 raises ValueError unless the name ends in .weights.h5; multidev also takes .safetensors
+    (and a name without any suffix, Keras 2's checkpoint prefix: tests/keras/test_save_weights_prefix.py)."""
     model = make_model()
     path = str(tmp_path / name)
     with pytest.raises(ValueError, match=r"must end in `\.weights\.h5` \(Keras 3\) or `\.safetensors`.*"

@@ -52,7 +52,7 @@ def test_secret_from_the_environment():
         assert "password" not in str(info.value)                   # never echo a secret
 
 
-def _gate(store, secret, warn_open=False):
+def _gate(store, secret, warn_open=None):
     return JobGate(store, "p", secret, "worker 1 (h:2)", "h:1", warn_open=warn_open)
 
 
@@ -83,16 +83,21 @@ def test_the_gate_admits_the_jobs_processes_and_signs_their_values():
         chief.confirm()
 
 
-def test_without_a_secret_a_job_reachable_from_other_hosts_warns_once(monkeypatch):
+@pytest.mark.parametrize("reach, who", [("network", "any process that can reach h:1 over the network"),
+                                         ("loopback", "any process on this machine")])
+def test_without_a_secret_a_job_warns_once_naming_who_could_join(monkeypatch, reach, who):
     monkeypatch.setattr(process_auth, "_warned", False)
     store = dist.HashStore()
     _gate(store, None).post()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert _gate(store, None).admit() is store                 # loopback job: as before, silent
-        assert _gate(store, None, warn_open=True).admit() is store
-        assert _gate(store, None, warn_open=True).admit() is store
-    assert [str(w.message)[:61] for w in caught] == ["The rendezvous at h:1 has no job secret: any process that can"]
+        assert _gate(store, None).admit() is store                 # no warning asked for (the ps group's gate)
+        assert _gate(store, None, warn_open=reach).admit() is store
+        assert _gate(store, None, warn_open=reach).admit() is store
+    assert len(caught) == 1, [str(w.message) for w in caught]
+    message = str(caught[0].message)
+    assert message.startswith(f"This multi-worker job runs without a job secret: {who}")
+    assert "receive the weights" in message and "MULTIDEV_JOB_SECRET" in message
 
 
 def test_a_forged_join_record_is_ignored_and_named(monkeypatch):

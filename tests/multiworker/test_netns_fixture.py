@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import sys
 
 import pytest
@@ -43,6 +44,9 @@ def test_netns_teardown_kills_what_runs_inside_and_deletes_the_namespaces():
     try:
         a, b = netns._create(pid)
         sleeper = a.popen(["sleep", "60"])
+        deadline = time.monotonic() + 20   # `ip netns exec` enters the namespace just after it starts
+        while a.pids() != [sleeper.pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert a.pids() == [sleeper.pid]
     finally:
         netns._destroy(pid)

@@ -24,7 +24,7 @@ def test_reduce_of_run_results_goes_across_workers_with_one_device_each():
 ctx_ids = []
 def fn():
     ctx = md.distribute.get_replica_context()
-    ctx_ids.append(ctx.replica_id_in_sync_group)
+    ctx_ids.append(int(ctx.replica_id_in_sync_group))   # a tensor, as in TF
     return torch.tensor(float(ctx.replica_id_in_sync_group))
 out = strategy.run(fn)
 batch = strategy.run(lambda: torch.arange(3.0) + 3 * rank)           # [0,1,2] and [3,4,5]

@@ -32,9 +32,17 @@ class TFConfig:
     environment: str | None = None
 
 
+def _bounded_int(digits: str) -> int:
+    """JSON integers of TF_CONFIG (task indices): no more digits than an int64 has."""
+    if len(digits.lstrip("-")) > 18:
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits ({digits[:12]}...) where a task index "
+                         f"(at most 18 digits) was expected")
+    return int(digits)
+
+
 def _load_json(text: str) -> dict:
     try:
-        config = json.loads(text)
+        config = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as err:
         raise ValueError(
             f"TF_CONFIG is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}): {text!r}. "

@@ -129,20 +129,35 @@ def validate_task(spec: ClusterSpec, task_type: object, task_id: object) -> tupl
         raise ValueError(f"Task type {task_type!r} is not a job of the cluster; jobs: {spec.jobs}.")
     if index not in spec.task_indices(task_type):
         raise ValueError(
-            f"Task index {task_id!r} is out of range for job {task_type!r}, which has "
+            f"Task index {_shown(task_id)} is out of range for job {task_type!r}, which has "
             f"{spec.num_tasks(task_type)} task(s) with indices {spec.task_indices(task_type)}."
         )
     return task_type, index
 
 
+_MAX_INDEX_DIGITS = 18   # an index that fits in int64; longer ones are typos (and Python refuses 4300+ digits)
+
+
+def _shown(task_id: object) -> str:
+    """``task_id!r``, except that an integer too long to print is described by its length."""
+    if isinstance(task_id, int) and task_id.bit_length() > 64:
+        return f"<an integer of about {int(task_id.bit_length() * 0.30103) + 1} digits>"
+    if isinstance(task_id, str) and len(task_id) > 40:
+        return f"{task_id[:20]!r}... ({len(task_id)} characters)"
+    return repr(task_id)
+
+
 def _task_index(task_id: object) -> int:
+    bad = ValueError(f"Task index {_shown(task_id)} must be a non-negative int (at most {_MAX_INDEX_DIGITS} digits).")
     if isinstance(task_id, bool):
-        raise ValueError(f"Task index {task_id!r} must be a non-negative int.")
+        raise bad
     if isinstance(task_id, str) and task_id.isascii() and task_id.strip().isdigit():
+        if len(task_id.strip()) > _MAX_INDEX_DIGITS:
+            raise bad
         return int(task_id)
-    if isinstance(task_id, int) and task_id >= 0:
+    if isinstance(task_id, int) and 0 <= task_id < 10**_MAX_INDEX_DIGITS:
         return task_id
-    raise ValueError(f"Task index {task_id!r} must be a non-negative int.")
+    raise bad
 
 
 def check_task_index(task_id: object) -> int | None:

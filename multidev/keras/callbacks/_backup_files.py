@@ -1,7 +1,8 @@
 """On-disk layout of ``BackupAndRestore`` backups, committed atomically and validated on read.
 
     backup_dir/state.json           {"format", "checkpoint", "files", "resume_epoch", "resume_step",
-                                     "pass_taken", "workers"}        <- written last (the commit)
+                                     "pass_taken", "workers", "run": {"epochs", "steps_per_epoch",
+                                     "pass_length", "batch_size"}}  <- written last (the commit)
     backup_dir/ckpt-<n>/weights.safetensors     model weights (module paths, as save_weights)
     backup_dir/ckpt-<n>/optimizer.safetensors   ``iterations`` and slots (as model.save)
     backup_dir/ckpt-<n>/rng.safetensors         "pass": RNG state at the start of the input pass;
@@ -18,6 +19,13 @@ missing directory or file, a damaged file or missing tensors raise ``md.errors.D
 naming the problem and the fix (delete ``backup_dir``): resuming without the optimizer or RNG
 state would not continue the training exactly, so it is never done silently.
 A ``state.json`` of the single-file format 1 (``{"epoch": n}`` beside the files) is still read.
+
+``check_against_run`` then checks every counter against the run being resumed (``run`` records the
+run that wrote the backup): ``resume_epoch`` <= the run's ``epochs``, ``resume_step`` <= its steps
+per epoch, ``pass_taken`` <= the batches of one pass over its input, the same ``steps_per_epoch``,
+``pass_length`` and ``batch_size`` as the run that wrote it, and one RNG row per worker. A counter
+that does not fit (a damaged or edited file, or other data or batch size) raises DataLossError
+naming the file and the field, instead of a ``fit`` that silently trains nothing or the wrong batches.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import json
 import os
 import re
 import warnings
+
+import torch
 
 from multidev._core import atomic_files
 from multidev._core.errors import DataLossError
@@ -36,6 +46,7 @@ STATE = "state.json"
 FILES = ("weights", "optimizer", "rng")
 _CKPT = re.compile(r"ckpt-(\d{1,18})")
 _COUNTERS = ("resume_epoch", "resume_step", "pass_taken", "workers")
+_RUN_FIELDS = ("epochs", "steps_per_epoch", "pass_length", "batch_size")    # each an int >= 0, or null
 _RNG_KEYS = ("pass", "workers")
 
 
@@ -79,6 +90,12 @@ def read_state(backup_dir: str) -> dict | None:
         raise damaged(backup_dir, f"{STATE} names checkpoint {checkpoint!r}, expected 'ckpt-<n>' inside backup_dir")
     for key in _COUNTERS:
         _counter(backup_dir, state, key)
+    run = state.get("run", {})
+    if not isinstance(run, dict) or any(
+            run.get(k) is not None and (isinstance(run[k], bool) or not isinstance(run[k], int) or run[k] < 0)
+            for k in _RUN_FIELDS):
+        raise damaged(backup_dir, f"{STATE} has run={run!r}, expected {{field: integer >= 0 or null}} for "
+                                  f"{list(_RUN_FIELDS)}")
     listed = state.get("files", list(FILES))
     if not isinstance(listed, list) or not set(listed) <= set(FILES) or "weights" not in listed:
         raise damaged(backup_dir, f"{STATE} lists files {listed!r}, expected some of {list(FILES)} with 'weights'")
@@ -120,6 +137,33 @@ def read_files(state: dict, backup_dir: str, needs_optimizer: bool) -> dict[str,
     return out
 
 
+def check_against_run(backup_dir: str, state: dict, run: dict, rng_rows: int | None) -> None:
+    """DataLossError naming ``state.json`` and the field when a counter of ``state`` does not fit ``run``
+    (this fit's ``epochs``, ``steps_per_epoch``, ``pass_length``, ``batch_size``; None: unknown)."""
+    path = os.path.join(backup_dir, STATE)
+
+    def refuse(field, value, why):
+        raise damaged(backup_dir, f"{path!r} field {field!r} = {value!r} does not fit the run being resumed: {why}")
+
+    if run.get("epochs") is not None and state["resume_epoch"] > run["epochs"]:
+        refuse("resume_epoch", state["resume_epoch"], f"this fit trains {run['epochs']} epoch(s)")
+    if run.get("epochs") is not None and state["resume_epoch"] == run["epochs"] and state["resume_step"] > 0:
+        refuse("resume_step", state["resume_step"], f"resume_epoch={state['resume_epoch']} is past the last epoch")
+    steps = run.get("steps_per_epoch")
+    if steps is not None and state["resume_step"] > steps:
+        refuse("resume_step", state["resume_step"], f"an epoch of this fit has {steps} step(s)")
+    pass_length = run.get("pass_length")
+    if pass_length is not None and state["pass_taken"] > pass_length:
+        refuse("pass_taken", state["pass_taken"], f"one pass over this fit's input has {pass_length} batch(es)")
+    recorded = state.get("run", {})
+    for field in ("batch_size", "steps_per_epoch", "pass_length"):
+        if recorded.get(field) is not None and run.get(field) is not None and recorded[field] != run[field]:
+            refuse(f"run.{field}", recorded[field], f"this fit has {field}={run[field]!r} (resume with the same data, "
+                                                   "batch size and steps_per_epoch as the interrupted fit)")
+    if rng_rows is not None and rng_rows != state["workers"]:
+        refuse("workers", state["workers"], f"its rng file holds the RNG states of {rng_rows} worker(s)")
+
+
 def _check_rng(backup_dir: str, rng: dict) -> None:
     missing = [k for k in _RNG_KEYS if k not in rng]
     if missing:
@@ -127,6 +171,11 @@ def _check_rng(backup_dir: str, rng: dict) -> None:
     shapes = {k: tuple(rng[k].shape) for k in _RNG_KEYS}
     if len(shapes["pass"]) != 1 or len(shapes["workers"]) != 2 or shapes["workers"][0] < 1:
         raise damaged(backup_dir, f"its rng file has shapes {shapes}, expected 'pass' 1-D and 'workers' 2-D")
+    expected = torch.get_rng_state()   # torch's CPU generator state: uint8, of one fixed length
+    for key in _RNG_KEYS:
+        if rng[key].dtype != expected.dtype or rng[key].shape[-1] != expected.numel():
+            raise damaged(backup_dir, f"its rng file's {key!r} is {rng[key].dtype} of shape {tuple(rng[key].shape)}, "
+                                      f"not a torch RNG state ({expected.dtype}, {expected.numel()} bytes per row)")
 
 
 def _next_number(backup_dir: str, previous: dict | None) -> int:

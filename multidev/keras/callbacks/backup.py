@@ -28,6 +28,7 @@ from multidev._core.errors import FailedPreconditionError
 from multidev.keras.callbacks import _backup_files as files
 from multidev.keras.callbacks._worker_paths import is_chief
 from multidev.keras.callbacks.base import Callback
+from multidev.keras.models.data_adapter import known_length
 from multidev.keras.models.resume import ResumePoint
 from multidev.keras.saving import weights_io
 
@@ -61,11 +62,22 @@ class BackupAndRestore(Callback):
             return
         has_optimizer = self.model.optimizer is not None
         blobs = files.read_files(state, self.backup_dir, needs_optimizer=has_optimizer)
+        rng_rows = None if blobs["rng"] is None else int(blobs["rng"]["workers"].shape[0])
+        files.check_against_run(self.backup_dir, state, self._run(), rng_rows)
         variables = weights_io.variable_dict(self.model)
         weights_io.check_and_assign(variables, blobs["weights"], os.path.join(state["dir"], "weights.safetensors"))
         if blobs["optimizer"] is not None and has_optimizer:
             self.model.optimizer.load_state_tensors(blobs["optimizer"], variables)
         self.model._resume_point = self._resume_point(state, blobs["rng"])
+
+    def _run(self) -> dict:
+        """What this fit is: epochs, steps per epoch, batches per pass over its input, batch size (None: unknown)."""
+        train = getattr(self.model, "_train_iterator", None)
+        adapter = getattr(train, "adapter", None)
+        batch_size = getattr(adapter, "batch_size", None)
+        return {"epochs": self.params.get("epochs"), "steps_per_epoch": self.params.get("steps"),
+                "pass_length": None if adapter is None else known_length(adapter),
+                "batch_size": batch_size if isinstance(batch_size, int) else None}
 
     def _resume_point(self, state, rng) -> ResumePoint:
         extended = self.model.distribute_strategy.extended
@@ -123,7 +135,8 @@ class BackupAndRestore(Callback):
             return
         files.write(self.backup_dir, blobs, {
             "resume_epoch": resume_epoch, "resume_step": resume_step,
-            "pass_taken": train.pass_taken if train is not None else 0, "workers": extended.num_workers})
+            "pass_taken": train.pass_taken if train is not None else 0, "workers": extended.num_workers,
+            "run": self._run()})
 
     def on_train_end(self, logs=None):
         if self.delete_checkpoint and is_chief(self.model) and os.path.isdir(self.backup_dir):

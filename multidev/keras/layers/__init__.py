@@ -5,9 +5,12 @@ Example:
     model = md.keras.models.Sequential([layers.Dense(8, activation="relu"), layers.Dense(1)])
 """
 
+from multidev.keras._missing import missing_names
 from multidev.keras.layers import experimental
+from multidev.keras.layers.activation_layers import ELU, LeakyReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.base import Layer
+from multidev.keras.layers.category_encoding import CategoryEncoding
 from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
@@ -37,5 +40,7 @@ __all__ = [
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
-    "RandomRotation",
+    "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
 ]
+
+__getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

@@ -242,11 +242,21 @@ class Layer(nn.Module):
         self._output_shape = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
 
     # ----- weights ---------------------------------------------------------------------------
-    def add_weight(self, name, shape=(), initializer="glorot_uniform", trainable=True, dtype=None, regularizer=None,
-                   **_):
+    def add_weight(self, name=None, shape=(), initializer="glorot_uniform", trainable=True, dtype=None,
+                   regularizer=None, **_):
         """Create, register and return a weight (trainable: ``nn.Parameter``; else a buffer).
 
+        Keras 2's ``add_weight(name, shape, ...)`` and Keras 3's ``add_weight(shape=..., initializer=...)``
+        (shape first, name optional: 'variable', 'variable_1', ...) both work.
         ``regularizer`` (a trainable weight's penalty) is evaluated on the weight whenever ``losses`` is read."""
+        if name is not None and not isinstance(name, str):  # Keras 3: the shape given first, positionally
+            name, shape = None, name
+        if initializer is None:
+            initializer = "glorot_uniform"
+        if name is None:
+            taken = {n for n, _ in self._weight_specs}
+            name = next(n for n in ("variable", *(f"variable_{i}" for i in range(1, len(taken) + 2)))
+                        if n not in taken and n not in self.__dict__ and n not in self._modules)
         regularizer = regularizers.get(regularizer)
         if regularizer is not None and trainable:
             self._weight_regularizers.append((name, regularizer))

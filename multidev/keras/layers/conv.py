@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+import numbers
+
 import torch.nn.functional as F
 
 from multidev.keras import activations, initializers, regularizers
@@ -20,9 +22,9 @@ _PADDINGS = ("valid", "same", "causal")
 
 
 def _tuple(value, rank, what):
-    if isinstance(value, int):
-        return (value,) * rank
-    value = tuple(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return (int(value),) * rank
+    value = tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in value)
     if len(value) != rank or not all(isinstance(v, int) and v > 0 for v in value):
         raise ValueError(f"The `{what}` argument must be a tuple of {rank} positive integers. Received: {what}={value!r}")
     return value

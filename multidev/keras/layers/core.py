@@ -7,6 +7,8 @@ Example:
 
 from __future__ import annotations
 
+import numbers
+
 import math
 
 import torch
@@ -27,9 +29,9 @@ class Dense(Layer):
         super().__init__(**kwargs)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        if not isinstance(units, int) or units <= 0:
+        if isinstance(units, bool) or not isinstance(units, numbers.Integral) or units <= 0:
             raise ValueError(f"Received an invalid value for `units`, expected a positive integer. Received: units={units!r}")
-        self.units = units
+        self.units = int(units)     # Keras 2 takes numpy integers (seed 002: Dense(y_train.max() + 1))
         self.activation = activations.get(activation)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(kernel_initializer)

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+from multidev.keras._missing import missing_names
 from multidev.keras.losses import (binary_crossentropy, categorical_crossentropy, mae, mean_absolute_error,
                                    mean_squared_error, mse, sparse_categorical_crossentropy)
 from multidev.keras.metrics.mean_metrics import (Accuracy, BinaryAccuracy, BinaryCrossentropy, CategoricalAccuracy,
@@ -15,6 +16,7 @@ from multidev.keras.metrics.mean_metrics import (Accuracy, BinaryAccuracy, Binar
                                              SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy)
 from multidev.keras.metrics.base import Mean, MeanMetricWrapper, Metric, Reduce, Sum
 from multidev.keras.metrics.confusion import AUC, Precision, Recall
+from multidev.keras.metrics.counts import FalseNegatives, FalsePositives, TrueNegatives, TruePositives
 from multidev.keras.metrics.functions import (accuracy, binary_accuracy, categorical_accuracy,
                                               sparse_categorical_accuracy, sparse_top_k_categorical_accuracy,
                                               top_k_categorical_accuracy)
@@ -22,14 +24,16 @@ from multidev.keras.metrics.functions import (accuracy, binary_accuracy, categor
 _CLASSES = {c.__name__: c for c in (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, MeanSquaredError, MeanAbsoluteError, Mean, Sum, Precision, Recall, AUC,
-    BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy)}
+    BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, TruePositives, FalsePositives,
+    TrueNegatives, FalseNegatives)}
 _NAMES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "mae": MeanAbsoluteError,
     "mean_absolute_error": MeanAbsoluteError, "binary_accuracy": BinaryAccuracy,
     "categorical_accuracy": CategoricalAccuracy, "sparse_categorical_accuracy": SparseCategoricalAccuracy,
     "top_k_categorical_accuracy": TopKCategoricalAccuracy,
     "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy, "precision": Precision,
-    "recall": Recall, "auc": AUC, "binary_crossentropy": BinaryCrossentropy,
+    "recall": Recall, "auc": AUC, "true_positives": TruePositives, "false_positives": FalsePositives,
+    "true_negatives": TrueNegatives, "false_negatives": FalseNegatives, "binary_crossentropy": BinaryCrossentropy,
     "categorical_crossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
 }
@@ -63,9 +67,11 @@ def serialize(metric: Metric) -> dict:
 __all__ = [
     "Metric", "Reduce", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy",
     "SparseCategoricalAccuracy", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "MeanSquaredError",
-    "MeanAbsoluteError", "Precision", "Recall", "AUC", "BinaryCrossentropy", "CategoricalCrossentropy",
+    "MeanAbsoluteError", "Precision", "Recall", "AUC", "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives", "BinaryCrossentropy", "CategoricalCrossentropy",
     "SparseCategoricalCrossentropy", "accuracy", "binary_accuracy", "categorical_accuracy",
     "sparse_categorical_accuracy", "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",
     "mean_squared_error", "mean_absolute_error", "mse", "mae", "binary_crossentropy", "categorical_crossentropy",
     "sparse_categorical_crossentropy", "get", "serialize",
 ]
+
+__getattr__ = missing_names(__name__, 'metrics', globals())  # unknown names: does Keras 3 have them?

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from multidev.keras import backend
-from multidev.keras import step_inputs
+from multidev.keras import backend, initializers, step_inputs
+from multidev.keras.state_variable import StateVariable
 from multidev.keras.step_inputs import metric_store
 from multidev.values import context
 
@@ -116,12 +116,26 @@ class Metric:
             return self._state()[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    def add_variable(self, name, shape=(), initializer=0.0, dtype=None):
-        """Create a state tensor ``name`` (read as ``self.<name>``) filled with ``initializer``."""
-        value = torch.full(tuple(shape), float(initializer), dtype=dtype or self.dtype)
+    def add_variable(self, name=None, shape=(), initializer=0.0, dtype=None, aggregation="sum"):
+        """Create a state tensor ``name`` (read as ``self.<name>``) filled with ``initializer``.
+
+        Keras 3's form, ``add_variable(shape=..., initializer="zeros", name=...)`` (shape first, initializer
+        by name), returns a :class:`StateVariable` (``assign_add``, ``assign``, ``value``) to keep instead."""
+        keras3 = name is None or not isinstance(name, str) or isinstance(initializer, str)
+        if name is not None and not isinstance(name, str):  # the shape given first, positionally
+            name, shape = None, name
+        name = name or f"variable_{len(self._var_names)}"
+        shape = tuple(shape) if isinstance(shape, (list, tuple)) else (() if shape is None else (shape,))
+        dtype = backend.as_dtype(dtype) if dtype is not None else self.dtype
+        if isinstance(initializer, str) or callable(initializer):
+            value = initializers.get(initializer)(shape, dtype)
+        else:
+            value = torch.full(shape, float(initializer), dtype=dtype)
         self._var_names.append(name)
         self._initial[name] = value.clone()
         self._own[name] = _placed(value, f"{self.name}/{name}")
+        if keras3:
+            return StateVariable(name, lambda: self._state()[name])
         return self._own[name]
 
     add_weight = add_variable

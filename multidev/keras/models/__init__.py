@@ -4,6 +4,7 @@ Example:
     model = md.keras.models.Sequential([md.keras.layers.Dense(1, input_shape=(4,))])
 """
 
+from multidev.keras._missing import missing_names
 from multidev.keras.models.functional import Functional
 from multidev.keras.models.model import Model
 from multidev.keras.models.sequential import Sequential
@@ -18,3 +19,5 @@ def clone_model(model, custom_objects=None):
 
 
 __all__ = ["Model", "Sequential", "Functional", "TorchModel", "load_model", "save_model", "clone_model"]
+
+__getattr__ = missing_names(__name__, 'models', globals())  # unknown names: does Keras 3 have them?

@@ -8,6 +8,8 @@ replays the pass from that RNG state and skips ``pass_taken`` batches without tr
 
 from __future__ import annotations
 
+import numbers
+
 import warnings
 
 import torch
@@ -25,8 +27,9 @@ class EpochIterator:
     """
 
     def __init__(self, adapter, steps=None, sync_rng=None, worker_check=None):
-        if steps is not None and (not isinstance(steps, int) or steps <= 0):
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps <= 0):
             raise ValueError(f"`steps_per_epoch`/`steps` must be a positive integer or None. Received: {steps!r}")
+        steps = None if steps is None else int(steps)   # numpy integers too
         self.adapter = adapter
         self.steps_arg = steps
         self.steps = steps if steps is not None else da.known_length(adapter)

@@ -32,6 +32,8 @@ class Model(Trainer, Layer):
         if cls is Model and ("inputs" in kwargs or "outputs" in kwargs or len(args) >= 2):
             from multidev.keras.models.functional import Functional
             return Layer.__new__(Functional)
+        if cls is not Model and _functional_arguments(args, kwargs):
+            return Layer.__new__(_functional_subclass(cls))
         return Layer.__new__(cls)
 
     def __init__(self, *args, **kwargs):
@@ -149,12 +151,16 @@ class Model(Trainer, Layer):
         return int(sum(w.numel() for w in self.weights))
 
     def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
-        """Write weights to exactly ``filepath``, which must end in ``.weights.h5`` (Keras 3) or ``.safetensors``.
+        """Write weights to exactly ``filepath`` ending in ``.weights.h5`` (Keras 3) or ``.safetensors``, or,
+        for a name without suffix (``"ckpt"``), an ``md.train`` checkpoint at that prefix, as Keras 2 wrote
+        TensorFlow's: the weights and a compiled model's optimizer, read back by ``load_weights(prefix)``
+        or ``md.train.Checkpoint(model).read(prefix)``.
 
-        The content is safetensors either way. Any other name raises ValueError, as Keras 3 does.
+        The content is safetensors either way. Another suffix raises ValueError, as Keras 3 does.
 
         Example:
             >>> model.save_weights("model.weights.h5")
+            >>> model.save_weights("ckpt")          # ckpt.index + ckpt.data.safetensors
         """
         from multidev.keras.saving import weights_io
         weights_io.save_weights(self, filepath, overwrite=overwrite)
@@ -163,10 +169,11 @@ class Model(Trainer, Layer):
         """Load weights written by ``save_weights``; mismatches raise ValueError listing all, changing nothing.
 
         The file's checksum is verified (damage raises ``md.errors.DataLossError``);
-        ``verify_checksum=False`` skips that for speed.
+        ``verify_checksum=False`` skips that for speed. A checkpoint prefix (no suffix) returns its load
+        status, as Keras 2 does.
         """
         from multidev.keras.saving import weights_io
-        weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
+        return weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, **_):
         """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``."""
@@ -192,3 +199,32 @@ class Model(Trainer, Layer):
 
 def _one_or_list(tensors: list):
     return tensors[0] if len(tensors) == 1 else list(tensors)
+
+
+def _functional_arguments(args, kwargs) -> bool:
+    """Whether a Model subclass is called as Keras 3 builds a functional model: ``(inputs, outputs)``
+    given positionally or by name, the inputs KerasTensors."""
+    from multidev.keras.layers.keras_tensor import KerasTensor, flatten
+
+    inputs = kwargs.get("inputs", args[0] if args else None)
+    outputs = kwargs.get("outputs", args[1] if len(args) > 1 else None)
+    if inputs is None or outputs is None:
+        return False
+    flat = flatten(inputs)
+    return bool(flat) and all(isinstance(t, KerasTensor) for t in flat)
+
+
+_FUNCTIONAL_SUBCLASSES: dict = {}
+
+
+def _functional_subclass(cls):
+    """``cls`` mixed with Functional (Keras 3: ``class CustomModel(keras.Model)`` called with inputs and
+    outputs is a functional model whose methods, e.g. ``train_step``, are CustomModel's)."""
+    from multidev.keras.models.functional import Functional
+
+    if issubclass(cls, Functional):
+        return cls
+    if cls not in _FUNCTIONAL_SUBCLASSES:
+        _FUNCTIONAL_SUBCLASSES[cls] = type(cls.__name__, (cls, Functional),
+                                           {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return _FUNCTIONAL_SUBCLASSES[cls]

@@ -21,7 +21,7 @@ from multidev import nn
 from multidev.keras import mixed_precision, optimizers
 from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.keras_tensor import flatten, map_structure
-from multidev.keras.models import data_adapter as da
+from multidev.keras.models import data_adapter as da, fit_args
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
 from multidev.keras.models.worker_input import worker_input_check
@@ -192,6 +192,8 @@ class Trainer:
         """Train for ``epochs`` epochs; returns the History callback."""
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `fit()`: {sorted(kwargs)!r}.")
+        epochs, initial_epoch, steps_per_epoch, validation_steps, validation_split, validation_freq = fit_args.check_fit(
+            epochs, initial_epoch, steps_per_epoch, validation_steps, validation_split, validation_freq)
         self._assert_compiled("training it")
         from multidev.keras.models import coordinated_fit  # variables on parameter servers: schedule steps
         if coordinated_fit.applies(self, x):
@@ -367,7 +369,5 @@ def _concat(outputs):
 
 def _should_validate(epoch, freq) -> bool:
     if isinstance(freq, int):
-        if freq < 1:
-            raise ValueError(f"`validation_freq` must be a positive int or a list of epochs. Received: {freq!r}")
         return (epoch + 1) % freq == 0
     return (epoch + 1) in freq

@@ -1,5 +1,8 @@
 """``md.keras.preprocessing``: ``sequence.pad_sequences`` and ``text.Tokenizer``."""
 
+from multidev.keras._missing import missing_names
 from multidev.keras.preprocessing import sequence, text
 
 __all__ = ["sequence", "text"]
+
+__getattr__ = missing_names(__name__, 'preprocessing', globals())  # unknown names: does Keras 3 have them?

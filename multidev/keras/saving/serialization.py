@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 _CUSTOM: dict = {}
+_REGISTERED: dict = {}   # class -> "package>name" (Keras 3's registered_name, written beside class_name)
 
 
 def get_custom_objects() -> dict:
@@ -36,6 +37,7 @@ def register_keras_serializable(package="Custom", name=None):
         key = name or obj.__name__
         _CUSTOM[f"{package}>{key}"] = obj
         _CUSTOM[key] = obj
+        _REGISTERED[obj] = f"{package}>{key}"
         return obj
     return decorator
 
@@ -50,8 +52,11 @@ def _builtins() -> dict:
 
 
 def serialize_layer(layer) -> dict:
-    """``{"class_name", "config"}`` of a layer or model."""
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+    """``{"class_name", "config"}`` of a layer or model (plus ``registered_name`` for a registered class)."""
+    out = {"class_name": type(layer).__name__, "config": layer.get_config()}
+    if type(layer) in _REGISTERED:
+        out["registered_name"] = _REGISTERED[type(layer)]
+    return out
 
 
 def resolve_class(class_name, custom_objects=None):
@@ -66,7 +71,9 @@ def resolve_class(class_name, custom_objects=None):
 
 def deserialize_layer(config: dict, custom_objects=None):
     """Rebuild a layer/model from ``serialize_layer`` output."""
-    cls = resolve_class(config["class_name"], custom_objects)
+    registered = config.get("registered_name")
+    known = registered is not None and any(registered in t for t in (custom_objects or {}, _CUSTOM))
+    cls = resolve_class(registered if known else config["class_name"], custom_objects)
     cfg = config.get("config", {})
     from multidev.keras.models.model import Model
     if isinstance(cls, type) and issubclass(cls, Model) and "custom_objects" in cls.from_config.__code__.co_varnames:

@@ -1,9 +1,14 @@
 """Weights files: safetensors, one tensor per variable keyed by its module path.
 
-File naming (Keras 3's rule, plus multidev's own suffix): the path must end in ``.weights.h5``
-(Keras 3's name) or ``.safetensors``, and exactly that file is written or read; any other name
-raises ValueError listing both. The content is safetensors in both cases (not HDF5): the name is
-Keras's, the bytes are never pickled. Keys are the model's module paths (``layers.0.kernel``,
+File naming: a path ending in ``.weights.h5`` (Keras 3's name) or ``.safetensors`` is exactly the
+file written or read; a path without any suffix (``"ckpt"``, ``"ckpts/my_checkpoint"``) is a
+checkpoint *prefix*, as in Keras 2 (TensorFlow format): an ``md.train`` checkpoint of the model
+(its weights, a compiled model's optimizer) at ``<prefix>.index`` + ``<prefix>.data.safetensors``,
+listed in the directory's ``checkpoint`` file, readable by ``load_weights`` and by
+``md.train.Checkpoint(model).read(prefix)``; any other suffix raises ValueError listing the forms,
+as Keras 3 does. (``md.train`` registers that format here at import: keras sits above train.)
+The content is safetensors in every case (not HDF5): the names are Keras's, the bytes are never
+pickled. Keys are the model's module paths (``layers.0.kernel``,
 ``layers.3.moving_mean``; attribute names for subclassed models), so a checkpoint loads into a
 fresh copy of the same architecture regardless of auto-generated layer names. Loading checks
 every name and shape first and changes nothing unless all match (or ``skip_mismatch``).
@@ -36,6 +41,35 @@ KERAS_SUFFIX = ".weights.h5"
 VALID_SUFFIXES = (KERAS_SUFFIX, SUFFIX)
 
 
+class CheckpointFormat:
+    """How a suffix-less path is saved and loaded (``md.train`` provides it: ``register_checkpoint_format``)."""
+
+    def write(self, model, prefix: str) -> None:
+        raise NotImplementedError
+
+    def read(self, model, prefix: str):
+        raise NotImplementedError
+
+
+_CHECKPOINT_FORMAT: list[CheckpointFormat] = []
+
+
+def register_checkpoint_format(fmt: CheckpointFormat) -> None:
+    """Install the suffix-less (Keras 2 / TensorFlow checkpoint) format; called by ``multidev.train``."""
+    _CHECKPOINT_FORMAT[:] = [fmt]
+
+
+def is_checkpoint_prefix(filepath) -> bool:
+    """A path whose file name has no suffix: Keras 2 saved weights there in TensorFlow's format."""
+    path = os.fspath(filepath)
+    return isinstance(path, str) and bool(os.path.basename(path)) and not os.path.splitext(os.path.basename(path))[1]
+
+
+def checkpoint_format() -> CheckpointFormat:
+    """The registered format (``import multidev`` imports ``multidev.train``, which registers it)."""
+    return _CHECKPOINT_FORMAT[0]
+
+
 def weights_path(filepath, for_write: bool) -> str:
     """The file ``save_weights``/``load_weights`` use: ``filepath`` itself, which must end in a valid suffix."""
     path = os.fspath(filepath)
@@ -47,8 +81,9 @@ def weights_path(filepath, for_write: bool) -> str:
     verb = "save_weights" if for_write else "load_weights"
     hint = f"{path + KERAS_SUFFIX!r}" if for_write else f"the file save_weights wrote, e.g. {path + SUFFIX!r}"
     raise ValueError(
-        f"The filename must end in `.weights.h5` (Keras 3) or `.safetensors`. Received: filepath={path!r}. "
-        f"{verb} writes/reads exactly the name given (safetensors content either way); pass {hint}."
+        f"The filename must end in `.weights.h5` (Keras 3) or `.safetensors`, or have no suffix at all (a checkpoint "
+        f"prefix, as Keras 2 wrote: 'ckpt'). Received: filepath={path!r}. {verb} writes/reads exactly the name given "
+        f"(safetensors content either way); pass {hint}."
     )
 
 
@@ -86,7 +121,13 @@ def _clean_legacy_temps(directory: str) -> None:
 
 
 def save_weights(model, filepath, overwrite=True) -> str:
-    """Write the model's weights; returns the file written."""
+    """Write the model's weights; returns the file (or checkpoint prefix) written."""
+    if is_checkpoint_prefix(filepath):
+        prefix = os.fspath(filepath)
+        if not overwrite and os.path.exists(prefix + ".index"):
+            raise FileExistsError(f"A checkpoint already exists at prefix {prefix!r}; pass overwrite=True to replace it.")
+        checkpoint_format().write(model, prefix)
+        return prefix
     path = weights_path(filepath, for_write=True)
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path!r} already exists; pass overwrite=True to replace it.")
@@ -131,7 +172,10 @@ def load_weights(model, filepath, skip_mismatch=False, verify_checksum=True) -> 
     """Load ``save_weights`` output into ``model`` (all-or-nothing unless ``skip_mismatch``).
 
     ``verify_checksum=False`` skips the SHA-256 check of the file (faster for very large files).
+    Returns the load status for a checkpoint prefix (as Keras 2 does), else None.
     """
+    if is_checkpoint_prefix(filepath):
+        return checkpoint_format().read(model, os.fspath(filepath))
     path = weights_path(filepath, for_write=False)
     with open(path, "rb") as f:
         data = f.read()

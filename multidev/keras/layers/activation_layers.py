@@ -1,0 +1,95 @@
+"""Activation layers of Keras 3: ReLU, LeakyReLU, Softmax, ELU.
+
+``ReLU(max_value, negative_slope, threshold)`` is Keras's: ``x`` for ``threshold < x < max_value``,
+``max_value`` above, ``negative_slope * (x - threshold)`` below.
+
+Example:
+    h = md.keras.layers.ReLU()(md.keras.layers.Conv1D(8, 3)(inputs))
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from multidev.keras.layers.base import Layer
+
+
+def _non_negative(name, value):
+    if value is not None and value < 0:
+        raise ValueError(f"{name} of a ReLU layer cannot be a negative value. Received: {name}={value!r}")
+
+
+class ReLU(Layer):
+    """Rectified linear unit with optional ceiling, leak and threshold (Keras's ``layers.ReLU``)."""
+
+    supports_masking = True
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("max_value", max_value), ("negative_slope", negative_slope), ("threshold", threshold)):
+            _non_negative(name, value)
+        self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
+
+    def call(self, inputs):
+        if self.negative_slope == 0 and self.threshold == 0:
+            out = F.relu(inputs)
+        else:
+            shifted = inputs - self.threshold
+            out = torch.where(inputs > self.threshold, inputs, self.negative_slope * shifted)
+        return out if self.max_value is None else torch.clamp(out, max=self.max_value)
+
+    def get_config(self):
+        return {**super().get_config(), "max_value": self.max_value, "negative_slope": self.negative_slope,
+                "threshold": self.threshold}
+
+
+class LeakyReLU(Layer):
+    """``x`` for positive inputs, ``negative_slope * x`` otherwise (Keras 3's default slope 0.3)."""
+
+    supports_masking = True
+
+    def __init__(self, negative_slope=0.3, **kwargs):
+        if "alpha" in kwargs:  # the Keras 2 name of the slope
+            negative_slope = kwargs.pop("alpha")
+        super().__init__(**kwargs)
+        _non_negative("negative_slope", negative_slope)
+        self.negative_slope = negative_slope
+
+    def call(self, inputs):
+        return F.leaky_relu(inputs, self.negative_slope)
+
+    def get_config(self):
+        return {**super().get_config(), "negative_slope": self.negative_slope}
+
+
+class Softmax(Layer):
+    """Softmax over ``axis``; a boolean ``mask`` (True: keep) sends masked entries to zero."""
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            inputs = inputs.masked_fill(~mask.bool(), torch.finfo(inputs.dtype).min)
+        return torch.softmax(inputs, dim=self.axis)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}
+
+
+class ELU(Layer):
+    """Exponential linear unit: ``x`` if positive, ``alpha * (exp(x) - 1)`` otherwise."""
+
+    supports_masking = True
+
+    def __init__(self, alpha=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = alpha
+
+    def call(self, inputs):
+        return F.elu(inputs, self.alpha)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha}

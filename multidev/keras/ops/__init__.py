@@ -1,0 +1,33 @@
+"""``md.keras.ops``: the Keras 3 ops that keras.io programs use, as thin functions over torch.
+
+``ops.X`` takes and returns ``torch.Tensor``s with Keras 3's dtype rules (Python ints -> int32,
+floats -> float32, float ops on ints -> float32) and Keras 3's defaults (``gelu`` approximate,
+``leaky_relu`` slope 0.2). Each op is tested against ``keras.ops.X`` (torch backend) on the same
+inputs (tests/keras/test_keras_ops.py). A name Keras 3 has and md.keras lacks raises an AttributeError
+that says so.
+
+Example:
+    from multidev.keras import ops
+    probs = ops.softmax(ops.matmul(x, w), axis=-1)
+    top = ops.argmax(probs, axis=-1)
+"""
+
+from __future__ import annotations
+
+from multidev.keras._missing import missing_names
+from multidev.keras.ops import core, elementwise, image, nn, numpy
+from multidev.keras.ops.core import *  # noqa: F401,F403 - the flat keras.ops namespace
+from multidev.keras.ops.core import __all__ as _core_all
+from multidev.keras.ops.elementwise import *  # noqa: F401,F403
+from multidev.keras.ops.nn import *  # noqa: F401,F403
+from multidev.keras.ops.numpy import *  # noqa: F401,F403
+
+
+def _public(module) -> list:
+    return [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+            and getattr(v, "__module__", None) == module.__name__]
+
+
+__all__ = sorted(set(_core_all) | set(_public(elementwise)) | set(_public(nn)) | set(_public(numpy))
+                 | {"image", "nn", "numpy", "core"})
+__getattr__ = missing_names(__name__, "ops", globals())

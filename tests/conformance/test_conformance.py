@@ -1,0 +1,81 @@
+"""The conformance suite: TensorFlow's own tf.distribute tests, ported, give TensorFlow's answers.
+
+Every case in ``cases/`` runs on multidev in one fresh interpreter (two logical CPUs, as the
+recorder configures TensorFlow) and its observation is compared with TensorFlow 2.21's, recorded
+in ``tf_2.21.json`` by ``record_tf.py``. A case multidev cannot pass yet is listed in ``KNOWN``
+with the reason (and in docs/architecture.md, "Where multidev differs"); it must still fail, so a
+fix shows up as an unexpected pass to move out of the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import run_fresh
+from harness import all_cases, same
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECORD = os.path.join(HERE, "tf_2.21.json")
+
+#: case id -> why multidev differs (each also in docs/architecture.md).
+KNOWN: dict[str, str] = {
+    "cross_device.bad_cross_device_ops": "MirroredStrategy refuses a cross_device_ops that is no CrossDeviceOps at "
+                                         "construction (TypeError); TF 2.21 accepts it and fails when reducing",
+    "cross_device.unknown_device": "MirroredStrategy refuses a device that does not exist at construction "
+                                   "(ValueError); TF 2.21 accepts it and fails when placing",
+    "cross_device.gather_nested": "gather of a nested structure gathers each PerReplica leaf; TF 2.21 returns the "
+                                  "first replica's value of each",
+    "aggregation.sum_assign_python_zero_in_replicas": "a SUM write of the constant 0 in replicas writes 0 (the "
+                                                      "exception TF's reduce makes for zero); TF 2.21 then fails "
+                                                      "with AttributeError",
+    "merge_call.get_cross_replica_context": "multidev offers md.distribute.get_cross_replica_context; tf.distribute "
+                                            "2.21 has no public one (AttributeError)",
+    "reduce.all_reduce_plain_python": "multidev all-reduces Python numbers; TF 2.21 fails on them (AttributeError: "
+                                      "no dtype)",
+    "reduce.reduce_mirrored_variable": "multidev reduces a MirroredVariable's copies; TF 2.21 fails an internal "
+                                       "assertion",
+    "run.mismatched_structures": "multidev refuses every mismatched replica structure (ValueError and "
+                                 "AssertionError); TF 2.21 wraps a leaf and a tuple into one PerReplica",
+    "variables.assign_returns": "a cross-replica assign returns the variable (same values, chaining works); TF "
+                                "returns a Mirrored of the copies that delegates to the first",
+    "variables.float_of_variable": "float() of a MirroredVariable gives its value, as of any md.Variable; TF 2.21 "
+                                   "raises TypeError",
+    "variables.names_of_copies": "a distributed variable's copies are plain torch tensors (torch's Tensor.name is "
+                                 "read-only), not variables named 'w/replica_1:0'",
+}
+
+
+@pytest.fixture(scope="module")
+def observed() -> dict:
+    """Every case's multidev observation, from one fresh interpreter."""
+    proc = run_fresh(f"import runpy, sys; sys.argv = ['run_md.py']; runpy.run_path({os.path.join(HERE, 'run_md.py')!r}, "
+                     "run_name='__main__')", timeout=240, env={"MULTIDEV_COLLECTIVE_TIMEOUT": "10"})
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _recorded() -> dict:
+    with open(RECORD) as f:
+        return json.load(f)["cases"]
+
+
+CASE_IDS = [case_id for case_id, _ in all_cases()]
+
+
+def test_every_case_is_recorded():
+    """A case added without recording TensorFlow's side would compare against nothing."""
+    assert sorted(set(CASE_IDS) - set(_recorded())) == []
+
+
+def test_known_differences_are_cases():
+    assert sorted(set(KNOWN) - set(CASE_IDS)) == []
+
+
+@pytest.mark.parametrize("case_id", [pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN[c], strict=True))
+                                     if c in KNOWN else c for c in CASE_IDS])
+def test_case(case_id, observed):
+    expected = _recorded()[case_id]
+    got = observed[case_id]
+    assert same(got, expected), f"{case_id}: multidev gives {json.dumps(got)}, TensorFlow 2.21 gives {json.dumps(expected)}"
