@@ -75,7 +75,7 @@ class TapeStep(Net):
 
 
 class TorchStep(Net):
-    """keras.io (PyTorch form): zero_grad, backward, each variable's .grad, apply under no_grad."""
+    """keras.io (PyTorch form): zero_grad, backward, each variable's value.grad, apply under no_grad."""
 
     def train_step(self, data):
         x, y = data
@@ -84,7 +84,7 @@ class TorchStep(Net):
         loss = self.compute_loss(y=y, y_pred=y_pred)
         loss.backward()
         trainable_weights = [v for v in self.trainable_weights]
-        gradients = [v.grad for v in trainable_weights]   # keras.io's v.value.grad: md.keras weights are tensors
+        gradients = [v.value.grad for v in trainable_weights]
         with torch.no_grad():
             self.optimizer.apply(gradients, trainable_weights)
         for metric in self.metrics:
@@ -171,6 +171,19 @@ def test_lower_level_custom_step_with_its_own_loss_and_trackers():
     reference.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
     for a, b in zip(reference.get_weights(), runs[1][0]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_weights_value_is_keras_3s_and_tensorflows():
+    """``v.value`` is the weight (Keras 3: ``v.value.grad``); calling it reads a snapshot (TF's ``v.value()``)."""
+    model = Net()
+    model.build((None, 6))
+    with md.distribute.MirroredStrategy(DEVICES).scope():
+        replicated = Net()
+        replicated.build((None, 6))
+    for weight in model.trainable_weights + replicated.trainable_weights:
+        assert weight.value is weight
+    kernel = replicated.trainable_weights[0]
+    np.testing.assert_array_equal(kernel.value().numpy(), kernel.numpy())
 
 
 def test_compute_loss_leaves_the_loss_tracker_to_the_step():

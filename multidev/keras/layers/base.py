@@ -41,6 +41,16 @@ def current_training():
     return _call_state.get()[0]
 
 
+class KerasParameter(nn.Parameter):
+    """A trainable weight outside a strategy: a plain parameter with Keras 3's ``value`` (itself), so a
+    torch-style ``train_step``'s ``[v.value.grad for v in self.trainable_weights]`` runs (in a
+    strategy's scope the weight becomes a distributed variable, whose ``value`` does the same)."""
+
+    @property
+    def value(self) -> "KerasParameter":
+        return self
+
+
 def _module_weights(module: nn.Module, trainable: bool):
     """``(weight, is_trainable)`` of a sub-module: a Layer's own listing, else the module's parameters
     (trainable with its parent) and buffers, then its children's (a Layer among them counts its flag)."""
@@ -263,7 +273,7 @@ class Layer(nn.Module):
         dt = backend.as_dtype(dtype or self._dtype_policy.variable_dtype)
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:
-            self.register_parameter(name, nn.Parameter(value, requires_grad=self.trainable))
+            self.register_parameter(name, KerasParameter(value, requires_grad=self.trainable))
         else:
             self.register_buffer(name, value)
         self._weight_specs.append((name, bool(trainable)))
