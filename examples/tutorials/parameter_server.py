@@ -74,8 +74,8 @@ def custom_loop(strategy) -> None:
 
     def preprocess(examples):
         # TF maps the lookup layers over a string dataset; torch has no string tensors, so the strings
-        # are looked up once here and the dataset holds their ids.
-        return (feature_lookup_layer(np.array(examples["features"])).numpy(),
+        # are looked up once here and the dataset holds their ids, as ({"features": ids}, label ids).
+        return ({"features": feature_lookup_layer(np.array(examples["features"])).numpy()},
                 label_lookup_layer(np.array(examples["label"])).numpy())
 
     rng = random.Random(0)
@@ -91,25 +91,28 @@ def custom_loop(strategy) -> None:
         emb_output = layers.GlobalAveragePooling1D()(emb_layer(model_input))   # tf.reduce_mean(..., axis=1)
         dense_output = layers.Dense(units=1, activation="sigmoid",
                                     kernel_regularizer=md.keras.regularizers.L2(1e-4))(emb_output)
-        model = md.keras.Model(model_input, dense_output)
-        # TF's rate is 0.1; with it the 16384-wide embedding saturates the sigmoid here, so 0.01.
-        optimizer = md.keras.optimizers.RMSprop(learning_rate=0.01)
+        model = md.keras.Model({"features": model_input}, dense_output)
+        optimizer = md.keras.optimizers.RMSprop(learning_rate=0.1)
         accuracy = md.keras.metrics.Accuracy()
     print("embedding shards:", [(tuple(w.shape), str(w.device)) for w in emb_layer.weights])
-    loss_object = md.keras.losses.BinaryCrossentropy(reduction=md.keras.losses.Reduction.NONE)
 
     @md.function
     def step_fn(iterator):
         def replica_fn(batch_data, labels):
             with md.GradientTape() as tape:
                 pred = model(batch_data, training=True)
-                loss = md.nn.compute_average_loss(loss_object(labels.float(), pred))
+                per_example_loss = md.keras.losses.BinaryCrossentropy(
+                    reduction=md.keras.losses.Reduction.NONE)(labels, pred)
+                loss = md.nn.compute_average_loss(per_example_loss)
                 model_losses = model.losses
                 if model_losses:
-                    loss = loss + md.nn.scale_regularization_loss(md.add_n(model_losses))
+                    loss += md.nn.scale_regularization_loss(md.add_n(model_losses))
             gradients = tape.gradient(loss, model.trainable_variables)
+
             optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-            accuracy.update_state(labels, (pred > 0.5).long())
+
+            actual_pred = (pred > 0.5).long()       # tf.cast(tf.greater(pred, 0.5), tf.int64)
+            accuracy.update_state(labels, actual_pred)
             return loss
 
         batch_data, labels = next(iterator)
@@ -118,6 +121,7 @@ def custom_loop(strategy) -> None:
 
     coordinator = md.distribute.coordinator.ClusterCoordinator(strategy)
 
+    @md.function
     def per_worker_dataset_fn():
         return strategy.distribute_datasets_from_function(dataset_fn)
 
@@ -135,8 +139,9 @@ def custom_loop(strategy) -> None:
     eval_features, eval_labels = preprocess(feature_and_label_gen(rng, num_examples=16))
     eval_accuracy = md.keras.metrics.Accuracy()
     for batch_data, labels in md.data.Dataset.from_tensor_slices((eval_features, eval_labels)).batch(8):
-        with torch.no_grad():
-            eval_accuracy.update_state(labels, (model(batch_data, training=False) > 0.5).long())
+        pred = model(batch_data, training=False)
+        actual_pred = (pred > 0.5).long()
+        eval_accuracy.update_state(labels, actual_pred)
     print("Evaluation accuracy: %f" % eval_accuracy.result())
 
     with strategy.scope():
@@ -146,7 +151,8 @@ def custom_loop(strategy) -> None:
     def eval_step(iterator):
         def replica_fn(batch_data, labels):
             pred = model(batch_data, training=False)
-            eval_accuracy.update_state(labels, (pred > 0.5).long())
+            actual_pred = (pred > 0.5).long()
+            eval_accuracy.update_state(labels, actual_pred)
 
         batch_data, labels = next(iterator)
         strategy.run(replica_fn, args=(batch_data, labels))

@@ -18,8 +18,13 @@ outside the checked range, other distributing strategies, Keras variables create
 ``strategy.run`` or outside the scope of a model built in it, and the ``*_on_batch`` methods on any
 distributed model.
 
-Every private Keras name multidev uses is in this module (checked against Keras 3.15.1; ``keras3_split``
-reads only ``variable._value``, the seam's distributed variable); keras
+A model's own ``train_step``/``test_step`` runs on every replica (``keras3_custom_step``); losses added in
+``call`` are kept per replica and layers or optimizers built after leaving their scope still use its strategy
+(``keras3_layers``); ``md.train.Checkpoint`` tracks Keras 3 models and optimizers (``keras3_checkpoint``).
+
+Every private Keras name multidev uses is in this module (checked against Keras 3.15.1), except
+``variable._value`` (the seam's distributed variable, read by ``keras3_split`` and ``keras3_checkpoint``)
+and ``Layer._losses`` (``keras3_layers``); keras
 itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
 """
 
@@ -33,12 +38,14 @@ from typing import Any
 
 import torch
 from torch.nn.modules import module as torch_module
+from torch.optim import optimizer as torch_optimizer
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import gradient_reducer, strategy as strategy_module
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
-from multidev.integrations import keras3_split
+from multidev.integrations import keras3_checkpoint, keras3_custom_step, keras3_layers, keras3_split
+from multidev.train import trackables
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -97,12 +104,22 @@ def _distributing_strategy() -> Any | None:
     return strategy
 
 
+_UNSUPPORTED_WHY = {
+    "CentralStorageStrategy": "its variables are stored once while Keras 3's optimizers update every replica's "
+                              "copy (each replica would apply the update to the one storage)",
+    "ParameterServerStrategy": "its variables live on parameter servers and its steps are scheduled with "
+                               "ClusterCoordinator, which Keras 3's fit and optimizers do not know",
+}
+
+
 def _require_supported(strategy: Any, what: str) -> None:
     if type(strategy) not in (MirroredStrategy, MultiWorkerMirroredStrategy):
+        why = _UNSUPPORTED_WHY.get(type(strategy).__name__, "it is not a mirrored strategy")
         raise NotImplementedError(
-            f"{what} in the scope of {type(strategy).__name__}: multidev distributes Keras 3 models only "
-            "under md.distribute.MirroredStrategy and MultiWorkerMirroredStrategy (custom training loops). "
-            "Use one of those, or md.keras."
+            f"{what} in the scope of {type(strategy).__name__}: {why}. multidev distributes Keras 3 models only "
+            "under md.distribute.MirroredStrategy and MultiWorkerMirroredStrategy (fit/evaluate/predict and "
+            "custom training loops; docs/keras3_parity.md). Use one of those, or md.keras (which supports "
+            f"{type(strategy).__name__})."
         )
 
 
@@ -138,11 +155,14 @@ def _initialize(original: Any, variable: Any, value: Any) -> None:
         if variable.name == "seed_generator_state" and not variable.trainable:
             return original(variable, value)  # keras.random's per-thread global seed generator: replica-local
         raise ValueError(
-            f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context): create every "
-            "variable in strategy.scope() first: build the model (keras.Input or model.build(shape)) and the "
-            "optimizer (optimizer.build(model.trainable_variables)) in the scope."
+            f"Keras 3 variable {variable.path!r} created inside strategy.run (replica context) by a layer made "
+            "there or outside a strategy's scope: create the model and its layers in strategy.scope() (they may "
+            "be built later, even by their first call inside strategy.run), or build it there (optimizer.build "
+            "for variables an optimizer adds itself)."
         )
     original(variable, value)
+    if strategy is None and not in_replica:  # made by a layer created in a scope, initialized after it
+        strategy = keras3_layers.variable_strategy(variable)
     if strategy is not None and not in_replica:
         _require_supported(strategy, f"Keras 3 variable {variable.path!r} created")
         variable._value = _distribute_value(variable, strategy)
@@ -202,13 +222,20 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     reducer = gradient_reducer.for_own_update_rules(ctx.strategy)
     if reducer.in_summed():  # the inner optimizer of a LossScaleOptimizer that summed already
         return original(optimizer, grads, trainable_variables)
-    if not optimizer.built:  # every replica would build it at once, in replica context
-        raise ValueError(
-            f"Keras optimizer {optimizer.name!r} is not built: its variables cannot be created inside "
-            "strategy.run. Call optimizer.build(model.trainable_variables) in strategy.scope() first."
-        )
+    if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
+        ctx.merge_call(_build_optimizer, args=(optimizer, list(trainable_variables or ())))
     grads = list(grads)
+    share = keras3_custom_step.share()  # a model's own train_step on a replica's slice (keras3_custom_step)
+    if share is not None:
+        grads = [None if g is None else g * share for g in grads]
     variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
+    plain = [v.path for v in variables if not isinstance(v._value, DistributedVariable)]
+    if plain:  # one copy shared by every replica: each would apply the (summed) update to it
+        raise ValueError(
+            f"Keras optimizer {optimizer.name!r} applied inside {type(ctx.strategy).__name__}.run to variables "
+            f"that are not distributed ({plain[:3]}): the model was created outside the strategy's scope. "
+            "Create the model (and optimizer) in strategy.scope()."
+        )
     plan = keras3_split.plan_for(optimizer, variables, ctx.strategy, _state["split_classes"])
     if plan is not None and len(grads) == len(variables) and keras3_split.apply(original, optimizer, ctx, plan, grads):
         return None
@@ -219,15 +246,28 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
         return original(optimizer, grads, trainable_variables)
 
 
-_STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
+_STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
 
 
-def _model_strategy(model: Any) -> Any | None:
-    """The strategy that distributed ``model``'s variables (None: an ordinary Keras model)."""
-    for v in model.variables:
-        if isinstance(v._value, DistributedVariable):
-            return v._value._strategy
-    return None
+def _replica_seed(original: Any, generator: Any, ordered: bool = True) -> Any:
+    """``SeedGenerator.next`` inside ``strategy.run``: replica r > 0 gets the seed offset by ``r`` strides, so
+    replicas draw different numbers (dropout masks, noise) from their copies of one seed state, as one
+    device draws different numbers for every example; the state itself advances alike on every replica."""
+    seed = original(generator, ordered=ordered)
+    ctx = context.current_replica_context()
+    if ctx is None or ctx._global_replica_id == 0:
+        return seed
+    offset = (int(seed[0]) + ctx._global_replica_id * _STREAM_STRIDE + 2**31) % 2**32 - 2**31
+    shifted = seed.clone()
+    shifted[0] = offset
+    return shifted
+
+
+def _build_optimizer(strategy: Any, optimizer: Any, variables: Any) -> None:
+    """Build ``optimizer`` for ``variables`` once, in cross-replica context (its slots are distributed).
+    Every replica passes the same variables (regroup keeps identical objects as they are)."""
+    if not optimizer.built:
+        optimizer.build(variables)
 
 
 def loss_tracker(model: Any) -> Any:
@@ -241,52 +281,6 @@ def loss_tracker(model: Any) -> Any:
         ) from exc
 
 
-def _trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
-    """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
-    (the global batch split across the strategy's replicas, all workers'); anything else that would run on
-    one replica only is refused."""
-    strategy = _model_strategy(model)
-    if strategy is None:
-        return original(model, *args, **kwargs)
-    if name not in _STEP_FUNCTIONS:
-        raise NotImplementedError(
-            f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
-            "it would run on one replica only. Use fit/evaluate/predict, train with a custom loop "
-            "(strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
-        )
-    from multidev.integrations import keras3_fit
-
-    keras = sys.modules["keras"]
-    if name == "predict":
-        step = keras3_fit.predict_function(keras, model, strategy)
-    else:
-        make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
-        step = make(keras, model, strategy, loss_tracker(model))
-    if name == "fit" and type(strategy) is MultiWorkerMirroredStrategy:  # every worker must shuffle alike
-        args, kwargs = _with_same_shuffle(original, model, args, kwargs, keras3_fit.same_shuffle_callback(keras, strategy))
-    attribute = _STEP_FUNCTIONS[name]
-    with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too
-        setattr(model, attribute, step)
-        try:
-            return original(model, *args, **kwargs)
-        finally:
-            setattr(model, attribute, None)
-
-
-def _with_same_shuffle(original: Any, model: Any, args: tuple, kwargs: dict, callback: Any) -> tuple[tuple, dict]:
-    """``fit``'s arguments, all by keyword, with ``callback`` run last when the call shuffles (Keras's default)."""
-    arguments = inspect.signature(original).bind(model, *args, **kwargs).arguments
-    arguments.pop(next(iter(arguments)))  # self
-    if not arguments.get("shuffle", True):
-        return args, kwargs
-    callbacks = arguments.get("callbacks")
-    if isinstance(callbacks, sys.modules["keras"].callbacks.CallbackList):
-        callbacks.append(callback)
-    else:
-        arguments["callbacks"] = list(callbacks or []) + [callback]
-    return (), arguments
-
-
 def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
     original = getattr(owner, name)
 
@@ -294,6 +288,7 @@ def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
     def method(self, *args, **kwargs):
         return wrapper(original, self, *args, **kwargs)
 
+    method.__signature__ = inspect.signature(original)  # Keras reads Layer.__init__'s (getfullargspec)
     setattr(owner, name, method)
 
 
@@ -304,6 +299,7 @@ def _keras_names(keras: Any) -> tuple:
         from keras.src.backend.common.stateless_scope import in_stateless_scope
         for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
             getattr(Variable, attr)
+        getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
         if not isinstance(Variable.__dict__.get("value"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
@@ -323,6 +319,8 @@ def _keras_names(keras: Any) -> tuple:
 def _patch(keras: Any) -> None:
     if _state["patched"]:
         return
+    from multidev.integrations import keras3_trainer  # (it imports this module)
+
     variable_cls, in_stateless_scope, optimizer_classes, model_cls = _keras_names(keras)
     _wrap_method(variable_cls, "_initialize", _initialize)
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
@@ -331,8 +329,18 @@ def _patch(keras: Any) -> None:
     for optimizer_cls in optimizer_classes:
         _wrap_method(optimizer_cls, "apply", _apply)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
+    for reduction in (keras.metrics.Mean, keras.metrics.Sum):
+        _wrap_method(reduction, "update_state", keras3_custom_step.weighted_mean_update)
+    _wrap_method(keras.random.SeedGenerator, "next", _replica_seed)
+    remember = functools.partial(keras3_layers.init, _distributing_strategy)
+    create_in_scope = functools.partial(keras3_layers.add_weight, _distributing_strategy)
+    for owner, creates in ((keras.layers.Layer, "add_weight"), (optimizer_classes[0], "add_variable")):
+        _wrap_method(owner, "__init__", remember)
+        _wrap_method(owner, creates, create_in_scope)
+    _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
+    keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
-        _wrap_method(model_cls, name, functools.partial(_trainer, name))
+        _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))
     _state["patched"] = True
 
 
@@ -371,4 +379,6 @@ def install() -> None:
     if _installed:
         return
     strategy_module.SCOPE_ENTRY_HOOKS.append(_on_scope_entry)
+    _installed.append(torch_optimizer.register_optimizer_step_pre_hook(keras3_custom_step.refuse_torch_optim))
+    trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
     _installed.append(torch_module.register_module_module_registration_hook(_on_module))

@@ -114,8 +114,7 @@ def predict_function(keras: Any, model: Any, strategy: Any) -> Any:
     split = _Splitter(strategy)
 
     def replica_step(local: Any) -> Any:
-        x, _, _ = keras.utils.unpack_x_y_sample_weight(local)
-        return model(x, training=False)  # an empty slice (small last batch) gives an empty output
+        return model.predict_step(local)  # Keras's or the model's own; an empty slice gives an empty output
 
     def step(data: Any) -> Any:
         parts, _ = split(data[0])

@@ -26,8 +26,16 @@ def relu(x):
     return F.relu(x)
 
 
+def sigmoid(x):
+    """1 / (1 + exp(-x)); the output keeps its logits, as Keras's does, so that binary cross-entropy
+    computes from them: a saturated prediction still has a gradient (clipped probabilities have none)."""
+    out = torch.sigmoid(x)
+    out._keras_logits = x
+    return out
+
+
 _BY_NAME = {
-    "linear": linear, "relu": relu, "softmax": softmax, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+    "linear": linear, "relu": relu, "softmax": softmax, "sigmoid": sigmoid, "tanh": torch.tanh,
     "elu": F.elu, "selu": F.selu, "gelu": F.gelu, "softplus": F.softplus, "softsign": F.softsign,
     "swish": F.silu, "silu": F.silu, "relu6": F.relu6, "leaky_relu": F.leaky_relu,
     "exponential": torch.exp, "log_softmax": lambda x: torch.log_softmax(x, dim=-1),

@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
@@ -75,7 +77,18 @@ def huber(y_true, y_pred, delta=1.0):
 
 
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
-    """Cross-entropy of independent 0/1 targets; probabilities are clipped to [eps, 1-eps]."""
+    """Cross-entropy of independent 0/1 targets; probabilities are clipped to [eps, 1-eps].
+
+    As in Keras, the output of Keras's ``sigmoid`` activation is taken through the logits it keeps
+    (``from_logits`` then holds), so a confidently wrong prediction keeps its gradient.
+    """
+    logits = getattr(y_pred, "_keras_logits", None)
+    if logits is not None:
+        if from_logits:
+            warnings.warn("`binary_crossentropy` received `from_logits=True`, but the `output` argument was "
+                          "produced by a sigmoid activation and thus does not represent logits. Was this intended?",
+                          stacklevel=2)
+        y_pred, from_logits = logits, True
     y_true, y_pred = _float(y_true, y_pred)
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing

@@ -181,6 +181,7 @@ def _strategy(checkpoint):
     for node in T.walk(checkpoint):
         obj = node.obj
         candidates = (T.module_tensors(obj).values() if node.kind == T.MODULE
+                      else T.named_tensors(obj).values() if node.kind == T.TENSORS
                       else [obj] if node.kind == T.VARIABLE else ())
         for t in candidates:
             if isinstance(t, DistributedVariable):

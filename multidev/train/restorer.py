@@ -151,6 +151,17 @@ def _plan_module(node, saved, tensors, plan, status) -> None:
     plan.unmatched += [T.storage_key(node.path, n) for n in live if n not in saved["tensors"]]
 
 
+def _plan_tensors(node, saved, tensors, plan, status) -> None:
+    """A front end's named tensors (``trackables.register_tensor_source``); a saved name with no live
+    tensor (an optimizer not built yet) stays unconsumed, as ``assert_consumed`` then reports."""
+    live = T.named_tensors(node.obj)
+    for local, key in saved["tensors"].items():
+        if local in live:
+            plan.assignments.append((live[local], tensors[key], key))
+            plan.key_to_var[key] = live[local]
+    plan.unmatched += [T.storage_key(node.path, n) for n in live if n not in saved["tensors"]]
+
+
 def _plan_iterator(node, saved, tensors, plan, status) -> None:
     key = saved["tensors"]["position"]
     position = int(tensors[key])
@@ -234,4 +245,4 @@ def _load_torch_optimizer(opt, updates, groups) -> None:
 
 _PLANNERS = {T.CHECKPOINT: _plan_checkpoint, T.MODULE: _plan_module, T.VARIABLE: _plan_variable,
              T.ITERATOR: _plan_iterator, T.KERAS_OPTIMIZER: _plan_keras_optimizer,
-             T.TORCH_OPTIMIZER: _plan_torch_optimizer}
+             T.TORCH_OPTIMIZER: _plan_torch_optimizer, T.TENSORS: _plan_tensors}

@@ -59,6 +59,11 @@ def _save_module(node, var_keys, tensors) -> dict:
     return {"kind": T.MODULE, "class": type(node.obj).__name__, "tensors": local}
 
 
+def _save_tensors(node, var_keys, tensors) -> dict:
+    local = {name: _add(node.path, name, t, var_keys, tensors) for name, t in T.named_tensors(node.obj).items()}
+    return {"kind": T.TENSORS, "class": type(node.obj).__name__, "tensors": local}
+
+
 def _save_variable(node, var_keys, tensors) -> dict:
     return {"kind": T.VARIABLE, "tensors": {"value": _add(node.path, "value", node.obj, var_keys, tensors)}}
 
@@ -116,4 +121,4 @@ def _jsonable(value) -> bool:
 
 _SAVERS = {T.CHECKPOINT: _save_checkpoint, T.MODULE: _save_module, T.VARIABLE: _save_variable,
            T.ITERATOR: _save_iterator, T.KERAS_OPTIMIZER: _save_keras_optimizer,
-           T.TORCH_OPTIMIZER: _save_torch_optimizer}
+           T.TORCH_OPTIMIZER: _save_torch_optimizer, T.TENSORS: _save_tensors}

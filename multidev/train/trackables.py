@@ -22,10 +22,24 @@ from multidev.keras.models.model import Model as KerasModel
 from multidev.keras.optimizers.base import Optimizer as KerasOptimizer
 from multidev.keras.saving.weights_io import variable_dict
 
-CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR = (
-    "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator")
+CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR, TENSORS = (
+    "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator", "tensors")
 ACCEPTED = ("md.train.Checkpoint, torch.nn.Module (md.keras models and layers), md.keras optimizers, "
-            "torch.optim optimizers, md.Variable / torch.nn.Parameter, md.data and distributed iterators")
+            "torch.optim optimizers, md.Variable / torch.nn.Parameter, md.data and distributed iterators, "
+            "Keras 3 models, layers and optimizers")
+_TENSOR_SOURCES: list = []  # (accepts(obj) -> bool, tensors(obj) -> {name: tensor}), registered by front ends
+
+
+def register_tensor_source(accepts, tensors) -> None:
+    """Let a front end's objects be checkpointed as named tensors (``integrations/keras3`` registers
+    Keras 3 models and optimizers: their variables by position, which no auto-generated name changes)."""
+    if (accepts, tensors) not in _TENSOR_SOURCES:
+        _TENSOR_SOURCES.append((accepts, tensors))
+
+
+def named_tensors(obj) -> dict[str, torch.Tensor]:
+    """``{name: tensor}`` of an object of kind ``TENSORS``."""
+    return next(tensors(obj) for accepts, tensors in _TENSOR_SOURCES if accepts(obj))
 
 
 def kind_of(obj) -> str | None:
@@ -34,6 +48,8 @@ def kind_of(obj) -> str | None:
 
     if isinstance(obj, Checkpoint):
         return CHECKPOINT
+    if any(accepts(obj) for accepts, _ in _TENSOR_SOURCES):
+        return TENSORS
     if isinstance(obj, torch.nn.Module):
         return MODULE
     if isinstance(obj, KerasOptimizer):

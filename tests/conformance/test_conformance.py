@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from conftest import run_fresh
+from tests.conftest import run_fresh
 from harness import all_cases, same
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -34,12 +34,12 @@ def run_tutorial(name, *args, keras_home, timeout=240):
     return proc.stdout
 
 
-def launch(name, *launch_args, script_args=(), keras_home, timeout=280):
+def launch(name, *launch_args, script_args=(), keras_home, timeout=280, with_stderr=False):
     proc = subprocess.run([sys.executable, "-m", "multidev.cli.main", "launch", *launch_args,
                            os.path.join(TUTORIALS, name), *map(str, script_args)],
                           capture_output=True, text=True, timeout=timeout, env=_env(keras_home), cwd=ROOT)
     assert proc.returncode == 0, f"{name} failed (rc={proc.returncode})\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}"
-    return proc.stdout
+    return (proc.stdout, proc.stderr) if with_stderr else proc.stdout
 
 
 def task_lines(out, task, pattern):
@@ -220,15 +220,21 @@ def test_multi_worker_custom_loop_saves_on_the_chief_and_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_parameter_server_tutorial(tmp_path):
-    out = launch("parameter_server.py", "--chief", "--workers", "2", "--ps", "2",
-                 script_args=("--workdir", tmp_path), keras_home=tmp_path / "home")
+    """The tutorial as printed (RMSprop(0.1)): TF 2.21 reads epoch accuracies such as 0.63, 0.58, 1.0, 1.0,
+    a final loss of 0.14-0.40 and evaluation accuracies of 1.0 (multidev read 0.81, 0.52, 0.47, 0.43, a
+    final loss of 5.8 and 0.0). A clean run's stderr is empty: no torch deprecation warning per task, no
+    TensorPipe "pipe closed" lines at shutdown; the fit progress bar reaches 20/20 (it stayed at 0/20)."""
+    out, err = launch("parameter_server.py", "--chief", "--workers", "2", "--ps", "2",
+                      script_args=("--workdir", tmp_path), keras_home=tmp_path / "home", with_stderr=True)
     losses = [float(v) for v in task_lines(out, "chief 0", r"fit losses: (.*)")[0].split()]
     assert len(losses) == 5 and losses[-1] < losses[0]
+    assert len(task_lines(out, "chief 0", r"20/20 - .*loss: .*")) == 5
     assert {"ckpt.keras", "log"} <= set(os.listdir(tmp_path))
     assert "[chief 0] embedding shards: [((4, 16384), '/job:ps/replica:0/task:0/device:CPU:0'), " \
            "((4, 16384), '/job:ps/replica:0/task:1/device:CPU:0')]" in out
     accuracy = [float(v) for v in task_lines(out, "chief 0", r"Finished epoch \d, accuracy is (\S+)\.")]
-    assert len(accuracy) == 4 and accuracy[-1] >= 0.9, accuracy      # read by the chief, updated on the workers
-    assert float(task_lines(out, "chief 0", r"Final loss is (\S+)")[0]) < 0.5
-    assert task_lines(out, "chief 0", r"Evaluation accuracy: (\S+)")
-    assert task_lines(out, "chief 0", r"Distributed evaluation accuracy: \S+ \(16 examples\)")
+    assert len(accuracy) == 4 and accuracy[-1] >= 0.9 and accuracy[-1] >= accuracy[0], accuracy
+    assert float(task_lines(out, "chief 0", r"Final loss is (\S+)")[0]) < 0.6931     # below ln 2, a blind guess
+    assert float(task_lines(out, "chief 0", r"Evaluation accuracy: (\S+)")[0]) >= 0.9
+    assert float(task_lines(out, "chief 0", r"Distributed evaluation accuracy: (\S+) \(16 examples\)")[0]) >= 0.9
+    assert err == "", err

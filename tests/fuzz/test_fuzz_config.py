@@ -68,6 +68,9 @@ before_initialization()
 # initialize with whatever configuration the fuzzing left (as a program would)
 if not cfg.get_visible_devices("CPU"):
     cfg.set_visible_devices([cpu] + list(cfg.get_visible_devices("GPU")))
+if len({cfg.get_memory_growth(g) for g in gpus}) > 1:   # initializing would raise "cannot differ" (TF's rule)
+    for g in gpus:
+        cfg.set_memory_growth(g, True)
 names = [d.name for d in cfg.list_logical_devices()]
 
 @budget

@@ -71,7 +71,7 @@ def test_two_workers_equal_one_device():
 
 
 FIT_JOB = """
-import json, os
+import json, os, sys
 os.environ["KERAS_BACKEND"] = "torch"
 import torch
 import multidev as md
@@ -106,22 +106,45 @@ with strategy.scope():
     shuffled = compiled()
 torch.manual_seed(7 if worker == 0 else 100 + worker)  # the chief's RNG decides every worker's shuffle
 shuffled_history = shuffled.fit(x, y, 8, 3, 0, []).history  # positional: callbacks list, shuffle by default
+from tests.integrations.test_keras3_custom_step import WithComputeLoss as Custom  # the guide's first form
+
+def custom():
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((3,))
+    model = Custom(inputs, keras.layers.Dense(2)(keras.layers.Dense(4, activation="relu")(inputs)))
+    model.compile(optimizer=keras.optimizers.Adam(0.05),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+custom_reference = custom()
+expected_custom = custom_reference.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+with strategy.scope():
+    custom_model = custom()
+custom_history = custom_model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
 result = {
+    "custom_history": custom_history, "expected_custom": expected_custom,
+    "custom_max_diff": max_diff(custom_reference, custom_model),
     "history": history, "expected": expected,
     "shuffled_history": shuffled_history, "expected_shuffled": expected_shuffled,
     "evaluate": model.evaluate(x, y, batch_size=8, verbose=0),
     "expected_evaluate": reference.evaluate(x, y, batch_size=8, verbose=0),
     "max_diff": max_diff(reference, model), "shuffled_max_diff": max_diff(shuffled_reference, shuffled),
 }
+print("PROGRESS BAR FOLLOWS", flush=True)
+custom_model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=1)   # only the chief may print it
+sys.stdout.flush()
 print("RESULT " + json.dumps(result), flush=True)
 """
 
 
 def test_keras_fit_two_workers_equal_one_device():
     procs = run_cluster(FIT_JOB, workers=2, timeout=180)
+    bars = [p.stdout.split("PROGRESS BAR FOLLOWS", 1)[1].split("RESULT", 1)[0] for p in procs]
+    assert "loss:" in bars[0] and bars[1].strip() == "", bars     # the chief prints Keras's bar, worker 1 nothing
     for r in (results_json(p) for p in procs):
-        assert r["max_diff"] < 1e-5 and r["shuffled_max_diff"] < 1e-5
-        for got, want in (("history", "expected"), ("shuffled_history", "expected_shuffled")):
+        assert r["max_diff"] < 1e-5 and r["shuffled_max_diff"] < 1e-5 and r["custom_max_diff"] < 1e-5
+        for got, want in (("history", "expected"), ("shuffled_history", "expected_shuffled"),
+                          ("custom_history", "expected_custom")):
             for key, values in r[want].items():
                 assert r[got][key] == pytest.approx(values, rel=1e-5, abs=1e-6), (got, key)
         assert r["evaluate"] == pytest.approx(r["expected_evaluate"], rel=1e-5, abs=1e-6)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from multidev.distribute.parameter_server import pickling
+from tests.integrations._keras3_env import import_keras3
 from multidev.distribute.parameter_server.variables import Shard, ShardedVariable, VariableSpec, from_spec
 
 
@@ -21,6 +22,7 @@ def test_closure_refers_to_variables_strategy_and_per_worker_values():
     table = from_spec(_spec(10, sharded=True))
     layer = torch.nn.Linear(3, 1)
     layer.weight = from_spec(VariableSpec(20, "w", (1, 3), torch.float32, True, (Shard(1, 20),), False))
+    layer.bias.requires_grad_(False)      # a frozen local parameter travels by value
     iterator = pickling.Reference(("per_worker", 5))
     guard = threading.Lock()
 
@@ -53,3 +55,25 @@ def test_sharded_variable_shards_are_views_of_the_whole():
     assert torch.equal(first.detach(), table.detach()[:2]) and torch.equal(second.detach(), table.detach()[2:])
     assert first.ps_tasks == (0,) and second.ps_tasks == (1,) and table.ps_tasks == (0, 1)
     assert table._is_stale()  # written locally: the coordinator would push it before the next function
+
+
+def test_a_trainable_parameter_built_outside_the_scope_is_refused():
+    """Each worker would train its own copy of it, silently (TF keeps such variables on the coordinator)."""
+    local = torch.nn.Linear(3, 1)                       # built outside ParameterServerStrategy.scope()
+
+    def step():
+        local(torch.ones(1, 3)).sum().backward()
+
+    with pytest.raises(ValueError, match=r"trainable parameter of shape \(1, 3\) that is not stored on the "
+                                         r"parameter servers.*inside `with strategy.scope\(\):`"):
+        pickling.dumps(step, None)
+    frozen = torch.nn.Linear(3, 1).requires_grad_(False)       # inference with frozen weights is fine
+    assert pickling.dumps(lambda: frozen(torch.ones(1, 3)), None)[1] == {}
+
+
+def test_a_keras3_model_built_outside_the_scope_is_refused():
+    """Keras 3 pickles a model as a saved file: the check looks at the module's parameters."""
+    keras = import_keras3()
+    model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match=r"trainable parameter of shape .*Keras 3 models are not distributed"):
+        pickling.dumps(lambda: model(torch.ones(1, 4)), None)

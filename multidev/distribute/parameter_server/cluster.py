@@ -70,20 +70,19 @@ class ParameterServerExtended(ReplicatedExtended):
         self._connected = True
 
     def _shutdown(self) -> None:
-        """Stop the coordinator's dispatchers, tell every server to leave, leave the RPC group."""
+        """Stop the coordinator's dispatchers, tell every server to leave, leave the RPC group.
+
+        When every task answers, all leave together in order (TensorPipe then reports no closed
+        pipes); when one is gone, each leaves alone at once rather than wait for it."""
         if not self._connected:
             return
         self._connected = False
         if self._coordinator is not None:
             self._coordinator._stop()
         names = [rpc_layer.task_name(m.role, m.index) for m in self._world.members if m.role in ("worker", "ps")]
-        futures = [rpc_layer.call_async(name, server.stop, timeout=_STOP_TIMEOUT) for name in names]
-        for future in futures:
-            try:
-                future.wait()
-            except Exception:  # noqa: BLE001 - a dead task needs no stopping
-                pass
-        rpc_layer.disconnect()
+        graceful = _all_answer(names, server.ping)
+        _all_answer(names, server.stop, (graceful,))
+        rpc_layer.disconnect(graceful=graceful, timeout=server.SHUTDOWN_TIMEOUT)
         client_mod.set_client(None)
 
     # --- variables ---------------------------------------------------------------------------------
@@ -135,6 +134,18 @@ class ParameterServerExtended(ReplicatedExtended):
 
     def variable_created_in_scope(self, v: Any) -> bool:
         return isinstance(v, PSVariable) and self._ps_variables.get(v._spec.vid) is v
+
+
+def _all_answer(names: list[str], fn: Callable, args: tuple = ()) -> bool:
+    """Call ``fn(*args)`` on every task of ``names`` at once; True when all of them answered."""
+    futures = [rpc_layer.call_async(name, fn, args, timeout=_STOP_TIMEOUT) for name in names]
+    answered = True
+    for future in futures:
+        try:
+            future.wait()
+        except Exception:  # noqa: BLE001 - a dead task: it needs no stopping
+            answered = False
+    return answered
 
 
 __all__ = ["ParameterServerExtended"]

@@ -4,8 +4,9 @@ A scheduled function is usually a closure over the model, the optimizer and the 
 pickled by value (cloudpickle), except for objects that must not be copied: a ps variable travels
 as a reference (its id; the worker keeps one local copy per variable, refreshed from the ps), the
 strategy as a reference to the worker's stand-in, and per-worker values (datasets, iterators) as
-references to the worker's own. RPC payloads are pickles: see docs/parameter_server.md (trusted
-networks only).
+references to the worker's own. A trainable parameter that is not a ps variable (a model built
+outside the scope) is refused: each worker would silently train its own copy. RPC payloads are
+pickles: see docs/parameter_server.md (trusted networks only).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from typing import Any, Callable
 
 import cloudpickle
+import torch
 
 from multidev.distribute.parameter_server.variables import PSVariable, VariableSpec
 
@@ -43,6 +45,12 @@ class _Pickler(cloudpickle.Pickler):
             spec = obj._spec
             self.specs[spec.vid] = spec
             return ("var", spec.vid)
+        if isinstance(obj, torch.nn.Parameter) and obj.requires_grad:
+            raise LocalParameterError(_local_parameter_message(obj))
+        if isinstance(obj, torch.nn.Module):     # also a Keras 3 model, which pickles as a saved file
+            local = next((p for p in obj.parameters() if p.requires_grad and not isinstance(p, PSVariable)), None)
+            if local is not None:
+                raise LocalParameterError(_local_parameter_message(local))
         if obj is self._strategy and obj is not None:
             return STRATEGY_REF
         if isinstance(obj, Reference):
@@ -50,12 +58,33 @@ class _Pickler(cloudpickle.Pickler):
         return _LOCK_TYPES.get(type(obj))  # a lock guards one process: the worker gets a fresh one
 
 
+class LocalParameterError(ValueError):
+    """A scheduled function captures a trainable parameter that does not live on the parameter servers."""
+
+
+def _local_parameter_message(param: torch.nn.Parameter) -> str:
+    return (
+        f"A scheduled function uses a trainable parameter of shape {tuple(param.shape)} that is not stored on the "
+        "parameter servers: its model was built outside ParameterServerStrategy.scope(). Each worker would "
+        "train its own copy and the coordinator would never see the updates. Build the model (and its "
+        "optimizer and metrics) inside `with strategy.scope():`. Keras 3 models are not distributed by "
+        "ParameterServerStrategy: use md.keras there."
+    )
+
+
 def dumps(obj: Any, strategy: Any) -> tuple[bytes, dict[int, VariableSpec]]:
-    """Pickle ``obj`` for a worker; returns the bytes and the specs of the ps variables it refers to."""
+    """Pickle ``obj`` for a worker; returns the bytes and the specs of the ps variables it refers to.
+
+    Raises:
+        ValueError: ``obj`` captures a trainable parameter created outside the strategy's scope.
+        TypeError: ``obj`` cannot be pickled.
+    """
     buffer = io.BytesIO()
     pickler = _Pickler(buffer, strategy)
     try:
         pickler.dump(obj)
+    except LocalParameterError as err:
+        raise LocalParameterError(str(err)) from None
     except Exception as err:  # noqa: BLE001 - many pickling failures, one message
         raise TypeError(
             f"Cannot send {obj!r} to the workers: {type(err).__name__}: {err}. A scheduled function and its "

@@ -13,6 +13,7 @@ task; errors raised by the remote function itself come back as their own excepti
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Callable
 
 from torch.distributed.rendezvous import register_rendezvous_handler
@@ -25,6 +26,7 @@ from multidev.collectives.process_world import ProcessWorld, format_host_port
 TIMEOUT_ENV = "MULTIDEV_RPC_TIMEOUT"
 DEFAULT_TIMEOUT = 60.0
 _REMOTE_ERROR_MARK = "On WorkerInfo("
+_TORCH_INTERNAL_DEPRECATION = r"You are using a Backend .* as a ProcessGroup"
 
 
 def task_name(role: str, index: int) -> str:
@@ -91,8 +93,12 @@ def connect(world: ProcessWorld, timeout: float) -> None:
     )
     me = world.me
     try:
-        rpc.init_rpc(task_name(me.role, me.index), rank=world.rank, world_size=world.world_size,
-                     rpc_backend_options=options)
+        with warnings.catch_warnings():
+            # torch's own TensorPipe start-up passes a ProcessGroupGloo to all_gather_object, and torch
+            # then warns every task that this use "is deprecated": torch's concern, not the user's.
+            warnings.filterwarnings("ignore", message=_TORCH_INTERNAL_DEPRECATION, category=UserWarning)
+            rpc.init_rpc(task_name(me.role, me.index), rank=world.rank, world_size=world.world_size,
+                         rpc_backend_options=options)
     except (DeadlineExceededError, UnavailableError):
         raise
     except RuntimeError as err:
@@ -102,8 +108,19 @@ def connect(world: ProcessWorld, timeout: float) -> None:
         ) from err
 
 
-def disconnect() -> None:
-    """Leave the RPC group without waiting for peers (some may be dead)."""
+def disconnect(graceful: bool = False, timeout: float = 10.0) -> None:
+    """Leave the RPC group.
+
+    ``graceful``: every task of the cluster calls this after a clean run; they wait for one another
+    (bounded by ``timeout``) and close their connections in order, so TensorPipe reports no "pipe
+    closed" errors. Otherwise (a peer may be dead), or when the orderly exit times out, leave at once.
+    """
+    if graceful:
+        try:
+            rpc.shutdown(graceful=True, timeout=timeout)
+            return
+        except Exception:  # noqa: BLE001 - a peer left early or died: fall back to leaving alone
+            pass
     try:
         rpc.shutdown(graceful=False)
     except Exception:  # noqa: BLE001 - already down, or never up

@@ -29,11 +29,15 @@ from multidev.distribute.parameter_server import gradient_push, rpc_layer, worke
 LIVENESS_INTERVAL = 2.0
 LIVENESS_TIMEOUT = 10.0
 LIVENESS_FAILURES = 3
+SHUTDOWN_TIMEOUT = 10.0   # an orderly exit waits this long for the other tasks at most
 _stop_event = threading.Event()
+_orderly_exit = [False]
 
 
-def stop() -> None:
-    """RPC from the coordinator: the cluster is done; servers leave."""
+def stop(graceful: bool = False) -> None:
+    """RPC from the coordinator: the cluster is done; servers leave (``graceful``: every task is alive,
+    so all leave the RPC group together, in order)."""
+    _orderly_exit[0] = bool(graceful)
     _stop_event.set()
 
 
@@ -126,7 +130,7 @@ class Server:
                 raise SystemExit(1) from None
             except Exception:  # noqa: BLE001 - the coordinator is shutting down
                 pass
-        rpc_layer.disconnect()
+        rpc_layer.disconnect(graceful=_orderly_exit[0], timeout=SHUTDOWN_TIMEOUT)
         raise SystemExit(0)
 
 

@@ -30,7 +30,7 @@ class _RNN(Layer):
                  dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, unroll=False, **kwargs):
         super().__init__(**kwargs)
-        if activations.get(activation) is not torch.tanh or activations.get(recurrent_activation) is not torch.sigmoid:
+        if activations.get(activation) is not torch.tanh or activations.get(recurrent_activation) not in (torch.sigmoid, activations.sigmoid):
             raise ValueError(f"{type(self).__name__} runs torch's fused kernel, which needs activation='tanh' and "
                              f"recurrent_activation='sigmoid'. Received: {activation!r}, {recurrent_activation!r}")
         if recurrent_dropout or stateful:

@@ -275,8 +275,8 @@ class MeanMetricWrapper(Mean):
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_pred = as_tensor(y_pred)
         y_true = as_tensor(y_true, y_pred.device)
-        with torch.no_grad():
-            values = self._fn(y_true, y_pred.detach(), **self._fn_kwargs)
+        with torch.no_grad():     # y_pred itself, not a detached copy: it may carry its logits (sigmoid)
+            values = self._fn(y_true, y_pred, **self._fn_kwargs)
         super().update_state(values, sample_weight)
 
     def get_config(self):

@@ -6,8 +6,8 @@ step is scheduled on a free worker through the strategy's ``ClusterCoordinator``
 (loss tracker and compiled metrics) are built on the coordinator in scope, so their state lives on
 the ps: each epoch resets them, every worker's steps add to them, and the epoch logs are their
 values after the epoch's last step (over all workers). Batch-level callbacks are not called (the
-steps run elsewhere, asynchronously). Validation, if asked for, runs on the coordinator with the
-current weights.
+steps run elsewhere, asynchronously), but the progress bar advances as steps finish. Validation, if
+asked for, runs on the coordinator with the current weights.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import torch
 from multidev.distribute.parameter_server.strategy import active_strategy
 from multidev.distribute.parameter_server.variables import PSVariable
 from multidev.keras.callbacks.base import CallbackList
+from multidev.keras.callbacks.progbar import ProgbarLogger
 from multidev.keras.utils.dataset_creator import DatasetCreator
 
 
@@ -93,6 +94,18 @@ def _resume(model: Any, initial_epoch: int) -> tuple[int, int]:
     return max(initial_epoch, point.epoch), point.step
 
 
+def _advance_progbar(cbs: CallbackList, results: list, first_step: int) -> None:
+    """Move the progress bar as the epoch's scheduled steps finish (in order). As in TensorFlow, only
+    the built-in progress bar hears of single steps; user callbacks' batch hooks are not called."""
+    bars = [cb for cb in cbs.callbacks if isinstance(cb, ProgbarLogger)]
+    if not bars:
+        return
+    for i, result in enumerate(results):
+        result._wait()                   # an error is raised by join(), as without a bar
+        for bar in bars:
+            bar.on_train_batch_end(first_step + i, {})
+
+
 def _train_function(model: Any):
     def train_function(iterator):
         logs = model.train_step(next(iterator))
@@ -136,6 +149,7 @@ def fit(model: Any, x: Any, *, epochs: int, steps_per_epoch: int | None, callbac
         model.reset_metrics()          # on the ps (pushed before the first step is scheduled)
         steps = steps_per_epoch - (first_step if epoch == initial_epoch else 0)
         results = [coordinator.schedule(train_function, args=(iterator,)) for _ in range(max(steps, 1))]
+        _advance_progbar(cbs, results, steps_per_epoch - len(results))
         coordinator.join()
         logs = _epoch_logs(model, results[-1].fetch())
         if validation_data is not None:
