@@ -77,7 +77,16 @@ def get_value(x):
 
 
 def set_value(obj, value):
-    """In-place assignment to a tensor (as ``K.set_value``)."""
+    """In-place assignment to a tensor or variable (as ``K.set_value``).
+
+    A multidev variable is written through ``assign``, so under a strategy every replica's copy
+    gets the value (``copy_`` on a sync-on-read variable would write a reduced temporary, and on a
+    mirrored one only the primary)."""
+    from multidev.values.variables import Variable
+
+    if isinstance(obj, Variable):
+        obj.assign(value)
+        return
     with torch.no_grad():
         obj.copy_(torch.as_tensor(value, dtype=obj.dtype))
 

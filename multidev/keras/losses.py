@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from multidev._core.user_warnings import warn_user
-from multidev.keras import backend
+from multidev.keras import backend, step_inputs
 from multidev.keras.activations import take_logits
 
 
@@ -169,8 +169,20 @@ class Loss:
         raise NotImplementedError
 
     def __call__(self, y_true, y_pred, sample_weight=None):
+        """The reduced loss. Inside a Keras step on a strategy (a custom ``train_step``), a mean
+        reduction divides by the step's global batch, as the compiled loss does, so the replicas'
+        summed gradients equal one device's (Keras 3 on TensorFlow divides by the replica count)."""
         losses = self.call(y_true, y_pred)
-        return reduce_weighted(losses, sample_weight, self.reduction)
+        reduced = reduce_weighted(losses, sample_weight, self.reduction)
+        if self.reduction in (Reduction.NONE, Reduction.SUM) or losses.ndim == 0:
+            return reduced
+        batch = int(losses.shape[0])
+        share = step_inputs.replica_share(batch)
+        if share is None:
+            return reduced
+        reduced = reduced * share
+        step_inputs.mark_share(reduced, batch)
+        return reduced
 
     def get_config(self) -> dict:
         return {"reduction": self.reduction, "name": self.name}

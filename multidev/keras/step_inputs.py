@@ -63,4 +63,29 @@ def metric_store() -> dict | None:
     return None
 
 
-__all__ = ["STEP_KINDS", "StepInputs", "check_kind", "current", "metric_store"]
+def replica_share(batch: int) -> float | None:
+    """This replica's share of the step's global batch (``batch / global_batch_size``) in a Keras
+    step on a strategy, else None. A loss divided by the global batch is that share of the
+    global mean (see :func:`mark_share`)."""
+    step = current()
+    if step is None or not step.global_batch_size:
+        return None
+    return batch / step.global_batch_size
+
+
+def mark_share(loss, batch: int) -> None:
+    """Tag a replica's loss (summed over its ``batch`` examples, divided by the global batch) with
+    its share, so a ``Mean`` tracker fed ``loss`` alone (a custom ``train_step``'s
+    ``loss_tracker.update_state(loss)``) records the global batch's mean, as on one device."""
+    share = replica_share(batch)
+    if share is not None:
+        loss._md_replica_share = share
+
+
+def share_of(value) -> float | None:
+    """The share :func:`mark_share` tagged ``value`` with, or None."""
+    return getattr(value, "_md_replica_share", None)
+
+
+__all__ = ["STEP_KINDS", "StepInputs", "check_kind", "current", "mark_share", "metric_store", "replica_share",
+           "share_of"]

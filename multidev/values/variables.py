@@ -129,7 +129,13 @@ class Variable(torch.nn.Parameter):
         with torch.no_grad(), DisableTorchFunctionSubclass():
             return self._read().clone()
 
-    def value(self) -> torch.Tensor:
+    @property
+    def value(self) -> "Variable":
+        """TensorFlow's ``v.value()`` (a snapshot: the variable is callable) and Keras 3's ``v.value``
+        (the variable itself: a torch-style step reads ``v.value.grad``, the calling replica's) in one."""
+        return self
+
+    def __call__(self) -> torch.Tensor:
         return self.read_value()
 
     def numpy(self) -> np.ndarray:

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import threading
 
@@ -28,6 +29,7 @@ from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.values import context
+from multidev.values.variables import DistributedVariable
 
 # (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
 _call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
@@ -38,6 +40,33 @@ _SIG_CACHE: dict[tuple[type, str], bool] = {}
 def current_training():
     """The ``training`` flag of the innermost enclosing layer call in this thread (or None)."""
     return _call_state.get()[0]
+
+
+class KerasParameter(nn.Parameter):
+    """A trainable weight outside a strategy: a plain parameter with Keras 3's ``value`` (itself), so a
+    torch-style ``train_step``'s ``[v.value.grad for v in self.trainable_weights]`` runs (in a
+    strategy's scope the weight becomes a distributed variable, whose ``value`` does the same)."""
+
+    @property
+    def value(self) -> "KerasParameter":
+        return self
+
+
+def _module_weights(module: nn.Module, trainable: bool):
+    """``(weight, is_trainable)`` of a sub-module: a Layer's own listing, else the module's parameters
+    (trainable with its parent) and buffers, then its children's (a Layer among them counts its flag)."""
+    if isinstance(module, Layer):
+        yield from module._all_weights(trainable)
+        return
+    for p in dict.values(module._parameters):
+        if p is not None:
+            yield p, trainable
+    for b in dict.values(module._buffers):
+        if b is not None:
+            yield b, False
+    for child in module._modules.values():
+        if child is not None:
+            yield from _module_weights(child, trainable)
 
 
 def _shape_of(x):
@@ -52,6 +81,20 @@ class Layer(nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
     supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's ``build`` marks the layer built, as Keras's does: ``layer.build(shape)`` then
+        ``set_weights`` keeps those weights (the first call would otherwise build, and initialise, again)."""
+        super().__init_subclass__(**kwargs)
+        build = cls.__dict__.get("build")
+        if build is not None and not getattr(build, "_marks_built", False):
+            @functools.wraps(build)
+            def build_and_mark(self, *args, **kw):
+                out = build(self, *args, **kw)
+                self.built = True
+                return out
+            build_and_mark._marks_built = True
+            cls.build = build_and_mark
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, activity_regularizer=None, **kwargs):
@@ -247,25 +290,34 @@ class Layer(nn.Module):
         dt = backend.as_dtype(dtype or self._dtype_policy.variable_dtype)
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:
-            self.register_parameter(name, nn.Parameter(value, requires_grad=self.trainable))
+            self.register_parameter(name, KerasParameter(value, requires_grad=self.trainable))
         else:
             self.register_buffer(name, value)
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 
     def _all_weights(self, parent_trainable=True):
-        """Yield ``(tensor, is_trainable)`` for this layer's weights, then its sub-modules'."""
+        """Yield ``(weight, is_trainable)`` for this layer's weights, then its sub-modules'.
+
+        A weight is the registered object itself: inside ``strategy.run`` a distributed variable
+        stays the variable (Keras lists variables, never a replica's copy, so an optimizer built
+        from ``trainable_variables`` in a replica sums across replicas). Layers inside torch
+        containers (``nn.ModuleList``: Sequential's and functional models' layers, lists of layers
+        in subclassed models) keep their own ``trainable`` flag."""
         eff = parent_trainable and self._trainable
         for attr, trainable in self._weight_specs:
-            yield getattr(self, attr), trainable and eff
+            yield self._registered_weight(attr), trainable and eff
         for child in self._modules.values():
-            if isinstance(child, Layer):
-                yield from child._all_weights(eff)
-            elif child is not None:
-                for p in child.parameters():
-                    yield p, eff
-                for b in child.buffers():
-                    yield b, False
+            if child is not None:
+                yield from _module_weights(child, eff)
+
+    def _registered_weight(self, attr: str):
+        # dict.get reads the stored value: a replica-aware dict's [] would give a replica's copy.
+        for store in (self._parameters, self._buffers):
+            value = dict.get(store, attr)
+            if value is not None:
+                return value
+        return getattr(self, attr)   # a weight kept outside torch's dicts (e.g. a sharded variable)
 
     def _unique(self, trainable_flag):
         seen, out = set(), []
@@ -304,8 +356,12 @@ class Layer(nn.Module):
 
     @trainable.setter
     def trainable(self, value: bool):
-        self._trainable = bool(value)
-        for layer in self._sublayers_and_self():
+        """Set the flag of this layer and of every layer inside it, as Keras does: a frozen model's
+        BatchNormalization then runs in inference mode (its moving statistics stay)."""
+        layers = list(self._sublayers_and_self())
+        for layer in layers:
+            layer._trainable = bool(value)
+        for layer in layers:
             layer._refresh_requires_grad()
 
     def _sublayers_and_self(self):
@@ -315,9 +371,15 @@ class Layer(nn.Module):
                 yield m
 
     def _refresh_requires_grad(self):
+        """Frozen weights stop requiring gradients: autograd skips them, and a torch-style step
+        (``loss.backward()``) leaves their ``.grad`` None. A distributed variable's replica copies
+        follow it (they are what each replica differentiates)."""
         trainable = {id(w) for w in self.trainable_weights}
         for p in self.parameters():
-            p.requires_grad_(id(p) in trainable)
+            flag = id(p) in trainable
+            p.requires_grad_(flag)
+            for copy in p.values if isinstance(p, DistributedVariable) else ():
+                copy.requires_grad_(flag)
 
     def get_weights(self) -> list:
         """Weights as numpy arrays, in ``weights`` order."""
@@ -338,9 +400,8 @@ class Layer(nn.Module):
         if bad:
             lines = "; ".join(f"weight {i}: expected {e}, received {r}" for i, e, r in bad)
             raise ValueError(f'Layer "{self.name}": weight shape mismatch ({lines}). No weight was changed.')
-        with torch.no_grad():
-            for w, v in zip(own, weights):
-                w.copy_(torch.as_tensor(np.asarray(v)).to(w.dtype))
+        for w, v in zip(own, weights):   # every replica's copy of a distributed variable
+            backend.set_value(w, np.asarray(v))
 
     def count_params(self) -> int:
         """Number of scalars in all weights (the layer must be built)."""

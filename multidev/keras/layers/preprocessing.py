@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from multidev.keras import backend
 from multidev.keras.layers.base import Layer
 
 
@@ -80,11 +81,11 @@ class Normalization(Layer):
         shape, _ = self._stat_shape(input_shape)
         self.add_weight("mean", shape, "zeros", trainable=False)
         self.add_weight("variance", shape, "ones", trainable=False)
-        if self._init_mean is not None:
-            with torch.no_grad():
-                self.mean.copy_(torch.as_tensor(np.asarray(self._init_mean), dtype=self.mean.dtype).expand(shape))
-                self.variance.copy_(torch.as_tensor(np.asarray(self._init_variance),
-                                                    dtype=self.variance.dtype).expand(shape))
+        if self._init_mean is not None:   # every replica's copy under a strategy (backend.set_value)
+            backend.set_value(self._registered_weight("mean"), torch.as_tensor(
+                np.asarray(self._init_mean), dtype=torch.float32).expand(shape))
+            backend.set_value(self._registered_weight("variance"), torch.as_tensor(
+                np.asarray(self._init_variance), dtype=torch.float32).expand(shape))
 
     def adapt(self, data, batch_size=None, steps=None):
         """Set mean and variance (biased, as Keras) from ``data`` (array, tensor or Dataset of batches)."""
@@ -96,9 +97,9 @@ class Normalization(Layer):
         reduce = tuple(i for i in range(x.dim()) if i not in axes)
         mean = x.mean(dim=reduce, keepdim=True)
         variance = ((x - mean) ** 2).mean(dim=reduce, keepdim=True)
-        with torch.no_grad():
-            self.mean.copy_(mean.reshape(shape).to(self.mean.dtype))
-            self.variance.copy_(variance.reshape(shape).to(self.variance.dtype))
+        # Every replica's copy when the layer was built in a strategy's scope (backend.set_value).
+        backend.set_value(self._registered_weight("mean"), mean.reshape(shape))
+        backend.set_value(self._registered_weight("variance"), variance.reshape(shape))
 
     def call(self, inputs):
         x = inputs if inputs.is_floating_point() else inputs.to(self._compute_torch_dtype)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from multidev.keras import backend, initializers
+from multidev.keras import backend, initializers, step_inputs
 from multidev.keras.state_variable import StateVariable
 from multidev.keras.step_inputs import metric_store
 from multidev.values import context
@@ -249,6 +249,16 @@ class Sum(Reduce):
 
 class Mean(Reduce):
     """Running (weighted) mean: sum(values * w) / sum(w)."""
+
+    def update_state(self, values, sample_weight=None):
+        # A replica's loss over the global batch (step_inputs.mark_share) counts as its part of one
+        # global mean: the replicas' parts of a step add up to that step's one-device value.
+        share = step_inputs.share_of(values) if sample_weight is None else None
+        if share is not None:
+            values = values.detach()
+            super().update_state(values / share if share else values, sample_weight=share)
+            return
+        super().update_state(values, sample_weight)
 
     def result(self):
         state = self._state()

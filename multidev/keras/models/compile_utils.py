@@ -14,6 +14,7 @@ import threading
 
 import torch
 
+from multidev import nn
 from multidev.keras import losses as losses_mod
 from multidev.keras import metrics as metrics_mod
 from multidev.keras import step_inputs
@@ -61,12 +62,18 @@ class LossesContainer:
         summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
         return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
 
-    def __call__(self, y_true, y_pred, sample_weight=None, regularization=None):
-        """The compiled loss plus ``regularization`` (this replica's share of ``model.losses``)."""
+    def __call__(self, y_true, y_pred, sample_weight=None, regularization=None, regularization_losses=None,
+                 track=True):
+        """The compiled loss plus ``regularization`` (this replica's share of ``model.losses``).
+
+        ``regularization_losses`` (Keras 2's ``compiled_loss(y, y_pred, regularization_losses=model.losses)``):
+        a list of penalties, summed and divided by the replica count. ``track=False`` (``compute_loss``,
+        as Keras 3's) leaves the ``loss`` tracker to the step; per-output trackers always update."""
+        if regularization_losses:
+            regularization = nn.scale_regularization_loss(list(regularization_losses))
         ys, ps = _as_list(y_true, len(self.losses)), _as_list(y_pred, len(self.losses))
         batch = int(ps[0].shape[0])
-        step = step_inputs.current()
-        divisor = (step.global_batch_size if step is not None else None) or batch   # global batch on a strategy
+        divisor = _divisor(batch)   # the global batch on a strategy
         # Trackers record the local mean weighted by the local batch, so replicas merge exactly.
         scale = divisor / batch if batch else 0.0
         total = None
@@ -83,13 +90,26 @@ class LossesContainer:
             raise ValueError("The model cannot be compiled because it has no loss to optimize.")
         if regularization is not None:
             total = total + regularization
-        if batch:
-            self.tracker.update_state(total.detach() * scale, sample_weight=batch)
+        if track:
+            self.track(total, batch)
+        step_inputs.mark_share(total, batch)
         return total
+
+    def track(self, loss, batch: int) -> None:
+        """Record a step's ``loss`` (this replica's share of the global batch's) in the ``loss``
+        tracker as the local mean weighted by the local batch, so replicas merge exactly."""
+        if batch:
+            self.tracker.update_state(loss.detach() * (_divisor(batch) / batch), sample_weight=batch)
 
     @property
     def metrics(self) -> list:
         return [self.tracker] + self.output_trackers
+
+
+def _divisor(batch: int) -> int:
+    """What a replica divides its summed loss by: the step's global batch on a strategy, else ``batch``."""
+    step = step_inputs.current()
+    return (step.global_batch_size if step is not None else None) or batch
 
 
 def _as_list(value, n):
@@ -124,6 +144,7 @@ class MetricsContainer:
         self._weighted: list[list] | None = None
         self._metrics: list[list] | None = None
         self._lock = threading.Lock()
+        self._pending = None
         for specs in self._specs + self._weighted_specs:
             for s in _listify(specs):
                 if not (isinstance(s, str) and s in metrics_mod.SHAPE_DEPENDENT):
@@ -162,11 +183,39 @@ class MetricsContainer:
     def built(self) -> bool:
         return self._metrics is not None
 
+    def pending(self) -> list:
+        """``[CompileMetrics]`` standing for the compiled metrics until the first batch builds them
+        ([] when none were compiled)."""
+        if not any(_listify(s) for s in self._specs + self._weighted_specs):
+            return []
+        if self._pending is None:
+            self._pending = CompileMetrics(self)
+        return [self._pending]
+
     @property
     def metrics(self) -> list:
         if self._metrics is None:
             return []
         return [m for group in self._metrics for m in group] + [m for group in self._weighted for m in group]
+
+
+class CompileMetrics(metrics_mod.Metric):
+    """Keras 3's ``compile_metrics`` entry of ``model.metrics``: updating it updates (and on the first
+    batch builds) the compiled metrics; its result is their ``{name: result}``. It keeps no state."""
+
+    def __init__(self, container: MetricsContainer):
+        super().__init__(name="compile_metrics")
+        self._container = container
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self._container.update_state(y_true, y_pred, sample_weight)
+
+    def result(self) -> dict:
+        return {m.name: m.result() for m in self._container.metrics}
+
+    def reset_state(self):
+        for m in self._container.metrics:
+            m.reset_state()
 
 
 def _listify(spec):

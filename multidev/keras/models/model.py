@@ -47,6 +47,16 @@ class Model(Trainer, Layer):
         self._strategy = context.current_scope_strategy()
         self.history = None
 
+    def __call__(self, *args, **kwargs):
+        # A model made in a strategy's scope and first called outside it (a summary, a sample
+        # prediction) builds there: its weights belong to that strategy, as TensorFlow's do.
+        strategy = self.__dict__.get("_strategy")
+        if (strategy is not None and not self.built and context.current_scope_strategy() is None
+                and strategy.extended.distributes_variables):
+            with strategy.scope():
+                return super().__call__(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
     @property
     def distribute_strategy(self):
         """The strategy the model's variables belong to (the default strategy if none)."""

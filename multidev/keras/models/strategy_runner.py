@@ -36,6 +36,7 @@ class StrategyStepRunner:
     def __init__(self, strategy: Any):
         self.strategy = strategy
         self._largest_batch = 0   # stands for the dataset's batch size: smaller batches are partial
+        self._checked: set[int] = set()   # models whose variables were checked (check_variables)
 
     def run(self, kind: str, step_fn, data, model):
         """Run ``step_fn`` on every replica's slice of ``data``; logs (predictions for 'predict')."""
@@ -53,6 +54,9 @@ class StrategyStepRunner:
             self._largest_batch = max(self._largest_batch, global_size)
             parts = split_element(data, total, self._largest_batch)[first:first + local] if total > 1 else [data]
         ensure_built(model, strategy, parts[0])
+        if id(model) not in self._checked:
+            check_variables(model, strategy)
+            self._checked.add(id(model))
         stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
         inputs = StepInputs(kind, global_size, stores)
         with strategy.scope():
@@ -60,23 +64,46 @@ class StrategyStepRunner:
                                                       step=inputs)
         if kind == "predict":
             return strategy.gather(outputs, axis=0) if total > 1 else outputs
-        self._merge_metrics(model, inputs.metric_states)
-        return model.get_metrics_result()
+        merged = self._merge_metrics(model, inputs.metric_states)
+        return _logs(model, merged, local_value(outputs, 0) if local > 1 else outputs)
 
-    def _merge_metrics(self, model, stores: tuple[dict, ...]) -> None:
+    def _merge_metrics(self, model, stores: tuple[dict, ...]) -> list:
+        """Fold every metric the replicas updated into its own state: ``model.metrics``, then any
+        other a custom step updated (a tracker left out of a ``metrics`` property still counts, as
+        on one device), in the order the replicas met them."""
         extended = self.strategy.extended
-        metrics = model.metrics
+        metrics = list(model.metrics)
+        listed = set(map(id, metrics))
+        for store in stores:
+            for m in store:
+                if id(m) not in listed:
+                    listed.add(id(m))
+                    metrics.append(m)
         if extended.num_workers == 1:
             for m in metrics:
                 states = [s[m] for s in stores if m in s]
                 if states:
                     m.merge_state(states)
-            return
+            return metrics
         # Across workers: sum this step's per-metric states, one flat all-reduce, then merge.
         deltas = [m.summed_state([s[m] for s in stores if m in s]) for m in metrics]
         sum_states_across_workers(extended, deltas)
         for m, d in zip(metrics, deltas):
             m.merge_state([d])
+        return metrics
+
+
+def _logs(model, metrics: list, returned: Any) -> dict:
+    """The step's logs: what replica 0's ``train_step``/``test_step`` returned, each metric's entry
+    read from the merged metric (a replica's ``result()`` saw only its own part of the step); a
+    step that returned no dict gets every metric's result."""
+    if not isinstance(returned, dict):
+        return model.get_metrics_result()
+    merged = {m.name: m.result() for m in metrics}
+    flat = {}
+    for key, value in returned.items():
+        flat.update(value if isinstance(value, dict) else {key: value})   # compile_metrics: its entries
+    return {key: merged.get(key, value) for key, value in flat.items()}
 
 
 def _is_distributed(data: Any) -> bool:
@@ -94,6 +121,26 @@ def ensure_built(model, strategy, data) -> None:
     sample = _first_examples(x)
     with strategy.scope(), torch.no_grad():
         model(sample, training=False)
+
+
+def check_variables(model, strategy) -> None:
+    """Refuse trainable weights made outside ``strategy``'s scope, as TensorFlow does: every replica
+    would read and update one plain tensor with its own, unsummed gradient.
+
+    Raises:
+        ValueError: naming the first such weight and the fix.
+    """
+    extended = strategy.extended
+    if not extended.distributes_variables:
+        return
+    for weight in model.trainable_weights:
+        if not extended.variable_created_in_scope(weight):
+            name = next((n for n, p in model.named_parameters() if p is weight), tuple(weight.shape))
+            raise ValueError(
+                f"Variable ({name!r}) was not created in the distribution strategy scope of ({strategy!r}). It is "
+                "most likely because some layers, model, or optimizer was being created outside the distribution "
+                "strategy scope. Create (and build) the model and its layers inside `with strategy.scope():`, "
+                "then compile and fit.")
 
 
 def _first_examples(x: Any) -> Any:

@@ -11,6 +11,9 @@ Example:
 
 from __future__ import annotations
 
+import inspect
+import warnings
+
 import numpy as np
 import torch
 
@@ -33,7 +36,14 @@ def _to_numpy(t):
 
 
 def _floats(logs) -> dict:
-    return {k: float(v) for k, v in (logs or {}).items()}
+    """Logs as floats; a metric whose result is a dict (``compile_metrics``) gives its entries, as Keras 3."""
+    out = {}
+    for k, v in (logs or {}).items():
+        if isinstance(v, dict):
+            out.update(_floats(v))
+        else:
+            out[k] = float(v)
+    return out
 
 
 class Trainer:
@@ -76,9 +86,14 @@ class Trainer:
 
     @property
     def metrics(self) -> list:
-        """The loss tracker(s) then the compiled metrics (built after the first batch)."""
+        """The loss tracker(s) then the compiled metrics. Before the first batch builds them, the
+        compiled metrics are one ``compile_metrics`` entry (as Keras 3's), so a custom
+        ``train_step`` updating ``for m in self.metrics: m.update_state(y, y_pred)`` builds them."""
         out = list(self.compiled_loss.metrics) if self.compiled_loss else []
-        return out + (self.compiled_metrics.metrics if self.compiled_metrics else [])
+        container = self.compiled_metrics
+        if container is None:
+            return out
+        return out + (container.metrics if container.built else container.pending())
 
     @property
     def metrics_names(self) -> list:
@@ -90,10 +105,12 @@ class Trainer:
             m.reset_state()
 
     # ----- steps (override these as in Keras) -----------------------------------------------------
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
-        """The compiled loss plus ``model.losses`` for this batch (also updates the ``loss`` tracker).
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The compiled loss plus ``model.losses`` for this batch.
 
-        The added losses (``add_loss``, regularizers) are divided by the number of replicas in sync,
+        As Keras 3's, it does not update the ``loss`` tracker: ``train_step``/``test_step`` do
+        (a custom step updates it itself). On a strategy the compiled loss divides by the global
+        batch, and the added losses (``add_loss``, regularizers) by the number of replicas in sync,
         as TensorFlow does, so that summing the replicas' gradients counts each penalty once."""
         extra = self.losses
         regularization = nn.scale_regularization_loss(extra) if extra else None
@@ -104,7 +121,18 @@ class Trainer:
         if y is None:
             raise ValueError("Target data is missing. Your model was compiled with a loss, and therefore expects "
                              "target data to be passed in `fit()` (x and y, or (x, y) batches).")
-        return self.compiled_loss(y, y_pred, sample_weight, regularization)
+        return self.compiled_loss(y, y_pred, sample_weight, regularization, track=False)
+
+    def _compute_loss(self, x, y, y_pred, sample_weight, training):
+        """``compute_loss`` with ``training`` when an override takes it (Keras 3.3 added the argument)."""
+        if "training" in inspect.signature(self.compute_loss).parameters:
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
+
+    def _track_loss(self, loss, y_pred) -> None:
+        """Record this step's loss in the ``loss`` tracker (Keras 3's train_step does it, not compute_loss)."""
+        if self.compiled_loss is not None:
+            self.compiled_loss.track(loss, _batch_of(y_pred))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update compiled metrics and return ``{name: result}`` for all metrics."""
@@ -118,15 +146,20 @@ class Trainer:
         """Forward, loss, gradients, optimizer update, metrics; returns the logs."""
         x, y, sample_weight = da.unpack_x_y_sample_weight(data)
         y_pred = self(x, training=True)
-        loss = self.compute_loss(x, y, y_pred, sample_weight)
-        self.optimizer.minimize(loss, self.trainable_variables)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=True)
+        self._track_loss(loss, y_pred)
+        variables = self.trainable_variables
+        if variables:
+            self.optimizer.minimize(loss, variables)
+        else:   # as Keras 3: a frozen model still reports its loss and metrics
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def test_step(self, data):
         """Forward in inference mode, loss and metrics; returns the logs."""
         x, y, sample_weight = da.unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
-        self.compute_loss(x, y, y_pred, sample_weight)
+        self._track_loss(self._compute_loss(x, y, y_pred, sample_weight, training=False), y_pred)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def predict_step(self, data):
@@ -261,10 +294,7 @@ class Trainer:
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
                            steps=iterator.steps)
         logs = self._evaluate_loop(iterator, cbs)
-        if return_dict:
-            return logs
-        values = [logs[n] for n in self.metrics_names]
-        return values[0] if len(values) == 1 else values
+        return self._batch_result(logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         """Predictions for ``x`` as numpy arrays (concatenated over batches)."""
@@ -312,8 +342,15 @@ class Trainer:
     def _batch_result(self, logs, return_dict):
         if return_dict:
             return logs
-        values = [logs[n] for n in self.metrics_names]
+        names = [n for n in self.metrics_names if n in logs]    # then what a custom step added
+        values = [logs[n] for n in names] + [v for k, v in logs.items() if k not in names]
         return values[0] if len(values) == 1 else values
+
+
+def _batch_of(y_pred) -> int:
+    """The batch size of a step's predictions (its first tensor's leading dimension)."""
+    leaves = [t for t in flatten(y_pred) if isinstance(t, torch.Tensor) and t.dim() > 0]
+    return int(leaves[0].shape[0]) if leaves else 0
 
 
 def _batch_len(x) -> int:

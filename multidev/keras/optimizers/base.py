@@ -117,6 +117,27 @@ class Optimizer:
         finally:
             _own_gradients.reset(token)
 
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's form of ``apply_gradients``: the gradients and the variables as two lists
+        (``trainable_variables`` None: the variables the optimizer was built with, in order).
+
+        Example (a torch-style ``train_step``):
+            loss.backward()
+            self.optimizer.apply([v.grad for v in self.trainable_weights], self.trainable_weights)
+        """
+        grads = list(grads)
+        if trainable_variables is None:
+            trainable_variables = self._rules.variables
+            if not trainable_variables:
+                raise ValueError(f"{type(self).__name__}.apply(grads) without `trainable_variables` needs a built "
+                                 "optimizer: call optimizer.build(model.trainable_variables) first, or pass "
+                                 "apply(grads, model.trainable_variables).")
+        trainable_variables = list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"{type(self).__name__}.apply() got {len(grads)} gradients for "
+                             f"{len(trainable_variables)} variables; pass one gradient (or None) per variable.")
+        return self.apply_gradients(zip(grads, trainable_variables))
+
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
         """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]

@@ -26,11 +26,10 @@ import os
 import re
 import time
 
-import torch
-
 from multidev._core import atomic_files, checked_safetensors
 from multidev._core.errors import DataLossError
 from multidev._core.user_warnings import warn_user
+from multidev.keras import backend
 
 FORMAT = "multidev.keras.weights/1"
 _LEGACY_TMP = re.compile(r"\.tmp_[a-z0-9_]{8}\.safetensors")   # temporaries of multidev <= this change
@@ -164,10 +163,9 @@ def check_and_assign(variables: dict, tensors: dict, source: str, skip_mismatch=
                          "architecture that saved the file (or pass skip_mismatch=True to load what matches).")
     if problems:
         warn_user(f"Skipped {len(problems)} mismatching weight(s) while loading {source!r}:\n" + "\n".join(problems))
-    with torch.no_grad():
-        for k, var in variables.items():
-            if k in tensors and k not in shapes:
-                var.copy_(tensors[k].to(var.device, var.dtype))
+    for k, var in variables.items():   # set_value: every replica's copy of a distributed variable
+        if k in tensors and k not in shapes:
+            backend.set_value(var, tensors[k].to(var.device, var.dtype))
 
 
 def load_weights(model, filepath, skip_mismatch=False, verify_checksum=True) -> None:

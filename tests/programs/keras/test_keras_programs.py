@@ -44,26 +44,17 @@ EXPECT = {
                                              "k3md2": fails("tensorflow", NEEDS_TF)},
     "p03_bidirectional_lstm_imdb": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p04_timeseries_classification": {"keras3": RUNS, "md2": differs(BN), "k3md2": differs(BN)},
-    "p05_structured_data": {"keras3": RUNS, "k3md2": EQUAL, "md2": pending(
-        "kcorrect", "Normalization.adapt inside strategy.scope() leaves the replicas' copies unadapted")},
+    "p05_structured_data": {"keras3": RUNS, "k3md2": EQUAL, "md2": EQUAL},
     "p06_functional_api": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p07_training_with_built_in_methods": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
-    "p08_custom_train_step_in_torch": {"keras3": RUNS, "md2": pending(
-        "kcorrect", "a torch-style train_step reads v.value.grad: md.keras weights are torch Parameters "
-                    "(no Keras 3 Variable.value), and MirroredVariable.value is TF's method"),
-        "k3md2": EQUAL},
-    "p09_subclassing": {"keras3": RUNS, "md2": pending(
-        "kcorrect", "a subclassed md.keras model on 2 replicas applies about 0.6x of one device's update"),
-        "k3md2": EQUAL},
+    "p08_custom_train_step_in_torch": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p09_subclassing": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p10_serialization_and_saving": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
-    "p11_transfer_learning": {"keras3": RUNS, "md2": pending(
-        "kcorrect", "base_model.trainable = False on a nested md.keras model: its weights are still trained"),
+    "p11_transfer_learning": {"keras3": RUNS, "md2": EQUAL,
         "k3md2": differs(BN + "; after unfreezing, Keras 3 (on one device too) runs the nested base model's "
                               "BatchNormalization in training mode despite training=False, so each replica "
                               "updates its moving statistics from its half")},
-    "p12_custom_loop_on_strategy": {"keras3": RUNS, "md2": pending(
-        "kcorrect", "the loop reads v.value.grad (Keras 3's Variable API) on md.keras weights"),
-        "k3md2": EQUAL},
+    "p12_custom_loop_on_strategy": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p13_text_classification_with_transformer": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p14_imbalanced_classification": {"keras3": RUNS, "md2": EQUAL, "k3md2": differs(
         "Keras 3 (torch backend) on one device reports the validation counts under the training keys "
