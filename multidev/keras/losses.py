@@ -14,7 +14,9 @@ from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
+from multidev._core.enums import ReduceOp
 from multidev._core.user_warnings import warn_user
+from multidev.values import context
 from multidev.keras import backend, step_inputs
 from multidev.keras.activations import take_logits
 
@@ -179,7 +181,7 @@ class Loss:
         batch = int(losses.shape[0])
         share = step_inputs.replica_share(batch)
         if share is None:
-            return reduced
+            return _scaled_for_distribution(reduced)
         reduced = reduced * share
         step_inputs.mark_share(reduced, batch)
         return reduced
@@ -190,6 +192,20 @@ class Loss:
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _scaled_for_distribution(loss):
+    """A mean loss in a custom loop's replica function (``strategy.run``, no Keras step): divided by
+    the replica count, as Keras 3's losses do under a TensorFlow strategy, so the replicas' summed
+    gradients are the global mean's; ``loss.backward()`` is then told to sum, not average (as after
+    ``md.nn.compute_average_loss``)."""
+    env = context.replica_env()
+    replicas = env.replica_context.num_replicas_in_sync if env is not None else 1
+    if replicas <= 1:
+        return loss
+    if env.replica_step is not None:
+        env.replica_step.loss_reduction = ReduceOp.SUM
+    return loss / replicas
 
 
 def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size"):
