@@ -139,6 +139,10 @@ class SharedStorageUpdate(BucketedAllReduce):
     update; no replica reads a parameter again before it is done."""
 
     def before_step(self, replica_id: int) -> None:
+        if self._summed[replica_id] and len(self._refs) > 1:
+            # Gradients reduced in backward: no collective here, so meet before replica 0 writes the one
+            # storage that every replica may still read between its backward pass and its step.
+            current_replica_context()._barrier("optimizer.step.before")
         super().before_step(replica_id)
         if replica_id != 0:
             for t in self._refs[replica_id]:

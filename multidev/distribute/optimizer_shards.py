@@ -62,7 +62,9 @@ class OptimizerShards:
 
     Ordering guarantee (what keeps an owner from writing a copy another replica still reads): an
     owner writes the other replicas' copies only in ``publish``, which runs after ``reduce``'s
-    exchange, which every replica enters only once its backward pass is over (its gradients are
+    exchange (or, when ``loss.backward()`` already reduced the gradients, its barrier), which every
+    replica enters only from its ``optimizer.step()``, after its backward pass and whatever it reads
+    before the step (its gradients are
     final, its graph no longer reads the weights); and the step ends with a barrier after every
     replica's ``publish`` (``SplitUpdate.after_step``), so no replica starts its next forward pass
     (several steps in one ``strategy.run``) while an owner is still copying into its weights.
@@ -90,6 +92,10 @@ class OptimizerShards:
         if not summed_already:
             everyone = ctx._strategy.extended._rendezvous.exchange(
                 r, ("optimizer.step", len(grads)), grads, lambda payloads: [payloads] * len(payloads))
+        elif self.num_replicas > 1:
+            # No exchange to wait on: meet anyway, so no owner publishes into a replica that is still
+            # between its backward pass and its step (where a program may read its weights).
+            ctx._barrier("optimizer.step.before")
         updated = []
         with torch.no_grad():
             for i in self.owned[r]:

@@ -167,7 +167,8 @@ class Variable(torch.nn.Parameter):
         return self
 
     def _coerce(self, value: Any, like: torch.Tensor) -> torch.Tensor:
-        tensor = _as_tensor(value, like.dtype, like.device)
+        # The storage's torch device (a parameter-server variable's ``device`` is TF's name of its ps).
+        tensor = _as_tensor(value, like.dtype, torch.Tensor.device.__get__(like))
         if tensor.shape != like.shape and torch.broadcast_shapes(tensor.shape, like.shape) != like.shape:
             raise ValueError(
                 f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self.name!r} "
