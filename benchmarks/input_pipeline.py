@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--step-ms", type=float, default=8.0)
     parser.add_argument("--python-map", action="store_true", help="only the Python-heavy map comparison")
-    parser.add_argument("--elements", type=int, default=2000)
+    parser.add_argument("--elements", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if args.python_map:

@@ -82,3 +82,22 @@ def test_short_inputs_never_start_workers(on_processes):
     before = len(multiprocessing.active_children())
     assert [int(v) for v in md.data.Dataset.range(2).map(lambda x: x * 3, num_parallel_calls=4)] == [0, 3]
     assert len(multiprocessing.active_children()) == before
+
+
+Pair = __import__("collections").namedtuple("Pair", "a b")   # module level: pickled by reference
+
+
+def test_elements_cross_the_process_boundary_intact():
+    import pickle
+
+    pair = Pair
+    chunks = [[torch.tensor(i) for i in range(5)],                                  # columnar: one array
+              [(torch.ones(2) * i, {"k": torch.tensor(i)}) for i in range(3)],
+              [torch.ones(i) for i in range(1, 4)],                                 # ragged: one by one
+              [pair(torch.tensor(1), torch.tensor(2.0))] * 2,
+              [(torch.ones(2, dtype=torch.bfloat16), "text")], []]
+    for chunk in chunks:
+        back = processes._unpack_chunk(pickle.loads(pickle.dumps(processes._pack_chunk(chunk))))
+        assert len(back) == len(chunk)
+        for got, want in zip(back, chunk):
+            assert type(got) is type(want) and repr(got) == repr(want)
