@@ -6,7 +6,6 @@ from typing import Any
 
 import torch
 
-from multidev._core.enums import ReduceOp
 from multidev.values import context
 
 
@@ -44,9 +43,7 @@ def compute_average_loss(per_example_loss: Any, sample_weight: Any = None, globa
     elif isinstance(global_batch_size, bool) or not isinstance(global_batch_size, (int, torch.Tensor)) or int(global_batch_size) < 0:
         raise ValueError(f"global_batch_size must be a non-negative integer, got {global_batch_size!r}.")
     total = loss.sum()
-    env = context.replica_env()
-    if env is not None and env.replica_step is not None:
-        env.replica_step.loss_reduction = ReduceOp.SUM   # scaled by the global batch: sum, don't average
+    context.mark_loss_scaled()   # scaled by the global batch: loss.backward() sums, doesn't average
     if int(global_batch_size) == 0:
         return total * 0.0  # TF's div_no_nan
     return total / int(global_batch_size)

@@ -14,7 +14,6 @@ from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
-from multidev._core.enums import ReduceOp
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.keras import backend, step_inputs
@@ -203,8 +202,7 @@ def _scaled_for_distribution(loss):
     replicas = env.replica_context.num_replicas_in_sync if env is not None else 1
     if replicas <= 1:
         return loss
-    if env.replica_step is not None:
-        env.replica_step.loss_reduction = ReduceOp.SUM
+    context.mark_loss_scaled()
     return loss / replicas
 
 

@@ -75,8 +75,9 @@ class ReplicaStep:
     ``strategy.run``, so every step starts fresh.
 
     ``loss_reduction``: MEAN (a PyTorch loop: torch losses are means, so gradients are averaged as
-    DDP does) until ``md.nn.compute_average_loss`` scales the loss by the global batch, which makes it
-    SUM (TensorFlow's rule). ``gradients``: whether ``loss.backward()`` already reduced ``p.grad``.
+    DDP does) until a loss scaled for distribution (``md.nn.compute_average_loss``, an md.keras mean
+    loss in ``strategy.run``) calls ``mark_loss_scaled``, which makes it SUM (TensorFlow's rule).
+    ``gradients``: whether ``loss.backward()`` already reduced ``p.grad``.
     """
 
     __slots__ = ("loss_reduction", "gradients")
@@ -112,6 +113,14 @@ _get_env = _ENV.get
 #: ``replica_env() -> ReplicaEnv | None``: the running replica's environment, or None in cross-replica
 #: context (the ContextVar's own ``get``: hot paths call it per parameter access).
 replica_env = _ENV.get
+
+
+def mark_loss_scaled() -> None:
+    """In a replica: this step's loss is already scaled for distribution, so ``loss.backward()`` sums
+    the replicas' gradients instead of averaging them (no-op outside a replica)."""
+    env = _ENV.get()
+    if env is not None and env.replica_step is not None:
+        env.replica_step.loss_reduction = ReduceOp.SUM
 
 
 def current_replica_id() -> int | None:
@@ -209,6 +218,6 @@ def current_scope_strategy() -> Any | None:
 
 
 __all__ = ["CallerModes", "Gradients", "ReplicaStep", "ReplicaEnv", "replica_env", "current_replica_id", "traced_replica_id",
-           "current_replica_context",
+           "current_replica_context", "mark_loss_scaled",
            "enter_replica_env", "exit_replica_env", "cross_replica", "scope_stack", "push_scope", "pop_scope",
            "current_scope_strategy"]

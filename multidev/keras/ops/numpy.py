@@ -33,11 +33,6 @@ def _dims(x, axis):
     return tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
 
 
-def _pair(x1, x2):
-    a, b = _t(x1), x2 if isinstance(x2, (int, float, bool)) else _t(x2)
-    return a, b
-
-
 def _reduce(fn, x, axis, keepdims):
     dims = _dims(x, axis)
     if x.ndim == 0 or not dims:
