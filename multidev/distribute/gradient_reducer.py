@@ -92,9 +92,9 @@ class BucketedAllReduce(GradientReducer):
     the identical update to its own copy."""
 
     def __init__(self, params: Sequence[Any], strategy: Any):
-        self._refs = [[local_copy(p, r) for p in params] for r in range(len(strategy.extended._devices))]
-        self._step_buckets = GradientBuckets(strategy.extended._bucket_bytes)
-        self._aggregate_buckets = GradientBuckets(strategy.extended._bucket_bytes)
+        self._refs = [[local_copy(p, r) for p in params] for r in range(len(strategy.extended.replica_group.devices))]
+        self._step_buckets = GradientBuckets(strategy.extended.replica_group.bucket_bytes)
+        self._aggregate_buckets = GradientBuckets(strategy.extended.replica_group.bucket_bytes)
         self._summed = [False] * len(self._refs)  # per local replica: inside summed()
 
     def aggregate(self, variables: Sequence[Any], grads: Sequence[torch.Tensor]) -> list:
@@ -179,7 +179,7 @@ def choose(optimizer: torch.optim.Optimizer, params: Sequence[Any], strategy: An
         return IDENTITY
     if can_shard(optimizer, extended, strategy.num_replicas_in_sync):
         return SplitUpdate(params, strategy)
-    if extended._share_storage:
+    if extended.replica_group.shared_storage:
         return SharedStorageUpdate(params, strategy)
     # (A torch loop's loss.backward() reduced its gradients already, overlapping the cross-process
     # all-reduce with backward where it can: backward_reduce.py. Nothing is left to overlap here.)
@@ -213,14 +213,14 @@ def splits_own_update_rules(strategy: Any) -> bool:
     on one CPU, each with its own copies (``optimizer_shards.can_shard``'s condition)."""
     extended = strategy.extended
     n = strategy.num_replicas_in_sync
-    return (n > 1 and extended._cooperative_reduce and not extended._share_storage
-            and n == len(extended._devices))
+    return (n > 1 and extended.replica_group.cooperative_reduce and not extended.replica_group.shared_storage
+            and n == extended.replica_group.size)
 
 
 def exchange_among_replicas(ctx: Any, name: str, payload: Any) -> list:
     """Every local replica's ``payload``, in replica order, returned on every replica (a rendezvous
     of the replicas of one process, as ``OptimizerShards.reduce`` exchanges gradients)."""
-    return ctx.strategy.extended._rendezvous.exchange(
+    return ctx.strategy.extended.replica_group.exchange(
         ctx._global_replica_id, (name,), payload, lambda payloads: [payloads] * len(payloads))
 
 

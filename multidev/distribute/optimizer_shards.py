@@ -39,8 +39,8 @@ def register_elementwise(cls: type) -> type:
 def can_shard(optimizer: torch.optim.Optimizer, extended: Any, num_replicas: int) -> bool:
     """Whether ``optimizer``'s update may be split across the replicas of ``extended``: replicas of
     one process on one CPU with their own copies, and an element-wise optimizer."""
-    return (type(optimizer) in ELEMENTWISE_OPTIMIZERS and extended._cooperative_reduce
-            and not extended._share_storage and num_replicas == len(extended._devices))
+    return (type(optimizer) in ELEMENTWISE_OPTIMIZERS and extended.replica_group.cooperative_reduce
+            and not extended.replica_group.shared_storage and num_replicas == extended.replica_group.size)
 
 
 def assign_owners(params: Sequence[Any], num_replicas: int) -> list[int]:
@@ -90,7 +90,7 @@ class OptimizerShards:
         refs = [p._components[r] if isinstance(p, DistributedVariable) else p for p in self.params]
         grads = [t.grad for t in refs]
         if not summed_already:
-            everyone = ctx._strategy.extended._rendezvous.exchange(
+            everyone = ctx._strategy.extended.replica_group.exchange(
                 r, ("optimizer.step", len(grads)), grads, lambda payloads: [payloads] * len(payloads))
         elif self.num_replicas > 1:
             # No exchange to wait on: meet anyway, so no owner publishes into a replica that is still
