@@ -26,7 +26,8 @@ Definitions (issue 26 item 5 compares the figures with a target, so they are exa
   step, the union of both does not). The gradient reduction, the update rule and the writes of
   every copy happen inside it; forward, loss and metrics do not.
 * **A caller** is the nearest frame up the stack that is not the standard library's or generated
-  code (``contextlib``, ``functools``, ``threading``, ``<string>``): those only pass a call on.
+  code (``contextlib``, ``functools``, ``threading``, ``<string>``) nor torch's decorator form of
+  ``no_grad``/``enable_grad`` (``torch/utils/_contextlib.py``): those only pass a call on.
 * **A file-crossing call (crossing)**: a call in the region whose caller and callee are both in
   multidev's files and the files differ. Counted as distinct edges
   ``caller file:function -> callee file:function`` (the same edge taken per variable or per replica
@@ -54,6 +55,7 @@ costs nothing outside the armed step and the figures do not depend on timing.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import gc
 import json
@@ -67,6 +69,7 @@ PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  
 SELF = os.path.abspath(__file__)        # the programs below are "the program", not multidev
 STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 LIBRARY_DIRS = ("site-packages", "dist-packages")
+PASS_THROUGH = {"torch/utils/_contextlib.py"}   # @torch.no_grad() & co. as decorators: torch's contextlib
 DEVICES = ["/cpu:0", "/cpu:1"]
 COMPREHENSIONS = (".<locals>.<listcomp>", ".<locals>.<dictcomp>", ".<locals>.<setcomp>")
 SCENARIOS = ("md_keras_fit", "torch_optim", "keras3_fit")
@@ -83,7 +86,8 @@ def _where(filename: str) -> tuple[str, str]:
     parts = path.replace(os.sep, "/").split("/")
     for marker in LIBRARY_DIRS:
         if marker in parts:
-            return "library", "/".join(parts[parts.index(marker) + 1:])
+            short = "/".join(parts[parts.index(marker) + 1:])
+            return ("plumbing" if short in PASS_THROUGH else "library"), short
     if path.startswith("<") or path.startswith(STDLIB):
         return "plumbing", path
     return "program", path
@@ -171,7 +175,7 @@ class Recorder:
         if region.closed:
             return
         if event == "return":
-            region.closed = frame is region.update_frame
+            region.closed = frame is region.update_frame  # (False until then: a closed region returned above)
             return
         if region.update_frame is None and frame.f_code is self._update_code and self._is_update(frame):
             region.update_frame = frame
@@ -230,10 +234,7 @@ def _file(function: str) -> str:
 
 
 def _count(names) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(collections.Counter(names).items()))
 
 
 # ----- the programs -------------------------------------------------------------------------------------
