@@ -49,7 +49,7 @@ tool with an error rather than measuring something else.
 
 The target of issue 26 is at most 10 hops per scenario and no back-and-forth pair
 (tests/api/test_update_hops.py). The recorder is ``sys.setprofile``/``threading.setprofile``; it
-costs nothing outside the armed step and the figures do not depend on timing.
+records only in the armed step, and the figures do not depend on timing or on which replica is last.
 """
 
 from __future__ import annotations
