@@ -12,7 +12,7 @@ from multidev.distribute.reduce_checks import check_reduce_arguments
 from multidev.values import context
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
 from multidev.values.variables import DistributedVariable
-from multidev.distribute.distribute_lib import _check_replica_counts
+from multidev.distribute.replica_run import _check_replica_counts
 from multidev.distribute.extended import StrategyExtended
 
 
