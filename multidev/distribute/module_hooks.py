@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.nn.modules import module as torch_module
@@ -140,12 +140,9 @@ def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
     return _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")
 
 
-_handles: list = []
-
-
-def install() -> None:
-    """Register the global hooks once (idempotent); they act only inside a strategy's scope."""
-    if _handles:
-        return
-    _handles.append(torch_module.register_module_parameter_registration_hook(_on_parameter))
-    _handles.append(torch_module.register_module_buffer_registration_hook(_on_buffer))
+def install() -> Callable[[], None]:
+    """Register the global registration hooks (they act only inside a strategy's scope); returns how
+    to remove them. ``live_hooks.STRATEGY_HOOKS`` calls both while strategies live."""
+    handles = [torch_module.register_module_parameter_registration_hook(_on_parameter),
+               torch_module.register_module_buffer_registration_hook(_on_buffer)]
+    return lambda: [h.remove() for h in handles]

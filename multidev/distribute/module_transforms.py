@@ -68,10 +68,17 @@ def _legacy_weight_norm(original: Callable) -> Callable:
     return apply
 
 
-def install() -> None:
-    """Wrap torch's transforms once (idempotent)."""
-    if not getattr(parametrize.register_parametrization, "_multidev_wrapped", False):
-        parametrize.register_parametrization = _register_parametrization(parametrize.register_parametrization)
+def install() -> Callable[[], None]:
+    """Wrap torch's transforms; returns how to put torch's back (``live_hooks.STRATEGY_HOOKS`` calls
+    both while strategies live)."""
+    undo: list[Callable[[], None]] = []
+    register = parametrize.register_parametrization
+    if not getattr(register, "_multidev_wrapped", False):
+        parametrize.register_parametrization = _register_parametrization(register)
+        undo.append(lambda: setattr(parametrize, "register_parametrization", register))
     norm = importlib.import_module("torch.nn.utils.weight_norm").WeightNorm   # the module, not the function
+    apply = norm.__dict__["apply"]   # the staticmethod object itself
     if not getattr(norm.apply, "_multidev_wrapped", False):
         norm.apply = staticmethod(_legacy_weight_norm(norm.apply))
+        undo.append(lambda: setattr(norm, "apply", apply))
+    return lambda: [u() for u in reversed(undo)]
