@@ -7,7 +7,7 @@ import, and strategies then call it on each scope entry and install its torch ho
 Example:
     class MyFrontEnd:
         name = "my_library"
-        def on_scope_entry(self, strategy): ...          # check the library once, patch its seam
+        def on_scope_entry(self, strategy): ...   # check the library once, patch its seam
         def install(self): return lambda: None           # torch hooks while strategies live; the remover
     front_end.register(MyFrontEnd())          # from multidev.distribute import front_end
 """
@@ -40,7 +40,7 @@ _REGISTERED: list[FrontEnd] = []
 def register(front_end: FrontEnd) -> None:
     """Join ``front_end`` to every strategy (idempotent for the same object)."""
     if not isinstance(front_end, FrontEnd):
-        raise TypeError(f"md.distribute.front_end.register needs an object with name, on_scope_entry(strategy) "
+        raise TypeError(f"front_end.register needs an object with name, on_scope_entry(strategy) "
                         f"and install() -> remover (the FrontEnd protocol), got {front_end!r}.")
     if any(f is front_end for f in _REGISTERED):
         return

@@ -1,7 +1,7 @@
 """Make ``torch.nn.Module`` parameters and buffers created in ``strategy.scope()`` distributed.
 
-torch calls the global registration hooks whenever a module registers a parameter or buffer; in a
-distributing strategy's scope (cross-replica context) we return a distributed variable instead,
+torch calls the global registration hooks (registered while a strategy lives: ``live_hooks``) whenever
+a module registers a parameter or buffer; in a distributing strategy's scope (cross-replica context) we return a distributed variable instead,
 and give the module replica-aware ``_parameters``/``_buffers`` dicts. Inside ``strategy.run``,
 ``module.weight`` then resolves to the calling replica's own leaf tensor, so forward and backward
 run on plain tensors at full speed: the cost is one dict lookup per attribute access.
@@ -102,6 +102,7 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
 # --- a module built outside strategy.scope() and called by several replicas ------------------------
 #: Modules given a plain parameter outside a distributing scope and outside replicas: one object whose
 #: parameters every replica would share (training them concurrently races and can crash the process).
+#: Only while a strategy lives (its hooks see them): a module built before any strategy is not in it.
 _unscoped: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
 

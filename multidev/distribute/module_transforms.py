@@ -1,5 +1,6 @@
 """torch's module transforms on parameters created in ``strategy.scope()``: parametrizations work,
-the deprecated ``torch.nn.utils.weight_norm`` is refused with the fix.
+the deprecated ``torch.nn.utils.weight_norm`` is refused with the fix. torch's functions are wrapped
+while a strategy lives (``live_hooks``) and put back when the last one is freed.
 
 * ``torch.nn.utils.parametrize.register_parametrization`` (``parametrizations.weight_norm``,
   ``orthogonal``, ``spectral_norm``, a user's): torch builds the parametrization's ``original``

@@ -83,6 +83,21 @@ def one_device():
 reference = one_device()   # no strategy: torch as torch is
 assert_clean("after a plain torch loop")
 
+# a deferred restore registers hooks while a value waits for its variable
+import os, tempfile
+from multidev.distribute import live_hooks
+saved = md.keras.Sequential([md.keras.layers.Dense(2)])
+saved(torch.ones(1, 3))
+path = md.train.Checkpoint(model=saved).save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+unbuilt = md.keras.Sequential([md.keras.layers.Dense(2)])
+status = md.train.Checkpoint(model=unbuilt).restore(path)
+assert registered() == {"_global_parameter_registration_hooks": 1, "_global_buffer_registration_hooks": 1}
+unbuilt(torch.ones(1, 3))   # the kernel is created: its value lands, nothing waits any more
+status.assert_consumed()
+assert torch.equal(unbuilt.layers[0].kernel.detach(), saved.layers[0].kernel.detach())
+live_hooks.sweep()          # (the hook that took the last value ran inside torch's loop: removed here)
+assert_clean("after a deferred restore")
+
 strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 assert set(registered()) == {"_global_optimizer_pre_hooks", "_global_optimizer_post_hooks",
     "_global_parameter_registration_hooks", "_global_buffer_registration_hooks",
