@@ -16,6 +16,7 @@ import argparse
 import cProfile
 import pstats
 import statistics
+import sys
 import time
 
 import torch
@@ -56,19 +57,22 @@ def cpu_per_step(one, batches, blocks: int) -> dict:
 
 
 def profile(strategy, one, batches, n: int) -> pstats.Stats:
-    """cProfile of the caller and of each replica thread over one pass of ``batches``."""
-    profs = [cProfile.Profile() for _ in range(n)]
-    if n > 1:
+    """cProfile of the caller and of each replica thread over one pass of ``batches``. Before Python
+    3.12 a profiler sees only the thread that enabled it, so each replica thread enables its own;
+    from 3.12 on cProfile uses ``sys.monitoring``, which sees every thread (and allows one profiler)."""
+    per_thread = n > 1 and sys.version_info < (3, 12)
+    profs = [cProfile.Profile() for _ in range(n)] if per_thread else []
+    if per_thread:
         strategy.run(lambda: profs[current_replica_id()].enable())
     main = cProfile.Profile()
     main.enable()
     for x, y in batches:
         one(x, y)
     main.disable()
-    if n > 1:
+    if per_thread:
         strategy.run(lambda: profs[current_replica_id()].disable())
     stats = pstats.Stats(main)
-    for p in profs[: n if n > 1 else 0]:
+    for p in profs:
         stats.add(p)
     return stats
 
