@@ -3,9 +3,10 @@
 Runs the probe (``scaling_model``) under ``MirroredStrategy`` on N logical CPUs in this process and
 reports (a) the CPU time per step (``time.process_time``: every thread, so the other processes on a
 shared machine barely move it; median over blocks of steps) and (b) a cProfile of the caller and of
-every replica thread, summed per function, with multidev's own functions listed first (their
-``tottime`` per step: the Python multidev adds to each step). The replica threads are long-lived,
-so each one is profiled by a task that enables a profiler in it before the measured steps.
+every replica thread, summed per function: multidev's own functions by ``tottime`` per step. With
+several replicas cProfile charges a thread's wait for the GIL to the function it waits in, so the
+profile ranks the functions rather than measuring them (``benchmarks/replica_python_cost.py``
+measures: it switches costs off one at a time).
 
     python -m multidev.bench.scaling_profile --replicas 2 4 --steps 200 --top 25
 """
