@@ -184,6 +184,16 @@ class ReplicatedExtended(StrategyExtended):
     def _share_storage(self) -> bool:
         return self._layout.share_storage
 
+    @property
+    def replica_group(self) -> Any:   # TEMPORARY stand-in until main's ReplicaGroup lands
+        group = self.__dict__.get("_replica_group")
+        if group is None:
+            from multidev.distribute.replica_group import ReplicaGroup
+            group = self._replica_group = ReplicaGroup(
+                tuple(self._torch_devices), self._rendezvous, self._cooperative_reduce, self._share_storage,
+                self._bucket_bytes, self._gradient_overlap)
+        return group
+
     # --- variables ---------------------------------------------------------------------------
     def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
                         synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
