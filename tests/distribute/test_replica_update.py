@@ -1,11 +1,13 @@
-"""One gradient reducer per (strategy, optimizer): which one each gets, and that gradients are summed
-exactly once on the Keras path (sum, clip, apply) and the torch path (the step hooks)."""
+"""The update engine (``distribute/replica_update``): one plan per (strategy, optimizer), which one each
+gets, that gradients are summed exactly once on the Keras path (sum, clip, apply) and the torch path
+(the step hooks), and that summed-or-not is a type the engine checks."""
 
 import pytest
 import torch
 
 import multidev as md
-from multidev.distribute.optimizer_hooks import reducer_for
+from multidev.values.gradients import LocalGrads
+from multidev.distribute.optimizer_hooks import update_plan
 
 PR = md.distribute.PerReplica
 TWO_CPUS = ["/cpu:0", "/cpu:1"]
@@ -33,25 +35,25 @@ def _model():
 
 
 @pytest.mark.parametrize("make_strategy, make_opt, expected", [
-    (_mirrored, lambda p: torch.optim.SGD(p, lr=0.1), "SplitUpdate"),
-    (_mirrored, lambda p: MySGD(p, lr=0.1), "BucketedAllReduce"),
-    (_central, lambda p: torch.optim.SGD(p, lr=0.1), "SharedStorageUpdate"),
-    (lambda: md.distribute.MirroredStrategy(["/cpu:0"]), lambda p: torch.optim.SGD(p, lr=0.1), "GradientReducer"),
-    (lambda: md.distribute.OneDeviceStrategy("/cpu:0"), lambda p: MySGD(p, lr=0.1), "GradientReducer"),
+    (_mirrored, lambda p: torch.optim.SGD(p, lr=0.1), "SplitPlan"),
+    (_mirrored, lambda p: MySGD(p, lr=0.1), "BucketPlan"),
+    (_central, lambda p: torch.optim.SGD(p, lr=0.1), "SharedStoragePlan"),
+    (lambda: md.distribute.MirroredStrategy(["/cpu:0"]), lambda p: torch.optim.SGD(p, lr=0.1), "UpdatePlan"),
+    (lambda: md.distribute.OneDeviceStrategy("/cpu:0"), lambda p: MySGD(p, lr=0.1), "UpdatePlan"),
 ], ids=["mirrored_split", "mirrored_subclass", "central_storage", "one_replica", "one_device"])
-def test_each_strategy_and_optimizer_gets_one_reducer(make_strategy, make_opt, expected):
+def test_each_strategy_and_optimizer_gets_one_plan(make_strategy, make_opt, expected):
     strategy = make_strategy()
     with strategy.scope():
         opt = make_opt(_model().parameters())
-    reducer = reducer_for(opt)
-    assert type(reducer).__name__ == expected
-    assert reducer_for(opt) is reducer, "chosen once and cached"
+    plan = update_plan(opt)
+    assert type(plan).__name__ == expected
+    assert update_plan(opt) is plan, "chosen once and cached"
 
 
 def test_optimizer_over_plain_tensors_gets_the_identity():
     opt = torch.optim.SGD(_model().parameters(), lr=0.1)
-    assert type(reducer_for(opt)).__name__ == "GradientReducer"
-    assert reducer_for(opt).aggregate([], [torch.ones(2)])[0].tolist() == [1.0, 1.0]
+    assert type(update_plan(opt)).__name__ == "UpdatePlan"
+    assert update_plan(opt).sum_all(None, LocalGrads((torch.ones(2),))).tensors[0].tolist() == [1.0, 1.0]
 
 
 def _keras_step(strategy, opt, w, use_minimize):
