@@ -41,6 +41,7 @@ import torch
 from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
 from multidev.distribute.gradient_buckets import GradientBuckets
+from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
 from multidev.values.context import ReplicaStep
 from multidev.values.gradients import SummedGrads
 
@@ -54,9 +55,11 @@ class BackwardReducer:
     """One strategy's reduce-in-backward: hooks on its variables' replica copies, one reduction per
     backward per replica (see the module docstring)."""
 
-    def __init__(self, extended: Any):
-        self._extended = weakref.proxy(extended)
-        n = extended.num_local_replicas
+    def __init__(self, group: ReplicaGroup, contexts: list, run: RunningSteps):
+        self._group = group
+        self._contexts = contexts    # each local replica's ReplicaContext (its collectives)
+        self._run = run              # the running strategy.run's per-replica steps
+        n = group.size
         self._leaves: list[dict[int, weakref.ref]] = [{} for _ in range(n)]   # index -> replica's leaf
         self._fired: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # reached by this backward
         self._set_aside: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # earlier reduced grads
@@ -91,11 +94,11 @@ class BackwardReducer:
         indices = sorted(i for i, leaf in live.items() if leaf is not None)
         if self._overlap is not None:
             self._overlap.close()
-        self._overlap = self._extended._gradient_overlap([live[i] for i in indices])
+        self._overlap = self._group.overlap([live[i] for i in indices])
         self._overlap_indices = indices
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
-        if self._extended._replica_steps[r].loss_reduction is ReduceOp.MEAN:
+        if self._run.steps[r].loss_reduction is ReduceOp.MEAN:
             return   # the mean of (reduced part, identical everywhere) + new part is that part + mean(new): DDP's sum
         leaf = self._leaves[r][i]()
         if leaf is not None and leaf.grad is not None:
@@ -124,17 +127,17 @@ class BackwardReducer:
                 leaf = self._leaves[r][i]()
                 if leaf is not None:
                     leaf.grad = old
-        if not fired or not self._extended._running:
+        if not fired or not self._run.active:
             return
-        step: ReplicaStep = self._extended._replica_steps[r]
+        step: ReplicaStep = self._run.steps[r]
         op = step.loss_reduction
-        ctx = self._extended._contexts[r]
+        ctx = self._contexts[r]
         if self._overlap is not None:
             indices, leaves = self._finish_overlap(ctx, op)
-        elif self._extended._cooperative_reduce:
+        elif self._group.cooperative_reduce:
             indices, leaves = self._reduce_in_place(r, fired, op)
         else:
-            indices = self._extended._rendezvous.exchange(
+            indices = self._group.exchange(
                 r, ("loss.backward", op.name), frozenset(fired), lambda sets: [sorted(frozenset().union(*sets))] * len(sets))
             leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
             self._reduce_in_buckets(ctx, indices, leaves, op)
@@ -166,8 +169,8 @@ class BackwardReducer:
         and hands out every replica's gradients; each replica then reduces its share of every gradient
         into every replica's, and a second meeting waits until all shares are written."""
         n = len(self._leaves)
-        rendezvous = self._extended._rendezvous
-        indices, everyone = rendezvous.exchange(r, ("loss.backward", op.name), fired, self._agree)
+        group = self._group
+        indices, everyone = group.exchange(r, ("loss.backward", op.name), fired, self._agree)
         try:
             with torch.no_grad():
                 for k, i in enumerate(indices):
@@ -183,7 +186,7 @@ class BackwardReducer:
                     if part.start < part.stop:
                         algorithms.reduce_slice(flat, flat, part, op)
         finally:   # nobody reads a gradient before every share is written
-            rendezvous.exchange(r, ("loss.backward.done",), None, lambda p: [None] * len(p))
+            group.barrier(r, "loss.backward.done")
         return indices, [self._leaves[r][i]() for i in indices]
 
     def _agree(self, fired_sets: list) -> list:
@@ -208,7 +211,7 @@ class BackwardReducer:
     def _reduce_in_buckets(self, ctx: Any, indices: list[int], leaves: list, op: ReduceOp) -> None:
         buckets = self._buckets.get(tuple(indices))
         if buckets is None:
-            buckets = self._buckets.setdefault(tuple(indices), GradientBuckets(self._extended._bucket_bytes))
+            buckets = self._buckets.setdefault(tuple(indices), GradientBuckets(self._group.bucket_bytes))
         reduced = buckets.all_reduce(ctx, leaves, [leaf.grad for leaf in leaves], ReduceOp.SUM)
         total = ctx.num_replicas_in_sync
         with torch.no_grad():

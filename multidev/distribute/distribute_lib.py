@@ -30,6 +30,7 @@ from multidev.distribute.extended import StrategyExtended
 from multidev.distribute import sync_batch_norm
 from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
 from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
+from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
 from multidev.distribute.replica_threads import ReplicaThreads
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
@@ -40,7 +41,6 @@ from multidev.values.variables import DistributedVariable, SyncOnReadVariable, V
 if TYPE_CHECKING:  # pragma: no cover
     from multidev.distribute.strategy import Strategy
 
-#: Default gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack overrides it).
 
 
 def _cross_replica_only(method: str) -> RuntimeError:
@@ -64,8 +64,6 @@ class ReplicatedExtended(StrategyExtended):
         self._torch_devices = [d.torch_device for d in self._devices]
         self._layout = layout or MirroredLayout()
         self._workers = workers or LocalWorkers()
-        #: Gradient bucket size for the all-reduce (CommunicationOptions.bytes_per_pack sets it).
-        self._bucket_bytes = bucket_bytes
         self._cross_device_ops = cross_device_ops or ReductionToOneDevice()
         self._variables: list[weakref.ref] = []  # creation order: workers agree on it
         self._broadcast_count = 0  # variables [0, count) already hold the chief's values
@@ -74,17 +72,20 @@ class ReplicatedExtended(StrategyExtended):
         self._run_preparers: "weakref.WeakSet[Any]" = weakref.WeakSet()
         # One documented limit for every collective wait, in-process and across processes.
         self._rendezvous = Rendezvous(len(self._devices), self._workers.timeout_seconds)
-        self._contexts = [ReplicaContext(strategy, r) for r in range(len(self._devices))]
         self._threads: ReplicaThreads | None = None
-        self._running = False
         # Gradients reduced when loss.backward() returns (backward_reduce.py): made for the first run
         # with several replicas in sync; each replica's notes for the running step (fresh every run).
         self._backward: BackwardReducer | None = None
-        self._replica_steps: list[context.ReplicaStep] = []
+        self._run = RunningSteps()
         # Replicas of one process on one CPU reduce gradient buckets cooperatively (ReplicaContext);
         # not when collectives leave the process (local sums go through the cross-process all-reduce).
-        self._cooperative_reduce = len({d.torch_device for d in self._devices}) == 1 and \
+        cooperative = len({d.torch_device for d in self._devices}) == 1 and \
             self._torch_devices[0].type == "cpu" and len(self._devices) > 1 and not self._workers.spans_processes
+        #: What contexts, reducers and buckets know of these replicas (replica_group.py).
+        self.replica_group = ReplicaGroup(
+            devices=tuple(self._torch_devices), rendezvous=self._rendezvous, cooperative_reduce=cooperative,
+            shared_storage=self._layout.share_storage, bucket_bytes=bucket_bytes, overlap=_weak_overlap(self))
+        self._contexts = [ReplicaContext(strategy, r, self.replica_group) for r in range(len(self._devices))]
         # CPU replicas share the cores: each replica's kernels get an equal share of torch's
         # intra-op threads (a per-thread OpenMP setting) instead of all oversubscribing them.
         self._streams = [registry.stream_for(d) for d in self._devices]
@@ -179,21 +180,6 @@ class ReplicatedExtended(StrategyExtended):
     def colocate_vars_with(self, colocate_with_variable: Any):
         return self._strategy.scope()
 
-    # --- private, for the update paths inside distribute/ ------------------------------------------
-    @property
-    def _share_storage(self) -> bool:
-        return self._layout.share_storage
-
-    @property
-    def replica_group(self) -> Any:   # TEMPORARY stand-in until main's ReplicaGroup lands
-        group = self.__dict__.get("_replica_group")
-        if group is None:
-            from multidev.distribute.replica_group import ReplicaGroup
-            group = self._replica_group = ReplicaGroup(
-                tuple(self._torch_devices), self._rendezvous, self._cooperative_reduce, self._share_storage,
-                self._bucket_bytes, self._gradient_overlap)
-        return group
-
     # --- variables ---------------------------------------------------------------------------
     def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,
                         synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
@@ -246,7 +232,7 @@ class ReplicatedExtended(StrategyExtended):
         live = self._live_variables()
         self._broadcast_count = len(self._variables)
         if self._backward is None and self._strategy.num_replicas_in_sync > 1:
-            self._backward = BackwardReducer(self)
+            self._backward = BackwardReducer(self.replica_group, self._contexts, self._run)
         backward = self._backward
         for var in live:
             var._sync_if_stale()
@@ -257,17 +243,23 @@ class ReplicatedExtended(StrategyExtended):
         for preparer in list(self._run_preparers):
             preparer.before_run()
 
-    def _place_parameter(self, param: torch.Tensor) -> Any:
+    def add_run_preparer(self, preparer: Any) -> None:
+        """Call ``preparer.before_run()`` (held weakly) before every ``strategy.run`` starts its
+        replicas: state kept per replica outside variables (torch optimizers' twins) catches up with
+        what was written in cross-replica context."""
+        self._run_preparers.add(preparer)
+
+    def place_parameter(self, param: torch.Tensor) -> Any:
         """Non-distributing strategies move new parameters to their device; None keeps ``param``."""
         return self._layout.place_parameter(param)
 
-    def _create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
+    def create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
         sync_batch_norm.adopt(module)   # a SyncBatchNorm synchronises over these replicas
         return self.create_distributed_variable(
             param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
             synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
 
-    def _create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
         sync_batch_norm.adopt(module)
         aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
         return self.create_distributed_variable(
@@ -283,9 +275,9 @@ class ReplicatedExtended(StrategyExtended):
                 "strategy.run cannot be called inside a replica function (replica context): "
                 "use md.distribute.get_replica_context().merge_call() to go back to cross-replica context."
             )
-        if self._running and merge_call_strategy() is self._strategy:
+        if self._run.active and merge_call_strategy() is self._strategy:
             return self._call_in_merge_call(fn, args, kwargs, step)
-        if self._running:
+        if self._run.active:
             raise RuntimeError("strategy.run is already running on another thread for this strategy.")
         registry.initialize()
         n = len(self._devices)
@@ -296,10 +288,10 @@ class ReplicatedExtended(StrategyExtended):
         if self._threads is not None:  # replicas left running by a failed run must not join this one
             self._threads.wait_idle()
         self._rendezvous.reset()
-        self._replica_steps = [context.ReplicaStep() for _ in range(n)]
-        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step)
-                 for r in range(n)]
-        self._running = True
+        steps = [context.ReplicaStep() for _ in range(n)]
+        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
+                                    steps[r]) for r in range(n)]
+        self._run.begin(steps)
         try:
             if n == 1:
                 outcomes = [_outcome(tasks[0])]
@@ -311,7 +303,7 @@ class ReplicatedExtended(StrategyExtended):
                 with guard:
                     outcomes = self._threads.run(tasks)
         finally:
-            self._running = False
+            self._run.end()
         self._raise_first_error(outcomes)
         return regroup([value for _, value in outcomes])
 
@@ -348,13 +340,13 @@ class ReplicatedExtended(StrategyExtended):
         return map_structure(pick, structure)
 
     def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: context.CallerModes,
-                      step: Any = None) -> Callable:
+                      step: Any, replica_step: context.ReplicaStep) -> Callable:
         device = self._devices[r]
         rendezvous = self._rendezvous
         # Everything replica r is, for this call: one immutable value, set once when its task starts.
         env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
                                  device=device, stream=self._streams[r], modes=modes, step=step,
-                                 replica_step=self._replica_steps[r])
+                                 replica_step=replica_step)
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
         random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
 
@@ -404,6 +396,18 @@ class ReplicatedExtended(StrategyExtended):
         if isinstance(value, DistributedVariable):
             return PerReplica(value.values) if isinstance(value, SyncOnReadVariable) else Mirrored(value.values)
         return value
+
+
+def _weak_overlap(extended: ReplicatedExtended) -> Callable[[Sequence[torch.Tensor]], Any]:
+    """``extended._gradient_overlap`` through a weak reference (the group must not keep its strategy's
+    extended alive: a strategy that is garbage takes its replica threads along)."""
+    method = weakref.WeakMethod(extended._gradient_overlap)
+
+    def overlap(refs: Sequence[torch.Tensor]) -> Any:
+        bound = method()
+        return None if bound is None else bound(refs)
+
+    return overlap
 
 
 def _on_stream(stream: Any) -> Any:

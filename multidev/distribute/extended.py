@@ -129,6 +129,22 @@ class StrategyExtended(abc.ABC):
                                     synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
         """A distributed variable of this strategy with ``data`` on every replica (no context checks)."""
 
+    def place_parameter(self, param: torch.Tensor) -> Any:
+        """A parameter registered by a module in this strategy's scope, placed where the strategy keeps
+        it (None: keep ``param``); distributing strategies return None and make a variable instead."""
+        return None
+
+    def create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
+        """The distributed variable replacing ``module``'s new parameter ``name`` (module_hooks)."""
+        raise NotImplementedError(f"{type(self).__name__} does not distribute module parameters.")
+
+    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+        """The distributed variable replacing ``module``'s new buffer ``name`` (module_hooks)."""
+        raise NotImplementedError(f"{type(self).__name__} does not distribute module buffers.")
+
+    def add_run_preparer(self, preparer: Any) -> None:
+        """Call ``preparer.before_run()`` before every ``strategy.run`` (strategies that run replicas)."""
+
     def create_metric_variable(self, value: torch.Tensor, name: str) -> torch.Tensor:
         """Where a Keras metric created in scope keeps its state ``value``: here ``value`` itself
         (ParameterServerStrategy: a variable on a ps task)."""

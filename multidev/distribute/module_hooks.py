@@ -89,10 +89,10 @@ def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str,
 def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
     strategy = context.current_scope_strategy()
     if param is not None and strategy is not None and context.current_replica_id() is None:
-        placed = strategy.extended._place_parameter(param)  # non-distributing strategies only move it
+        placed = strategy.extended.place_parameter(param)  # non-distributing strategies only move it
         if placed is not None:
             return placed
-    var = _distribute(module, name, param, "_parameters", "_create_variable_from_parameter")
+    var = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
     if var is None and param is not None and not isinstance(param, DistributedVariable) \
             and context.current_replica_id() is None:
         _unscoped.add(module)
@@ -137,7 +137,7 @@ def shared_module_guard() -> Iterator[None]:
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
-    return _distribute(module, name, buffer, "_buffers", "_create_variable_from_buffer")
+    return _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")
 
 
 _handles: list = []

@@ -76,7 +76,7 @@ class _MultiWorkerExtended(ReplicatedExtended):
         # With one local replica the cross-process all-reduce can start during backward.
         if len(self._devices) != 1 or self.num_workers == 1 or not self._options_overlap:
             return None
-        return GradientOverlap(self._process, refs, self._bucket_bytes)
+        return GradientOverlap(self._process, refs, self.replica_group.bucket_bytes)
 
 
 class MultiWorkerMirroredStrategy(Strategy):

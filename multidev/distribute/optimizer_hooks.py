@@ -131,7 +131,7 @@ class _Plan:
         self._synced: dict[int, Any] = {}            # id(variable) -> the user's entry the copies hold
         self._synced_len = 0                         # len(user's state) when _synced was taken
         if not self.one_state:
-            extended._run_preparers.add(self)
+            extended.add_run_preparer(self)
 
     def twin_for(self, optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
         """Replica ``replica_id``'s twin, with the user's current hyperparameters."""

@@ -47,9 +47,10 @@ class ReplicaContext:
         ...     return ctx.all_reduce("SUM", x)
     """
 
-    def __init__(self, strategy: Any, replica_id_in_sync_group: int):
+    def __init__(self, strategy: Any, replica_id_in_sync_group: int, group: Any = None):
         self._strategy = strategy
         self._replica_id = replica_id_in_sync_group
+        self._group = group   # the strategy's ReplicaGroup (replica_group.py); None for the default strategy
 
     @property
     def strategy(self) -> Any:
@@ -95,8 +96,7 @@ class ReplicaContext:
 
     def _all_reduce_leaves(self, op: ReduceOp, leaves: list) -> list:
         """Each replica gets private reduced copies of ``leaves``."""
-        extended = self._strategy.extended
-        if extended._cooperative_reduce and _worth_cooperating(leaves):
+        if self._group.cooperative_reduce and _worth_cooperating(leaves):
             leaves = [t.contiguous() for t in leaves]
             return self._cooperative_all_reduce(op, leaves, [torch.empty_like(t) for t in leaves])
         return self._all_reduce_by_one(op, leaves)
@@ -106,7 +106,7 @@ class ReplicaContext:
         replicas share one CPU (``_cooperative_all_reduce``), nothing allocated."""
         if self._single():
             return tensor
-        if not self._strategy.extended._cooperative_reduce or not tensor.is_contiguous():
+        if not self._group.cooperative_reduce or not tensor.is_contiguous():
             return self._all_reduce_leaves(op, [tensor])[0]
         return self._cooperative_all_reduce(op, [tensor], [tensor])[0]
 
@@ -114,11 +114,9 @@ class ReplicaContext:
         """Replicas sharing one CPU (logical devices of one process) reduce together: each sums its
         own slice of every replica's tensors and writes it into every replica's output, so the
         work and the memory traffic are split across the replica threads."""
-        extended = self._strategy.extended
-        n, r = len(extended._devices), self._replica_id
-        rendezvous = extended._rendezvous
-        everyone = rendezvous.exchange(r, ("all_reduce", op.name, *_signature_of(leaves)), (leaves, outputs),
-                                       lambda payloads: [payloads] * len(payloads))
+        group = self._group
+        n, r = group.size, self._replica_id
+        everyone = group.share(r, ("all_reduce", op.name, *_signature_of(leaves)), (leaves, outputs))
         try:
             for i, leaf in enumerate(leaves):
                 inputs = [p[0][i].view(-1) for p in everyone]
@@ -126,7 +124,7 @@ class ReplicaContext:
                 if part.start < part.stop:
                     algorithms.reduce_slice(inputs, [p[1][i].view(-1) for p in everyone], part, op)
         finally:  # no replica returns (and reuses its buffers) while another still writes into them
-            rendezvous.exchange(r, ("all_reduce.done",), None, lambda payloads: [None] * len(payloads))
+            group.barrier(r, "all_reduce.done")
         return outputs
 
     def _all_reduce_by_one(self, op: ReduceOp, leaves: list) -> list:
@@ -137,8 +135,7 @@ class ReplicaContext:
                         for i in range(len(leaves))]
             return [[column[r] for column in per_leaf] for r in range(len(payloads))]
 
-        return extended._rendezvous.exchange(
-            self._replica_id, ("all_reduce", op.name, *_signature_of(leaves)), leaves, combine)
+        return self._group.exchange(self._replica_id, ("all_reduce", op.name, *_signature_of(leaves)), leaves, combine)
 
     def all_gather(self, value: Any, axis: int, options: Any = None) -> Any:
         """Concatenate every replica's ``value`` along ``axis``; all replicas get the result."""
@@ -156,7 +153,7 @@ class ReplicaContext:
             per_leaf = [extended.all_gather_tensors([p[i] for p in payloads], axis) for i in range(len(leaves))]
             return [[column[r] for column in per_leaf] for r in range(len(payloads))]
 
-        return pack_as(value, extended._rendezvous.exchange(self._replica_id, signature, leaves, combine))
+        return pack_as(value, self._group.exchange(self._replica_id, signature, leaves, combine))
 
     def merge_call(self, merge_fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:
         """Pause all replicas and run ``merge_fn(strategy, *args, **kwargs)`` once in cross-replica context.
@@ -168,7 +165,7 @@ class ReplicaContext:
             raise TypeError(f"merge_call args must be a tuple, got {type(args).__name__}: {args!r}.")
         kwargs = kwargs or {}
         strategy = self._strategy
-        if len(strategy.extended._devices) == 1:
+        if self._group is None or self._group.size == 1:
             return local_value(_in_cross_replica(merge_fn, strategy, args, kwargs), 0)
 
         def combine(payloads: list) -> list:
@@ -177,13 +174,11 @@ class ReplicaContext:
             return [local_value(result, r) for r in range(len(payloads))]
 
         name = getattr(merge_fn, "__qualname__", type(merge_fn).__name__)
-        return strategy.extended._rendezvous.exchange(
-            self._replica_id, ("merge_call", name), (tuple(args), dict(kwargs)), combine)
+        return self._group.exchange(self._replica_id, ("merge_call", name), (tuple(args), dict(kwargs)), combine)
 
     def _barrier(self, name: str) -> None:
-        if len(self._strategy.extended._devices) > 1:
-            self._strategy.extended._rendezvous.exchange(
-                self._replica_id, ("barrier", name), None, lambda p: [None] * len(p))
+        if self._group is not None:
+            self._group.barrier(self._replica_id, name)
 
     def __repr__(self) -> str:
         return f"ReplicaContext(replica_id_in_sync_group={self._replica_id}, num_replicas_in_sync={self.num_replicas_in_sync})"

@@ -46,7 +46,7 @@ def _once_per_step(step: Callable) -> Callable:
                 result = step(self, *first_args, **first_kwargs)
             return [result] * len(payloads)
 
-        return strategy.extended._rendezvous.exchange(
+        return strategy.extended.replica_group.exchange(
             env.replica_id, ("lr_scheduler.step", type(self).__name__), (args, kwargs), once)
 
     wrapper._multidev_once_per_step = True

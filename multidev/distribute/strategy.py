@@ -120,7 +120,7 @@ class Strategy:
         if kwargs is not None and not isinstance(kwargs, dict):
             raise TypeError(f"strategy.run: kwargs must be a dict, got {type(kwargs).__name__}.")
         with self.scope():
-            return self._extended._call_for_each_replica(fn, tuple(args), dict(kwargs or {}))
+            return self._extended.call_for_each_replica(fn, args, kwargs)
 
     def reduce(self, reduce_op: ReduceOp | str, value: Any, axis: int | None) -> Any:
         """Reduce a per-replica ``value`` across replicas (and along ``axis`` if given) to one tensor.

@@ -29,8 +29,8 @@ class _Client:
 def _strategy():
     spec = types.SimpleNamespace(vid=1, name="w", shape=(3,), layout=[types.SimpleNamespace(ps=0, vid=1, start=None,
                                                                                             end=None)])
-    extended = types.SimpleNamespace(_num_ps=1, _client=_Client(), push_stale=lambda: None, pull_all=lambda: None,
-                                     _variables_list=lambda: [types.SimpleNamespace(_spec=spec)])
+    extended = types.SimpleNamespace(num_ps=1, client=_Client(), push_stale=lambda: None, pull_all=lambda: None,
+                                     variables_list=lambda: [types.SimpleNamespace(_spec=spec)])
     return types.SimpleNamespace(extended=extended)
 
 

@@ -44,22 +44,22 @@ class ClusterCoordinator:
                 f"ClusterCoordinator needs a ParameterServerStrategy; got {strategy!r}. Create "
                 "md.distribute.ParameterServerStrategy(cluster_resolver) on the chief first."
             )
-        existing = strategy.extended._coordinator
+        existing = strategy.extended.coordinator
         if existing is not None:
             return existing  # TensorFlow: one coordinator per strategy
         self = super().__new__(cls)
         self._init(strategy)
-        strategy.extended._coordinator = self
+        strategy.extended.coordinator = self
         return self
 
     def _init(self, strategy: ParameterServerStrategy) -> None:
         self._strategy = strategy
         extended = strategy.extended
-        self._queue = ClosureQueue(extended._num_worker_tasks)
+        self._queue = ClosureQueue(extended.num_worker_tasks)
         self._functions: dict[Callable, tuple[int, bytes, dict]] = {}
         self._dispatchers = [
             WorkerDispatcher(i, name, extended.describe_worker(i), self._queue)
-            for i, name in enumerate(extended._worker_names)
+            for i, name in enumerate(extended.worker_names)
         ]
 
     @property

@@ -106,7 +106,7 @@ class ParameterServerCheckpoint:
         self._extended.push_stale()
         path = os.path.join(self.directory, f"ckpt-{int(step)}")
         variables, optimizers, meta_opt = {}, {}, []
-        for ps, (vars_, opts) in sorted(self._extended._client.export_state().items()):
+        for ps, (vars_, opts) in sorted(self._extended.client.export_state().items()):
             variables.update({f"v{vid}": t.contiguous() for vid, t in vars_.items()})
             for k, (key, state) in enumerate(opts):
                 tensors, rest = _split_state(ps, k, state)
@@ -115,8 +115,8 @@ class ParameterServerCheckpoint:
                                  "ids": [list(ids) for ids in key[2]], **rest})
         specs = [{"vid": v._spec.vid, "name": v._spec.name, "shape": list(v._spec.shape),
                   "layout": [[s.ps, s.vid, s.start, s.end] for s in v._spec.layout]}
-                 for v in self._extended._variables_list()]
-        meta = {"step": int(step), "num_ps": self._extended._num_ps, "variables": specs, "optimizers": meta_opt}
+                 for v in self._extended.variables_list()]
+        meta = {"step": int(step), "num_ps": self._extended.num_ps, "variables": specs, "optimizers": meta_opt}
         with atomic_files.atomic_directory(path) as tmp:
             for name, tensors in zip(_FILES, (variables, optimizers)):
                 atomic_files.atomic_write(os.path.join(tmp, name), checked_safetensors.dumps(tensors))
@@ -141,7 +141,7 @@ class ParameterServerCheckpoint:
             raise NotFoundError(f"No complete checkpoint at {path!r} (missing {_META}).")
         meta = _read_meta(meta_path)
         variables, optimizers = (self._load(os.path.join(path, name)) for name in _FILES)
-        per_ps: dict[int, tuple[dict, list]] = {ps: ({}, []) for ps in range(self._extended._num_ps)}
+        per_ps: dict[int, tuple[dict, list]] = {ps: ({}, []) for ps in range(self._extended.num_ps)}
         try:
             self._check_layout(meta, path)
             for spec in meta["variables"]:
@@ -153,7 +153,7 @@ class ParameterServerCheckpoint:
                                 "tensors. Restore from another checkpoint.") from err
         for ps, entry in entries:
             per_ps[ps][1].append(entry)
-        self._extended._client.import_state(per_ps)
+        self._extended.client.import_state(per_ps)
         self._extended.pull_all()
         return int(meta["step"])
 
@@ -165,10 +165,10 @@ class ParameterServerCheckpoint:
         return tensors
 
     def _check_layout(self, meta: dict, path: str) -> None:
-        if meta["num_ps"] != self._extended._num_ps:
+        if meta["num_ps"] != self._extended.num_ps:
             raise ValueError(f"Checkpoint {path!r} was written with {meta['num_ps']} ps tasks; this cluster has "
-                             f"{self._extended._num_ps}. Relaunch with the same number of ps tasks.")
-        mine = {v._spec.vid: v for v in self._extended._variables_list()}
+                             f"{self._extended.num_ps}. Relaunch with the same number of ps tasks.")
+        mine = {v._spec.vid: v for v in self._extended.variables_list()}
         for spec in meta["variables"]:
             var = mine.get(spec["vid"])
             if var is None or list(var._spec.shape) != spec["shape"]:

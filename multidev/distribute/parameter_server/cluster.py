@@ -37,22 +37,22 @@ class ParameterServerExtended(ReplicatedExtended):
         self._ps_members = [m for m in world.members if m.role == "ps"]
         self._placer = Placer(len(self._ps_members))
         self._ps_variables: "weakref.WeakValueDictionary[int, PSVariable]" = weakref.WeakValueDictionary()
-        self._client = server.ps_client_for(world)
-        self._coordinator: Any = None
-        self._connected = False
+        self.client = server.ps_client_for(world)
+        self.coordinator: Any = None
+        self.connected = False
 
     # --- cluster ----------------------------------------------------------------------------------
     @property
-    def _num_worker_tasks(self) -> int:
+    def num_worker_tasks(self) -> int:
         """The cluster's worker tasks (``_num_workers`` stays 1: the coordinator syncs with no one)."""
         return len(self._worker_members)
 
     @property
-    def _num_ps(self) -> int:
+    def num_ps(self) -> int:
         return len(self._ps_members)
 
     @property
-    def _worker_names(self) -> list[str]:
+    def worker_names(self) -> list[str]:
         return [rpc_layer.task_name(m.role, m.index) for m in self._worker_members]
 
     @property
@@ -63,22 +63,22 @@ class ParameterServerExtended(ReplicatedExtended):
     def describe_worker(self, index: int) -> str:
         return self._worker_members[index].describe()
 
-    def _connect(self) -> None:
+    def connect(self) -> None:
         gradient_push.install()
-        client_mod.set_client(self._client)
+        client_mod.set_client(self.client)
         rpc_layer.connect(self._world, rpc_layer.rpc_timeout())
-        self._connected = True
+        self.connected = True
 
-    def _shutdown(self) -> None:
+    def shutdown(self) -> None:
         """Stop the coordinator's dispatchers, tell every server to leave, leave the RPC group.
 
         When every task answers, all leave together in order (TensorPipe then reports no closed
         pipes); when one is gone, each leaves alone at once rather than wait for it."""
-        if not self._connected:
+        if not self.connected:
             return
-        self._connected = False
-        if self._coordinator is not None:
-            self._coordinator._stop()
+        self.connected = False
+        if self.coordinator is not None:
+            self.coordinator._stop()
         names = [rpc_layer.task_name(m.role, m.index) for m in self._world.members if m.role in ("worker", "ps")]
         graceful = _all_answer(names, server.ping)
         _all_answer(names, server.stop, (graceful,))
@@ -92,16 +92,16 @@ class ParameterServerExtended(ReplicatedExtended):
             raise ValueError("Variables cannot be created inside strategy.run; create them in strategy.scope().")
         return self._new_variable(_as_tensor(initial_value, dtype), name, trainable)
 
-    def _place_parameter(self, param: torch.Tensor) -> Any:
+    def place_parameter(self, param: torch.Tensor) -> Any:
         """Module parameters created in scope become ps variables."""
         return self._new_variable(param.detach(), None, param.requires_grad)
 
-    def _create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
         """Buffers (batch-norm statistics) stay local to each process."""
         return None
 
     def _new_variable(self, data: torch.Tensor, name: str | None, trainable: bool) -> PSVariable:
-        if not self._connected:
+        if not self.connected:
             raise RuntimeError("ParameterServerStrategy is shut down; variables can no longer be created.")
         data = data.detach().cpu()
         shape = tuple(data.shape)
@@ -109,7 +109,7 @@ class ParameterServerExtended(ReplicatedExtended):
         vid = self._placer.next_id()
         spec = VariableSpec(vid, name or f"Variable_{vid}", shape, data.dtype, bool(trainable), layout, len(layout) > 1)
         pieces = [(s.ps, (s.vid, data if s.start is None else data[s.start:s.end].clone())) for s in layout]
-        self._client.create(client_mod.group_by_ps(pieces))
+        self.client.create(client_mod.group_by_ps(pieces))
         var = from_spec(spec)
         with torch.no_grad():
             var.detach().copy_(data)
@@ -121,16 +121,16 @@ class ParameterServerExtended(ReplicatedExtended):
         """Keras metric state created in scope lives on a ps (as in TF): workers' updates add up there."""
         return self._new_variable(value, name, False)
 
-    def _variables_list(self) -> list[PSVariable]:
+    def variables_list(self) -> list[PSVariable]:
         return list(self._ps_variables.values())
 
     def push_stale(self) -> None:
         """Send local writes made on the coordinator (load_weights, assignments to .data) to the ps."""
-        push([v for v in self._variables_list() if v._is_stale()])
+        push([v for v in self.variables_list() if v._is_stale()])
 
     def pull_all(self) -> None:
         """Refresh the coordinator's copies of every variable from the ps."""
-        pull(self._variables_list())
+        pull(self.variables_list())
 
     def variable_created_in_scope(self, v: Any) -> bool:
         return isinstance(v, PSVariable) and self._ps_variables.get(v._spec.vid) is v

@@ -69,7 +69,7 @@ class ParameterServerStrategy(Strategy):
         self._cluster_resolver = resolver
         extended = ParameterServerExtended(self, [registry.resolve("/device:CPU:0")], world, partitioner)
         super().__init__(extended)
-        extended._connect()
+        extended.connect()
         global _active
         _active = weakref.ref(self)
         atexit.register(_shutdown_at_exit, weakref.ref(extended))
@@ -80,7 +80,7 @@ class ParameterServerStrategy(Strategy):
 
     def __repr__(self) -> str:
         ext = self._extended
-        return f"<ParameterServerStrategy workers={ext._num_worker_tasks} ps={ext._num_ps}>"
+        return f"<ParameterServerStrategy workers={ext.num_worker_tasks} ps={ext.num_ps}>"
 
 
 _active: "weakref.ref[ParameterServerStrategy] | None" = None
@@ -89,13 +89,13 @@ _active: "weakref.ref[ParameterServerStrategy] | None" = None
 def active_strategy() -> "ParameterServerStrategy | None":
     """The ParameterServerStrategy this process coordinates (one per process), if any."""
     strategy = _active() if _active is not None else None
-    return strategy if strategy is not None and strategy.extended._connected else None
+    return strategy if strategy is not None and strategy.extended.connected else None
 
 
 def _shutdown_at_exit(ref: "weakref.ref[ParameterServerExtended]") -> None:
     extended = ref()
     if extended is not None:
-        extended._shutdown()
+        extended.shutdown()
 
 
 __all__ = ["ParameterServerStrategy", "active_strategy"]

@@ -4,6 +4,9 @@ Weights made by ``add_weight`` are registered ``nn.Parameter``s (trainable) or b
 (non-trainable) and are always read back through ``nn.Module`` attribute lookup, so a strategy
 can make ``_parameters`` replica-aware. Keras semantics for ``training``: a direct call runs in
 inference mode unless ``training=True`` is passed (``nn.Module.training`` is not consulted).
+This module holds the call side (build, ``training``, masks, autocast, shapes, config); the weight
+side (``add_weight``, the weight listings, ``trainable``, ``get/set_weights``) is the mixin
+``LayerWeights`` in ``layer_weights.py``.
 
 Example:
     class Scale(md.keras.layers.Layer):
@@ -24,12 +27,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from multidev.keras import backend, initializers, mixed_precision, regularizers
+from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
+    KerasParameter, LayerWeights, _module_weights)
 from multidev.values import context
-from multidev.values.variables import DistributedVariable
+from multidev.values.variables import DistributedVariable  # noqa: F401  (importable from here, as before)
 
 # (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
 _call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
@@ -42,33 +47,6 @@ def current_training():
     return _call_state.get()[0]
 
 
-class KerasParameter(nn.Parameter):
-    """A trainable weight outside a strategy: a plain parameter with Keras 3's ``value`` (itself), so a
-    torch-style ``train_step``'s ``[v.value.grad for v in self.trainable_weights]`` runs (in a
-    strategy's scope the weight becomes a distributed variable, whose ``value`` does the same)."""
-
-    @property
-    def value(self) -> "KerasParameter":
-        return self
-
-
-def _module_weights(module: nn.Module, trainable: bool):
-    """``(weight, is_trainable)`` of a sub-module: a Layer's own listing, else the module's parameters
-    (trainable with its parent) and buffers, then its children's (a Layer among them counts its flag)."""
-    if isinstance(module, Layer):
-        yield from module._all_weights(trainable)
-        return
-    for p in dict.values(module._parameters):
-        if p is not None:
-            yield p, trainable
-    for b in dict.values(module._buffers):
-        if b is not None:
-            yield b, False
-    for child in module._modules.values():
-        if child is not None:
-            yield from _module_weights(child, trainable)
-
-
 def _shape_of(x):
     if isinstance(x, (list, tuple)):
         return [_shape_of(i) for i in x]
@@ -77,7 +55,7 @@ def _shape_of(x):
     return tuple(x.shape)
 
 
-class Layer(nn.Module):
+class Layer(LayerWeights, nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
     supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)
@@ -267,150 +245,6 @@ class Layer(nn.Module):
             return (None,) + tuple(o.shape[1:]) if len(o.shape) else tuple(o.shape)
         flat = kt.flatten(outputs)
         self._output_shape = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
-
-    # ----- weights ---------------------------------------------------------------------------
-    def add_weight(self, name=None, shape=(), initializer="glorot_uniform", trainable=True, dtype=None,
-                   regularizer=None, **_):
-        """Create, register and return a weight (trainable: ``nn.Parameter``; else a buffer).
-
-        Keras 2's ``add_weight(name, shape, ...)`` and Keras 3's ``add_weight(shape=..., initializer=...)``
-        (shape first, name optional: 'variable', 'variable_1', ...) both work.
-        ``regularizer`` (a trainable weight's penalty) is evaluated on the weight whenever ``losses`` is read."""
-        if name is not None and not isinstance(name, str):  # Keras 3: the shape given first, positionally
-            name, shape = None, name
-        if initializer is None:
-            initializer = "glorot_uniform"
-        if name is None:
-            taken = {n for n, _ in self._weight_specs}
-            name = next(n for n in ("variable", *(f"variable_{i}" for i in range(1, len(taken) + 2)))
-                        if n not in taken and n not in self.__dict__ and n not in self._modules)
-        regularizer = regularizers.get(regularizer)
-        if regularizer is not None and trainable:
-            self._weight_regularizers.append((name, regularizer))
-        dt = backend.as_dtype(dtype or self._dtype_policy.variable_dtype)
-        value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
-        if trainable:
-            self.register_parameter(name, KerasParameter(value, requires_grad=self.trainable))
-        else:
-            self.register_buffer(name, value)
-        self._weight_specs.append((name, bool(trainable)))
-        return getattr(self, name)
-
-    def _all_weights(self, parent_trainable=True):
-        """Yield ``(weight, is_trainable)`` for this layer's weights, then its sub-modules'.
-
-        A weight is the registered object itself: inside ``strategy.run`` a distributed variable
-        stays the variable (Keras lists variables, never a replica's copy, so an optimizer built
-        from ``trainable_variables`` in a replica sums across replicas). Layers inside torch
-        containers (``nn.ModuleList``: Sequential's and functional models' layers, lists of layers
-        in subclassed models) keep their own ``trainable`` flag."""
-        eff = parent_trainable and self._trainable
-        for attr, trainable in self._weight_specs:
-            yield self._registered_weight(attr), trainable and eff
-        for child in self._modules.values():
-            if child is not None:
-                yield from _module_weights(child, eff)
-
-    def _registered_weight(self, attr: str):
-        # dict.get reads the stored value: a replica-aware dict's [] would give a replica's copy.
-        for store in (self._parameters, self._buffers):
-            value = dict.get(store, attr)
-            if value is not None:
-                return value
-        return getattr(self, attr)   # a weight kept outside torch's dicts (e.g. a sharded variable)
-
-    def _unique(self, trainable_flag):
-        seen, out = set(), []
-        for w, t in self._all_weights():
-            if t == trainable_flag and id(w) not in seen:
-                seen.add(id(w))
-                out.append(w)
-        return out
-
-    @property
-    def trainable_weights(self) -> list:
-        return self._unique(True)
-
-    @property
-    def non_trainable_weights(self) -> list:
-        return self._unique(False)
-
-    @property
-    def weights(self) -> list:
-        """Trainable then non-trainable weights (Keras order); a variable split into shards by a
-        ParameterServerStrategy partitioner is listed shard by shard, as in TF."""
-        seen, out = set(), []
-        for w in self.trainable_weights + self.non_trainable_weights:
-            if id(w) not in seen:
-                seen.add(id(w))
-                out += w.variables if getattr(type(w), "_lists_shards", False) else [w]
-        return out
-
-    trainable_variables = trainable_weights
-    non_trainable_variables = non_trainable_weights
-    variables = weights
-
-    @property
-    def trainable(self) -> bool:
-        return self._trainable
-
-    @trainable.setter
-    def trainable(self, value: bool):
-        """Set the flag of this layer and of every layer inside it, as Keras does: a frozen model's
-        BatchNormalization then runs in inference mode (its moving statistics stay)."""
-        layers = list(self._sublayers_and_self())
-        for layer in layers:
-            layer._trainable = bool(value)
-        for layer in layers:
-            layer._refresh_requires_grad()
-
-    def _sublayers_and_self(self):
-        yield self
-        for m in self.modules():
-            if isinstance(m, Layer) and m is not self:
-                yield m
-
-    def _refresh_requires_grad(self):
-        """Frozen weights stop requiring gradients: autograd skips them, and a torch-style step
-        (``loss.backward()``) leaves their ``.grad`` None. A distributed variable's replica copies
-        follow it (they are what each replica differentiates)."""
-        trainable = {id(w) for w in self.trainable_weights}
-        for p in self.parameters():
-            flag = id(p) in trainable
-            p.requires_grad_(flag)
-            for copy in p.values if isinstance(p, DistributedVariable) else ():
-                copy.requires_grad_(flag)
-
-    def get_weights(self) -> list:
-        """Weights as numpy arrays, in ``weights`` order."""
-        return [np.array((w.detach().float() if w.dtype == torch.bfloat16 else w.detach()).cpu().numpy(), copy=True)
-                for w in self.weights]
-
-    def set_weights(self, weights) -> None:
-        """Assign numpy arrays to ``weights`` (same count and shapes, else ValueError listing all)."""
-        own = self.weights
-        weights = list(weights)
-        if len(weights) != len(own):
-            raise ValueError(
-                f'Layer "{self.name}" expects {len(own)} weight(s), but the weights list has {len(weights)}. '
-                f"Expected shapes: {[tuple(w.shape) for w in own]}."
-            )
-        bad = [(i, tuple(w.shape), tuple(np.shape(v))) for i, (w, v) in enumerate(zip(own, weights))
-               if tuple(w.shape) != tuple(np.shape(v))]
-        if bad:
-            lines = "; ".join(f"weight {i}: expected {e}, received {r}" for i, e, r in bad)
-            raise ValueError(f'Layer "{self.name}": weight shape mismatch ({lines}). No weight was changed.')
-        for w, v in zip(own, weights):   # every replica's copy of a distributed variable
-            backend.set_value(w, np.asarray(v))
-
-    def count_params(self) -> int:
-        """Number of scalars in all weights (the layer must be built)."""
-        if not self.built:
-            raise ValueError(
-                f"You tried to call `count_params` on layer '{self.name}', but the layer isn't built. "
-                "Build it first by calling it on data or with `build(input_shape)`."
-            )
-        return int(sum(w.numel() for w in self.weights))
 
     # ----- introspection ---------------------------------------------------------------------
     @property

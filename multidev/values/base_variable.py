@@ -1,0 +1,187 @@
+"""``md.Variable``: a ``torch.nn.Parameter`` with TensorFlow's ``assign`` API, and the conversion of
+initial values and assigned values to tensors (``_as_tensor``).
+
+Separate from the distributed forms (``distributed_variable.py``, ``variables.py``) because a plain
+variable knows nothing of replicas: outside a strategy this module is all ``md.Variable`` runs. Its
+constructor only asks the scope's strategy (through ``values/context``) to create a distributed
+variable instead. Import the public names from ``multidev.values.variables``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch._C import DisableTorchFunctionSubclass
+
+from multidev._core.enums import VariableAggregation, VariableSynchronization
+from multidev.values import context
+from multidev.values.distributed import DistributedValues
+
+_UPDATES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
+    "assign": lambda t, v: t.copy_(v),
+    "assign_add": lambda t, v: t.add_(v),
+    "assign_sub": lambda t, v: t.sub_(v),
+}
+
+
+def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.device | None = None) -> torch.Tensor:
+    if callable(value) and not isinstance(value, torch.Tensor):
+        value = value()
+    if isinstance(value, torch.Tensor):
+        out = value.detach()
+        if dtype is not None or device is not None:
+            out = out.to(dtype=dtype or out.dtype, device=device or out.device)
+        return out
+    if isinstance(value, DistributedValues):
+        raise TypeError(
+            f"Cannot create a variable from a distributed value {type(value).__name__}; "
+            "pass a tensor (e.g. one of strategy.experimental_local_results(value))."
+        )
+    try:
+        array = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - numpy raises many types
+        raise TypeError(
+            f"Cannot convert {value!r} to a tensor for a variable (ragged or non-numeric values are not "
+            "supported); pass a rectangular array or a tensor."
+        ) from exc
+    if array.dtype == object:
+        raise TypeError(f"Cannot convert {value!r} (ragged or non-numeric) to a tensor for a variable.")
+    out = torch.as_tensor(array)
+    if out.dtype == torch.float64 and dtype is None:
+        out = out.to(torch.float32)  # TF's default float dtype
+    return out.to(dtype=dtype or out.dtype, device=device)
+
+
+def _default_name() -> str:
+    """TensorFlow 2's eager default: every unnamed variable is ``Variable`` (``'Variable:0'``), not
+    uniquified (the notebook of seed 004 prints ``'Variable:0'`` for each of its variables)."""
+    return "Variable"
+
+
+class Variable(torch.nn.Parameter):
+    """A mutable tensor with TensorFlow's ``assign`` API (``tf.Variable``); a ``torch.nn.Parameter``.
+
+    Example:
+        >>> v = md.Variable(1.0)
+        >>> v.assign_add(2.0).numpy()
+        array(3., dtype=float32)
+    """
+
+    def __new__(
+        cls,
+        initial_value: Any = None,
+        trainable: bool | None = None,
+        name: str | None = None,
+        dtype: torch.dtype | None = None,
+        synchronization: VariableSynchronization | str | None = None,
+        aggregation: VariableAggregation | str | None = None,
+        shape: Any = None,
+    ):
+        if initial_value is None:
+            raise ValueError("md.Variable needs an initial_value (a tensor, array, number or a callable returning one).")
+        synchronization = VariableSynchronization.from_value(synchronization)
+        aggregation = VariableAggregation.from_value(aggregation)
+        if trainable is None:
+            trainable = synchronization is not VariableSynchronization.ON_READ
+        if cls is Variable:
+            strategy = context.current_scope_strategy()
+            if strategy is not None and strategy.extended.distributes_variables:
+                return strategy.extended.create_variable(
+                    initial_value, trainable=trainable, name=name, dtype=dtype,
+                    synchronization=synchronization, aggregation=aggregation,
+                )
+        data = _as_tensor(initial_value, dtype)
+        return cls._from_tensor(data, trainable=trainable, name=name,
+                                synchronization=synchronization, aggregation=aggregation)
+
+    def __init__(self, *args, **kwargs):  # __new__ did the work; Parameter has no __init__ of its own
+        pass
+
+    @classmethod
+    def _from_tensor(cls, data: torch.Tensor, *, trainable: bool, name: str | None,
+                     synchronization: VariableSynchronization, aggregation: VariableAggregation):
+        requires_grad = bool(trainable) and (data.is_floating_point() or data.is_complex())
+        self = torch.Tensor._make_subclass(cls, data, requires_grad)
+        self._md_name = name or _default_name()
+        self._md_trainable = bool(trainable)
+        self.synchronization = synchronization
+        self.aggregation = aggregation
+        return self
+
+    # --- TensorFlow's variable API ---------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self._md_name}:0"
+
+    @property
+    def trainable(self) -> bool:
+        return self._md_trainable
+
+    def read_value(self) -> torch.Tensor:
+        """A snapshot of the value (the calling replica's copy inside ``strategy.run``)."""
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            return self._read().clone()
+
+    @property
+    def value(self) -> "Variable":
+        """TensorFlow's ``v.value()`` (a snapshot: the variable is callable) and Keras 3's ``v.value``
+        (the variable itself: a torch-style step reads ``v.value.grad``, the calling replica's) in one."""
+        return self
+
+    def __call__(self) -> torch.Tensor:
+        return self.read_value()
+
+    def numpy(self) -> np.ndarray:
+        return self.read_value().cpu().numpy()
+
+    def __float__(self) -> float:  # like tf.Variable: a value, with no autograd warning
+        return float(self.read_value())
+
+    def __int__(self) -> int:
+        return int(self.read_value())
+
+    def assign(self, value: Any, use_locking: bool | None = None, name: str | None = None, read_value: bool = True):
+        """Set the value; returns the variable (TensorFlow returns the updated variable)."""
+        return self._update("assign", value)
+
+    def assign_add(self, delta: Any, use_locking: bool | None = None, name: str | None = None, read_value: bool = True):
+        return self._update("assign_add", delta)
+
+    def assign_sub(self, delta: Any, use_locking: bool | None = None, name: str | None = None, read_value: bool = True):
+        return self._update("assign_sub", delta)
+
+    # --- implementation ---------------------------------------------------------------------
+    def _read(self) -> torch.Tensor:
+        return self
+
+    def _update(self, op: str, value: Any):
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            _UPDATES[op](self, self._coerce(value, self))
+        return self
+
+    def _coerce(self, value: Any, like: torch.Tensor) -> torch.Tensor:
+        # The storage's torch device (a parameter-server variable's ``device`` is TF's name of its ps).
+        tensor = _as_tensor(value, like.dtype, torch.Tensor.device.__get__(like))
+        if tensor.shape != like.shape and torch.broadcast_shapes(tensor.shape, like.shape) != like.shape:
+            raise ValueError(
+                f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self.name!r} "
+                f"of shape {tuple(like.shape)}."
+            )
+        return tensor
+
+    def __repr__(self) -> str:
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            return _variable_repr(self.name, self._read())
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            "multidev variables are not picklable: save them with md.keras checkpoints "
+            "(safetensors) or take .numpy() / .read_value()."
+        )
+
+
+def _variable_repr(name: str, tensor: torch.Tensor) -> str:
+    dtype = str(tensor.dtype).replace("torch.", "")
+    return f"<md.Variable {name!r} shape={tuple(tensor.shape)} dtype={dtype}, numpy={tensor.detach().cpu().numpy()!r}>"

@@ -1,0 +1,232 @@
+"""``DistributedVariable``: a variable with one component (a leaf tensor) per replica, and
+``local_view``, what autograd sees of a variable in the calling replica.
+
+This is the replica-aware machinery that both distributed forms share: the components, which one an
+op sees (``__torch_function__``, ``_view_for``), the staleness check (``_sync_if_stale``,
+``_mark_synced``), writes to chosen replicas (``_apply_to``), ``grad``, ``deepcopy`` and the
+whole-variable ops (``requires_grad_``, ``.data = ...``). It is separate from ``variables.py``, which
+holds the two synchronization policies (``MirroredVariable``, ``SyncOnReadVariable``) built on it,
+and from ``base_variable.py``, the plain ``md.Variable``. Import the public names from
+``multidev.values.variables``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch._C import DisableTorchFunctionSubclass
+
+from multidev._core.enums import VariableAggregation, VariableSynchronization
+from multidev.values import context
+from multidev.values.base_variable import _UPDATES, Variable, _variable_repr
+from multidev.values.distributed import AnyDistributedValue
+from multidev.values.strategy_protocol import StrategyLike
+
+
+def _substitute(value: Any, replica_id: int | None) -> Any:
+    """Replace distributed variables in torch-function arguments by what ``replica_id`` should see."""
+    if isinstance(value, DistributedVariable):
+        return value._view_for(replica_id)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_substitute(v, replica_id) for v in value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, replica_id) for k, v in value.items()}
+    return value
+
+
+def local_view(tensor: Any) -> Any:
+    """What autograd sees for ``tensor`` here: a distributed variable's component for the calling
+    replica (its primary in cross-replica context); any other value unchanged."""
+    if isinstance(tensor, DistributedVariable):
+        return tensor._view_for(context.current_replica_id())
+    return tensor
+
+
+class DistributedVariable(Variable):
+    """A variable with one component per replica; abstract (Mirrored or SyncOnRead)."""
+
+    _strategy: StrategyLike   # the strategy whose scope created it
+    # Whether loss.backward() reduces this variable's gradients across replicas (distribute/backward_reduce.py):
+    # mirrored trainable variables, except Keras 3's (Keras's optimizer.apply sums them); set once hooked.
+    _reduce_in_backward = True
+    _backward_hooked = False
+
+    @classmethod
+    def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
+                trainable: bool, name: str | None, synchronization: VariableSynchronization,
+                aggregation: VariableAggregation, share_storage: bool = False):
+        """Make the variable with its storage on ``devices[0]`` and one component per device.
+
+        ``share_storage`` makes every component alias the one storage (CentralStorageStrategy).
+        """
+        primary = data.detach().to(devices[0])
+        self = cls._from_tensor(primary, trainable=trainable, name=name,
+                                synchronization=synchronization, aggregation=aggregation)
+        self._strategy = strategy
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            components = [self.detach()]
+            for device in devices[1:]:
+                components.append(self.detach() if share_storage else self.detach().to(device, copy=True))
+            for c in components:
+                c.requires_grad_(self.requires_grad)
+        self._components = tuple(components)
+        self._share_storage = share_storage
+        self._synced_version = components[0]._version
+        return self
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        whole = _WHOLE_VARIABLE.get(func) if args and isinstance(args[0], DistributedVariable) else None
+        if whole is not None:   # a property of the variable, not of one replica's copy
+            return whole(*args, **(kwargs or {}))
+        replica_id = context.current_replica_id()
+        args = _substitute(args, replica_id)
+        kwargs = _substitute(kwargs, replica_id) if kwargs else {}
+        with DisableTorchFunctionSubclass():
+            return func(*args, **kwargs)
+
+    @property
+    def values(self) -> tuple:
+        """The per-replica components, in replica order."""
+        return self._components
+
+    @property
+    def distribute_strategy(self) -> StrategyLike:
+        """The strategy whose scope created the variable (``tf.distribute.DistributedValues``'s)."""
+        return self._strategy
+
+    def _copy_variable(self, replica_id: int) -> Variable:
+        """Replica ``replica_id``'s copy as an ``md.Variable`` sharing its storage (what
+        ``extended.update`` hands its function, as TensorFlow hands it the component variable)."""
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            storage = self._components[replica_id].detach()
+        name = self._md_name if replica_id == 0 else f"{self._md_name}/replica_{replica_id}"
+        return Variable._from_tensor(storage, trainable=False, name=name, synchronization=self.synchronization,
+                                     aggregation=self.aggregation)
+
+    def _replica_result(self, replica_id: int) -> torch.Tensor:
+        """What a write in replica context returns: the replica's copy, read when used (TensorFlow
+        returns a per-replica value, so ``strategy.run(lambda: v.assign_add(1.))`` is a PerReplica)."""
+        return self._components[replica_id].detach()
+
+    @property
+    def grad(self):
+        replica_id = context.current_replica_id()
+        return self._components[0 if replica_id is None else replica_id].grad
+
+    @grad.setter
+    def grad(self, value):
+        replica_id = context.current_replica_id()
+        if replica_id is not None:
+            self._components[replica_id].grad = value
+            return
+        for c in self._components:
+            c.grad = None if value is None else value.to(c.device, copy=c is not self._components[0])
+
+    def _local(self, replica_id: int) -> torch.Tensor:
+        return self._components[replica_id]
+
+    def _reduce_parts(self) -> list | None:
+        """What ``strategy.reduce`` combines: every replica's copy (None: reduce it as a plain tensor)."""
+        return list(self._components)
+
+    def _view_for(self, replica_id: int | None) -> torch.Tensor:
+        """What an op sees: the replica's component, or in cross-replica context the primary."""
+        if replica_id is None:
+            return self
+        return self._components[replica_id]
+
+    def _read(self) -> torch.Tensor:
+        return self._view_for(context.current_replica_id())
+
+    def _sync_if_stale(self) -> None:
+        """Copy the primary into the other components if it was written outside our update paths
+        (``load_state_dict``, in-place edits in cross-replica context, initialisers)."""
+        version = self._components[0]._version
+        if version == self._synced_version:
+            return
+        if not self._share_storage:
+            with torch.no_grad():
+                for c in self._components[1:]:
+                    c.copy_(self._components[0], non_blocking=True)
+        self._synced_version = version
+
+    def _mark_synced(self) -> None:
+        self._synced_version = self._components[0]._version
+
+    def _apply_to(self, replica_ids: Sequence[int], op: str, value: Any) -> None:
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            targets = [self._components[r] for r in replica_ids]
+            if self._share_storage:
+                targets = targets[:1]
+            for target in targets:
+                _UPDATES[op](target, self._coerce(value, target))
+        if 0 in replica_ids:
+            self._mark_synced()
+
+    def __repr__(self) -> str:
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            parts = []
+            for i, c in enumerate(self._components):
+                name = self.name if i == 0 else f"{self._md_name}/replica_{i}:0"
+                parts.append(f"  {i}: {_variable_repr(name, c)}")
+        body = ",\n".join(parts)
+        return f"{type(self).__name__}:{{\n{body}\n}}"
+
+    def __deepcopy__(self, memo):
+        """A new distributed variable of the same strategy holding copies of every component
+        (torch modules deep-copy their layers, e.g. ``nn.TransformerEncoder``)."""
+        if id(self) in memo:
+            return memo[id(self)]
+        self._sync_if_stale()
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            new = self._strategy.extended.create_distributed_variable(
+                self._components[0].detach().clone(), trainable=self._md_trainable, name=self._md_name,
+                synchronization=self.synchronization, aggregation=self.aggregation)
+            for mine, theirs in zip(new._components, self._components):
+                if mine.data_ptr() != new._components[0].data_ptr() or mine is new._components[0]:
+                    mine.copy_(theirs)
+        new._mark_synced()
+        memo[id(self)] = new
+        return new
+
+
+def _requires_grad_(var: DistributedVariable, requires_grad: bool = True) -> DistributedVariable:
+    """``requires_grad_`` / ``p.requires_grad = ...``: every replica's copy follows (freezing a layer
+    after the scope freezes it on every replica, as on one device)."""
+    with DisableTorchFunctionSubclass():
+        torch.Tensor.requires_grad_(var, requires_grad)
+        for c in var._components:
+            c.requires_grad_(requires_grad)
+    return var
+
+
+def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
+    """``p.data = t`` (what ``module.double()``, ``.half()``, ``.to(dtype)`` do to each parameter):
+    every replica's copy takes the new value and dtype, on its own device."""
+    if value is var:
+        return
+    with DisableTorchFunctionSubclass():
+        new = value.detach()
+        primary = var._components[0]
+        if new.device != primary.device:
+            raise ValueError(
+                f"Cannot move {var.name!r} (created in {type(var._strategy).__name__}.scope()) from {primary.device} "
+                f"to {new.device}: the strategy places each replica's copy on its own device. Convert dtypes "
+                "freely (model.double()), but leave devices to the strategy (drop the .to(device)/.cuda() call).")
+        torch.Tensor.data.__set__(var, new)
+        primary.data = torch.Tensor.data.__get__(var)
+        for c in var._components[1:]:
+            c.data = primary.data if var._share_storage else new.to(c.device, copy=True)
+    var._mark_synced()
+
+
+_WHOLE_VARIABLE: dict = {
+    torch.Tensor.requires_grad_: _requires_grad_,
+    torch.Tensor.requires_grad.__set__: _requires_grad_,
+    torch.Tensor.data.__set__: _set_data,
+}
+
+
+AnyDistributedValue.register(DistributedVariable)   # isinstance(v, md.distribute.DistributedValues), as TF
