@@ -31,14 +31,13 @@ Example (what runs when a replica calls ``opt.step()``)::
 
     plan = _plan_for(opt)                      # once per optimizer and set of variables
     twin = plan.twin_for(opt, replica_id)      # groups of this replica's tensors, lr synced
-    plan.engine.apply(replica_id, plan.engine.reduce(replica_id, grads), set_grads)
+    plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))   # sums as .grad
     type(opt).step(twin)                       # torch's own update, on plain tensors
     plan.engine.publish(replica_id)
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from collections import OrderedDict, abc, defaultdict
@@ -50,7 +49,6 @@ from torch.optim import optimizer as torch_optimizer
 from multidev.distribute import replica_update
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import current_replica_id as _replica_id, replica_env as _replica_env
-from multidev.values.gradients import SummedGrads
 from multidev.values.variables import DistributedVariable
 
 
@@ -124,7 +122,7 @@ class _Plan:
         self.engine = replica_update.choose(params, self.strategy, elementwise=replica_update.is_elementwise(optimizer))
         # Each variable updated on one replica: one state, the user's (no copies to keep in step).
         self.one_state = len(self.devices) == 1 or self.engine.updates_once
-        self._released: list[list[tuple]] = [[] for _ in self.devices]   # (tensor, its summed .grad) per replica
+        self.refs = [[local_copy(p, r) for p in params] for r in range(len(self.devices))]   # per replica
         self.lock = threading.Lock()
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
@@ -174,25 +172,6 @@ class _Plan:
     def _note_synced(self, state: dict) -> None:
         self._synced = {id(p): state.get(p) for p in self.params}
         self._synced_len = len(state)
-
-    def set_grads(self, replica_id: int, given: Any, summed: tuple) -> None:
-        """The update rule ``replica_update`` applies: the sums become the twin's ``.grad`` (None: torch
-        skips the tensor). Gradients ``loss.backward()`` summed that this replica does not apply come back
-        after the step (``restore_grads``), as DDP leaves them."""
-        refs = self.engine.refs(replica_id)
-        keep = isinstance(given, SummedGrads)
-        released = []
-        for t, g, old in zip(refs, summed, given.tensors):
-            if g is not old:
-                t.grad = g
-                if keep and g is None:
-                    released.append((t, old))
-        self._released[replica_id] = released
-
-    def restore_grads(self, replica_id: int) -> None:
-        for t, g in self._released[replica_id]:
-            t.grad = g
-        self._released[replica_id] = []
 
     def after_step(self, replica_id: int) -> None:
         """Replica 0 notes entries its step created in the user's state (the replicas with their own
@@ -277,9 +256,8 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
     twin = plan.twin_for(optimizer, replica_id)
     # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
     kind = _replica_env().replica_step.gradients
-    grads = kind(tuple(t.grad for t in plan.engine.refs(replica_id)))
-    summed = plan.engine.reduce(replica_id, grads)
-    plan.engine.apply(replica_id, summed, functools.partial(plan.set_grads, replica_id, grads))
+    grads = kind(tuple(t.grad for t in plan.refs[replica_id]))
+    plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))
     return (twin,) + tuple(args[1:]), kwargs
 
 
@@ -303,7 +281,6 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
         return
     replica_id = _replica_id()
     plan.engine.publish(replica_id)
-    plan.restore_grads(replica_id)
     plan.after_step(replica_id)
 
 

@@ -37,6 +37,7 @@ Example (what every front end does, for replica ``r``)::
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import torch
@@ -110,6 +111,7 @@ class UpdatePlan:
         self.strategy = strategy
         self._distributed = [p for p in self.params if isinstance(p, DistributedVariable)]
         self._refs: dict[int, list] = {}
+        self._released: dict[int, list] = {}   # replica -> [(tensor, its summed .grad)] set aside by apply_as_grads
 
     def refs(self, replica_id: int | None) -> list:
         """Replica ``replica_id``'s tensors of the params (None: replica 0's)."""
@@ -133,8 +135,33 @@ class UpdatePlan:
         _require(summed, SummedGrads, "apply")
         rule(summed.tensors)
 
+    def apply_as_grads(self, replica_id: int | None, given: LocalGrads | SummedGrads, summed: SummedGrads) -> None:
+        """``apply`` whose rule makes the sums this replica's copies' ``.grad`` (None: a ``torch.optim`` step
+        then skips the tensor). Summed gradients ``given`` held that this replica does not apply come back
+        in ``publish``, as DDP leaves them."""
+        self.apply(replica_id, summed, functools.partial(self._set_grads, replica_id, given))
+
+    def _set_grads(self, replica_id: int | None, given: Any, tensors: tuple) -> None:
+        keep = isinstance(given, SummedGrads)
+        released = []
+        for t, g, old in zip(self.refs(replica_id), tensors, given.tensors):
+            if g is not old:
+                t.grad = g
+                if keep and g is None:
+                    released.append((t, old))
+        if released:
+            self._released[replica_id or 0] = released
+
     def publish(self, replica_id: int | None) -> None:
+        """Make the update every replica's (the plan's ``_publish``), then finish the step."""
+        self._publish(replica_id)
+        released = self._released.pop(replica_id or 0, None)
+        for t, g in released or ():
+            t.grad = g
         self._mark_synced(replica_id)
+
+    def _publish(self, replica_id: int | None) -> None:
+        """Nothing to copy: every replica updated its own copies (or there is one)."""
 
     def step(self, replica_id: int | None, grads: LocalGrads | SummedGrads, rule: Rule) -> None:
         self.apply(replica_id, self.reduce(replica_id, grads), rule)
@@ -185,9 +212,8 @@ class SharedStoragePlan(BucketPlan):
             grads = self.sum_all(replica_id, grads)
         return grads if replica_id == 0 else SummedGrads((None,) * len(grads.tensors))
 
-    def publish(self, replica_id: int) -> None:
-        self._meet(replica_id, "after")
-        self._mark_synced(replica_id)
+    def _publish(self, replica_id: int) -> None:
+        self._meet(replica_id, "after")   # nobody reads the one storage before replica 0 wrote it
 
 
 class SplitPlan(BucketPlan):
@@ -245,11 +271,10 @@ class SplitPlan(BucketPlan):
         self._updated[replica_id] = [i for i in self._publishing[replica_id] if summed.tensors[i] is not None]
         rule(summed.tensors)
 
-    def publish(self, replica_id: int) -> None:
+    def _publish(self, replica_id: int) -> None:
         """Copy this replica's updated variables out, then meet: the step ends when every copy is written."""
         self._copy_out(replica_id)
         self._meet(replica_id, "after")
-        self._mark_synced(replica_id)
 
     def _copy_out(self, r: int) -> None:
         """Copy this replica's freshly updated variables (and their extra state) into the other copies."""

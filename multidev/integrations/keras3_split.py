@@ -45,15 +45,15 @@ def add_variable_from_reference(original: Any, optimizer: Any, reference_variabl
 
 
 def _eligible(optimizer: Any) -> bool:
-    return (replica_update.is_elementwise(optimizer) and not optimizer.global_clipnorm
-            and not optimizer.gradient_accumulation_steps and not optimizer.use_ema)
+    """Keras's options that need every gradient (or more than one step) before the update: no split."""
+    return not optimizer.global_clipnorm and not optimizer.gradient_accumulation_steps and not optimizer.use_ema
 
 
 def _make_plan(optimizer: Any, variables: Sequence[Any], strategy: Any, eligible: bool) -> replica_update.UpdatePlan:
     params = [v._value for v in variables]
     recorded = _slots.get(optimizer, {})
     slots = [[s._value for s in recorded.get(id(v), [])] for v in variables]
-    splits = (eligible and len(variables) >= strategy.num_replicas_in_sync
+    splits = (eligible and replica_update.is_elementwise(optimizer) and len(variables) >= strategy.num_replicas_in_sync
               and all(isinstance(s, DistributedVariable) for group in slots for s in group))
     return replica_update.choose(params, strategy, elementwise=splits, extra=slots, idle_fallback=True)
 

@@ -43,6 +43,7 @@ class ReplicaRules:
         self.strategy: Any = None        # the variables' strategy; None: no distributed variable
         self.rules: list[torch.optim.Optimizer] = []
         self._runs: list[Callable[[], Any]] = []   # per replica: its rule's update
+        self._refs: list[list[torch.Tensor]] = []    # per replica: its copies of the variables
         self.plan: replica_update.UpdatePlan = replica_update.IDENTITY
 
     def tracks(self, variables: list) -> bool:
@@ -64,7 +65,8 @@ class ReplicaRules:
         out._position = {id(v): i for i, v in enumerate(out.variables)}
         out.strategy = replica_update.strategy_of(out.variables, "The optimizer")
         n = 1 if out.strategy is None else out.strategy.extended.num_local_replicas
-        out.rules = [make_rule([local_copy(v, r) for v in out.variables]) for r in range(n)]
+        out._refs = [[local_copy(v, r) for v in out.variables] for r in range(n)]
+        out.rules = [make_rule(list(refs)) for refs in out._refs]
         # Under a strategy a Keras rule updates without torch's step hooks (nothing of them is needed);
         # plain variables step through them (ParameterServerStrategy pushes its gradients from one).
         out._runs = [r.apply_update if out.strategy is not None and isinstance(r, KerasRule) else r.step
@@ -91,16 +93,15 @@ class ReplicaRules:
     def run_rule(self, replica_id: int | None, lr: float, decay: float, tensors: tuple) -> None:
         """The update the plan applies in replica ``replica_id``: ``tensors`` become its copies' ``.grad``
         (None: skipped), then its rule steps at rate ``lr`` with Keras's weight decay."""
-        r = replica_id or 0
-        rule = self.rules[r] if self.strategy is not None else self.rules[0]
-        for group in rule.param_groups:
+        r = (replica_id or 0) if self.strategy is not None else 0
+        for group in self.rules[r].param_groups:
             group["lr"] = lr
             group["weight_decay"] = decay
-        for target, g in zip(self.plan.refs(replica_id), tensors):
+        for target, g in zip(self._refs[r], tensors):
             if g is not None and g.dtype != target.dtype:
                 g = g.to(target.dtype)
             target.grad = None if g is None else g.detach()
-        self._runs[r if self.strategy is not None else 0]()
+        self._runs[r]()
 
     def owner(self, index: int) -> int:
         return 0 if self.plan.owners is None else self.plan.owners[index]
