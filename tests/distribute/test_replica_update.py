@@ -2,11 +2,15 @@
 gets, that gradients are summed exactly once on the Keras path (sum, clip, apply) and the torch path
 (the step hooks), and that summed-or-not is a type the engine checks."""
 
+import time
+
 import pytest
 import torch
 
 import multidev as md
-from multidev.values.gradients import LocalGrads
+from multidev.distribute import replica_update
+from multidev.distribute.replica_update import local_copy
+from multidev.values.gradients import LocalGrads, SummedGrads
 from multidev.distribute.optimizer_hooks import update_plan
 
 PR = md.distribute.PerReplica
@@ -162,3 +166,112 @@ def test_lr_scheduler_reaches_every_replica(make_opt):
     for p, e in zip(model.parameters(), ref_model.parameters()):
         for component in p.values:
             torch.testing.assert_close(component.detach(), e.detach(), rtol=0, atol=0)
+
+
+# --- the engine's contract: types, ordering, in-place sums --------------------------------------------
+
+def _split_plan(strategy):
+    with strategy.scope():
+        a = md.Variable(torch.zeros(4, dtype=torch.float64))
+        b = md.Variable(torch.zeros(3, dtype=torch.float64))
+    plan = replica_update.choose([a, b], strategy, elementwise=True)
+    return plan, (a, b)
+
+
+@pytest.mark.parametrize("make_plan", [lambda: replica_update.IDENTITY, lambda: _split_plan(_mirrored())[0],
+                                       lambda: replica_update.choose(_split_plan(_central())[1], _central(),
+                                                                     elementwise=False)],
+                         ids=["identity", "split", "shared_storage"])
+def test_apply_refuses_local_gradients_and_apply_own_refuses_summed(make_plan):
+    plan = make_plan()
+    applied = []
+    with pytest.raises(TypeError, match="apply takes SummedGrads, got LocalGrads"):
+        plan.apply(0, LocalGrads((torch.ones(4),)), applied.append)
+    with pytest.raises(TypeError, match="apply_own takes LocalGrads, got SummedGrads"):
+        plan.apply_own(0, SummedGrads((torch.ones(4),)), applied.append)
+    with pytest.raises(TypeError, match="sum_all takes LocalGrads, got SummedGrads"):
+        plan.sum_all(0, SummedGrads((torch.ones(4),)))
+    assert applied == [], "nothing was applied"
+
+
+def test_each_front_end_gets_its_plan_for_each_strategy():
+    for make_strategy, expected in ((_mirrored, "SplitPlan"), (_central, "SharedStoragePlan"),
+                                    (lambda: md.distribute.OneDeviceStrategy("/cpu:0"), "UpdatePlan")):
+        strategy = make_strategy()
+        with strategy.scope():
+            w = md.Variable(torch.zeros(3))
+            opt = md.keras.optimizers.Adam(0.1)
+        assert type(opt._update_plan([w])).__name__ == expected, expected
+        assert opt._update_plan([w]) is opt._update_plan([w]), "chosen once and cached"
+    strategy = _mirrored()
+    _, variables = _split_plan(strategy)
+    assert type(replica_update.choose(variables, strategy, elementwise=False)).__name__ == "BucketPlan"
+
+
+def test_summed_gradients_meet_before_an_owner_writes_another_replicas_copy():
+    """SummedGrads need no exchange, so nothing else makes the replicas meet: replica 1 arrives late, and
+    replica 0 (an owner) must not have written replica 1's copies while replica 1 could still read them."""
+    strategy = _mirrored()
+    plan, variables = _split_plan(strategy)
+    assert type(plan).__name__ == "SplitPlan" and sorted(set(plan.owners)) == [0, 1]
+    seen = {}
+
+    def step():
+        r = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+        if r == 1:
+            time.sleep(0.3)   # replica 0 reaches the step first and would publish now
+        seen[r] = [local_copy(v, r).detach().clone() for v in variables]   # read just before the step
+
+        def rule(tensors):
+            with torch.no_grad():
+                for v, g in zip(variables, tensors):
+                    if g is not None:
+                        local_copy(v, r).sub_(g)
+
+        plan.step(r, SummedGrads(tuple(torch.ones_like(v, dtype=torch.float64) for v in variables)), rule)
+
+    strategy.run(step)
+    for r in (0, 1):
+        assert all(float(t.abs().max()) == 0.0 for t in seen[r]), f"replica {r} read a copy written before its step"
+    for v in variables:
+        for component in v.values:
+            assert component.detach().tolist() == [-1.0] * v.numel(), "every copy updated once, by its owner"
+
+
+def test_split_sums_in_place_only_into_the_copies_own_grad():
+    """In place (as DDP, no allocation a step) only where a gradient is the replica copy's own ``.grad``;
+    a tensor the caller made (md.keras's apply_gradients) is summed into a new one and left as it was."""
+    strategy = _mirrored()
+    plan, (a, b) = _split_plan(strategy)
+    kept, applied = {}, {}
+
+    def step():
+        r = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+        own = local_copy(a, r)
+        own.grad = torch.full((4,), float(r + 1), dtype=torch.float64)
+        callers = torch.full((3,), float(r + 1), dtype=torch.float64)
+        plan.step(r, LocalGrads((own.grad, callers)), lambda tensors: applied.__setitem__(r, tensors))
+        kept[r] = (own.grad, callers)
+
+    strategy.run(step)
+    owner_a, owner_b = plan.owners
+    assert owner_a != owner_b
+    assert kept[owner_a][0].tolist() == [3.0] * 4 and applied[owner_a][0] is kept[owner_a][0], "summed in place"
+    assert kept[owner_b][0].tolist() == [float(owner_b + 1)] * 4, "a replica's own gradient it does not apply"
+    assert applied[owner_b][1].tolist() == [3.0] * 3 and applied[owner_a][1] is None
+    assert [kept[r][1].tolist() for r in (0, 1)] == [[1.0] * 3, [2.0] * 3], "the caller's tensors unchanged"
+
+    with strategy.scope():
+        w = md.Variable(torch.zeros(2, dtype=torch.float64))
+        opt = md.keras.optimizers.SGD(1.0)
+    given = {}
+
+    def keras_step():
+        r = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+        given[r] = torch.full((2,), float(r + 1), dtype=torch.float64)
+        opt.apply_gradients([(given[r], w)])
+
+    strategy.run(keras_step)
+    assert type(opt._update_plan([w])).__name__ == "SplitPlan"
+    assert given[0].tolist() == [1.0, 1.0] and given[1].tolist() == [2.0, 2.0], "the caller's gradients unchanged"
+    assert [c.detach().tolist() for c in w.values] == [[-3.0, -3.0]] * 2
