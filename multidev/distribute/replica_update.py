@@ -110,6 +110,7 @@ class UpdatePlan:
         self.params = list(params)
         self.strategy = strategy
         self._distributed = [p for p in self.params if isinstance(p, DistributedVariable)]
+        self._position = {id(p): i for i, p in enumerate(self.params)}
         self._refs: dict[int, list] = {}
         self._released: dict[int, list] = {}   # replica -> [(tensor, its summed .grad)] set aside by apply_as_grads
 
@@ -121,15 +122,32 @@ class UpdatePlan:
             refs = self._refs[r] = [local_copy(p, r) for p in self.params]
         return refs
 
-    # --- the stages ------------------------------------------------------------------------------
-    def sum_all(self, replica_id: int | None, grads: LocalGrads) -> SummedGrads:
-        """Every sum on every replica (before clipping or a finite check, which need them all)."""
-        _require(grads, LocalGrads, "sum_all")
-        return SummedGrads(grads.tensors)
+    def _order(self, variables: Sequence[Any] | None) -> list[int] | None:
+        """The params' indices of ``variables`` (gradients handed in that order); None: all, in order."""
+        return None if variables is None else [self._position[id(v)] for v in variables]
 
-    def reduce(self, replica_id: int | None, grads: LocalGrads | SummedGrads) -> SummedGrads:
-        """The sums this replica applies."""
-        return grads if isinstance(grads, SummedGrads) else self.sum_all(replica_id, grads)
+    def _spread(self, grads: Any, order: list[int] | None) -> Any:
+        """``grads`` (in ``order``) as the same type aligned with the params (None where not given)."""
+        if order is None:
+            return grads
+        tensors: list = [None] * len(self.params)
+        for i, g in zip(order, grads.tensors):
+            tensors[i] = g
+        return type(grads)(tuple(tensors))
+
+    # --- the stages (``variables``: the gradients are of these params, in this order; default all) ------
+    def sum_all(self, replica_id: int | None, grads: LocalGrads, variables: Sequence[Any] | None = None) -> SummedGrads:
+        """Every sum on every replica (before clipping or a finite check, which need them all), aligned
+        with the params."""
+        _require(grads, LocalGrads, "sum_all")
+        return SummedGrads(self._spread(grads, self._order(variables)).tensors)
+
+    def reduce(self, replica_id: int | None, grads: LocalGrads | SummedGrads,
+               variables: Sequence[Any] | None = None) -> SummedGrads:
+        """The sums this replica applies, aligned with the params."""
+        if isinstance(grads, SummedGrads):
+            return self._spread(grads, self._order(variables))
+        return self.sum_all(replica_id, grads, variables)
 
     def apply(self, replica_id: int | None, summed: SummedGrads, rule: Rule) -> None:
         _require(summed, SummedGrads, "apply")
@@ -163,14 +181,16 @@ class UpdatePlan:
     def _publish(self, replica_id: int | None) -> None:
         """Nothing to copy: every replica updated its own copies (or there is one)."""
 
-    def step(self, replica_id: int | None, grads: LocalGrads | SummedGrads, rule: Rule) -> None:
-        self.apply(replica_id, self.reduce(replica_id, grads), rule)
+    def step(self, replica_id: int | None, grads: LocalGrads | SummedGrads, rule: Rule,
+             variables: Sequence[Any] | None = None) -> None:
+        self.apply(replica_id, self.reduce(replica_id, grads, variables), rule)
         self.publish(replica_id)
 
-    def apply_own(self, replica_id: int | None, grads: LocalGrads, rule: Rule) -> None:
+    def apply_own(self, replica_id: int | None, grads: LocalGrads, rule: Rule,
+                  variables: Sequence[Any] | None = None) -> None:
         """Each replica applies its own gradients to its own copies (``skip_gradients_aggregation``)."""
         _require(grads, LocalGrads, "apply_own")
-        rule(grads.tensors)
+        rule(self._spread(grads, self._order(variables)).tensors)
         self._mark_synced(replica_id)
 
     def _mark_synced(self, replica_id: int | None) -> None:
@@ -189,12 +209,18 @@ class BucketPlan(UpdatePlan):
         self.group = strategy.extended.replica_group
         self._buckets = GradientBuckets(self.group.bucket_bytes)
 
-    def sum_all(self, replica_id: int | None, grads: LocalGrads) -> SummedGrads:
+    def sum_all(self, replica_id: int | None, grads: LocalGrads, variables: Sequence[Any] | None = None) -> SummedGrads:
+        """Packed in the caller's order: the cross-process all-reduce's summation order (its float
+        reassociation) then follows the program, not how the optimizer happened to be built."""
         _require(grads, LocalGrads, "sum_all")
+        order = self._order(variables)
         ctx = current_replica_context()
         if ctx is None:   # cross-replica: nothing to sum (a step there is refused)
-            return SummedGrads(grads.tensors)
-        return SummedGrads(tuple(self._buckets.all_reduce(ctx, self.refs(replica_id), grads.tensors, ReduceOp.SUM)))
+            return SummedGrads(self._spread(grads, order).tensors)
+        refs = self.refs(replica_id)
+        refs = refs if order is None else [refs[i] for i in order]
+        summed = SummedGrads(tuple(self._buckets.all_reduce(ctx, refs, grads.tensors, ReduceOp.SUM)))
+        return self._spread(summed, order)
 
     def _meet(self, replica_id: int, name: str) -> None:
         self.group.barrier(replica_id, f"replica_update.{name}")
@@ -205,11 +231,11 @@ class SharedStoragePlan(BucketPlan):
 
     updates_once = True
 
-    def reduce(self, replica_id: int, grads: LocalGrads | SummedGrads) -> SummedGrads:
+    def reduce(self, replica_id: int, grads: LocalGrads | SummedGrads,
+               variables: Sequence[Any] | None = None) -> SummedGrads:
         if isinstance(grads, SummedGrads):
             self._meet(replica_id, "before")   # no collective made the replicas meet before replica 0 writes
-        else:
-            grads = self.sum_all(replica_id, grads)
+        grads = super().reduce(replica_id, grads, variables)
         return grads if replica_id == 0 else SummedGrads((None,) * len(grads.tensors))
 
     def _publish(self, replica_id: int) -> None:
@@ -236,8 +262,10 @@ class SplitPlan(BucketPlan):
         self._publishing: list[list[int]] = [[] for _ in range(n)]
         self._updated: list[list[int]] = [[] for _ in range(n)]
 
-    def reduce(self, replica_id: int, grads: LocalGrads | SummedGrads) -> SummedGrads:
+    def reduce(self, replica_id: int, grads: LocalGrads | SummedGrads,
+               variables: Sequence[Any] | None = None) -> SummedGrads:
         r, refs = replica_id, self.refs(replica_id)
+        grads = self._spread(grads, self._order(variables))
         out: list = [None] * len(self.params)
         for i in self._shared:
             out[i] = grads.tensors[i]

@@ -190,7 +190,7 @@ class Optimizer:
         Returns ``(summed gradient, variable)`` pairs."""
         variables = [v for _, v in grads_and_vars]
         plan = self._update_plan(variables)
-        summed = plan.sum_all(current_replica_id(), self._rules.align(_grads(grads_and_vars, LocalGrads), variables))
+        summed = plan.sum_all(current_replica_id(), _grads(grads_and_vars, LocalGrads), variables)
         return [(summed.tensors[self._rules.position(v)], v) for v in variables]
 
     def _clip(self, grads_and_vars):
@@ -227,11 +227,10 @@ class Optimizer:
                 "is updated.")
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
-        grads = rules.align(grads, variables)
         if own:
-            plan.apply_own(replica, grads, run)
+            plan.apply_own(replica, grads, run, variables)
         else:
-            plan.step(replica, grads, run)
+            plan.step(replica, grads, run, variables)
         for v in variables:
             v.grad = None
         self._increment_iterations()

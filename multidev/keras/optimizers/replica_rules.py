@@ -17,12 +17,11 @@ without a split update), keyed by the variable.
 Example (what ``Optimizer._apply`` does in one replica, ``r``)::
 
     rules = rules.with_variables(variables, make_rule)   # once: every replica's rule, the plan
-    rules.plan.step(r, rules.align(grads, variables), functools.partial(rules.run_rule, r, lr, decay))
+    rules.plan.step(r, grads, functools.partial(rules.run_rule, r, lr, decay), variables)
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable, Iterator
 
 import torch
@@ -80,15 +79,6 @@ class ReplicaRules:
     def rule_for(self, replica_id: int | None) -> torch.optim.Optimizer:
         """The calling replica's rule (replica 0's in cross-replica context or without a strategy)."""
         return self.rules[replica_id or 0] if self.strategy is not None else self.rules[0]
-
-    def align(self, grads: Any, variables: list) -> Any:
-        """``grads`` (of ``variables``) as the same type over every tracked variable (None: no gradient)."""
-        if len(variables) == len(self.variables) and all(v is w for v, w in zip(variables, self.variables)):
-            return grads
-        tensors: list = [None] * len(self.variables)
-        for g, v in zip(grads.tensors, variables):
-            tensors[self._position[id(v)]] = g
-        return dataclasses.replace(grads, tensors=tuple(tensors))
 
     def run_rule(self, replica_id: int | None, lr: float, decay: float, tensors: tuple) -> None:
         """The update the plan applies in replica ``replica_id``: ``tensors`` become its copies' ``.grad``
