@@ -1,8 +1,6 @@
 """How far a gradient travels through multidev's code in one training step: hop counts, measured.
 
-    python -m multidev.bench.update_hops            # a table: hops, files, back-and-forth pairs
-    python -m multidev.bench.update_hops --list     # and every hop, in call order
-    python -m multidev.bench.update_hops --json     # the machine-readable report
+    python -m multidev.bench.update_hops [--list] [--json]   # a table (--list: every hop, in call order)
 
 It runs in its own interpreter (it configures 2 logical CPU devices, which a process does once)
 three training programs on ``MirroredStrategy(["/cpu:0", "/cpu:1"])``:
@@ -44,12 +42,9 @@ Definitions (issue 26 item 5 compares the figures with a target, so they are exa
   **back and forth**: file pairs with a crossing each way (a callback, such as the combine function a
   collective's last arrival runs for the others, is a crossing back).
 
-A region that never closes (the optimizer's update method renamed, or no longer called) stops the
-tool with an error rather than measuring something else.
-
-The target of issue 26 is at most 10 hops per scenario and no back-and-forth pair
-(tests/api/test_update_hops.py). The recorder is ``sys.setprofile``/``threading.setprofile``; it
-records only in the armed step, and the figures do not depend on timing or on which replica is last.
+A region that never closes (the update method renamed) is an error, not a measurement. Target (issue 26,
+tests/api/test_update_hops.py): at most 10 hops per scenario, no back-and-forth pair. Recorded with
+``sys.setprofile``/``threading.setprofile`` in the armed step only; the figures do not depend on timing.
 """
 
 from __future__ import annotations

@@ -73,6 +73,14 @@ class Rendezvous:
             self._raise_if_failed()
             raise AssertionError("unreachable")  # pragma: no cover
 
+    def share(self, replica_id: int, signature: tuple, payload: Any) -> list:
+        """Every replica's ``payload`` in replica order, returned on every replica."""
+        return self.exchange(replica_id, signature, payload, _everyone)
+
+    def barrier(self, replica_id: int, name: str) -> None:
+        """Wait until every replica reached this point."""
+        self.exchange(replica_id, ("barrier", name), None, _nothing)
+
     def replica_finished(self, replica_id: int) -> None:
         """Called when a replica's function returned: replicas waiting for it must not hang."""
         with self._cond:
@@ -144,3 +152,11 @@ class Rendezvous:
 def _describe(signature: tuple) -> str:
     name, *detail = signature
     return f"{name}({', '.join(str(d) for d in detail)})"
+
+
+def _everyone(payloads: list) -> list:
+    return [payloads] * len(payloads)
+
+
+def _nothing(payloads: list) -> list:
+    return [None] * len(payloads)

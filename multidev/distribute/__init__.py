@@ -8,7 +8,7 @@
 """
 
 from multidev._core.enums import ReduceOp
-from multidev.distribute import cluster_resolver, experimental, module_hooks, module_transforms, optimizer_hooks, scheduler_hooks
+from multidev.distribute import cluster_resolver, experimental
 from multidev.distribute.central_storage_strategy import CentralStorageStrategy
 from multidev.distribute.context_api import (
     get_cross_replica_context,
@@ -38,11 +38,6 @@ from multidev.distribute.set_strategy import experimental_set_strategy
 from multidev.distribute.tpu_strategy import TPUStrategy
 from multidev.values import Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable
 from multidev.values import AnyDistributedValue as DistributedValues  # values and distributed variables
-
-module_hooks.install()
-optimizer_hooks.install()
-scheduler_hooks.install()
-module_transforms.install()
 
 __all__ = [
     "ReduceOp",

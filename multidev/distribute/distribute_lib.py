@@ -1,42 +1,36 @@
 """``ReplicatedExtended``: the implementation of ``strategy.extended`` (and of ``run``) every strategy shares;
 the abstract interface ``StrategyExtended`` is in extended.py.
 
-A strategy owns a list of replica devices. ``run`` calls the replica function once per replica,
-concurrently (one replica inline in the caller's thread; several each in a long-lived thread of
-its own, replica 0 included, while the caller waits: ``replica_threads.py`` says why), each inside
-its replica context and device scope. Collectives meet in the strategy's ``Rendezvous``; the
-reduction algorithm is the strategy's ``CrossDeviceOps``.
+A strategy owns a list of replica devices, one ``ReplicaGroup`` over them (replica_group.py: what
+contexts and reducers know of the replicas), one ``ReplicaContext`` per replica and one
+``ReplicaRunner`` (replica_run.py: ``run`` itself). This file keeps the strategy's variables
+(creation, the chief's first values, catching copies up before each run) and its cross-replica
+collectives (the reduction algorithm is the strategy's ``CrossDeviceOps``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
 from multidev._core.enums import ReduceOp, VariableAggregation, VariableSynchronization
-from multidev._core.errors import AbortedError
 from multidev.collectives.rendezvous import Rendezvous
 from multidev.devices import registry
-from multidev import placement
-from multidev.placement.replica_random import ReplicaStreams
-from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, _torch_devices
-from multidev.distribute import module_hooks
+from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
 from multidev.distribute import sync_batch_norm
 from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
-from multidev.distribute.replica_context import ReplicaContext, merge_call_strategy
-from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
-from multidev.distribute.replica_threads import ReplicaThreads
+from multidev.distribute.replica_context import ReplicaContext
+from multidev.distribute.replica_group import ReplicaGroup
+from multidev.distribute.replica_run import ReplicaRunner
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
 from multidev.values import context
-from multidev.values.distributed import DistributedValues, Mirrored, PerReplica, local_value, map_structure, regroup
-from multidev.values.variables import DistributedVariable, SyncOnReadVariable, Variable, _as_tensor
+from multidev.values.distributed import Mirrored, PerReplica, local_value, map_structure, regroup
+from multidev.values.variables import DistributedVariable, SyncOnReadVariable, _as_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from multidev.distribute.strategy import Strategy
@@ -72,11 +66,9 @@ class ReplicatedExtended(StrategyExtended):
         self._run_preparers: "weakref.WeakSet[Any]" = weakref.WeakSet()
         # One documented limit for every collective wait, in-process and across processes.
         self._rendezvous = Rendezvous(len(self._devices), self._workers.timeout_seconds)
-        self._threads: ReplicaThreads | None = None
         # Gradients reduced when loss.backward() returns (backward_reduce.py): made for the first run
-        # with several replicas in sync; each replica's notes for the running step (fresh every run).
+        # with several replicas in sync.
         self._backward: BackwardReducer | None = None
-        self._run = RunningSteps()
         # Replicas of one process on one CPU reduce gradient buckets cooperatively (ReplicaContext);
         # not when collectives leave the process (local sums go through the cross-process all-reduce).
         cooperative = len({d.torch_device for d in self._devices}) == 1 and \
@@ -86,13 +78,8 @@ class ReplicatedExtended(StrategyExtended):
             devices=tuple(self._torch_devices), rendezvous=self._rendezvous, cooperative_reduce=cooperative,
             shared_storage=self._layout.share_storage, bucket_bytes=bucket_bytes, overlap=_weak_overlap(self))
         self._contexts = [ReplicaContext(strategy, r, self.replica_group) for r in range(len(self._devices))]
-        # CPU replicas share the cores: each replica's kernels get an equal share of torch's
-        # intra-op threads (a per-thread OpenMP setting) instead of all oversubscribing them.
-        self._streams = [registry.stream_for(d) for d in self._devices]
-        # Replicas sharing a torch device draw random numbers from their own streams (DDP's rule).
-        self._random_streams = ReplicaStreams(self._torch_devices, lambda: context.current_replica_id() is not None)
-        cpu_replicas = sum(1 for d in self._devices if d.torch_device.type == "cpu")
-        self._intra_op_threads = max(1, torch.get_num_threads() // cpu_replicas) if cpu_replicas > 1 else None
+        self._runner = ReplicaRunner(strategy, self._devices, self.replica_group, self._contexts,
+                                     self._layout.distributes)
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief
 
     @property
@@ -232,7 +219,7 @@ class ReplicatedExtended(StrategyExtended):
         live = self._live_variables()
         self._broadcast_count = len(self._variables)
         if self._backward is None and self._strategy.num_replicas_in_sync > 1:
-            self._backward = BackwardReducer(self.replica_group, self._contexts, self._run)
+            self._backward = BackwardReducer(self.replica_group, self._contexts, self._runner.steps)
         backward = self._backward
         for var in live:
             var._sync_if_stale()
@@ -268,118 +255,9 @@ class ReplicatedExtended(StrategyExtended):
 
     # --- run ---------------------------------------------------------------------------------
     def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:
-        """``fn`` once per replica; ``step`` (per-call inputs, e.g. Keras's ``StepInputs``) reaches every
-        replica as ``replica_env().step``."""
-        if context.current_replica_id() is not None:
-            raise RuntimeError(
-                "strategy.run cannot be called inside a replica function (replica context): "
-                "use md.distribute.get_replica_context().merge_call() to go back to cross-replica context."
-            )
-        if self._run.active and merge_call_strategy() is self._strategy:
-            return self._call_in_merge_call(fn, args, kwargs, step)
-        if self._run.active:
-            raise RuntimeError("strategy.run is already running on another thread for this strategy.")
-        registry.initialize()
-        n = len(self._devices)
-        _check_replica_counts((args, kwargs), n, "strategy.run")
-        self._prepare_variables()
-        self._random_streams.fork()
-        modes = context.CallerModes.capture({d.type for d in self._torch_devices})
-        if self._threads is not None:  # replicas left running by a failed run must not join this one
-            self._threads.wait_idle()
-        self._rendezvous.reset()
-        steps = [context.ReplicaStep() for _ in range(n)]
-        tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
-                                    steps[r]) for r in range(n)]
-        self._run.begin(steps)
-        try:
-            if n == 1:
-                outcomes = [_outcome(tasks[0])]
-            else:
-                if self._threads is None:
-                    self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._rendezvous.abort,
-                                                   busy_wait_s=self._rendezvous.timeout)
-                guard = module_hooks.shared_module_guard() if self._layout.distributes else contextlib.nullcontext()
-                with guard:
-                    outcomes = self._threads.run(tasks)
-        finally:
-            self._run.end()
-        self._raise_first_error(outcomes)
-        return regroup([value for _, value in outcomes])
-
-    def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
-        """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads
-        are waiting for this merge_call, so each replica's call runs here, one after another, in its
-        replica context and device scope; the first exception is the user's own. Collectives inside
-        such a nested call have no other replica to meet and are not supported."""
-        modes = context.CallerModes.capture({d.type for d in self._torch_devices})
-        results = []
-        for r, device in enumerate(self._devices):
-            env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
-                                     device=device, stream=self._streams[r], modes=modes, step=step)
-            token = context.enter_replica_env(env)
-            try:
-                with placement.device_scope(device), modes.applied(device.torch_device.type):
-                    results.append(fn(*self._replica_args(args, r), **self._replica_args(kwargs, r)))
-            finally:
-                context.exit_replica_env(token)
-        return regroup(results)
-
-    def _replica_args(self, structure: Any, replica_id: int) -> Any:
-        device = self._torch_devices[replica_id]
-
-        def pick(v: Any) -> Any:
-            if isinstance(v, DistributedVariable):
-                return v
-            if isinstance(v, DistributedValues):
-                v = v._local(replica_id)
-            if isinstance(v, torch.Tensor) and v.device != device and not isinstance(v, Variable):
-                v = v.to(device, non_blocking=True)
-            return v
-
-        return map_structure(pick, structure)
-
-    def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: context.CallerModes,
-                      step: Any, replica_step: context.ReplicaStep) -> Callable:
-        device = self._devices[r]
-        rendezvous = self._rendezvous
-        # Everything replica r is, for this call: one immutable value, set once when its task starts.
-        env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
-                                 device=device, stream=self._streams[r], modes=modes, step=step,
-                                 replica_step=replica_step)
-        intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
-        random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
-
-        def task() -> Any:
-            token = context.enter_replica_env(env)
-            if intra_op_threads is not None and torch.get_num_threads() != intra_op_threads:
-                # CPU replicas always run in the strategy's own long-lived threads: set once and kept,
-                # so torch's process-wide thread pools are not resized twice per replica per step.
-                torch.set_num_threads(intra_op_threads)
-            try:
-                with random_mode, placement.device_scope(device), modes.applied(device.torch_device.type), \
-                        _on_stream(env.stream):
-                    return fn(*args, **kwargs)
-            except BaseException as exc:
-                rendezvous.abort(exc)
-                raise
-            finally:
-                rendezvous.replica_finished(r)
-                context.exit_replica_env(token)
-
-        return task
-
-    def _raise_first_error(self, outcomes: list) -> None:
-        failures = [(r, e) for r, (ok, e) in enumerate(outcomes) if not ok]
-        if not failures:
-            return
-        primary = [(r, e) for r, e in failures if not isinstance(e, AbortedError)] or failures
-        r, error = primary[0]
-        note = f"(raised in replica {r} on {self._devices[r].name})"
-        if sys.version_info >= (3, 11):
-            if note not in getattr(error, "__notes__", ()):
-                error.add_note(note)
-        raise error
+        """``fn`` once per replica (replica_run.py); ``step`` (per-call inputs, e.g. Keras's ``StepInputs``)
+        reaches every replica as ``replica_env().step``."""
+        return self._runner.run(fn, args, kwargs, step, self._prepare_variables)
 
     # --- collectives used by the replica context and optimizers ---------------------------------
     def all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:
@@ -410,10 +288,6 @@ def _weak_overlap(extended: ReplicatedExtended) -> Callable[[Sequence[torch.Tens
     return overlap
 
 
-def _on_stream(stream: Any) -> Any:
-    return contextlib.nullcontext() if stream is None else torch.cuda.stream(stream)
-
-
 def _update_in_cross_replica(strategy: "Strategy", var: Any, fn: Callable, args: tuple, kwargs: dict,
                              group: bool) -> Any:
     """merge_call half of ``extended.update`` in replica context: replica 0's function (each replica
@@ -432,24 +306,3 @@ def _update_regroup(results: list) -> Any:
     """``extended.update``'s results: one value if every copy gave the same object, else ``Mirrored``."""
     grouped = regroup(results)
     return map_structure(lambda v: Mirrored(v.values) if isinstance(v, PerReplica) else v, grouped)
-
-
-def _check_replica_counts(structure: Any, n: int, where: str) -> None:
-    """Every distributed value in ``structure`` has one component per local replica (no silent drops)."""
-    def check(v: Any) -> Any:
-        if isinstance(v, DistributedValues) and len(v.values) != n:
-            raise ValueError(
-                f"{where}: a {type(v).__name__} with {len(v.values)} values was given to a strategy with {n} "
-                f"local replica(s); it needs exactly {n}, one per replica. Build it with "
-                "strategy.experimental_distribute_values_from_function or experimental_distribute_dataset."
-            )
-        return v
-
-    map_structure(check, structure)
-
-
-def _outcome(task: Callable) -> tuple[bool, Any]:
-    try:
-        return True, task()
-    except BaseException as exc:
-        return False, exc

@@ -1,7 +1,7 @@
 """Make ``torch.nn.Module`` parameters and buffers created in ``strategy.scope()`` distributed.
 
-torch calls the global registration hooks whenever a module registers a parameter or buffer; in a
-distributing strategy's scope (cross-replica context) we return a distributed variable instead,
+torch calls the global registration hooks (registered while a strategy lives: ``live_hooks``) whenever
+a module registers a parameter or buffer; in a distributing strategy's scope (cross-replica context) we return a distributed variable instead,
 and give the module replica-aware ``_parameters``/``_buffers`` dicts. Inside ``strategy.run``,
 ``module.weight`` then resolves to the calling replica's own leaf tensor, so forward and backward
 run on plain tensors at full speed: the cost is one dict lookup per attribute access.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.nn.modules import module as torch_module
@@ -29,6 +29,20 @@ from multidev.values.variables import DistributedVariable
 
 _replica_env = context.replica_env
 _compiling = torch.compiler.is_compiling
+
+
+#: type -> whether it is a DistributedVariable. ``isinstance`` against a ``torch.nn.Parameter``
+#: subclass runs ``_ParameterMeta.__instancecheck__`` in Python (about 0.3 us, on every parameter read
+#: of every replica); a parameter's type is one of a handful, so the answer is looked up instead.
+_DISTRIBUTED_TYPES: dict[type, bool] = {}
+
+
+def _is_distributed(value: Any) -> bool:
+    kind = type(value)
+    known = _DISTRIBUTED_TYPES.get(kind)
+    if known is None:
+        known = _DISTRIBUTED_TYPES[kind] = issubclass(kind, DistributedVariable)
+    return known
 
 
 class ReplicaAwareDict(dict):
@@ -43,9 +57,10 @@ class ReplicaAwareDict(dict):
             return value if replica_id is None or not isinstance(value, DistributedVariable) \
                 else value._components[replica_id]
         env = _replica_env()
-        if env is None or not isinstance(value, DistributedVariable):
+        if env is None or not _is_distributed(value):
             return value
-        return value._view_for(env.replica_id)
+        # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
+        return value._components[env.replica_id]
 
     def __setitem__(self, name: str, value: Any) -> None:
         """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
@@ -102,6 +117,7 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
 # --- a module built outside strategy.scope() and called by several replicas ------------------------
 #: Modules given a plain parameter outside a distributing scope and outside replicas: one object whose
 #: parameters every replica would share (training them concurrently races and can crash the process).
+#: Only while a strategy lives (its hooks see them): a module built before any strategy is not in it.
 _unscoped: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
 
@@ -140,12 +156,9 @@ def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
     return _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")
 
 
-_handles: list = []
-
-
-def install() -> None:
-    """Register the global hooks once (idempotent); they act only inside a strategy's scope."""
-    if _handles:
-        return
-    _handles.append(torch_module.register_module_parameter_registration_hook(_on_parameter))
-    _handles.append(torch_module.register_module_buffer_registration_hook(_on_buffer))
+def install() -> Callable[[], None]:
+    """Register the global registration hooks (they act only inside a strategy's scope); returns how
+    to remove them. ``live_hooks.STRATEGY_HOOKS`` calls both while strategies live."""
+    handles = [torch_module.register_module_parameter_registration_hook(_on_parameter),
+               torch_module.register_module_buffer_registration_hook(_on_buffer)]
+    return lambda: [h.remove() for h in handles]

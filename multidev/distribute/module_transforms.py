@@ -1,5 +1,6 @@
 """torch's module transforms on parameters created in ``strategy.scope()``: parametrizations work,
-the deprecated ``torch.nn.utils.weight_norm`` is refused with the fix.
+the deprecated ``torch.nn.utils.weight_norm`` is refused with the fix. torch's functions are wrapped
+while a strategy lives (``live_hooks``) and put back when the last one is freed.
 
 * ``torch.nn.utils.parametrize.register_parametrization`` (``parametrizations.weight_norm``,
   ``orthogonal``, ``spectral_norm``, a user's): torch builds the parametrization's ``original``
@@ -68,10 +69,17 @@ def _legacy_weight_norm(original: Callable) -> Callable:
     return apply
 
 
-def install() -> None:
-    """Wrap torch's transforms once (idempotent)."""
-    if not getattr(parametrize.register_parametrization, "_multidev_wrapped", False):
-        parametrize.register_parametrization = _register_parametrization(parametrize.register_parametrization)
+def install() -> Callable[[], None]:
+    """Wrap torch's transforms; returns how to put torch's back (``live_hooks.STRATEGY_HOOKS`` calls
+    both while strategies live)."""
+    undo: list[Callable[[], None]] = []
+    register = parametrize.register_parametrization
+    if not getattr(register, "_multidev_wrapped", False):
+        parametrize.register_parametrization = _register_parametrization(register)
+        undo.append(lambda: setattr(parametrize, "register_parametrization", register))
     norm = importlib.import_module("torch.nn.utils.weight_norm").WeightNorm   # the module, not the function
+    apply = norm.__dict__["apply"]   # the staticmethod object itself
     if not getattr(norm.apply, "_multidev_wrapped", False):
         norm.apply = staticmethod(_legacy_weight_norm(norm.apply))
+        undo.append(lambda: setattr(norm, "apply", apply))
+    return lambda: [u() for u in reversed(undo)]

@@ -41,7 +41,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict, abc, defaultdict
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.optim import optimizer as torch_optimizer
@@ -284,12 +284,9 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
     plan.after_step(replica_id)
 
 
-_handles: list = []
-
-
-def install() -> None:
-    """Register the global optimizer hooks once (idempotent)."""
-    if _handles:
-        return
-    _handles.append(torch_optimizer.register_optimizer_step_pre_hook(_pre_step))
-    _handles.append(torch_optimizer.register_optimizer_step_post_hook(_post_step))
+def install() -> Callable[[], None]:
+    """Register the global optimizer hooks; returns how to remove them (``live_hooks.STRATEGY_HOOKS``
+    calls both while strategies live)."""
+    handles = [torch_optimizer.register_optimizer_step_pre_hook(_pre_step),
+               torch_optimizer.register_optimizer_step_post_hook(_post_step)]
+    return lambda: [h.remove() for h in handles]

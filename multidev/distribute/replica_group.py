@@ -58,20 +58,12 @@ class ReplicaGroup:
 
     def share(self, replica_id: int, key: tuple, payload: Any) -> list:
         """Every local replica's ``payload`` in replica order, returned on every replica."""
-        return self.rendezvous.exchange(replica_id, key, payload, _everyone)
+        return self.rendezvous.share(replica_id, key, payload)
 
     def barrier(self, replica_id: int, name: str) -> None:
         """Wait until every local replica reached this point (nothing to wait for with one replica)."""
         if len(self.devices) > 1:
-            self.rendezvous.exchange(replica_id, ("barrier", name), None, _nothing)
-
-
-def _everyone(payloads: list) -> list:
-    return [payloads] * len(payloads)
-
-
-def _nothing(payloads: list) -> list:
-    return [None] * len(payloads)
+            self.rendezvous.barrier(replica_id, name)
 
 
 class RunningSteps:

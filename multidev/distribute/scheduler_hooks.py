@@ -9,7 +9,7 @@ replica 0's arguments (``ReduceLROnPlateau.step(metrics)`` sees replica 0's metr
 gets its result. Meeting there also orders the schedule after every replica's ``optimizer.step()``
 has read this step's learning rate.
 
-torch has no hook for scheduler steps, so ``install`` wraps ``step`` of torch's scheduler classes
+torch has no hook for scheduler steps, so while a strategy lives (``live_hooks``) ``install`` wraps ``step`` of torch's scheduler classes
 that define one (``LRScheduler`` and its overriding subclasses); a user's subclass that calls
 ``super().step()`` goes through the wrapper of the class it extends. Schedulers of optimizers over
 no distributed variable, and one local replica, run as torch wrote them.
@@ -53,17 +53,20 @@ def _once_per_step(step: Callable) -> Callable:
     return wrapper
 
 
-_installed: list = []
-
-
-def install() -> None:
-    """Wrap ``step`` of torch's scheduler classes once (idempotent)."""
-    if _installed:
-        return
+def install() -> Callable[[], None]:
+    """Wrap ``step`` of torch's scheduler classes; returns how to put torch's back
+    (``live_hooks.STRATEGY_HOOKS`` calls both while strategies live)."""
+    originals: dict[type, Callable] = {}
     for cls in vars(lr_scheduler).values():
         if inspect.isclass(cls) and cls is not lr_scheduler.Optimizer and "step" in cls.__dict__ \
                 and (issubclass(cls, lr_scheduler.LRScheduler) or cls.__name__ == "ReduceLROnPlateau"):
             original = cls.__dict__["step"]
             if not getattr(original, "_multidev_once_per_step", False):
                 cls.step = _once_per_step(original)
-                _installed.append(cls)
+                originals[cls] = original
+
+    def remove() -> None:
+        for cls, original in originals.items():
+            cls.step = original
+
+    return remove

@@ -8,11 +8,12 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
+from multidev.distribute import front_end, live_hooks
 from multidev.distribute.reduce_checks import check_reduce_arguments
 from multidev.values import context
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
 from multidev.values.variables import DistributedVariable
-from multidev.distribute.distribute_lib import _check_replica_counts
+from multidev.distribute.replica_run import _check_replica_counts
 from multidev.distribute.extended import StrategyExtended
 
 
@@ -50,10 +51,6 @@ class ValueContext:
                 f"num_replicas_in_sync={self.num_replicas_in_sync})")
 
 
-# Called with the strategy on every scope entry (front-end checks: multidev/integrations); keep them cheap.
-SCOPE_ENTRY_HOOKS: list = []
-
-
 class _Scope:
     """``with strategy.scope():`` — re-entrant for one strategy; mixing two strategies raises."""
 
@@ -68,8 +65,7 @@ class _Scope:
                 f"Mixing different md.distribute.Strategy objects: {self._strategy!r} is not {current!r}. "
                 "Leave the other strategy's scope before entering this one."
             )
-        for hook in SCOPE_ENTRY_HOOKS:
-            hook(self._strategy)
+        front_end.on_scope_entry(self._strategy)
         self._entered.append(context.push_scope(self._strategy))
         return self._strategy
 
@@ -85,6 +81,7 @@ class Strategy:
 
     def __init__(self, extended: StrategyExtended):
         self._extended = extended
+        self._hooks_lease = live_hooks.STRATEGY_HOOKS.acquire(self)   # torch hooks while this strategy lives
 
     @property
     def extended(self) -> StrategyExtended:

@@ -1,7 +1,8 @@
-"""Adapters for other front ends (one module per front end); installed when multidev is imported."""
+"""Adapters for other front ends (one module per front end). Importing them registers each with the
+strategies (``multidev.distribute.front_end``); torch hooks are installed only while a strategy lives."""
 
 from multidev.integrations import keras3
 
-keras3.install()
+keras3.register()
 
 __all__ = ["keras3"]

@@ -34,14 +34,14 @@ import functools
 import importlib
 import inspect
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.nn.modules import module as torch_module
 from torch.optim import optimizer as torch_optimizer
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
-from multidev.distribute import replica_update, strategy as strategy_module
+from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import keras3_checkpoint, keras3_custom_step, keras3_layers, keras3_split
@@ -363,14 +363,27 @@ def _on_module(module: torch.nn.Module, name: str, submodule: Any) -> None:
     return None
 
 
-_installed: list = []
+class _Keras3FrontEnd:
+    """Keras 3 as a ``front_end.FrontEnd``: checks and patches Keras at scope entry; while strategies live,
+    a torch.optim step pre-hook (refused inside a Keras model's own step) and the module-registration
+    safety net above."""
+
+    name = "keras3"
+
+    def on_scope_entry(self, strategy: Any) -> None:
+        _on_scope_entry(strategy)
+
+    def install(self) -> Callable[[], None]:
+        handles = [torch_optimizer.register_optimizer_step_pre_hook(keras3_custom_step.refuse_torch_optim),
+                   torch_module.register_module_module_registration_hook(_on_module)]
+        return lambda: [h.remove() for h in handles]
 
 
-def install() -> None:
-    """Register the scope-entry and module-registration hooks once (idempotent)."""
-    if _installed:
-        return
-    strategy_module.SCOPE_ENTRY_HOOKS.append(_on_scope_entry)
-    _installed.append(torch_optimizer.register_optimizer_step_pre_hook(keras3_custom_step.refuse_torch_optim))
+FRONT_END = _Keras3FrontEnd()
+
+
+def register() -> None:
+    """Join strategies as a front end and let checkpoints read Keras 3 variables (idempotent); registers
+    nothing in torch (strategies install ``FRONT_END``'s hooks while they live)."""
+    front_end.register(FRONT_END)
     trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
-    _installed.append(torch_module.register_module_module_registration_hook(_on_module))

@@ -3,7 +3,7 @@
 TensorFlow restores a checkpointed value into a variable when the variable is created (a lazily
 built layer's kernel, an optimizer's slots). Here a restore that finds a module whose parameter
 or buffer is not created yet records the value against ``(module, name)``; torch's global
-parameter/buffer registration hooks assign it the moment the module registers that name, then
+parameter/buffer registration hooks (registered while a value waits) assign it the moment the module registers that name, then
 run the callbacks waiting for that variable (an optimizer's slots for it).
 
 Example:
@@ -17,15 +17,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
+from typing import Callable
 
 import torch
 
+from multidev.distribute import live_hooks
 from multidev.values import context
 from multidev.values.variables import Variable
 
 _PENDING: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
-_installed = False
 
 
 @dataclasses.dataclass
@@ -54,11 +55,21 @@ def assign(target: torch.Tensor, value: torch.Tensor) -> None:
         target.copy_(value.to(target.device, target.dtype))
 
 
+class _Waiting(dict):
+    """A module's pending values by name; while one exists (the module lives and some name waits), the
+    registration hooks are installed (it owns them in ``_HOOKS``)."""
+
+    __slots__ = ("__weakref__",)
+
+
 def defer(module: torch.nn.Module, name: str, pending: PendingValue) -> None:
     """Assign ``pending.value`` to ``module.<name>`` when the module registers it."""
-    _install()
     with _LOCK:
-        _PENDING.setdefault(module, {})[name] = pending
+        waiting = _PENDING.get(module)
+        if waiting is None:
+            waiting = _PENDING[module] = _Waiting()
+            _HOOKS.acquire(waiting)
+        waiting[name] = pending
 
 
 def _on_register(module, name, tensor):
@@ -67,6 +78,8 @@ def _on_register(module, name, tensor):
     with _LOCK:
         entries = _PENDING.get(module)
         pending = entries.pop(name, None) if entries else None
+        if entries is not None and not entries:
+            del _PENDING[module]   # frees its lease: the hooks go at the next sweep outside torch's loop
     if pending is None or pending.done:
         return None
     if tuple(tensor.shape) != tuple(pending.value.shape):
@@ -84,11 +97,13 @@ def _on_register(module, name, tensor):
     return None
 
 
-def _install() -> None:
-    global _installed
-    with _LOCK:
-        if _installed:
-            return
-        torch.nn.modules.module.register_module_parameter_registration_hook(_on_register)
-        torch.nn.modules.module.register_module_buffer_registration_hook(_on_register)
-        _installed = True
+def _install() -> Callable[[], None]:
+    handles = [torch.nn.modules.module.register_module_parameter_registration_hook(_on_register),
+               torch.nn.modules.module.register_module_buffer_registration_hook(_on_register)]
+    return lambda: [h.remove() for h in handles]
+
+
+# Installed while some value waits. The hook that takes the last one runs inside torch's loop over the
+# registry, which removing it would break: they then stay (inert: one emptiness check per registration)
+# until the next release or restore outside that loop (live_hooks.sweep).
+_HOOKS = live_hooks.OwnedHooks("deferred restores", [_install])

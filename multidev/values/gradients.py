@@ -26,25 +26,24 @@ from typing import Any, Sequence
 
 
 @dataclass(frozen=True, slots=True)
-class LocalGrads:
-    """This replica's own gradients, not summed across replicas."""
+class _Grads:
+    """One gradient (or None) per variable, in the variables' order."""
 
     tensors: tuple
 
     @classmethod
-    def of(cls, tensors: Sequence[Any]) -> "LocalGrads":
+    def of(cls, tensors: Sequence[Any]) -> "_Grads":
         return cls(tuple(tensors))
 
 
 @dataclass(frozen=True, slots=True)
-class SummedGrads:
+class LocalGrads(_Grads):
+    """This replica's own gradients, not summed across replicas."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummedGrads(_Grads):
     """Gradients summed across replicas (identical on every replica, but for a split update's shares)."""
-
-    tensors: tuple
-
-    @classmethod
-    def of(cls, tensors: Sequence[Any]) -> "SummedGrads":
-        return cls(tuple(tensors))
 
 
 __all__ = ["LocalGrads", "SummedGrads"]

@@ -64,8 +64,7 @@ class ParameterServerExtended(ReplicatedExtended):
         return self._worker_members[index].describe()
 
     def connect(self) -> None:
-        gradient_push.install()
-        client_mod.set_client(self.client)
+        gradient_push.connect(self.client)
         rpc_layer.connect(self._world, rpc_layer.rpc_timeout())
         self.connected = True
 
@@ -83,7 +82,7 @@ class ParameterServerExtended(ReplicatedExtended):
         graceful = _all_answer(names, server.ping)
         _all_answer(names, server.stop, (graceful,))
         rpc_layer.disconnect(graceful=graceful, timeout=server.SHUTDOWN_TIMEOUT)
-        client_mod.set_client(None)
+        gradient_push.disconnect()
 
     # --- variables ---------------------------------------------------------------------------------
     def create_variable(self, initial_value: Any, *, trainable: bool, name: str | None, dtype: Any,

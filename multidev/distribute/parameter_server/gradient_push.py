@@ -1,6 +1,7 @@
 """Optimizers over ps variables push gradients to the parameter servers instead of stepping locally.
 
-A global ``torch.optim`` pre-step hook (active for any optimizer, Keras's included) finds the
+A global ``torch.optim`` pre-step hook (active for any optimizer, Keras's included; registered while
+the process is connected to a cluster: ``connect``/``disconnect``) finds the
 ``PSVariable`` parameters, sends each ps the gradients of its shards together with how to rebuild
 the optimizer (class, defaults, group hyperparameters), and clears the local gradients so the local
 step changes nothing. Each ps applies its share at once, without waiting for other workers; the
@@ -10,11 +11,12 @@ optimizer state (momenta, Adam moments) therefore lives on the parameter servers
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.optim import optimizer as torch_optimizer
 
+from multidev.distribute import live_hooks
 from multidev.distribute.parameter_server import client as client_mod
 from multidev.distribute.parameter_server.ps_service import OptimizerSpec, RowGradient
 from multidev.distribute.parameter_server.variables import PSVariable
@@ -91,13 +93,27 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> No
     return None
 
 
-_handles: list = []
+def _install() -> Callable[[], None]:
+    return torch_optimizer.register_optimizer_step_pre_hook(_pre_step).remove
 
 
-def install() -> None:
-    """Register the global pre-step hook once (idempotent); it acts only on ps variables."""
-    if not _handles:
-        _handles.append(torch_optimizer.register_optimizer_step_pre_hook(_pre_step))
+_HOOKS = live_hooks.OwnedHooks("parameter-server gradient push", [_install])
+_leases: list = []   # the current client's
 
 
-__all__ = ["install"]
+def connect(client: client_mod.PSClient) -> None:
+    """Make ``client`` this process's ps client (the coordinator's strategy, a worker's server); the
+    step pre-hook is registered from now until ``disconnect``."""
+    disconnect()
+    _leases.append(_HOOKS.acquire(client))
+    client_mod.set_client(client)
+
+
+def disconnect() -> None:
+    """Leave: no current client, and the step pre-hook removed (idempotent)."""
+    client_mod.set_client(None)
+    while _leases:
+        _leases.pop()()
+
+
+__all__ = ["connect", "disconnect"]

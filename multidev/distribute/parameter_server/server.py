@@ -99,13 +99,12 @@ class Server:
         """Join the cluster's RPC group (blocks until every task joined, bounded by the RPC timeout)."""
         if self._started:
             return
-        gradient_push.install()
         import torch._dynamo  # noqa: F401 - torch.optim imports it on the first step: pay it at start-up
         world = self._world
         if world.me.role == "worker":
             workers = [m for m in world.members if m.role == "worker"]
             worker_service.configure(world.me.index, len(workers))
-        client_mod.set_client(ps_client_for(world))
+        gradient_push.connect(ps_client_for(world))
         rpc_layer.connect(world, rpc_layer.rpc_timeout())
         self._started = True
 
@@ -131,6 +130,7 @@ class Server:
             except Exception:  # noqa: BLE001 - the coordinator is shutting down
                 pass
         rpc_layer.disconnect(graceful=_orderly_exit[0], timeout=SHUTDOWN_TIMEOUT)
+        gradient_push.disconnect()
         raise SystemExit(0)
 
 
