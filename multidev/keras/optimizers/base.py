@@ -231,8 +231,6 @@ class Optimizer:
             plan.apply_own(replica, grads, run, variables)
         else:
             plan.step(replica, grads, run, variables)
-        for v in variables:
-            v.grad = None
         self._increment_iterations()
 
     def _increment_iterations(self):

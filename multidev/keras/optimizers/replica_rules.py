@@ -82,16 +82,19 @@ class ReplicaRules:
 
     def run_rule(self, replica_id: int | None, lr: float, decay: float, tensors: tuple) -> None:
         """The update the plan applies in replica ``replica_id``: ``tensors`` become its copies' ``.grad``
-        (None: skipped), then its rule steps at rate ``lr`` with Keras's weight decay."""
+        (None: skipped), then its rule steps at rate ``lr`` with Keras's weight decay, then they go."""
         r = (replica_id or 0) if self.strategy is not None else 0
         for group in self.rules[r].param_groups:
             group["lr"] = lr
             group["weight_decay"] = decay
-        for target, g in zip(self._refs[r], tensors):
+        refs = self._refs[r]
+        for target, g in zip(refs, tensors):
             if g is not None and g.dtype != target.dtype:
                 g = g.to(target.dtype)
             target.grad = None if g is None else g.detach()
         self._runs[r]()
+        for target in refs:   # Keras keeps no gradient on its variables after a step
+            target.grad = None
 
     def owner(self, index: int) -> int:
         return 0 if self.plan.owners is None else self.plan.owners[index]
