@@ -9,7 +9,10 @@ optimizer and set of variables by ``choose``), in three stages:
 * ``publish(r)``: the updated values (and any state of theirs, such as Keras 3's slots) reach the
   other replicas' copies; replica 0 marks the variables in sync.
 
-``step`` runs the three; ``apply_own`` is TensorFlow's ``skip_gradients_aggregation=True``: each
+Gradients come with the variables they are of (``variables=``, in the caller's order; default every
+param in order); what a plan hands ``rule`` is aligned with its params (None: nothing to apply). A
+bucketed sum packs in the caller's order, so its float reassociation follows the program, not the
+order the optimizer was built in. ``step`` runs the three; ``apply_own`` is TensorFlow's ``skip_gradients_aggregation=True``: each
 replica applies its own ``LocalGrads`` to its own copies, nothing summed, nothing published.
 
 The plans, first match wins:
@@ -32,7 +35,7 @@ barrier, so no replica starts its next forward pass while another still writes i
 Example (what every front end does, for replica ``r``)::
 
     plan = choose(params, strategy, elementwise=is_elementwise(rule))
-    plan.step(r, LocalGrads.of(grads), rule_fn)   # rule_fn(summed_tensors): the optimizer's update
+    plan.step(r, LocalGrads.of(grads), rule_fn, variables)   # rule_fn(summed_tensors): the update
 """
 
 from __future__ import annotations
