@@ -56,7 +56,7 @@ def _alternate(variants: dict, blocks: int, count: int) -> dict:
 
 def _unmoded_internals():
     """(restore, patch): switch multidev's attribute-heavy internals between as-is and torch function off."""
-    from multidev.distribute import optimizer_shards
+    from multidev.distribute import replica_update
     from multidev.values import variables
 
     def quiet(f):
@@ -66,7 +66,7 @@ def _unmoded_internals():
                 return f(*a, **k)
         return g
 
-    shards, var = optimizer_shards.OptimizerShards, variables.DistributedVariable
+    shards, var = replica_update.SplitPlan, variables.DistributedVariable
     orig = (shards.reduce, shards.publish, var.grad, var._mark_synced)
     quiet_ = (quiet(orig[0]), quiet(orig[1]), property(quiet(orig[2].fget), quiet(orig[2].fset)), quiet(orig[3]))
 

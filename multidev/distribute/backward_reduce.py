@@ -15,7 +15,7 @@ module gives multidev's replicas the same contract:
 * the callback reduces the noted leaves' gradients across replicas (every replica's backward meets
   the others' there; a leaf some replica did not reach counts as zeros, one no replica reached stays
   None) and writes the result into every replica's ``.grad``; then it marks the replica's step
-  ``Gradients.REDUCED`` so ``optimizer.step()`` applies them as they are (``optimizer_hooks``);
+  ``SummedGrads`` so ``optimizer.step()`` applies them as they are (``optimizer_hooks``);
 * the reduction is a MEAN (DDP's, for torch's mean losses) unless the replica's loss went through
   ``md.nn.compute_average_loss`` in this step, which scales by the global batch: then a SUM
   (TensorFlow's rule). ``ReplicaStep.loss_reduction`` carries the choice; replicas must agree.
@@ -42,7 +42,8 @@ from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
 from multidev.distribute.gradient_buckets import GradientBuckets
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
-from multidev.values.context import Gradients, ReplicaStep
+from multidev.values.context import ReplicaStep
+from multidev.values.gradients import SummedGrads
 
 _queue_callback = torch.autograd.Variable._execution_engine.queue_callback
 
@@ -144,7 +145,7 @@ class BackwardReducer:
             old = set_aside.get(i)
             if old is not None:
                 leaf.grad = old + leaf.grad if leaf.grad is not None else old
-        step.gradients = Gradients.REDUCED
+        step.gradients = SummedGrads
 
     def _finish_overlap(self, ctx: Any, op: ReduceOp) -> tuple[list[int], list]:
         """Wait for the buckets launched during backward (and launch the rest); the leaves any worker

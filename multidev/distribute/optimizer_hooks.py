@@ -19,22 +19,21 @@ replica's tensors (``_StateByVariable``). Otherwise (GPUs, cross-process buckets
 local replicas) replica 0's twin uses the user's dict and the others keep their own copies; state
 the user writes in cross-replica context reaches them when the next ``strategy.run`` starts.
 
-Around each step in replica context the hooks call the optimizer's gradient reducer
-(``gradient_reducer``: chosen once per optimizer and its variables' strategy, the same object a
-Keras optimizer sums with): ``before_step`` makes each replica's gradients the sums it applies,
-``after_step`` finishes the step (a split update copies the owners' new values to the others).
-When ``loss.backward()`` already reduced them in this step (``backward_reduce``: the replica's
-``ReplicaStep.gradients`` is ``Gradients.REDUCED``) they are applied as they are, never reduced twice.
-multidev's Keras optimizers are multidev's own objects and hold one plain torch optimizer per
-replica directly (``keras/optimizers/replica_rules.py``).
+Around each step in replica context the hooks drive the optimizer's update plan
+(``replica_update``: chosen once per optimizer and its variables, the engine every front end uses):
+the pre-hook reduces the replica's ``.grad`` (``LocalGrads``; ``SummedGrads`` when ``loss.backward()``
+already reduced them, ``backward_reduce``: never reduced twice) and hands the sums to the twin as its
+``.grad``; torch's ``step`` updates; the post-hook publishes (a split update copies the owners' new
+values to the others). multidev's Keras optimizers are multidev's own objects and hold one plain
+torch optimizer per replica directly (``keras/optimizers/replica_rules.py``).
 
 Example (what runs when a replica calls ``opt.step()``)::
 
     plan = _plan_for(opt)                      # once per optimizer and set of variables
     twin = plan.twin_for(opt, replica_id)      # groups of this replica's tensors, lr synced
-    plan.reducer.before_step(replica_id)
+    plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))   # sums as .grad
     type(opt).step(twin)                       # torch's own update, on plain tensors
-    plan.reducer.after_step(replica_id)
+    plan.engine.publish(replica_id)
 """
 
 from __future__ import annotations
@@ -47,9 +46,9 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import gradient_reducer
-from multidev.distribute.gradient_reducer import local_copy
-from multidev.values.context import Gradients, current_replica_id as _replica_id, replica_env as _replica_env
+from multidev.distribute import replica_update
+from multidev.distribute.replica_update import local_copy
+from multidev.values.context import current_replica_id as _replica_id, replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
 
 
@@ -112,24 +111,18 @@ def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any)
 
 
 class _Plan:
-    """One optimizer's distributed layout: its variables, strategy, gradient reducer and twins."""
+    """One optimizer's distributed layout: its variables, strategy, update plan and twins."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: list):
         self.params = params
         self.key = tuple(id(p) for p in params)
-        strategies = {id(p._strategy): p._strategy for p in params if isinstance(p, DistributedVariable)}
-        if len(strategies) > 1:
-            raise ValueError(
-                f"Optimizer {type(optimizer).__name__} mixes variables of {len(strategies)} different "
-                "strategies; create the model and the optimizer in one strategy's scope."
-            )
-        self.strategy = next(iter(strategies.values()))
+        self.strategy = replica_update.strategy_of(params, f"Optimizer {type(optimizer).__name__}")
         extended = self.strategy.extended
         self.devices = extended.torch_devices
-        self.reducer = gradient_reducer.choose(optimizer, params, self.strategy)
+        self.engine = replica_update.choose(params, self.strategy, elementwise=replica_update.is_elementwise(optimizer))
         # Each variable updated on one replica: one state, the user's (no copies to keep in step).
-        self.one_state = len(self.devices) == 1 or isinstance(
-            self.reducer, (gradient_reducer.SplitUpdate, gradient_reducer.SharedStorageUpdate))
+        self.one_state = len(self.devices) == 1 or self.engine.updates_once
+        self.refs = [[local_copy(p, r) for p in params] for r in range(len(self.devices))]   # per replica
         self.lock = threading.Lock()
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
@@ -236,8 +229,6 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     with _plans_lock:
         plan = _plans.get(optimizer, False)
         if not plan or plan.key != key:
-            if plan:
-                plan.reducer.close()  # e.g. overlap hooks on the old tensors
             plan = _Plan(optimizer, params) if distributed else None
             _plans[optimizer] = plan
     return plan
@@ -263,19 +254,18 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             "(optimizers that need one, such as LBFGS, cannot train distributed variables)."
         )
     twin = plan.twin_for(optimizer, replica_id)
-    if _replica_env().replica_step.gradients is Gradients.REDUCED:
-        with plan.reducer.summed():            # loss.backward() reduced them (backward_reduce): apply as they are
-            plan.reducer.before_step(replica_id)
-    else:
-        plan.reducer.before_step(replica_id)
+    # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
+    kind = _replica_env().replica_step.gradients
+    grads = kind(tuple(t.grad for t in plan.refs[replica_id]))
+    plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))
     return (twin,) + tuple(args[1:]), kwargs
 
 
-def reducer_for(optimizer: torch.optim.Optimizer) -> gradient_reducer.GradientReducer:
-    """The gradient reducer ``optimizer.step()`` uses in replica context (``IDENTITY`` for an
-    optimizer over no distributed variable), chosen once per optimizer and its variables."""
+def update_plan(optimizer: torch.optim.Optimizer) -> replica_update.UpdatePlan:
+    """The update plan ``optimizer.step()`` uses in replica context (``IDENTITY`` for an optimizer over
+    no distributed variable), chosen once per optimizer and its variables."""
     plan = _plan_for(optimizer)
-    return gradient_reducer.IDENTITY if plan is None else plan.reducer
+    return replica_update.IDENTITY if plan is None else plan.engine
 
 
 def replica_optimizer(optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
@@ -290,12 +280,8 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
     if plan is None:
         return
     replica_id = _replica_id()
-    plan.reducer.after_step(replica_id)
+    plan.engine.publish(replica_id)
     plan.after_step(replica_id)
-    if replica_id == 0:
-        for p in plan.params:
-            if isinstance(p, DistributedVariable):
-                p._mark_synced()
 
 
 def install() -> Callable[[], None]:

@@ -41,12 +41,13 @@ from torch.nn.modules import module as torch_module
 from torch.optim import optimizer as torch_optimizer
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
-from multidev.distribute import front_end, gradient_reducer
+from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import keras3_checkpoint, keras3_custom_step, keras3_layers, keras3_split
 from multidev.train import trackables
 from multidev.values import context
+from multidev.values.gradients import LocalGrads
 from multidev.values.variables import DistributedVariable
 
 CHECKED_VERSIONS = ("3.15.1",)
@@ -212,19 +213,15 @@ def _set_trainable(variable_cls: type) -> None:
 
 
 def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
-    """``Optimizer.apply`` inside ``strategy.run``: replicas sharing one CPU split the update (each variable's
-    owner sums its gradients and updates it once, ``keras3_split``); elsewhere sum the gradients across
-    replicas first (TensorFlow's ``apply_gradients`` in replica context does the same; the strategy's
-    gradient reducer, ``gradient_reducer.for_own_update_rules``) and each replica updates its own copies.
-    A ``LossScaleOptimizer`` sums before its finite check, so every replica takes the same branch."""
+    """``Optimizer.apply`` inside ``strategy.run``: the update engine (``replica_update``, plan from
+    ``keras3_split``) sums the gradients across replicas (TensorFlow's ``apply_gradients`` in replica context
+    does the same) and runs Keras's own ``apply`` with the sums: each variable's owner on replicas sharing one
+    CPU (it then copies values and slots out), elsewhere every replica on its own copies."""
     ctx = context.current_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return original(optimizer, grads, trainable_variables)
-    reducer = gradient_reducer.for_own_update_rules(ctx.strategy)
-    if reducer.in_summed():  # the inner optimizer of a LossScaleOptimizer that summed already
-        return original(optimizer, grads, trainable_variables)
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
-        ctx.merge_call(_build_optimizer, args=(optimizer, list(trainable_variables or ())))
+        ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
     grads = list(grads)
     share = keras3_custom_step.share()  # a model's own train_step on a replica's slice (keras3_custom_step)
     if share is not None:
@@ -237,14 +234,13 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
             f"that are not distributed ({plain[:3]}): the model was created outside the strategy's scope. "
             "Create the model (and optimizer) in strategy.scope()."
         )
-    plan = keras3_split.plan_for(optimizer, variables, ctx.strategy, _state["split_classes"])
-    if plan is not None and len(grads) == len(variables) and keras3_split.apply(original, optimizer, ctx, plan, grads):
-        return None
-    present = [grads[i] for i in range(len(grads)) if grads[i] is not None]
-    summed = iter(reducer.aggregate(present, present))
-    grads = [None if g is None else next(summed) for g in grads]
-    with reducer.summed():
-        return original(optimizer, grads, trainable_variables)
+    if len(grads) != len(variables):
+        raise ValueError(f"Keras optimizer {optimizer.name!r}.apply() got {len(grads)} gradients for {len(variables)} "
+                         "variables inside strategy.run; pass one gradient (or None) per variable.")
+    plan = keras3_split.plan_for(optimizer, variables, ctx.strategy)
+    plan.step(context.current_replica_id(), LocalGrads(tuple(grads)),
+              functools.partial(keras3_split.apply_sums, original, optimizer, variables))
+    return None
 
 
 _STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
@@ -262,13 +258,6 @@ def _replica_seed(original: Any, generator: Any, ordered: bool = True) -> Any:
     shifted = seed.clone()
     shifted[0] = offset
     return shifted
-
-
-def _build_optimizer(strategy: Any, optimizer: Any, variables: Any) -> None:
-    """Build ``optimizer`` for ``variables`` once, in cross-replica context (its slots are distributed).
-    Every replica passes the same variables (regroup keeps identical objects as they are)."""
-    if not optimizer.built:
-        optimizer.build(variables)
 
 
 def loss_tracker(model: Any) -> Any:
@@ -306,9 +295,10 @@ def _keras_names(keras: Any) -> tuple:
         if not isinstance(Variable.__dict__.get("trainable"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.trainable is not a property")
         optimizers = (keras.optimizers.Optimizer, keras.optimizers.LossScaleOptimizer)
-        _state["split_classes"] = tuple(  # the torch backend's classes of Keras's built-in optimizers
-            getattr(importlib.import_module(f"keras.src.backend.torch.optimizers.torch_{name.lower()}"), name)
-            for name in keras3_split.SPLIT_OPTIMIZERS)
+        getattr(optimizers[1], "check_finite")
+        for name in keras3_split.SPLIT_OPTIMIZERS:   # the torch backend's classes of Keras's built-in optimizers
+            replica_update.register_elementwise(getattr(
+                importlib.import_module(f"keras.src.backend.torch.optimizers.torch_{name.lower()}"), name))
         return Variable, in_stateless_scope, optimizers, keras.Model
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(
@@ -327,8 +317,9 @@ def _patch(keras: Any) -> None:
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
     _set_trainable(variable_cls)
     _replica_value(variable_cls, in_stateless_scope)
-    for optimizer_cls in optimizer_classes:
-        _wrap_method(optimizer_cls, "apply", _apply)
+    _wrap_method(optimizer_classes[0], "apply", _apply)
+    _wrap_method(optimizer_classes[1], "apply", keras3_split.apply_loss_scaled)
+    _wrap_method(optimizer_classes[1], "check_finite", keras3_split.finite_everywhere)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     for reduction in (keras.metrics.Mean, keras.metrics.Sum):
         _wrap_method(reduction, "update_state", keras3_custom_step.weighted_mean_update)

@@ -1,24 +1,21 @@
-"""Keras 3 optimizers on replicas that share one CPU: each variable updated once, by its owner.
+"""Keras 3 optimizers on the update engine (``distribute/replica_update``): which may split, their slots,
+and the Keras-side pieces of ``keras3._apply`` (build once, apply the sums, a loss-scale optimizer).
 
-As md.keras's and torch's split update (``distribute/optimizer_shards.py``): every trainable
-variable has one owner replica (bytes balanced, ``optimizer_shards.assign_owners``). Inside
-``optimizer.apply`` the replicas exchange their gradient lists (no packing, no all-reduce); each
-owner sums its variables' gradients in replica order, runs Keras's own ``apply`` on its variables
-only (so Keras's update rule, weight decay, constraints and clipping by value or norm run once per
-variable), then copies the new values **and** those variables' optimizer slots (momentum, velocity:
-the variables Keras made with ``add_variable_from_reference``) into the other replicas' copies; a
-barrier ends the step. Optimizer state therefore stays mirrored, so ``optimizer.variables``,
-saving and a later all-reduce step read the same state as one device. When the gradients handed to
-``apply`` are the replica copies' own ``.grad`` (Keras's fit step here, or a custom loop passing
-``v.value.grad``), the owner sums into them in place (as DDP does, no allocation a step): after
-``apply`` an owned variable's ``.grad`` holds the summed gradient, the others their replica's. Every replica still counts
-``iterations`` (and Nadam's ``u_product``) itself, as it did before.
+On replicas that share one CPU the engine splits an element-wise update (``replica_update.SplitPlan``):
+each variable's owner sums its gradients, runs Keras's own ``apply`` on its variables only (so Keras's
+update rule, weight decay, constraints and clipping by value or norm run once per variable), then
+copies the new values **and** those variables' optimizer slots (momentum, velocity: the variables
+Keras made with ``add_variable_from_reference``, recorded here) into the other replicas' copies.
+Optimizer state therefore stays mirrored, so ``optimizer.variables``, saving and a later all-reduce
+step read the same state as one device. Every replica still counts ``iterations`` (and Nadam's
+``u_product``) itself, so a step where some replica owns no variable with a gradient gives every
+replica every sum (``idle_fallback``).
 
-Used only where it is exact and a known rule: Keras's built-in element-wise optimizers (SGD, Adam,
-AdamW, Adamax, Nadam, RMSprop, Adagrad, Adadelta, Lion) on replicas of one process on one CPU,
-without ``global_clipnorm`` (needs every gradient), gradient accumulation or EMA, every variable
-and slot distributed, and every replica owning a variable with a gradient. Anything else (GPUs,
-workers, ``LossScaleOptimizer``, another optimizer) keeps the all-reduce path in ``keras3._apply``.
+Split only where it is exact and a known rule: Keras's built-in element-wise optimizers
+(``SPLIT_OPTIMIZERS``, registered into the engine's one element-wise registry by ``keras3``) without
+``global_clipnorm`` (needs every gradient), gradient accumulation or EMA, every slot distributed and at
+least one variable per replica. Anything else (GPUs, workers, another optimizer) is summed in buckets
+and applied by every replica to its own copies.
 """
 
 from __future__ import annotations
@@ -29,8 +26,8 @@ from typing import Any, Sequence
 
 import torch
 
-from multidev.distribute import gradient_reducer
-from multidev.distribute.optimizer_shards import assign_owners
+from multidev.distribute import replica_update
+from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
 SPLIT_OPTIMIZERS = ("SGD", "Adam", "AdamW", "Adamax", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Lion")
@@ -47,91 +44,67 @@ def add_variable_from_reference(original: Any, optimizer: Any, reference_variabl
     return slot
 
 
-class _Plan:
-    """Who owns which variable, and each variable's slots (None: the split does not apply)."""
-
-    def __init__(self, variables: Sequence[Any], slots: list, num_replicas: int):
-        self.variables = list(variables)
-        self.slots = slots
-        owners = assign_owners([v._value for v in self.variables], num_replicas)
-        self.owned = [[i for i, o in enumerate(owners) if o == r] for r in range(num_replicas)]
+def _eligible(optimizer: Any) -> bool:
+    """Keras's options that need every gradient (or more than one step) before the update: no split."""
+    return not optimizer.global_clipnorm and not optimizer.gradient_accumulation_steps and not optimizer.use_ema
 
 
-def _eligible(optimizer: Any, keras_classes: tuple) -> bool:
-    return (type(optimizer) in keras_classes and not optimizer.global_clipnorm
-            and not optimizer.gradient_accumulation_steps and not optimizer.use_ema)
-
-
-def _make_plan(optimizer: Any, variables: Sequence[Any], num_replicas: int) -> _Plan | None:
-    if len(variables) < num_replicas or not all(isinstance(v._value, DistributedVariable) for v in variables):
-        return None
+def _make_plan(optimizer: Any, variables: Sequence[Any], strategy: Any, eligible: bool) -> replica_update.UpdatePlan:
+    params = [v._value for v in variables]
     recorded = _slots.get(optimizer, {})
-    slots = [recorded.get(id(v), []) for v in variables]
-    if not all(isinstance(s._value, DistributedVariable) for group in slots for s in group):
-        return None
-    return _Plan(variables, slots, num_replicas)
+    slots = [[s._value for s in recorded.get(id(v), [])] for v in variables]
+    splits = (eligible and replica_update.is_elementwise(optimizer) and len(variables) >= strategy.num_replicas_in_sync
+              and all(isinstance(s, DistributedVariable) for group in slots for s in group))
+    return replica_update.choose(params, strategy, elementwise=splits, extra=slots, idle_fallback=True)
 
 
-def plan_for(optimizer: Any, variables: Sequence[Any], strategy: Any, keras_classes: tuple) -> _Plan | None:
-    """The cached split plan of ``optimizer`` over ``variables`` on ``strategy``, or None."""
-    if not gradient_reducer.splits_own_update_rules(strategy) or not _eligible(optimizer, keras_classes):
-        return None
-    key = tuple(id(v) for v in variables)
+def plan_for(optimizer: Any, variables: Sequence[Any], strategy: Any) -> replica_update.UpdatePlan:
+    """The cached update plan of ``optimizer`` over ``variables`` (Keras variables) on ``strategy``."""
+    eligible = _eligible(optimizer)
+    key = (tuple(id(v) for v in variables), eligible)
     cached = _plans.get(optimizer)
     if cached is None or cached[0] != key:
         with _lock:
             cached = _plans.get(optimizer)
             if cached is None or cached[0] != key:
-                cached = (key, _make_plan(optimizer, variables, strategy.num_replicas_in_sync))
+                cached = (key, _make_plan(optimizer, variables, strategy, eligible))
                 _plans[optimizer] = cached
     return cached[1]
 
 
-def _summed(plan: _Plan, everyone: list, r: int, i: int) -> torch.Tensor | None:
-    """Variable ``i``'s gradient summed over the replicas in replica order; in place into this
-    replica's own ``.grad`` tensor when it is one (as DDP does), else into a new tensor."""
-    grads = [g[i] for g in everyone if g[i] is not None]
-    if not grads:
-        return None
-    mine = everyone[r][i]
-    if mine is not None and mine is plan.variables[i]._value.values[r].grad:
-        for k, g in enumerate(everyone):  # a + b == b + a: the same sum as in replica order for 2
-            if k != r and g[i] is not None:
-                mine.add_(g[i])
-        return mine
-    total = grads[0].clone() if len(grads) > 1 else grads[0]
-    for g in grads[1:]:
-        total.add_(g)
-    return total
+def build_optimizer(strategy: Any, optimizer: Any, variables: Any) -> None:
+    """Build ``optimizer`` for ``variables`` once, in cross-replica context (its slots are distributed).
+    Every replica passes the same variables (regroup keeps identical objects as they are)."""
+    if not optimizer.built:
+        optimizer.build(variables)
 
 
-def apply(original: Any, optimizer: Any, ctx: Any, plan: _Plan, grads: list) -> bool:
-    """This replica's part of a split ``optimizer.apply``; False (nothing done, every replica alike)
-    when some replica owns no variable with a gradient: the caller then all-reduces.
-
-    Ordering (as ``optimizer_shards.OptimizerShards``): the exchange is entered after each replica's
-    backward pass, owners write the others' copies only after it, and the barrier that follows the
-    copies keeps every replica from reading its weights again before they are all written."""
-    r = ctx._global_replica_id
-    everyone = gradient_reducer.exchange_among_replicas(ctx, "keras3.optimizer.apply", grads)
-    present = [any(g[i] is not None for g in everyone) for i in range(len(grads))]
-    if not all(any(present[i] for i in owned) for owned in plan.owned):
-        return False
-    mine = [i for i in plan.owned[r] if present[i]]
+def apply_sums(original: Any, optimizer: Any, variables: list, sums: tuple) -> None:
+    """Keras's own ``apply`` on the variables this replica updates (those with a sum)."""
+    mine = [i for i, g in enumerate(sums) if g is not None]
     with torch.no_grad():
-        summed = [_summed(plan, everyone, r, i) for i in mine]
-        original(optimizer, summed, [plan.variables[i] for i in mine])
-        _publish(plan, mine, r)
-    gradient_reducer.barrier(ctx, "keras3.optimizer.apply")
-    return True
+        if len(mine) == len(sums):
+            original(optimizer, list(sums), variables)
+        else:
+            original(optimizer, [sums[i] for i in mine], [variables[i] for i in mine])
 
 
-def _publish(plan: _Plan, indices: Sequence[int], r: int) -> None:
-    """Copy this replica's updated variables and their slots into the other replicas' copies."""
-    for i in indices:
-        for holder in [plan.variables[i], *plan.slots[i]]:
-            components = holder._value.values
-            source = components[r]
-            for k, target in enumerate(components):
-                if k != r:
-                    target.copy_(source)
+def apply_loss_scaled(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+    """``LossScaleOptimizer.apply`` inside ``strategy.run``: built once in cross-replica context; nothing is
+    summed here: its finite check agrees across replicas (``finite_everywhere``) and its inner optimizer's
+    ``apply`` sums the unscaled gradients (``keras3._apply``; the scale is a power of two, so unscaling first is exact)."""
+    ctx = context.current_replica_context()
+    if ctx is not None and ctx.num_replicas_in_sync > 1 and not optimizer.built:
+        ctx.merge_call(build_optimizer, args=(optimizer, list(trainable_variables or ())))
+    return original(optimizer, grads, trainable_variables)
+
+
+def finite_everywhere(original: Any, optimizer: Any, grads: Any) -> Any:
+    """``LossScaleOptimizer.check_finite`` inside ``strategy.run``: finite only where every replica's gradients
+    are, so every replica takes the same branch (one scalar all-reduce)."""
+    finite = original(optimizer, grads)
+    ctx = context.current_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return finite
+    count = ctx.all_reduce("SUM", torch.as_tensor(finite).to(torch.float32).reshape(()))
+    return count >= ctx.num_replicas_in_sync

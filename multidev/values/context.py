@@ -24,12 +24,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import enum
-
 import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.devices import options as device_options
+from multidev.values.gradients import LocalGrads
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +61,6 @@ class CallerModes:
         return stack
 
 
-class Gradients(enum.Enum):
-    """What a replica's ``p.grad`` holds in this step: the type that tells an optimizer step whether
-    to reduce them (never reduced twice, never applied unreduced)."""
-
-    LOCAL = "local"        # the replica's own (nothing reduced them yet): the optimizer step reduces them
-    REDUCED = "reduced"    # reduced across replicas when loss.backward() returned: applied as they are
-
-
 class ReplicaStep:
     """What one replica's step did that decides how its gradients combine; one per replica per
     ``strategy.run``, so every step starts fresh.
@@ -77,14 +68,15 @@ class ReplicaStep:
     ``loss_reduction``: MEAN (a PyTorch loop: torch losses are means, so gradients are averaged as
     DDP does) until a loss scaled for distribution (``md.nn.compute_average_loss``, an md.keras mean
     loss in ``strategy.run``) calls ``mark_loss_scaled``, which makes it SUM (TensorFlow's rule).
-    ``gradients``: whether ``loss.backward()`` already reduced ``p.grad``.
+    ``gradients``: the type of what ``p.grad`` holds (``values.gradients``): ``LocalGrads`` until
+    ``loss.backward()`` reduced them (``SummedGrads``: an optimizer step applies them as they are).
     """
 
     __slots__ = ("loss_reduction", "gradients")
 
     def __init__(self) -> None:
         self.loss_reduction = ReduceOp.MEAN
-        self.gradients = Gradients.LOCAL
+        self.gradients: type = LocalGrads
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +209,7 @@ def current_scope_strategy() -> Any | None:
     return stack[-1] if stack else None
 
 
-__all__ = ["CallerModes", "Gradients", "ReplicaStep", "ReplicaEnv", "replica_env", "current_replica_id", "traced_replica_id",
+__all__ = ["CallerModes", "ReplicaStep", "ReplicaEnv", "replica_env", "current_replica_id", "traced_replica_id",
            "current_replica_context", "mark_loss_scaled",
            "enter_replica_env", "exit_replica_env", "cross_replica", "scope_stack", "push_scope", "pop_scope",
            "current_scope_strategy"]

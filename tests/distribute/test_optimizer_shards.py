@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import multidev as md
-from multidev.distribute.optimizer_shards import assign_owners
+from multidev.distribute.replica_update import assign_owners
 
 PR = md.distribute.PerReplica
 

@@ -37,13 +37,13 @@ def test_a_write_during_another_replicas_step_is_caught_by_value():
     # with one device must both see it.
     proc = run_fresh(_HARNESS + """
 import random, time
-from multidev.distribute import gradient_reducer
+from multidev.distribute import replica_update
 
-def after_step_without_barrier(self, replica_id):
+def publish_without_barrier(self, replica_id):
     time.sleep(random.random() * 0.003)
-    self.shards.publish(replica_id)
+    self._copy_out(replica_id)
 
-gradient_reducer.SplitUpdate.after_step = after_step_without_barrier
+replica_update.SplitPlan.publish = publish_without_barrier
 problems = stress.compare("torch_adam_unsaved_weights", 3, steps=40, max_sleep_ms=1.0)
 print("WRITTEN", any("was written between its forward pass and its update" in p for p in problems))
 print("DIFFERS", any("differs from one device" in p for p in problems))

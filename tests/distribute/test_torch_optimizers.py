@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import multidev as md
-from multidev.distribute.gradient_reducer import local_copy
+from multidev.distribute.replica_update import local_copy
 from multidev.distribute.optimizer_hooks import replica_optimizer
 
 PR = md.distribute.PerReplica

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import multidev as md
-from multidev.integrations import keras3_split
+from multidev.distribute import replica_update
 from tests.integrations._keras3_env import import_keras3
 
 keras = import_keras3()
@@ -79,8 +79,8 @@ OPTIMIZERS = {
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_two_replicas_equal_one_device_weights_and_optimizer_state(name, monkeypatch):
     published = []
-    original = keras3_split._publish
-    monkeypatch.setattr(keras3_split, "_publish", lambda plan, idx, r: (published.append(r), original(plan, idx, r)))
+    original = replica_update.SplitPlan._copy_out
+    monkeypatch.setattr(replica_update.SplitPlan, "_copy_out", lambda plan, r: (published.append(r), original(plan, r)))
     reference, ref_optimizer = _train(OPTIMIZERS[name])
     model, optimizer = _train(OPTIMIZERS[name], md.distribute.MirroredStrategy(DEVICES))
     _assert_equal(reference.weights, model.weights)

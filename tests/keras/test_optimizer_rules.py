@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import multidev as md
-from multidev.distribute import optimizer_shards
+from multidev.distribute import replica_update
 from multidev.keras import optimizers
 from tests.keras._keras_rules import run as reference
 
@@ -85,9 +85,9 @@ def test_tensorflow_figures(name, tf_values):
 
 
 def test_every_rule_may_split_its_update_across_replicas():
-    """Replicas on one CPU split element-wise updates (optimizer_shards): every rule is registered."""
+    """Replicas on one CPU split element-wise updates (replica_update): every rule is registered."""
     for name in ("SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Ftrl", "Lion"):
-        assert getattr(optimizers, name)._torch_class in optimizer_shards.ELEMENTWISE_OPTIMIZERS, name
+        assert getattr(optimizers, name)._torch_class in replica_update.ELEMENTWISE, name
 
 
 @pytest.mark.parametrize("name, hyper", [("Nadam", {}), ("Adam", {"amsgrad": True}), ("Ftrl", {"beta": 0.1}),
@@ -145,7 +145,7 @@ def test_fit_on_two_logical_cpus_equals_one_device_on_the_split_path(name, hyper
     model, history = _fit_small(strategy, name, hyper)
     ref, ref_history = _fit_small(None, name, hyper)
     # each replica updates half
-    assert type(model.optimizer._gradient_reducer(model.trainable_variables)).__name__ == "SplitUpdate"
+    assert type(model.optimizer._update_plan(model.trainable_variables)).__name__ == "SplitPlan"
     for got, want in zip(model.get_weights(), ref.get_weights()):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(history.history["loss"], ref_history.history["loss"], rtol=1e-5)

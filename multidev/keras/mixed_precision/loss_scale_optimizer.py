@@ -25,7 +25,8 @@ from typing import Any, Iterable
 
 import torch
 
-from multidev.keras.optimizers.base import Optimizer, Update
+from multidev.keras.optimizers.base import Optimizer
+from multidev.values.gradients import LocalGrads, SummedGrads
 from multidev.values.context import current_replica_context, current_replica_id
 from multidev.values.variables import local_view
 
@@ -112,7 +113,12 @@ class LossScaleOptimizer(Optimizer):
             pairs = inner._aggregate_gradients(pairs)
         finite = self._all_finite([g for g, _ in pairs], already_consistent=not skip_gradients_aggregation)
         if finite:
-            inner._apply(inner._clip(pairs), lr, Update.OWN if skip_gradients_aggregation else Update.SUMMED)
+            pairs = inner._clip(pairs)
+            grads, variables = tuple(g for g, _ in pairs), [v for _, v in pairs]
+            if skip_gradients_aggregation:
+                inner._apply_own(LocalGrads(grads), variables, lr)
+            else:
+                inner._apply(SummedGrads(grads), variables, lr)
         else:
             inner._increment_iterations()
         self._update_scale(finite)

@@ -1,15 +1,16 @@
 """Optimizer: Keras's optimizer API over a lazily created ``torch.optim`` optimizer.
 
-Path of one update (each step a small method a strategy can wrap):
-``apply_gradients(grads_and_vars)`` -> ``_aggregate_gradients`` (the update rule's gradient reducer,
-``distribute/gradient_reducer.py``: identity without a strategy; a strategy's sums across replicas,
-unless replicas on one CPU split the update: then the step sums each gradient where it is applied)
--> ``_clip`` (clipvalue / clipnorm / global_clipnorm) -> ``_apply`` (sets the
-learning rate read at the start of ``apply_gradients``, hands the gradients to the update rule, then
-``_increment_iterations``). The update rule is a ``torch.optim`` optimizer implementing Keras's formulas
+Path of one update (each step a small method a strategy can wrap): ``apply_gradients(grads_and_vars)``
+makes this replica's ``LocalGrads``; with clipping, ``_aggregate_gradients`` sums them first (Keras sums,
+then clips; ``SummedGrads``) and ``_clip`` clips the sums; ``_apply`` hands them to the update plan
+(``distribute/replica_update.py``: identity without a strategy; it sums ``LocalGrads`` as its plan does,
+a split update only where each gradient is applied), which runs the update rule at the learning rate
+read at the start of ``apply_gradients`` and publishes; then ``_increment_iterations``.
+``skip_gradients_aggregation=True`` applies each replica's own gradients to its own copies
+(``_apply_own``). The update rule is a ``torch.optim`` optimizer implementing Keras's formulas
 (``rules.py``); on distributed variables each local replica steps its own one over its own copies
-(``replica_rules.py``: plain torch optimizers, no per-thread views, no global step hook), with the
-gradient reducer's ``before_step`` / ``after_step`` around it; checkpoints see one canonical state.
+(``replica_rules.py``: plain torch optimizers, no per-thread views, no global step hook);
+checkpoints see one canonical state.
 
 ``learning_rate`` is a variable as in Keras (``.numpy()``, ``.assign(x)``, ``float(...)``): a plain
 float32 ``md.Variable`` on the host, never a distributed one (every replica reads the same rate).
@@ -21,9 +22,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import enum
+import functools
 import threading
 
 import torch
@@ -32,19 +31,8 @@ from multidev.keras.optimizers import schedules
 from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
+from multidev.values.gradients import LocalGrads, SummedGrads
 from multidev.values.variables import Variable, local_view
-
-
-class Update(enum.Enum):
-    """How a replica's gradients reach the variables' copies in ``_apply``: one value, not flags."""
-
-    SUMMED = "summed"            # already summed across replicas (``_aggregate_gradients``): applied as they are
-    SUM_IN_STEP = "sum_in_step"  # the reducer sums each where it is applied (a split update)
-    OWN = "own"                  # skip_gradients_aggregation: each replica applies its own to its own copy (TF)
-
-
-# True while minimize() applies the gradients it computed (each replica its own).
-_own_gradients: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_own_gradients", default=False)
 
 
 class Optimizer:
@@ -110,12 +98,11 @@ class Optimizer:
         if callable(loss) and not isinstance(loss, torch.Tensor):
             loss = loss()
         # Under a strategy, differentiate with respect to this replica's copies of the variables.
-        grads = torch.autograd.grad(loss, [local_view(v) for v in var_list], allow_unused=True)
-        token = _own_gradients.set(True)  # made here, used once: the step may sum into them in place
-        try:
-            self.apply_gradients(zip(grads, var_list))
-        finally:
-            _own_gradients.reset(token)
+        targets = [local_view(v) for v in var_list]
+        grads = torch.autograd.grad(loss, targets, allow_unused=True)
+        for target, g in zip(targets, grads):
+            target.grad = g   # made here, used once: as the copies' own .grad the step may sum into them in place
+        self.apply_gradients(zip(grads, var_list))
 
     def apply(self, grads, trainable_variables=None):
         """Keras 3's form of ``apply_gradients``: the gradients and the variables as two lists
@@ -145,26 +132,23 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
         lr = self._current_lr()    # read before aggregation, so every replica uses this step's rate
-        # Replicas that split the update sum each gradient where it is applied, in the step itself,
-        # into the gradient tensors: only gradients ``minimize`` made (never the caller's), and not
-        # when clipping needs every summed gradient first.
-        summed_in_step = (_own_gradients.get() and not skip_gradients_aggregation
-                          and not self._clips() and self._gradient_reducer([v for _, v in pairs]).sums_in_step)
-        if not skip_gradients_aggregation and not summed_in_step:
-            pairs = self._aggregate_gradients(pairs)
-        pairs = self._clip(pairs)
-        update = Update.OWN if skip_gradients_aggregation else Update.SUM_IN_STEP if summed_in_step else Update.SUMMED
-        self._apply(pairs, lr, update)
+        if skip_gradients_aggregation:   # TensorFlow's: each replica applies its own to its own copies
+            self._apply_own(_grads(pairs, LocalGrads), [v for _, v in pairs], lr)
+        elif self._clips():              # Keras sums, then clips
+            pairs = self._clip(self._aggregate_gradients(pairs))
+            self._apply(_grads(pairs, SummedGrads), [v for _, v in pairs], lr)
+        else:                            # the plan sums (a split update where each gradient is applied)
+            self._apply(_grads(pairs, LocalGrads), [v for _, v in pairs], lr)
         return self.iterations
 
     def _clips(self) -> bool:
         return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
 
-    def _gradient_reducer(self, variables: list):
-        """Who sums these variables' gradients across replicas (``gradient_reducer.GradientReducer``),
-        chosen once for the update rule and its variables."""
+    def _update_plan(self, variables: list):
+        """The update plan of these variables (``replica_update.UpdatePlan``), chosen once for the update
+        rule and its variables."""
         self._ensure_built(variables)
-        return self._rules.reducer
+        return self._rules.plan
 
     def _ensure_built(self, variables: list) -> None:
         if not self._rules.tracks(variables):
@@ -202,10 +186,12 @@ class Optimizer:
 
     # ----- the update path (strategy hook points) ---------------------------------------------
     def _aggregate_gradients(self, grads_and_vars):
-        """Sum gradients across replicas (the gradient reducer's); identity without a strategy."""
-        grads = [g for g, _ in grads_and_vars]
+        """Sum gradients across replicas (the update plan's ``sum_all``); identity without a strategy.
+        Returns ``(summed gradient, variable)`` pairs."""
         variables = [v for _, v in grads_and_vars]
-        return list(zip(self._gradient_reducer(variables).aggregate(variables, grads), variables))
+        plan = self._update_plan(variables)
+        summed = plan.sum_all(current_replica_id(), _grads(grads_and_vars, LocalGrads), variables)
+        return [(summed.tensors[self._rules.position(v)], v) for v in variables]
 
     def _clip(self, grads_and_vars):
         """Keras clipping: per-value, per-tensor norm, or global norm."""
@@ -220,12 +206,18 @@ class Optimizer:
             grads_and_vars = [(g * scale, v) for g, v in grads_and_vars]
         return grads_and_vars
 
-    def _apply(self, grads_and_vars, lr=None, update: Update = Update.SUMMED):
-        """Run one step of the update rule (Keras's weight decay first, inside the rule) with these
-        gradients at rate ``lr``, then count the iteration; ``update``: how the gradients reach the
-        copies (``Update``)."""
-        variables = [v for _, v in grads_and_vars]
-        reducer = self._gradient_reducer(variables)
+    def _apply(self, grads, variables, lr=None):
+        """One step of the update plan with ``grads`` (``LocalGrads``: the plan sums them; ``SummedGrads``:
+        summed already) of ``variables`` at rate ``lr`` (Keras's weight decay first, inside the rule), then
+        count the iteration."""
+        self._step(grads, variables, lr, own=False)
+
+    def _apply_own(self, grads, variables, lr=None):
+        """Each replica applies its own ``LocalGrads`` to its own copies (``skip_gradients_aggregation``)."""
+        self._step(grads, variables, lr, own=True)
+
+    def _step(self, grads, variables, lr, own: bool):
+        plan = self._update_plan(variables)
         rules, replica = self._rules, current_replica_id()
         if replica is None and rules.strategy is not None:
             raise RuntimeError(
@@ -233,29 +225,12 @@ class Optimizer:
                 f"{type(rules.strategy).__name__}.scope() cannot be called in cross-replica context: call "
                 "it inside strategy.run(train_step, ...) so every replica's gradients are summed and every copy "
                 "is updated.")
-        rule = rules.rule_for(replica)
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
-        decay = self.weight_decay or 0.0
-        for group in rule.param_groups:
-            group["lr"] = lr
-            group["weight_decay"] = decay
-            for p in group["params"]:
-                p.grad = None
-        for g, v in grads_and_vars:
-            target = local_view(v)  # this replica's plain tensor: no __torch_function__ per attribute read
-            target.grad = g.detach() if g.dtype == target.dtype else g.detach().to(target.dtype)
-        if replica is not None and update is not Update.OWN:
-            with reducer.summed() if update is Update.SUMMED else contextlib.nullcontext():
-                reducer.before_step(replica)   # SUMMED: summed by _aggregate_gradients, before clipping
-        if rules.strategy is not None and hasattr(rule, "apply_update"):
-            rule.apply_update()    # replica copies of distributed variables: the reducer did it all, no hooks
+        run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
+        if own:
+            plan.apply_own(replica, grads, run, variables)
         else:
-            rule.step()            # plain variables: torch's global step hooks run (ParameterServerStrategy
-            #                        pushes the gradients of its variables to the ps tasks from one)
-        if replica is not None:
-            rules.after_step(replica, publish=update is not Update.OWN)
-        for v in variables:
-            v.grad = None
+            plan.step(replica, grads, run, variables)
         self._increment_iterations()
 
     def _increment_iterations(self):
@@ -312,6 +287,11 @@ class Optimizer:
             entries[id(p)][1][slot] = value
         for p, entry in entries.values():   # every replica's copy (its owner's alone under a split update)
             self._rules.load(p, entry)
+
+
+def _grads(pairs, kind):
+    """The gradients of ``(gradient, variable)`` pairs as ``kind`` (``LocalGrads`` or ``SummedGrads``)."""
+    return kind(tuple(g for g, _ in pairs))
 
 
 def _is_schedule(value) -> bool:

@@ -3,7 +3,7 @@
 torch.optim's rules differ from Keras's (RMSprop's epsilon outside the square root, Adam's epsilon
 after bias correction, NAdam's momentum schedule, SGD momentum without the learning rate): the
 Keras optimizers in ``builtin.py`` step these classes instead. Each is element-wise per parameter
-(so replicas on one CPU may split the update, ``optimizer_shards``) and keeps its state per
+(so replicas on one CPU may split the update, ``distribute/replica_update``) and keeps its state per
 parameter under Keras's slot names, plus ``step`` (this parameter's update count: Keras's
 ``iterations + 1`` when every variable gets a gradient each step). Keras's weight decay
 (``variable -= variable * weight_decay * learning_rate`` before the update) is part of every rule.
@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import torch
 
-from multidev.distribute.optimizer_shards import register_elementwise
+from multidev.distribute.replica_update import register_elementwise
 
 
 class KerasRule(torch.optim.Optimizer):

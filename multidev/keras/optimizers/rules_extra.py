@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from multidev.distribute.optimizer_shards import register_elementwise
+from multidev.distribute.replica_update import register_elementwise
 from multidev.keras.optimizers.rules import KerasRule, _slot
 
 
