@@ -108,9 +108,11 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
         if placed is not None:
             return placed
     var = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
-    if var is None and param is not None and not isinstance(param, DistributedVariable) \
-            and context.current_replica_id() is None:
-        _unscoped.add(module)
+    if var is None and param is not None and not isinstance(param, DistributedVariable):
+        if context.current_replica_id() is None:
+            _unscoped.add(module)
+        else:
+            _note_built_in_replica(param)   # the replica's own module: not shared with the others
     return var
 
 
@@ -119,6 +121,42 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
 #: parameters every replica would share (training them concurrently races and can crash the process).
 #: Only while a strategy lives (its hooks see them): a module built before any strategy is not in it.
 _unscoped: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+
+
+#: Parameters of modules built inside a replica function (each replica its own), by id (a tensor's
+#: ``==`` is element-wise, so no WeakSet); an entry leaves with its tensor.
+_built_in_replica: dict[int, weakref.ref] = {}
+
+
+def _note_built_in_replica(param: torch.Tensor) -> None:
+    key = id(param)
+    _built_in_replica[key] = weakref.ref(param, lambda ref: _built_in_replica.get(key) is ref
+                                         and _built_in_replica.pop(key, None))
+
+
+def _is_built_in_replica(param: torch.Tensor) -> bool:
+    ref = _built_in_replica.get(id(param))
+    return ref is not None and ref() is param
+
+
+def refuse_shared_parameters(optimizer: torch.optim.Optimizer) -> None:
+    """Inside a run of several local replicas of a distributing strategy: ``optimizer.step()`` over
+    plain parameters that no replica built (a module built before any strategy existed, which no hook
+    saw) would have every replica update one set of parameters: ``ValueError`` before any update."""
+    env = _replica_env()
+    if env is None or env.strategy.extended.num_local_replicas == 1 or not env.strategy.extended.distributes_variables:
+        return
+    shared = [p for g in optimizer.param_groups for p in g["params"]
+              if isinstance(p, torch.nn.Parameter) and p.requires_grad and p.grad is not None
+              and not isinstance(p, DistributedVariable) and not _is_built_in_replica(p)]
+    if shared:
+        strategy = type(env.strategy).__name__
+        shapes = [tuple(p.shape) for p in shared[:3]]
+        raise ValueError(
+            f"{type(optimizer).__name__}.step() inside {strategy}.run would update parameters (shapes {shapes}"
+            f"{' ...' if len(shared) > 3 else ''}) that were built outside {strategy}.scope(): one set shared by all "
+            f"{env.strategy.num_replicas_in_sync} replicas, whose updates would race. Build the model and its "
+            "optimizer inside `with strategy.scope():` (after creating the strategy).")
 
 
 def _refuse_shared(module: torch.nn.Module, args: Any) -> None:

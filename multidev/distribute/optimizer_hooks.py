@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import replica_update
+from multidev.distribute import module_hooks, replica_update
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import current_replica_id as _replica_id, replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
@@ -237,6 +237,7 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
 def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
     plan = _plan_for(optimizer)
     if plan is None:
+        module_hooks.refuse_shared_parameters(optimizer)   # a model built before the strategy existed
         return None
     replica_id = _replica_id()
     if replica_id is None:

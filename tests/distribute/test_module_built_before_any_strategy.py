@@ -39,5 +39,13 @@ def test_module_built_before_the_first_strategy_is_refused_before_any_update(fre
         model.requires_grad_(False)
         out = strategy.run(lambda a: model(a), args=(halves(x),))
         assert len(strategy.experimental_local_results(out)) == 2
+        # A module (and optimizer) each replica builds for itself is its own: stepping it is fine.
+        def own(x):
+            layer = torch.nn.Linear(5, 1)
+            own_opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+            layer(x).sum().backward()
+            own_opt.step()
+            return layer.weight.detach().clone()
+        assert len(strategy.experimental_local_results(strategy.run(own, args=(halves(x),)))) == 2
         print("ok")
     """)
