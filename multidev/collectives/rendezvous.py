@@ -78,8 +78,9 @@ class Rendezvous:
         return self.exchange(replica_id, signature, payload, _everyone)
 
     def barrier(self, replica_id: int, name: str) -> None:
-        """Wait until every replica reached this point."""
-        self.exchange(replica_id, ("barrier", name), None, _nothing)
+        """Wait until every replica reached this point (nothing to wait for with one replica)."""
+        if self._n > 1:
+            self.exchange(replica_id, ("barrier", name), None, _nothing)
 
     def replica_finished(self, replica_id: int) -> None:
         """Called when a replica's function returned: replicas waiting for it must not hang."""

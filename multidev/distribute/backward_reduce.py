@@ -6,12 +6,14 @@ accumulates several batches. Under DDP every one of those sees the gradient of t
 because DDP's reducer all-reduces during backward and finishes before ``backward()`` returns. This
 module gives multidev's replicas the same contract:
 
-* every trainable mirrored variable's replica copies (leaf tensors) carry two hooks: one before
-  autograd accumulates into ``.grad`` and one after (it notes the leaf); the first of them queues a
-  callback that autograd runs when this backward ends, in the replica's thread. Accumulating
-  (several backward passes, one step): a MEAN reduces the whole ``.grad``, as DDP does (the mean
-  of an already reduced part, identical on every replica, is that part); a SUM would count it N
-  times, so the first hook sets the reduced part aside and only the new part is summed;
+* every trainable mirrored variable's replica copies (leaf tensors) carry one hook, run before
+  autograd accumulates into ``.grad``: it notes the leaf and what its ``.grad`` is, and queues a
+  callback that autograd runs when this backward ends, in the replica's thread; the callback tells
+  an accumulation (a new ``.grad``, or a bumped version of the old one) from a gradient only
+  computed (``torch.autograd.grad`` leaves ``.grad`` alone). Accumulating (several backward passes,
+  one step): a MEAN reduces the whole ``.grad``, as DDP does (the mean of an already reduced part,
+  identical on every replica, is that part); a SUM would count it N times, so the hook sets the
+  reduced part aside and only the new part is summed;
 * the callback reduces the noted leaves' gradients across replicas (every replica's backward meets
   the others' there; a leaf some replica did not reach counts as zeros, one no replica reached stays
   None) and writes the result into every replica's ``.grad``; then it marks the replica's step
@@ -61,7 +63,7 @@ class BackwardReducer:
         self._run = run              # the running strategy.run's per-replica steps
         n = group.size
         self._leaves: list[dict[int, weakref.ref]] = [{} for _ in range(n)]   # index -> replica's leaf
-        self._fired: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # reached by this backward
+        self._reached: list[dict[int, tuple]] = [{} for _ in range(n)]  # (leaf, its .grad, version) before
         self._set_aside: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # earlier reduced grads
         self._queued = [False] * n
         self._count = 0
@@ -81,7 +83,6 @@ class BackwardReducer:
         for r, leaf in enumerate(var._components):
             self._leaves[r][i] = weakref.ref(leaf)
             leaf.register_hook(functools.partial(self._before_accumulate, r, i))
-            leaf.register_post_accumulate_grad_hook(functools.partial(self._after_accumulate, r, i))
         return True
 
     def before_run(self) -> None:
@@ -98,17 +99,16 @@ class BackwardReducer:
         self._overlap_indices = indices
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
-        if self._run.steps[r].loss_reduction is ReduceOp.MEAN:
-            return   # the mean of (reduced part, identical everywhere) + new part is that part + mean(new): DDP's sum
         leaf = self._leaves[r][i]()
-        if leaf is not None and leaf.grad is not None:
-            # Reduced by an earlier backward (identical on every replica): set aside, reduce only the new part.
-            self._set_aside[r][i] = leaf.grad
-            leaf.grad = None
-            self._queue(r)
-
-    def _after_accumulate(self, r: int, i: int, leaf: torch.Tensor) -> None:
-        self._fired[r][i] = leaf
+        if leaf is None:
+            return
+        old = leaf.grad
+        # A MEAN reduces the whole .grad: the mean of (reduced part, identical everywhere) + new part is
+        # that part + mean(new), DDP's sum. A SUM sets the part an earlier backward reduced aside.
+        if old is not None and self._run.steps[r].loss_reduction is ReduceOp.SUM:
+            self._set_aside[r][i] = old
+            leaf.grad = old = None
+        self._reached[r][i] = (leaf, old, None if old is None else old._version)
         self._queue(r)
 
     def _queue(self, r: int) -> None:
@@ -120,8 +120,9 @@ class BackwardReducer:
     def _finish(self, r: int) -> None:
         """Autograd's last act of a backward in replica ``r``: reduce what it accumulated."""
         self._queued[r] = False
-        fired, set_aside = self._fired[r], self._set_aside[r]
-        self._fired[r], self._set_aside[r] = {}, {}
+        reached, set_aside = self._reached[r], self._set_aside[r]
+        self._reached[r], self._set_aside[r] = {}, {}
+        fired = {i: leaf for i, (leaf, before, version) in reached.items() if _accumulated(leaf, before, version)}
         for i, old in set_aside.items():
             if i not in fired:   # a gradient was computed (autograd.grad), not accumulated: put it back
                 leaf = self._leaves[r][i]()
@@ -137,8 +138,8 @@ class BackwardReducer:
         elif self._group.cooperative_reduce:
             indices, leaves = self._reduce_in_place(r, fired, op)
         else:
-            indices = self._group.exchange(
-                r, ("loss.backward", op.name), frozenset(fired), lambda sets: [sorted(frozenset().union(*sets))] * len(sets))
+            sets = self._group.share(r, ("loss.backward", op.name), frozenset(fired))
+            indices = sorted(frozenset().union(*sets))
             leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
             self._reduce_in_buckets(ctx, indices, leaves, op)
         for i, leaf in zip(indices, leaves):
@@ -165,19 +166,26 @@ class BackwardReducer:
         return indices, leaves
 
     def _reduce_in_place(self, r: int, fired: dict, op: ReduceOp) -> tuple[list[int], list]:
-        """Replicas sharing one CPU: one meeting agrees on the leaves (the union of what each reached)
-        and hands out every replica's gradients; each replica then reduces its share of every gradient
-        into every replica's, and a second meeting waits until all shares are written."""
+        """Replicas sharing one CPU: one meeting hands out every replica's gradients of the leaves it
+        reached; each replica then reduces its share of every gradient into every replica's, and a
+        second meeting waits until all shares are written."""
         n = len(self._leaves)
         group = self._group
-        indices, everyone = group.exchange(r, ("loss.backward", op.name), fired, self._agree)
+        mine = {i: _own_contiguous(leaf) for i, leaf in fired.items()}
+        everyone = group.share(r, ("loss.backward", op.name), mine)
+        indices = sorted(frozenset().union(*everyone))   # the same list on every replica
+        if any(len(grads) != len(indices) for grads in everyone):
+            # A leaf another replica reached and this one did not counts as this replica's current
+            # .grad, or zeros (as DDP counts an unused parameter): each replica fills in its own, then
+            # all meet again before anyone reads them.
+            for i in indices:
+                if i not in mine:
+                    mine[i] = self._unreached(r, i, next(g[i] for g in everyone if i in g))
+            everyone = group.share(r, ("loss.backward.unused", op.name), mine)
         try:
             with torch.no_grad():
-                for k, i in enumerate(indices):
-                    column = [grads[k] for grads in everyone]
-                    if column[0] is None:
-                        continue   # no replica reached it: stays None, as on one device
-                    flat = [g.view(-1) for g in column]
+                for i in indices:
+                    flat = [grads[i].view(-1) for grads in everyone]
                     numel = flat[0].numel()
                     if numel >= _SLICE_MIN_NUMEL:
                         part = algorithms.replica_slice(numel, r, n)
@@ -189,24 +197,14 @@ class BackwardReducer:
             group.barrier(r, "loss.backward.done")
         return indices, [self._leaves[r][i]() for i in indices]
 
-    def _agree(self, fired_sets: list) -> list:
-        """(Run once, by the last replica to arrive.) The leaves any replica reached, in index order,
-        and every replica's gradient of each: dense, contiguous, and zeros (set as its ``.grad``;
-        that replica waits here) where another replica has one and it has none, as DDP counts an
-        unused parameter."""
-        indices = sorted(frozenset().union(*fired_sets))
-        everyone = []
-        for r in range(len(fired_sets)):
-            everyone.append([_own_contiguous(self._leaves[r][i]()) for i in indices])
-        for k in range(len(indices)):
-            present = next((grads[k] for grads in everyone if grads[k] is not None), None)
-            if present is None:
-                continue
-            for r, grads in enumerate(everyone):
-                if grads[k] is None:
-                    leaf = self._leaves[r][indices[k]]()
-                    grads[k] = leaf.grad = torch.zeros_like(present, device=leaf.device)
-        return [(indices, everyone)] * len(fired_sets)
+    def _unreached(self, r: int, i: int, like: torch.Tensor) -> torch.Tensor:
+        """Replica ``r``'s gradient of leaf ``i`` that its backward did not reach: what ``.grad`` holds
+        (an earlier backward's), dense and contiguous, or new zeros set as its ``.grad``."""
+        leaf = self._leaves[r][i]()
+        g = _own_contiguous(leaf)
+        if g is None:
+            g = leaf.grad = torch.zeros_like(like, device=leaf.device)
+        return g
 
     def _reduce_in_buckets(self, ctx: Any, indices: list[int], leaves: list, op: ReduceOp) -> None:
         buckets = self._buckets.get(tuple(indices))
@@ -219,6 +217,12 @@ class BackwardReducer:
                 if g is not None and op is ReduceOp.MEAN:
                     algorithms.divide_(g, total)
                 leaf.grad = g
+
+
+def _accumulated(leaf: torch.Tensor, before: torch.Tensor | None, version: int | None) -> bool:
+    """Whether this backward accumulated into ``leaf.grad`` (it was ``before``, at ``version``)."""
+    g = leaf.grad
+    return g is not None and (g is not before or g._version != version)
 
 
 def _own_contiguous(leaf: torch.Tensor) -> torch.Tensor | None:

@@ -48,7 +48,7 @@ from torch.optim import optimizer as torch_optimizer
 
 from multidev.distribute import module_hooks, replica_update
 from multidev.distribute.replica_update import local_copy
-from multidev.values.context import current_replica_id as _replica_id, replica_env as _replica_env
+from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
 
 
@@ -239,8 +239,8 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
     if plan is None:
         module_hooks.refuse_shared_parameters(optimizer)   # a model built before the strategy existed
         return None
-    replica_id = _replica_id()
-    if replica_id is None:
+    env = _replica_env()   # (the ContextVar's own get: no Python call)
+    if env is None:
         raise RuntimeError(
             f"{type(optimizer).__name__}.step() over variables created in {type(plan.strategy).__name__}.scope() "
             "cannot be called in cross-replica context: call it inside strategy.run(train_step, ...) so every "
@@ -254,11 +254,11 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             "would apply only its own. Call loss.backward() and then optimizer.step() without a closure "
             "(optimizers that need one, such as LBFGS, cannot train distributed variables)."
         )
+    replica_id = env.replica_id
     twin = plan.twin_for(optimizer, replica_id)
     # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
-    kind = _replica_env().replica_step.gradients
-    grads = kind(tuple(t.grad for t in plan.refs[replica_id]))
-    plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))
+    grads = env.replica_step.gradients(tuple(t.grad for t in plan.refs[replica_id]))
+    plan.engine.reduce_as_grads(replica_id, grads)
     return (twin,) + tuple(args[1:]), kwargs
 
 
@@ -280,7 +280,8 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
     plan = _plans.get(optimizer)
     if plan is None:
         return
-    replica_id = _replica_id()
+    env = _replica_env()
+    replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
     plan.after_step(replica_id)
 

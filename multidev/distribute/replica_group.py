@@ -46,24 +46,23 @@ class ReplicaGroup:
     #: ``overlap(leaves)``: an object reducing these gradients while backward runs, or None.
     overlap: Callable[[Sequence[torch.Tensor]], Any] = _no_overlap
 
+    # The meetings are the rendezvous's own methods (bound in __post_init__, so a call goes straight there):
+    #: ``exchange(replica_id, key, payload, combine)``: meet the other local replicas at ``key``; the last
+    #: to arrive runs ``combine`` over every replica's ``payload`` (replica order), each gets its item.
+    exchange: Callable[[int, tuple, Any, Callable[[list], list]], Any] = dataclasses.field(init=False)
+    #: ``share(replica_id, key, payload)``: every local replica's ``payload`` in replica order, on every replica.
+    share: Callable[[int, tuple, Any], list] = dataclasses.field(init=False)
+    #: ``barrier(replica_id, name)``: wait until every local replica reached this point.
+    barrier: Callable[[int, str], None] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("exchange", "share", "barrier"):
+            object.__setattr__(self, name, getattr(self.rendezvous, name))
+
     @property
     def size(self) -> int:
         """How many local replicas."""
         return len(self.devices)
-
-    def exchange(self, replica_id: int, key: tuple, payload: Any, combine: Callable[[list], list]) -> Any:
-        """Meet the other local replicas at ``key``: the last to arrive runs ``combine`` over every
-        replica's ``payload`` (replica order), and each replica gets its own item of the result."""
-        return self.rendezvous.exchange(replica_id, key, payload, combine)
-
-    def share(self, replica_id: int, key: tuple, payload: Any) -> list:
-        """Every local replica's ``payload`` in replica order, returned on every replica."""
-        return self.rendezvous.share(replica_id, key, payload)
-
-    def barrier(self, replica_id: int, name: str) -> None:
-        """Wait until every local replica reached this point (nothing to wait for with one replica)."""
-        if len(self.devices) > 1:
-            self.rendezvous.barrier(replica_id, name)
 
 
 class RunningSteps:

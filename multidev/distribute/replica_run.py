@@ -110,7 +110,8 @@ class ReplicaRunner:
         results = []
         for r, device in enumerate(self._devices):
             env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
-                                     device=device, stream=self._streams[r], modes=modes, step=step)
+                                     device=device, stream=self._streams[r], modes=modes, step=step,
+                                     num_replicas_in_sync=self._strategy.num_replicas_in_sync)
             token = context.enter_replica_env(env)
             try:
                 with placement.device_scope(device), modes.applied(device.torch_device.type):
@@ -140,7 +141,7 @@ class ReplicaRunner:
         # Everything replica r is, for this call: one immutable value, set once when its task starts.
         env = context.ReplicaEnv(strategy=self._strategy, replica_context=self._contexts[r], replica_id=r,
                                  device=device, stream=self._streams[r], modes=modes, step=step,
-                                 replica_step=replica_step)
+                                 replica_step=replica_step, num_replicas_in_sync=self._strategy.num_replicas_in_sync)
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
         random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
 

@@ -162,6 +162,11 @@ class UpdatePlan:
         in ``publish``, as DDP leaves them."""
         self.apply(replica_id, summed, functools.partial(self._set_grads, replica_id, given))
 
+    def reduce_as_grads(self, replica_id: int, given: LocalGrads | SummedGrads) -> None:
+        """``reduce`` then ``apply_as_grads``: what a ``torch.optim`` step does before the class's own
+        ``step`` runs on this replica's copies."""
+        self.apply_as_grads(replica_id, given, self.reduce(replica_id, given))
+
     def _set_grads(self, replica_id: int | None, given: Any, tensors: tuple) -> None:
         keep = isinstance(given, SummedGrads)
         released = []

@@ -38,7 +38,6 @@ from typing import Any, Callable
 
 import torch
 from torch.nn.modules import module as torch_module
-from torch.optim import optimizer as torch_optimizer
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import front_end, replica_update
@@ -49,6 +48,8 @@ from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
 from multidev.values.variables import DistributedVariable
+
+_replica_env = context.replica_env   # the ContextVar's own get: read ~50 times a step
 
 CHECKED_VERSIONS = ("3.15.1",)
 SUPPORTED_RANGE = ((3, 15), (3, 16))  # >=3.15, <3.16: pyproject's multidev[keras3]
@@ -175,11 +176,11 @@ def _direct_assign(original: Any, variable: Any, value: Any) -> None:
     dv = variable._value
     if not isinstance(dv, DistributedVariable):
         return original(variable, value)
-    replica_id = context.current_replica_id()
-    if replica_id is None:
+    env = context.replica_env()
+    if env is None:
         dv.assign(value)
     else:
-        dv._apply_to([replica_id], "assign", value)
+        dv._apply_to([env.replica_id], "assign", value)
 
 
 def _replica_value(variable_cls: type, in_stateless_scope: Any) -> None:
@@ -190,9 +191,9 @@ def _replica_value(variable_cls: type, in_stateless_scope: Any) -> None:
     def fget(variable: Any) -> Any:  # read ~50 times a step: the cheapest test first
         dv = variable._value
         if isinstance(dv, DistributedVariable):
-            replica_id = context.current_replica_id()
-            if replica_id is not None and not in_stateless_scope():
-                return variable._maybe_autocast(dv._view_for(replica_id))
+            env = _replica_env()
+            if env is not None and not in_stateless_scope():
+                return variable._maybe_autocast(dv._view_for(env.replica_id))
         return prop.fget(variable)
 
     variable_cls.value = property(fget, prop.fset, doc=prop.__doc__)
@@ -217,9 +218,10 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     ``keras3_split``) sums the gradients across replicas (TensorFlow's ``apply_gradients`` in replica context
     does the same) and runs Keras's own ``apply`` with the sums: each variable's owner on replicas sharing one
     CPU (it then copies values and slots out), elsewhere every replica on its own copies."""
-    ctx = context.current_replica_context()
-    if ctx is None or ctx.num_replicas_in_sync == 1:
+    env = context.replica_env()
+    if env is None or env.num_replicas_in_sync == 1:
         return original(optimizer, grads, trainable_variables)
+    ctx = env.replica_context
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
         ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
     grads = list(grads)
@@ -230,15 +232,15 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     plain = [v.path for v in variables if not isinstance(v._value, DistributedVariable)]
     if plain:  # one copy shared by every replica: each would apply the (summed) update to it
         raise ValueError(
-            f"Keras optimizer {optimizer.name!r} applied inside {type(ctx.strategy).__name__}.run to variables "
+            f"Keras optimizer {optimizer.name!r} applied inside {type(env.strategy).__name__}.run to variables "
             f"that are not distributed ({plain[:3]}): the model was created outside the strategy's scope. "
             "Create the model (and optimizer) in strategy.scope()."
         )
     if len(grads) != len(variables):
         raise ValueError(f"Keras optimizer {optimizer.name!r}.apply() got {len(grads)} gradients for {len(variables)} "
                          "variables inside strategy.run; pass one gradient (or None) per variable.")
-    plan = keras3_split.plan_for(optimizer, variables, ctx.strategy)
-    plan.step(context.current_replica_id(), LocalGrads(tuple(grads)),
+    plan = keras3_split.plan_for(optimizer, variables, env.strategy)
+    plan.step(env.replica_id, LocalGrads(tuple(grads)),
               functools.partial(keras3_split.apply_sums, original, optimizer, variables))
     return None
 
@@ -365,8 +367,8 @@ def _on_module(module: torch.nn.Module, name: str, submodule: Any) -> None:
 
 class _Keras3FrontEnd:
     """Keras 3 as a ``front_end.FrontEnd``: checks and patches Keras at scope entry; while strategies live,
-    a torch.optim step pre-hook (refused inside a Keras model's own step) and the module-registration
-    safety net above."""
+    the module-registration safety net above (the refusal of torch.optim steps inside a Keras model's own
+    step lives only while that step runs: ``keras3_custom_step.step_function``)."""
 
     name = "keras3"
 
@@ -374,9 +376,8 @@ class _Keras3FrontEnd:
         _on_scope_entry(strategy)
 
     def install(self) -> Callable[[], None]:
-        handles = [torch_optimizer.register_optimizer_step_pre_hook(keras3_custom_step.refuse_torch_optim),
-                   torch_module.register_module_module_registration_hook(_on_module)]
-        return lambda: [h.remove() for h in handles]
+        handle = torch_module.register_module_module_registration_hook(_on_module)
+        return handle.remove
 
 
 FRONT_END = _Keras3FrontEnd()

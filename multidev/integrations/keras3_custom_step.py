@@ -28,6 +28,7 @@ import threading
 from typing import Any
 
 import torch
+from torch.optim import optimizer as torch_optimizer
 
 from multidev.integrations.keras3_fit import _leading, _Splitter
 from multidev.values import context
@@ -87,7 +88,7 @@ def _check_array(model: Any, strategy: Any, x: Any, batch: int) -> None:
 
 
 def refuse_torch_optim(optimizer: Any, args: tuple, kwargs: dict) -> None:
-    """Global ``torch.optim`` step pre-hook: a torch optimizer stepped inside a Keras model's own step on
+    """``torch.optim`` step pre-hook while a custom step runs (``step_function``): a torch optimizer stepped inside a Keras model's own step on
     several replicas is refused (multidev sums its gradients before this hook could weight them by the
     replica's share, so a mean loss would train with N times the gradient); a Keras optimizer is weighted."""
     if share() is not None:
@@ -180,8 +181,13 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
             )
         tracker.track(model)
         state = _StepState([n / size for n in sizes])
-        with torch.no_grad() if name == "test_step" else contextlib.nullcontext():
-            strategy.run(replica_step, args=(parts, state))
+        # The refusal of torch.optim steps lives only while the model's own step runs on the replicas.
+        refusal = torch_optimizer.register_optimizer_step_pre_hook(refuse_torch_optim)
+        try:
+            with torch.no_grad() if name == "test_step" else contextlib.nullcontext():
+                strategy.run(replica_step, args=(parts, state))
+        finally:
+            refusal.remove()
         return _combine(state.outputs, state.shares, state.tags, state.outputs[0])
 
     return step

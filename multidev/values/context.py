@@ -86,6 +86,7 @@ class ReplicaEnv:
     ``replica_id`` is the LOCAL index (a distributed variable's components are indexed by it);
     ``replica_context.replica_id_in_sync_group`` is the global one. ``step`` carries per-call
     inputs handed to ``extended.call_for_each_replica(..., step=...)`` (Keras's ``StepInputs``), else None.
+    Hot paths read it with ``replica_env()`` (the ContextVar's own ``get``, no Python call).
     """
 
     strategy: Any
@@ -96,6 +97,7 @@ class ReplicaEnv:
     modes: CallerModes = CallerModes()
     step: Any = None
     replica_step: ReplicaStep | None = None   # this replica's mutable per-step notes (see ReplicaStep)
+    num_replicas_in_sync: int = 1  # the strategy's, read once per run (every worker's replicas)
 
 
 _ENV: contextvars.ContextVar[ReplicaEnv | None] = contextvars.ContextVar("multidev_replica_env", default=None)

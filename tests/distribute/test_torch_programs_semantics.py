@@ -293,3 +293,61 @@ def test_p_grad_after_the_step_is_the_reduced_gradient_on_every_replica(make_opt
     for replica_grads in grads[0]:
         for got, expected in zip(replica_grads, want[0]):
             torch.testing.assert_close(got, expected, rtol=0, atol=1e-14)
+
+
+# --- a leaf some replicas' backward reached and others' did not (DDP's unused parameter) -------------
+def test_a_head_only_one_replica_uses_gets_the_mean_with_zeros_as_ddp():
+    """Replica 0's batch goes through head ``a``, replica 1's through head ``b``: each head's gradient is
+    the mean over both replicas, counting zeros where a replica did not reach it (DDP with
+    find_unused_parameters); accumulating a second backward (which reaches only the trunk) keeps it."""
+    strategy = _strategy()
+    with strategy.scope():
+        torch.manual_seed(0)
+        trunk, a, b = (torch.nn.Linear(5, 5).to(F64), torch.nn.Linear(5, 1).to(F64), torch.nn.Linear(5, 1).to(F64))
+    x = _data(1)[0][0]
+
+    def step(part):
+        head = a if int(md.distribute.get_replica_context().replica_id_in_sync_group) == 0 else b
+        head(trunk(part)).pow(2).mean().backward()
+        trunk(part).sum().backward()        # accumulate: reaches the trunk only
+        return [p.grad.clone() for p in (*trunk.parameters(), *a.parameters(), *b.parameters())]
+
+    got = strategy.experimental_local_results(strategy.run(step, args=(_halves(x),)))
+    torch.manual_seed(0)
+    ref = (torch.nn.Linear(5, 5).to(F64), torch.nn.Linear(5, 1).to(F64), torch.nn.Linear(5, 1).to(F64))
+    per_replica = []
+    for head, part in zip(ref[1:], torch.tensor_split(x, 2)):
+        for m in ref:
+            m.zero_grad()
+        head(ref[0](part)).pow(2).mean().backward()
+        ref[0](part).sum().backward()
+        per_replica.append([torch.zeros_like(p) if p.grad is None else p.grad.clone()
+                            for m in ref for p in m.parameters()])
+    expected = [(g0 + g1) / 2 for g0, g1 in zip(*per_replica)]
+    for replica in got:
+        for g, e in zip(replica, expected):
+            torch.testing.assert_close(g, e, rtol=0, atol=1e-13)
+
+
+def test_a_gradient_only_computed_after_backward_leaves_the_reduced_grad_alone():
+    """``torch.autograd.grad`` after ``loss.backward()`` (a gradient penalty, a logged norm) computes and
+    accumulates nothing: each ``.grad`` stays the reduced one, under a mean loss and a scaled sum alike."""
+    strategy = _strategy()
+    with strategy.scope():
+        model = _mlp()
+    x, y = _data(1)[0]
+
+    def step(a, b, scaled):
+        loss = torch.nn.functional.mse_loss(model(a), b, reduction="none").mean(dim=1)
+        loss = md.nn.compute_average_loss(loss, global_batch_size=8) if scaled else loss.mean()
+        loss.backward()
+        reduced = [p.grad.clone() for p in model.parameters()]
+        torch.autograd.grad(model(a).sum(), list(model.parameters()))
+        return [torch.equal(p.grad, g) for p, g in zip(model.parameters(), reduced)], reduced
+
+    for scaled in (False, True):
+        model.zero_grad()
+        out = strategy.experimental_local_results(strategy.run(step, args=(_halves(x), _halves(y), scaled)))
+        assert all(all(same) for same, _ in out), f"scaled={scaled}: .grad changed by autograd.grad"
+        for g0, g1 in zip(out[0][1], out[1][1]):
+            assert torch.equal(g0, g1), "every replica holds the same reduced gradient"
