@@ -176,11 +176,11 @@ def _direct_assign(original: Any, variable: Any, value: Any) -> None:
     dv = variable._value
     if not isinstance(dv, DistributedVariable):
         return original(variable, value)
-    env = context.replica_env()
+    env = _replica_env()
     if env is None:
         dv.assign(value)
     else:
-        dv._apply_to([env.replica_id], "assign", value)
+        dv.assign_component(env.replica_id, value)
 
 
 def _replica_value(variable_cls: type, in_stateless_scope: Any) -> None:
@@ -225,8 +225,8 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
         ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
     grads = list(grads)
-    share = keras3_custom_step.share()  # a model's own train_step on a replica's slice (keras3_custom_step)
-    if share is not None:
+    if type(env.step) is keras3_custom_step.StepState:   # a model's own train_step on a replica's slice
+        share = env.step.shares[env.replica_id]
         grads = [None if g is None else g * share for g in grads]
     variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
     plain = [v.path for v in variables if not isinstance(v._value, DistributedVariable)]

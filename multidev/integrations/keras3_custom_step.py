@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import threading
 from typing import Any
 
 import torch
@@ -33,12 +32,18 @@ from torch.optim import optimizer as torch_optimizer
 from multidev.integrations.keras3_fit import _leading, _Splitter
 from multidev.values import context
 
-_local = threading.local()
+def _state() -> "StepState | None":
+    """The custom step running on the calling replica (``replica_env().step``), or None."""
+    env = context.replica_env()
+    step = None if env is None else env.step
+    return step if type(step) is StepState else None
 
 
 def share() -> float | None:
     """The calling replica's share of the global batch inside a custom step run here (else None)."""
-    return getattr(_local, "share", None)
+    env = context.replica_env()
+    step = None if env is None else env.step
+    return step.shares[env.replica_id] if type(step) is StepState else None
 
 
 def overrides(keras: Any, model: Any, name: str) -> bool:
@@ -117,9 +122,9 @@ class ResultTracker:
     def _recording(metric: Any, original: Any) -> Any:
         def result():
             out = original()
-            record = getattr(_local, "record", None)
-            if record is not None:
-                record[id(out)] = (metric, out)  # kept alive: its id cannot be reused
+            state = _state()
+            if state is not None:
+                state.records[context.replica_env().replica_id][id(out)] = (metric, out)  # kept alive: ids stay unique
             return out
         result.records = True
         return result
@@ -145,12 +150,15 @@ def _combine(values: list, shares: list, tags: dict, first: Any) -> Any:
     return first
 
 
-class _StepState:
-    """One step's per-replica inputs and outputs (read and written by the replica threads)."""
+class StepState:
+    """One custom step's per-replica inputs and outputs, handed to every replica as ``replica_env().step``
+    (the per-call seam of ``extended.call_for_each_replica``): each replica's share of the global batch,
+    and what each returned and which metric's ``result()`` made it (written by that replica alone)."""
 
     def __init__(self, shares: list):
         self.shares = shares
         self.outputs: list = [None] * len(shares)
+        self.records: list[dict] = [{} for _ in shares]   # per replica: id(result) -> (metric, result)
         self.tags: dict = {}
 
 
@@ -159,16 +167,12 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
     split = _Splitter(strategy)
     method = getattr(model, name)
 
-    def replica_step(parts: Any, state: _StepState) -> None:
-        r = context.current_replica_context()._global_replica_id - strategy.extended.replica_offset
-        record: dict = {}
-        _local.share, _local.record = state.shares[r], record
-        try:
-            state.outputs[r] = method(parts)
-        finally:
-            _local.share = _local.record = None
+    def replica_step(parts: Any) -> None:
+        state = context.replica_env().step
+        r = context.replica_env().replica_id
+        state.outputs[r] = method(parts)
         if r == 0:
-            state.tags.update({key: metric for key, (metric, _) in record.items()})
+            state.tags.update({key: metric for key, (metric, _) in state.records[0].items()})
 
     def step(data: Any) -> Any:
         parts, size = split(data[0])
@@ -180,12 +184,12 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
                 "remainder is 0 or at least the number of replicas (or drop the remainder)."
             )
         tracker.track(model)
-        state = _StepState([n / size for n in sizes])
+        state = StepState([n / size for n in sizes])
         # The refusal of torch.optim steps lives only while the model's own step runs on the replicas.
         refusal = torch_optimizer.register_optimizer_step_pre_hook(refuse_torch_optim)
         try:
-            with torch.no_grad() if name == "test_step" else contextlib.nullcontext():
-                strategy.run(replica_step, args=(parts, state))
+            with torch.no_grad() if name == "test_step" else contextlib.nullcontext(), strategy.scope():
+                strategy.extended.call_for_each_replica(replica_step, (parts,), step=state)
         finally:
             refusal.remove()
         return _combine(state.outputs, state.shares, state.tags, state.outputs[0])

@@ -155,6 +155,18 @@ class DistributedVariable(Variable):
     def _mark_synced(self) -> None:
         self._synced_version = self._components[0]._version
 
+    def assign_component(self, replica_id: int, value: Any) -> None:
+        """Write ``value`` into replica ``replica_id``'s copy only (an update rule that runs on every
+        replica, such as Keras 3's, each on its own copy). A tensor of the copy's dtype and shape, as
+        Keras's ``assign`` hands over, is copied as it is; anything else is converted as ``assign`` does."""
+        target = self._components[replica_id]
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            if not (isinstance(value, torch.Tensor) and value.dtype == target.dtype and value.shape == target.shape):
+                value = self._coerce(value, target)
+            target.copy_(value)
+        if replica_id == 0:
+            self._mark_synced()
+
     def _apply_to(self, replica_ids: Sequence[int], op: str, value: Any) -> None:
         with torch.no_grad(), DisableTorchFunctionSubclass():
             targets = [self._components[r] for r in replica_ids]

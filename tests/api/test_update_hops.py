@@ -95,9 +95,7 @@ def test_unknown_scenario_is_refused_with_the_valid_names(capsys):
 
 
 #: Issue 26's target: at most 10 file-crossing calls between multidev's files per step, none back and forth.
-#: Keras 3's figure also counts Keras's own update rule reading and writing each variable through
-#: multidev's ``Variable.value``/``assign`` seam (integrations/keras3.py -> values/): held at today's count.
-CROSSINGS_AT_MOST = {"md_keras_fit": 10, "torch_optim": 10, "keras3_fit": 13}
+CROSSINGS_AT_MOST = {"md_keras_fit": 10, "torch_optim": 10, "keras3_fit": 10}
 
 
 def test_update_path_meets_the_issue_26_target(report):
