@@ -126,7 +126,7 @@ def main() -> None:
                 one(x, y)
 
         steps()
-        streams = strategy.extended._random_streams
+        streams = strategy.extended._runner._random_streams   # a measurement switches internals off
         mode_for = streams.mode_for
         with_mode = lambda: (restore(), setattr(streams, "mode_for", mode_for))  # noqa: E731
         variants = {"as is": (with_mode, steps)}
