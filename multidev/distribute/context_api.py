@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Callable, final
 
-import torch
 
 from multidev.devices import registry
 from multidev.distribute.distribute_lib import ReplicatedExtended

@@ -15,7 +15,7 @@ import torch
 from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
 from multidev.devices import registry
-from multidev.values.distributed import DistributedValues, Mirrored, PerReplica
+from multidev.values.distributed import DistributedValues, Mirrored
 
 _log = logging.getLogger("multidev.distribute")
 

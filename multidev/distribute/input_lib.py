@@ -11,7 +11,7 @@ more); a partial last batch is spread as TensorFlow spreads it, in consecutive s
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -24,7 +24,7 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import InputContext, InputOptions, InputReplicationMode
 from multidev.values import context
-from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as, regroup
+from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
 
 def replica_batch_sizes(global_batch_size: int, num_replicas: int) -> list[int]:
