@@ -29,6 +29,17 @@ def emit(result: Any) -> None:
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
+def emit_and_leave(result: Any, rank: int) -> None:
+    """End a multi-process worker: rank 0 prints ``result``, then every rank leaves at once. torch's
+    Gloo/TCPStore threads left behind by ``destroy_process_group`` can abort the interpreter at its
+    normal exit ("terminate called without an active exception", exit code -6) after the work is done."""
+    if rank == 0:
+        emit(result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def progress(line: str) -> None:
     """Print one progress line (called by the child): the parent shows it on stderr as it comes."""
     print(PROGRESS_PREFIX + line, flush=True)

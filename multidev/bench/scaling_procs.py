@@ -58,8 +58,6 @@ def main(spec: dict) -> dict:
 if __name__ == "__main__":
     import json
 
-    from multidev.bench.child import emit
+    from multidev.bench.child import emit_and_leave
 
-    result = main(json.loads(sys.argv[1]))
-    if int(os.environ["RANK"]) == 0:
-        emit(result)
+    emit_and_leave(main(json.loads(sys.argv[1])), int(os.environ["RANK"]))
