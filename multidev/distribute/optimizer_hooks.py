@@ -122,7 +122,6 @@ class _Plan:
         self.engine = replica_update.choose(params, self.strategy, elementwise=replica_update.is_elementwise(optimizer))
         # Each variable updated on one replica: one state, the user's (no copies to keep in step).
         self.one_state = len(self.devices) == 1 or self.engine.updates_once
-        self.refs = [[local_copy(p, r) for p in params] for r in range(len(self.devices))]   # per replica
         self.lock = threading.Lock()
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
@@ -257,7 +256,7 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
     replica_id = env.replica_id
     twin = plan.twin_for(optimizer, replica_id)
     # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
-    grads = env.replica_step.gradients(tuple(t.grad for t in plan.refs[replica_id]))
+    grads = env.replica_step.gradients(tuple(t.grad for t in plan.engine.refs[replica_id]))
     plan.engine.reduce_as_grads(replica_id, grads)
     return (twin,) + tuple(args[1:]), kwargs
 

@@ -35,7 +35,7 @@ barrier, so no replica starts its next forward pass while another still writes i
 Example (what every front end does, for replica ``r``)::
 
     plan = choose(params, strategy, elementwise=is_elementwise(rule))
-    plan.step(r, LocalGrads.of(grads), rule_fn, variables)   # rule_fn(summed_tensors): the update
+    plan.step(r, LocalGrads(tuple(grads)), rule_fn, variables)   # rule_fn(summed_tensors): the update
 """
 
 from __future__ import annotations
@@ -114,16 +114,10 @@ class UpdatePlan:
         self.strategy = strategy
         self._distributed = [p for p in self.params if isinstance(p, DistributedVariable)]
         self._position = {id(p): i for i, p in enumerate(self.params)}
-        self._refs: dict[int, list] = {}
+        n = 1 if strategy is None else strategy.extended.num_local_replicas
+        #: Per local replica: its tensors of the params (what its update rule and ``.grad`` work on).
+        self.refs = [[local_copy(p, r) for p in self.params] for r in range(n)]
         self._released: dict[int, list] = {}   # replica -> [(tensor, its summed .grad)] set aside by apply_as_grads
-
-    def refs(self, replica_id: int | None) -> list:
-        """Replica ``replica_id``'s tensors of the params (None: replica 0's)."""
-        r = replica_id or 0
-        refs = self._refs.get(r)
-        if refs is None:
-            refs = self._refs[r] = [local_copy(p, r) for p in self.params]
-        return refs
 
     def _order(self, variables: Sequence[Any] | None) -> list[int] | None:
         """The params' indices of ``variables`` (gradients handed in that order); None: all, in order."""
@@ -170,7 +164,7 @@ class UpdatePlan:
     def _set_grads(self, replica_id: int | None, given: Any, tensors: tuple) -> None:
         keep = isinstance(given, SummedGrads)
         released = []
-        for t, g, old in zip(self.refs(replica_id), tensors, given.tensors):
+        for t, g, old in zip(self.refs[replica_id or 0], tensors, given.tensors):
             if g is not old:
                 t.grad = g
                 if keep and g is None:
@@ -225,7 +219,7 @@ class BucketPlan(UpdatePlan):
         ctx = current_replica_context()
         if ctx is None:   # cross-replica: nothing to sum (a step there is refused)
             return SummedGrads(self._spread(grads, order).tensors)
-        refs = self.refs(replica_id)
+        refs = self.refs[replica_id or 0]
         refs = refs if order is None else [refs[i] for i in order]
         summed = SummedGrads(tuple(self._buckets.all_reduce(ctx, refs, grads.tensors, ReduceOp.SUM)))
         return self._spread(summed, order)
@@ -272,7 +266,7 @@ class SplitPlan(BucketPlan):
 
     def reduce(self, replica_id: int, grads: LocalGrads | SummedGrads,
                variables: Sequence[Any] | None = None) -> SummedGrads:
-        r, refs = replica_id, self.refs(replica_id)
+        r, refs = replica_id, self.refs[replica_id]
         grads = self._spread(grads, self._order(variables))
         out: list = [None] * len(self.params)
         for i in self._shared:

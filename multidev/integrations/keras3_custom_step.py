@@ -41,9 +41,8 @@ def _state() -> "StepState | None":
 
 def share() -> float | None:
     """The calling replica's share of the global batch inside a custom step run here (else None)."""
-    env = context.replica_env()
-    step = None if env is None else env.step
-    return step.shares[env.replica_id] if type(step) is StepState else None
+    state = _state()
+    return None if state is None else state.shares[context.replica_env().replica_id]
 
 
 def overrides(keras: Any, model: Any, name: str) -> bool:

@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +29,6 @@ class _Grads:
     """One gradient (or None) per variable, in the variables' order."""
 
     tensors: tuple
-
-    @classmethod
-    def of(cls, tensors: Sequence[Any]) -> "_Grads":
-        return cls(tuple(tensors))
 
 
 @dataclass(frozen=True, slots=True)

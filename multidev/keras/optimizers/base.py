@@ -30,7 +30,7 @@ import torch
 from multidev.keras.optimizers import schedules
 from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev._core.enums import VariableAggregation, VariableSynchronization
-from multidev.values.context import replica_env
+from multidev.values.context import current_replica_id
 from multidev.values.gradients import LocalGrads, SummedGrads
 from multidev.values.variables import Variable, local_view
 
@@ -156,7 +156,7 @@ class Optimizer:
 
     def _slot_key(self):
         """Which replica's update rule (slot set) this call steps: the replica id (None: replica 0's)."""
-        return _replica_id()
+        return current_replica_id()
 
     @property
     def _torch_opt(self):
@@ -190,7 +190,7 @@ class Optimizer:
         Returns ``(summed gradient, variable)`` pairs."""
         variables = [v for _, v in grads_and_vars]
         plan = self._update_plan(variables)
-        summed = plan.sum_all(_replica_id(), _grads(grads_and_vars, LocalGrads), variables)
+        summed = plan.sum_all(current_replica_id(), _grads(grads_and_vars, LocalGrads), variables)
         return [(summed.tensors[self._rules.position(v)], v) for v in variables]
 
     def _clip(self, grads_and_vars):
@@ -218,7 +218,7 @@ class Optimizer:
 
     def _step(self, grads, variables, lr, own: bool):
         plan = self._update_plan(variables)
-        rules, replica = self._rules, _replica_id()
+        rules, replica = self._rules, current_replica_id()
         if replica is None and rules.strategy is not None:
             raise RuntimeError(
                 f"{type(self).__name__}.apply_gradients() over variables created in "
@@ -235,7 +235,7 @@ class Optimizer:
 
     def _increment_iterations(self):
         """Count one applied step: once per step, not once per replica (replica 0 counts)."""
-        if _replica_id() in (None, 0):
+        if current_replica_id() in (None, 0):
             self.iterations.add_(1)
 
     def _torch_kwargs(self) -> dict:
@@ -292,12 +292,6 @@ class Optimizer:
 def _grads(pairs, kind):
     """The gradients of ``(gradient, variable)`` pairs as ``kind`` (``LocalGrads`` or ``SummedGrads``)."""
     return kind(tuple(g for g, _ in pairs))
-
-
-def _replica_id() -> int | None:
-    """The calling replica's local id (None: cross-replica context), read from its environment here."""
-    env = replica_env()
-    return None if env is None else env.replica_id
 
 
 def _is_schedule(value) -> bool:
