@@ -220,15 +220,24 @@ class ReplicatedExtended(StrategyExtended):
         self._broadcast_count = len(self._variables)
         if self._backward is None and self._strategy.num_replicas_in_sync > 1:
             self._backward = BackwardReducer(self.replica_group, self._contexts, self._runner.steps)
-        backward = self._backward
         for var in live:
             var._sync_if_stale()
-            if backward is not None and not var._backward_hooked:
-                var._backward_hooked = backward.track(var)
+        self.hook_new_variables(live)
+        backward = self._backward
         if backward is not None:
             backward.before_run()
         for preparer in list(self._run_preparers):
             preparer.before_run()
+
+    def hook_new_variables(self, live: list[DistributedVariable] | None = None) -> None:
+        """Hook variables not hooked yet for reduction in backward (before a run; or inside one, in a
+        merge_call, for variables a lazy module's first forward pass just made: the replicas wait)."""
+        backward = self._backward
+        if backward is None:
+            return
+        for var in (ref() for ref in self._variables) if live is None else live:   # no pruning: indices count
+            if var is not None and not var._backward_hooked:
+                var._backward_hooked = backward.track(var)
 
     def add_run_preparer(self, preparer: Any) -> None:
         """Call ``preparer.before_run()`` (held weakly) before every ``strategy.run`` starts its

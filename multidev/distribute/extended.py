@@ -142,6 +142,10 @@ class StrategyExtended(abc.ABC):
         """The distributed variable replacing ``module``'s new buffer ``name`` (module_hooks)."""
         raise NotImplementedError(f"{type(self).__name__} does not distribute module buffers.")
 
+    def hook_new_variables(self) -> None:
+        """Variables made from a module's parameters during ``strategy.run`` (a lazy module's first forward
+        pass, in a merge_call) join the gradient reduction of this very run (strategies that run replicas)."""
+
     def add_run_preparer(self, preparer: Any) -> None:
         """Call ``preparer.before_run()`` before every ``strategy.run`` (strategies that run replicas)."""
 

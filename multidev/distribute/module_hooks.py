@@ -22,9 +22,11 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch.nn.modules import module as torch_module
+from torch.nn.parameter import is_lazy
 
 from multidev.values import context
-from multidev.values.variables import DistributedVariable
+from multidev.distribute import lazy_modules, sync_batch_norm
+from multidev.values.variables import DistributedVariable, SyncOnReadVariable
 
 
 _replica_env = context.replica_env
@@ -64,14 +66,43 @@ class ReplicaAwareDict(dict):
 
     def __setitem__(self, name: str, value: Any) -> None:
         """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
-        converting buffers, ``module.running_mean = t``) is written into every replica's copy."""
+        converting buffers, ``module.running_mean = t``) is written into every replica's copy. Inside
+        ``strategy.run`` see ``_write_in_replica``."""
         old = dict.get(self, name)
-        if (isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor)
-                and not isinstance(value, torch.nn.Parameter) and value.shape == old._components[0].shape
-                and _replica_env() is None):
-            old.data = value
-            return
+        if isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor):
+            env = _replica_env()
+            if env is not None:
+                if _write_in_replica(old, value, env, name):
+                    return
+            elif not isinstance(value, torch.nn.Parameter) and value.shape == old._components[0].shape:
+                old.data = value
+                return
         dict.__setitem__(self, name, value)
+
+
+def _write_in_replica(old: DistributedVariable, value: torch.Tensor, env: Any, name: str) -> bool:
+    """``module.<name> = value`` inside ``strategy.run`` over a distributed variable; True when done.
+
+    The module object is shared by every replica, so replacing the variable in its dict would hand
+    every replica this one's tensor (a half-mirrored model). The replica's own copy written back
+    (``self._u = F.normalize(..., out=self._u)``, as ``parametrizations.spectral_norm`` does each
+    forward) is already in place; a new value for a buffer (sync-on-read: each replica keeps its own)
+    goes into the replica's copy; anything else is refused with several replicas."""
+    own = old._components[env.replica_id]
+    if value is own:
+        return True
+    if (isinstance(old, SyncOnReadVariable) and not isinstance(value, torch.nn.Parameter) and not value.requires_grad
+            and value.shape == own.shape and value.dtype == own.dtype):
+        with torch.no_grad():
+            own.copy_(value)
+        return True
+    if env.strategy.extended.num_local_replicas == 1:
+        return False
+    raise ValueError(
+        f"Assigning a new tensor to {name!r} inside {type(env.strategy).__name__}.run would replace the "
+        f"distributed variable {old._md_name!r} of a module that all {env.strategy.num_replicas_in_sync} replicas "
+        f"share. Update it in place instead ({name}.copy_(new), or out={name}), or make the change outside "
+        "strategy.run.")
 
 
 def _distributing_strategy() -> Any | None:
@@ -89,30 +120,50 @@ def _make_replica_aware(module: torch.nn.Module, attribute: str) -> None:
         module.__dict__[attribute] = ReplicaAwareDict(current)
 
 
-def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str, create: str) -> Any:
-    """The distributed variable replacing ``tensor`` (None: keep it), made by ``extended.<create>``."""
-    if tensor is None or isinstance(tensor, DistributedVariable):
-        return None
+def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str, create: str) -> tuple[Any, bool]:
+    """The distributed variable replacing ``tensor`` (None: keep it), made by ``extended.<create>``, and
+    whether a distributing strategy's scope took it (a lazy module's uninitialized tensor waits for its
+    first forward pass: ``lazy_modules``)."""
+    if isinstance(tensor, DistributedVariable):
+        _adopt_assigned(module, attribute)
+        return None, True
     strategy = _distributing_strategy()
     if strategy is None:
-        return None
+        return None, False
+    sync_batch_norm.adopt(module)   # also one with no parameters or buffers (affine=False, no running stats)
+    if tensor is None:
+        return None, True
+    if is_lazy(tensor):
+        lazy_modules.defer(module, name, tensor, strategy, _make_replica_aware)
+        return None, True
     var = getattr(strategy.extended, create)(module, name, tensor)
     _make_replica_aware(module, attribute)
-    return var
+    return var, True
+
+
+def _adopt_assigned(module: torch.nn.Module, attribute: str) -> None:
+    """A distributed variable assigned to a module outside ``strategy.run`` (tied weights,
+    ``convert_sync_batchnorm`` outside the scope copying the variables into a new SyncBatchNorm):
+    replica-aware dicts, and a SyncBatchNorm synchronising over the variable's replicas."""
+    if context.current_replica_id() is None:
+        _make_replica_aware(module, attribute)
+        sync_batch_norm.adopt(module)
 
 
 def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
+    _seen.add(module)
+    in_replica = context.current_replica_id() is not None
     strategy = context.current_scope_strategy()
-    if param is not None and strategy is not None and context.current_replica_id() is None:
+    if strategy is not None and not in_replica and not is_lazy(param) and not isinstance(param, DistributedVariable):
         placed = strategy.extended.place_parameter(param)  # non-distributing strategies only move it
         if placed is not None:
             return placed
-    var = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
-    if var is None and param is not None and not isinstance(param, DistributedVariable):
-        if context.current_replica_id() is None:
-            _unscoped.add(module)
-        else:
+    var, taken = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
+    if not taken:
+        if in_replica:
             _note_built_in_replica(param)   # the replica's own module: not shared with the others
+        else:
+            _unscoped.add(module)
     return var
 
 
@@ -121,6 +172,9 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
 #: parameters every replica would share (training them concurrently races and can crash the process).
 #: Only while a strategy lives (its hooks see them): a module built before any strategy is not in it.
 _unscoped: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+#: Modules that registered a parameter while a strategy lived (the hooks saw them): a module not in it
+#: with plain parameters was built before any strategy existed.
+_seen: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
 
 #: Parameters of modules built inside a replica function (each replica its own), by id (a tensor's
@@ -160,29 +214,42 @@ def refuse_shared_parameters(optimizer: torch.optim.Optimizer) -> None:
 
 
 def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
-    if module not in _unscoped:
-        return
+    """Global forward pre-hook during runs of several replicas (``shared_module_guard``)."""
     env = _replica_env()
     if env is None:
         return
-    plain = [n for n, p in module._parameters.items()
-             if p is not None and p.requires_grad and not isinstance(p, DistributedVariable)]
+    if type(module) is torch.nn.SyncBatchNorm and module.training:
+        _refuse_unsynchronised(module, env)
+    if (module in _seen and module not in _unscoped) or not torch.is_grad_enabled():
+        return
+    plain = [n for n, p in dict.items(module._parameters)
+             if p is not None and p.requires_grad and not _is_distributed(p) and not _is_built_in_replica(p)]
     if plain:
         strategy = type(env.strategy).__name__
         raise ValueError(
             f"{type(module).__name__} (parameters {plain!r}) was built outside {strategy}.scope(), so its one set "
             f"of parameters would be shared by all {env.strategy.num_replicas_in_sync} replicas of strategy.run "
-            "(their updates would race). Build the model and its optimizer inside `with strategy.scope():` "
-            "(or freeze it with requires_grad_(False) if it is only read).")
+            "(their backward passes would race on its .grad, their updates on its values). Build the model and its "
+            "optimizer inside `with strategy.scope():` (or, if it is only read, freeze it with "
+            "requires_grad_(False) or call it under torch.no_grad()).")
+
+
+def _refuse_unsynchronised(module: torch.nn.Module, env: Any) -> None:
+    strategy = type(env.strategy).__name__
+    raise ValueError(
+        f"This torch.nn.SyncBatchNorm was neither created nor converted in {strategy}.scope(), so in training each "
+        f"of the {env.strategy.num_replicas_in_sync} replicas of strategy.run would normalise its own slice alone "
+        "(torch's SyncBatchNorm synchronises only over a torch.distributed process group). Build the model, or "
+        "call torch.nn.SyncBatchNorm.convert_sync_batchnorm(model), inside `with strategy.scope():`.")
 
 
 @contextlib.contextmanager
 def shared_module_guard() -> Iterator[None]:
-    """Around a run of several local replicas: calling a module built outside the scope raises
-    ``ValueError`` at its first forward, before any update. Costs nothing when no such module exists."""
-    if not _unscoped:
-        yield
-        return
+    """Around a run of several local replicas: calling, with gradients enabled, a module whose
+    parameters every replica would share (built outside the scope, or before any strategy existed,
+    which no registration hook saw) raises ``ValueError`` at its forward, before any backward or update;
+    so does a torch SyncBatchNorm in training that is not synchronised over the replicas. A global
+    forward pre-hook: about 1.5 us per module call (a few per step, against milliseconds of work)."""
     handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
     try:
         yield
@@ -191,7 +258,7 @@ def shared_module_guard() -> Iterator[None]:
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
-    return _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")
+    return _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")[0]
 
 
 def install() -> Callable[[], None]:

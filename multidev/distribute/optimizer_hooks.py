@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import module_hooks, replica_update
+from multidev.distribute import lazy_modules, module_hooks, replica_update
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
@@ -217,6 +217,7 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     if plan and plan.built_over(groups):
         return plan  # fast path: twins built for these groups
     params = [p for g in groups for p in g["params"]]
+    lazy_modules.refuse_stale(optimizer, params)   # built before a lazy module's first forward pass
     distributed = any(isinstance(p, DistributedVariable) for p in params)
     if not distributed:
         _plain[optimizer] = (groups, len(groups))
