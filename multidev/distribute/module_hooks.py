@@ -214,7 +214,10 @@ def refuse_shared_parameters(optimizer: torch.optim.Optimizer) -> None:
 
 
 def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
-    """Global forward pre-hook during runs of several replicas (``shared_module_guard``)."""
+    """Global forward pre-hook during runs of several replicas (``shared_module_guard``); not while
+    torch.compile traces (the ContextVar and weak sets would be graph breaks)."""
+    if _compiling():
+        return
     env = _replica_env()
     if env is None:
         return
