@@ -89,7 +89,7 @@ def _write_in_replica(old: DistributedVariable, value: torch.Tensor, env: Any, n
     forward) is already in place; a new value for a buffer (sync-on-read: each replica keeps its own)
     goes into the replica's copy; anything else is refused with several replicas."""
     own = old._components[env.replica_id]
-    if value is own:
+    if value is own or value is old:
         return True
     if (isinstance(old, SyncOnReadVariable) and not isinstance(value, torch.nn.Parameter) and not value.requires_grad
             and value.shape == own.shape and value.dtype == own.dtype):
