@@ -8,7 +8,10 @@ which torch removes after it ran once) is wrapped so that, right after torch mat
 initialized them, they are replaced by distributed variables made from those values:
 
 * a forward pass in cross-replica context (a dry run on a sample batch, inside the scope or outside
-  it, as torch's and DDP's documentation ask before wrapping or building the optimizer) does it there;
+  it, as torch's and DDP's documentation ask before wrapping or building the optimizer) runs on the
+  plain materialized tensors, as on one device, and mirrors them when the module's call returns (a
+  forward hook, also called if the forward raises), so a LazyBatchNorm's running statistics hold the
+  dry run's batch on every replica, as on every DDP rank;
 * a first forward pass inside ``strategy.run`` does it once, in a ``merge_call`` (every replica waits;
   replica 0's inputs give the shapes, the device's generator the initial values, as a dry run
   outside would), and every replica continues with the mirrored variables; refused across several
@@ -74,8 +77,14 @@ class _MirrorAfterMaterializing:
 
     def __call__(self, module: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> None:
         ctx = context.current_replica_context()
-        if ctx is None:
-            self._materialize(module, args, kwargs)
+        if ctx is None:   # a dry run: on the plain tensors, as on one device, then mirrored (after the call)
+            if self._materialize(module, args, kwargs):
+                before = _buffer_versions(module)
+                def after_call(m: torch.nn.Module, call_args: Any, output: Any) -> None:
+                    handle.remove()
+                    self._mirror(m)
+                    _to_every_replica(m, before)
+                handle = module.register_forward_hook(after_call, always_call=True)
             return None
         if self._strategy.extended.num_workers > 1:
             raise ValueError(
@@ -86,11 +95,16 @@ class _MirrorAfterMaterializing:
         ctx.merge_call(_materialize_once, args=(self, module, args, kwargs))
         return None
 
-    def _materialize(self, module: torch.nn.Module, args: tuple, kwargs: dict | None) -> None:
-        """Cross-replica context: torch's materialization, then every pending tensor mirrored."""
+    def _materialize(self, module: torch.nn.Module, args: tuple, kwargs: dict | None) -> bool:
+        """torch's materialization (cross-replica context); False when it already ran."""
         if "_initialize_hook" not in module.__dict__:
-            return   # another replica's call already did it
+            return False
         self._infer(module, args, kwargs)
+        return True
+
+    def _mirror(self, module: torch.nn.Module) -> None:
+        """Every pending tensor of ``module`` becomes a distributed variable with its current value (a
+        dry run's batch statistics included, as every DDP rank ran it)."""
         made = []
         for attribute, create in (("_parameters", "create_variable_from_parameter"),
                                   ("_buffers", "create_variable_from_buffer")):
@@ -105,11 +119,28 @@ class _MirrorAfterMaterializing:
             self._strategy.extended.hook_new_variables()
 
 
+def _buffer_versions(module: torch.nn.Module) -> dict[str, int]:
+    """The version of replica 0's copy of each distributed buffer (a LazyBatchNorm's step counter)."""
+    return {name: value._components[0]._version for name, value in dict.items(module._buffers)
+            if isinstance(value, DistributedVariable)}
+
+
+def _to_every_replica(module: torch.nn.Module, before: dict[str, int]) -> None:
+    """A dry run in cross-replica context wrote replica 0's copy of these buffers: every replica's takes it."""
+    with torch.no_grad():
+        for name, version in before.items():
+            var = dict.get(module._buffers, name)
+            if isinstance(var, DistributedVariable) and var._components[0]._version != version:
+                for copy in var._components[1:]:
+                    copy.copy_(var._components[0])
+
+
 def _materialize_once(strategy: Any, hook: _MirrorAfterMaterializing, module: torch.nn.Module, args: Any,
                       kwargs: Any) -> None:
     """merge_call half of a lazy module's first forward inside ``strategy.run``: replica 0's inputs."""
     hook, module, args, kwargs = local_value((hook, module, args, kwargs), 0)
-    hook._materialize(module, args, kwargs)
+    if hook._materialize(module, args, kwargs):
+        hook._mirror(module)
 
 
 def refuse_stale(optimizer: torch.optim.Optimizer, params: list) -> None:

@@ -120,12 +120,16 @@ refused(lambda: train(model, early, mse, X[:1], Y[:1], True), "SGD", "'LazyConv1
 ref = lazy_net(); torch.manual_seed(1); ref(X[0])
 same(model, ref)
 
-# LazyBatchNorm1d: its parameters are mirrored, its running statistics per replica (as BatchNorm's).
+# LazyBatchNorm1d: its parameters are mirrored, its running statistics per replica (as BatchNorm's),
+# each holding the dry run's batch, as every DDP rank's does.
+sample = torch.randn(4, 3) + 2.0
 with strategy.scope():
     norm = torch.nn.LazyBatchNorm1d()
-    norm(torch.randn(4, 3))
+    norm(sample)
+reference = torch.nn.BatchNorm1d(3); reference(sample)
 assert type(norm) is torch.nn.BatchNorm1d and type(norm.weight).__name__ == "MirroredVariable"
 assert type(norm.running_mean).__name__ == "SyncOnReadVariable", type(norm.running_mean)
+same(norm, reference)
 
 # An UninitializedParameter in a module that is no lazy module cannot be mirrored: said at registration.
 class Odd(torch.nn.Module):
