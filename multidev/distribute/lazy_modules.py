@@ -24,6 +24,7 @@ the fix: a dry run before creating the optimizer.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from typing import Any, Callable
 
@@ -75,6 +76,10 @@ class _MirrorAfterMaterializing:
         self._strategy = strategy
         self._make_replica_aware = make_replica_aware
 
+    def __deepcopy__(self, memo: dict) -> "_MirrorAfterMaterializing":
+        """A copy of a module not materialized yet mirrors into the same strategy (never copied)."""
+        return _MirrorAfterMaterializing(copy.deepcopy(self._infer, memo), self._strategy, self._make_replica_aware)
+
     def __call__(self, module: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> None:
         ctx = context.current_replica_context()
         if ctx is None:   # a dry run: on the plain tensors, as on one device, then mirrored (after the call)
@@ -109,8 +114,8 @@ class _MirrorAfterMaterializing:
         for attribute, create in (("_parameters", "create_variable_from_parameter"),
                                   ("_buffers", "create_variable_from_buffer")):
             for name, value in list(dict.items(module.__dict__[attribute])):
-                if value is None or isinstance(value, DistributedVariable) or _noted(value) is None:
-                    continue
+                if value is None or isinstance(value, DistributedVariable):
+                    continue   # (the module was built in the scope: all its tensors are the strategy's)
                 var = getattr(self._strategy.extended, create)(module, name, value)
                 self._make_replica_aware(module, attribute)
                 dict.__setitem__(module.__dict__[attribute], name, var)

@@ -131,6 +131,13 @@ assert type(norm) is torch.nn.BatchNorm1d and type(norm.weight).__name__ == "Mir
 assert type(norm.running_mean).__name__ == "SyncOnReadVariable", type(norm.running_mean)
 same(norm, reference)
 
+# A copy made before the first forward pass (copy.deepcopy) is mirrored by its own dry run too.
+import copy
+with strategy.scope():
+    twin = copy.deepcopy(lazy_net())
+twin(X[0][:2])
+assert all(type(p).__name__ == "MirroredVariable" for p in twin.parameters())
+
 # An UninitializedParameter in a module that is no lazy module cannot be mirrored: said at registration.
 class Odd(torch.nn.Module):
     def __init__(self):
