@@ -135,6 +135,22 @@ for p, b in zip(model2.parameters(), before):
     for c in p.values:
         assert torch.equal(c.detach(), b)
 
+# Gradients no backward reduced (set by hand): an inf in one replica's only still skips every replica.
+def by_hand(bad):
+    replica = md.distribute.get_replica_context().replica_id_in_sync_group.item()
+    for p in model2.parameters():
+        p.grad = torch.full_like(p, math.inf if bad and replica == 1 else scaler2.get_scale())
+    scaler2.step(opt2)
+    scaler2.update()
+    return scaler2.get_scale()
+assert strategy.experimental_local_results(strategy.run(by_hand, args=(True,))) == (256.0, 256.0)
+for p, b in zip(model2.parameters(), before):
+    for c in p.values:
+        assert torch.equal(c.detach(), b)
+strategy.run(by_hand, args=(False,))   # finite: both step (gradients set by hand are summed: 1 + 1)
+for p, b in zip(model2.parameters(), before):
+    same(p, b - 0.1 * 2)
+
 # bfloat16 autocast on float32 weights, init_scale=2**124 and large losses: the first step's float32
 # gradients overflow; the scale backs off far below the limit (a scale within 2x of it could overflow
 # the sum of the replicas' gradients where one device's mean does not).
@@ -195,6 +211,13 @@ swa_utils.update_bn(loader, ref_swa)
 same_weights(swa.module, ref_swa.module)
 bn = swa.module[1]
 assert bn.momentum == 0.1 and bn.running_mean.values[0].abs().sum() > 0
+# An averaged copy of plain weights would be averaged once per replica: refused, naming the fix.
+plain = swa_utils.AveragedModel(torch.nn.Linear(5, 1).double())
+try:
+    strategy.run(lambda: plain.update_parameters(model))
+    raise SystemExit("plain averaged weights must be refused")
+except ValueError as e:
+    assert "'module.weight'" in str(e) and "strategy.scope()" in str(e), e
 print("swa ok")
 
 # --- ReduceLROnPlateau ----------------------------------------------------------------------------
