@@ -64,12 +64,20 @@ class ReplicaAwareDict(dict):
 
     def __setitem__(self, name: str, value: Any) -> None:
         """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
-        converting buffers, ``module.running_mean = t``) is written into every replica's copy."""
+        converting buffers, ``module.running_mean = t``) is written into every replica's copy; inside
+        a replica, into that replica's copy (``self.count += 1`` hands back the replica's own tensor,
+        as ``AveragedModel.update_parameters`` does with ``n_averaged``): the variable stays."""
         old = dict.get(self, name)
         if (isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor)
-                and not isinstance(value, torch.nn.Parameter) and value.shape == old._components[0].shape
-                and _replica_env() is None):
-            old.data = value
+                and not isinstance(value, torch.nn.Parameter) and value.shape == old._components[0].shape):
+            env = _replica_env()
+            if env is None:
+                old.data = value
+            else:
+                own = old._components[env.replica_id]
+                if value is not own:
+                    with torch.no_grad():
+                        own.copy_(value)
             return
         dict.__setitem__(self, name, value)
 
