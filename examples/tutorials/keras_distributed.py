@@ -57,7 +57,8 @@ def main(argv=None) -> int:
         compile_model(model)
 
     checkpoint_dir = os.path.join(workdir, "training_checkpoints")
-    # Keras 3 names weights files "*.weights.h5" (TF 2.15's Keras 2 wrote "ckpt_{epoch}" TF checkpoints).
+    # Keras 3 names weights files "*.weights.h5". TF 2.15's Keras 2 spelling, "ckpt_{epoch}" (no suffix),
+    # works too: checkpoints read back with model.load_weights(md.train.latest_checkpoint(checkpoint_dir)).
     checkpoint_prefix = os.path.join(checkpoint_dir, "ckpt_{epoch}.weights.h5")
 
     class PrintLR(md.keras.callbacks.Callback):
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
     print("Training losses:", " ".join(f"{v:.4f}" for v in history.history["loss"]))
     print("Checkpoints:", sorted(os.listdir(checkpoint_dir)))
 
-    # Keras 2 read the newest with md.train.latest_checkpoint(checkpoint_dir); Keras 3 files are named.
+    # Keras 3 files are named (a suffix-less prefix would be found by md.train.latest_checkpoint).
     model.load_weights(checkpoint_prefix.format(epoch=args.epochs))
     eval_loss, eval_acc = model.evaluate(eval_dataset, verbose=0)
     print(f"Eval loss: {eval_loss:.6f}, Eval accuracy: {eval_acc:.6f}")

@@ -26,7 +26,7 @@ from torch.nn.parameter import is_lazy
 
 from multidev.values import context
 from multidev.distribute import lazy_modules, sync_batch_norm
-from multidev.values.variables import DistributedVariable, SyncOnReadVariable
+from multidev.values.variables import DistributedVariable
 
 
 _replica_env = context.replica_env
@@ -67,7 +67,7 @@ class ReplicaAwareDict(dict):
     def __setitem__(self, name: str, value: Any) -> None:
         """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
         converting buffers, ``module.running_mean = t``) is written into every replica's copy. Inside
-        ``strategy.run`` see ``_write_in_replica``."""
+        ``strategy.run``, see ``_write_in_replica``: the variable stays."""
         old = dict.get(self, name)
         if isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor):
             env = _replica_env()
@@ -87,12 +87,14 @@ def _write_in_replica(old: DistributedVariable, value: torch.Tensor, env: Any, n
     every replica this one's tensor (a half-mirrored model). The replica's own copy written back
     (``self._u = F.normalize(..., out=self._u)``, as ``parametrizations.spectral_norm`` does each
     forward) is already in place; a new value for a buffer (sync-on-read: each replica keeps its own)
-    goes into the replica's copy; anything else is refused with several replicas."""
+    forward) is already in place; a new plain tensor of the same shape goes into the replica's copy
+    (``self.count += 1`` hands back the replica's own tensor, as ``AveragedModel.update_parameters``
+    does with ``n_averaged``; DDP's ranks each write their own); anything else (a Parameter, another
+    shape) is refused with several replicas."""
     own = old._components[env.replica_id]
     if value is own or value is old:
         return True
-    if (isinstance(old, SyncOnReadVariable) and not isinstance(value, torch.nn.Parameter) and not value.requires_grad
-            and value.shape == own.shape and value.dtype == own.dtype):
+    if not isinstance(value, torch.nn.Parameter) and value.shape == own.shape:
         with torch.no_grad():
             own.copy_(value)
         return True

@@ -3,11 +3,18 @@
 Hugging Face's documented loop (and many others) call ``scheduler.step()`` right after
 ``optimizer.step()`` in the step function. The scheduler and the optimizer's ``param_groups`` are
 one object shared by every local replica, so N replicas would advance the schedule N times a step.
-Under DDP each process has its own scheduler and steps it once; here the replicas meet (as in
-``merge_call``) and the last to arrive steps the scheduler once, in cross-replica context, with
-replica 0's arguments (``ReduceLROnPlateau.step(metrics)`` sees replica 0's metric); every replica
-gets its result. Meeting there also orders the schedule after every replica's ``optimizer.step()``
-has read this step's learning rate.
+Under DDP each process has its own scheduler and steps it once; here the replicas meet
+(``once_per_step.once``) and the last to arrive steps the scheduler once, in cross-replica context,
+with replica 0's arguments; every replica gets its result. Meeting there also orders the schedule
+after every replica's ``optimizer.step()`` has read this step's learning rate.
+
+``ReduceLROnPlateau.step(metrics)`` is the one schedule fed a number the replicas compute apart. One
+device would see the metric of the whole global batch; the replicas' metrics are of their slices, so
+the scheduler sees their mean over every replica (of every worker): exactly one device's value
+when the metric is a mean over equal slices (a mean loss), and a number every replica and worker
+agrees on otherwise (DDP programs all-reduce their metric for that reason). In cross-replica
+context a ``PerReplica`` metric (``strategy.run``'s result) raises ``TypeError``: the right
+reduction (MEAN of a mean loss, SUM of counts) is the program's to say, with ``strategy.reduce``.
 
 torch has no hook for scheduler steps, so while a strategy lives (``live_hooks``) ``install`` wraps ``step`` of torch's scheduler classes
 that define one (``LRScheduler`` and its overriding subclasses); a user's subclass that calls
@@ -23,7 +30,8 @@ from typing import Any, Callable
 
 from torch.optim import lr_scheduler
 
-from multidev.values import context
+from multidev.distribute import once_per_step
+from multidev.values.distributed import PerReplica
 
 
 def _holds_distributed_variables(optimizer: Any) -> bool:
@@ -31,23 +39,40 @@ def _holds_distributed_variables(optimizer: Any) -> bool:
     return optimizer is not None and optimizer_hooks._plan_for(optimizer) is not None
 
 
-def _once_per_step(step: Callable) -> Callable:
+def _refuse_per_replica_metric(scheduler: Any, args: tuple, kwargs: dict) -> None:
+    metric = args[0] if args else kwargs.get("metrics")
+    if isinstance(metric, PerReplica):
+        raise TypeError(
+            f"{type(scheduler).__name__}.step(metrics={metric!r}) got one value per replica in cross-replica "
+            "context. Reduce it first, as one device would have computed it: "
+            "scheduler.step(strategy.reduce('MEAN', metric, axis=None)) for a mean loss or accuracy "
+            "('SUM' for counts), or call scheduler.step(metric) inside strategy.run, where the replicas' "
+            "metrics are averaged.")
+
+
+def _mean_metric(strategy: Any, every: list) -> tuple[tuple, dict]:
+    """Replica 0's arguments with the metric replaced by the mean of every replica's."""
+    (args, kwargs), metrics = every[0], [a[0] if a else k["metrics"] for a, k in every]
+    mean = once_per_step.mean_over_replicas(strategy, metrics)
+    return ((mean,) + tuple(args[1:]), kwargs) if args else (args, dict(kwargs, metrics=mean))
+
+
+def _once_per_step(step: Callable, averages_metric: bool) -> Callable:
     @functools.wraps(step)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        env = context.replica_env()
-        if env is None or env.strategy.extended.num_local_replicas == 1 \
-                or not _holds_distributed_variables(getattr(self, "optimizer", None)):
+        env = once_per_step.several_local_replicas()
+        if env is None:
+            if averages_metric:
+                _refuse_per_replica_metric(self, args, kwargs)
             return step(self, *args, **kwargs)
-        strategy = env.strategy
+        if not _holds_distributed_variables(getattr(self, "optimizer", None)):
+            return step(self, *args, **kwargs)
 
-        def once(payloads: list) -> list:
-            first_args, first_kwargs = payloads[0]
-            with context.cross_replica(strategy):
-                result = step(self, *first_args, **first_kwargs)
-            return [result] * len(payloads)
+        def run(every: list) -> Any:
+            first_args, first_kwargs = _mean_metric(env.strategy, every) if averages_metric else every[0]
+            return step(self, *first_args, **first_kwargs)
 
-        return strategy.extended.replica_group.exchange(
-            env.replica_id, ("lr_scheduler.step", type(self).__name__), (args, kwargs), once)
+        return once_per_step.once(env, ("lr_scheduler.step", type(self).__name__), (args, kwargs), run)
 
     wrapper._multidev_once_per_step = True
     return wrapper
@@ -62,7 +87,7 @@ def install() -> Callable[[], None]:
                 and (issubclass(cls, lr_scheduler.LRScheduler) or cls.__name__ == "ReduceLROnPlateau"):
             original = cls.__dict__["step"]
             if not getattr(original, "_multidev_once_per_step", False):
-                cls.step = _once_per_step(original)
+                cls.step = _once_per_step(original, averages_metric=cls is lr_scheduler.ReduceLROnPlateau)
                 originals[cls] = original
 
     def remove() -> None:

@@ -35,6 +35,40 @@ def _substitute(value: Any, replica_id: int | None) -> Any:
     return value
 
 
+def _cross_replica_call(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func`` in cross-replica context. A sync-on-read variable is seen as its reduced value, a new
+    tensor: an op that writes it in place (``bn.reset_running_stats()``, a batch-norm forward in
+    training mode updating its running statistics, as ``swa_utils.update_bn`` runs it) writes the
+    result into every copy, as a cross-replica ``assign`` does, instead of into a value thrown away."""
+    seen: list = []   # (variable, the tensor the op got, its version before the op, or a copy of it)
+    unversioned = func in _WRITES_WITHOUT_VERSION
+
+    def view(value: Any) -> Any:
+        if isinstance(value, DistributedVariable):
+            tensor = value._view_for(None)
+            if tensor is not value:
+                seen.append((value, tensor, tensor.clone() if unversioned else tensor._version))
+            return tensor
+        if isinstance(value, (list, tuple)):
+            return type(value)(view(v) for v in value)
+        if isinstance(value, dict):
+            return {k: view(v) for k, v in value.items()}
+        return value
+
+    args, kwargs = view(args), view(kwargs)
+    with DisableTorchFunctionSubclass():
+        result = func(*args, **kwargs)
+    for variable, tensor, before in seen:
+        if not torch.equal(tensor, before) if unversioned else tensor._version != before:
+            variable._update("assign", tensor)
+    return result
+
+
+# Ops whose kernels update running statistics in place without bumping the tensor's version.
+_WRITES_WITHOUT_VERSION = frozenset([torch.nn.functional.batch_norm, torch.nn.functional.instance_norm,
+                                     torch.batch_norm, torch.instance_norm])
+
+
 def local_view(tensor: Any) -> Any:
     """What autograd sees for ``tensor`` here: a distributed variable's component for the calling
     replica (its primary in cross-replica context); any other value unchanged."""
@@ -81,6 +115,8 @@ class DistributedVariable(Variable):
         if whole is not None:   # a property of the variable, not of one replica's copy
             return whole(*args, **(kwargs or {}))
         replica_id = context.current_replica_id()
+        if replica_id is None:
+            return _cross_replica_call(func, args, kwargs or {})
         args = _substitute(args, replica_id)
         kwargs = _substitute(kwargs, replica_id) if kwargs else {}
         with DisableTorchFunctionSubclass():

@@ -57,9 +57,31 @@ def test_model_checkpoint_writes_exactly_the_keras3_name(tmp_path):
     np.testing.assert_array_equal(fresh.get_weights()[0], model.get_weights()[0])
 
 
-@pytest.mark.parametrize("name", ["ckpt_{epoch}", "ckpt.h5", "ckpt_{epoch}.weights"])
+def test_model_checkpoint_without_suffix_writes_keras2_checkpoints(tmp_path, monkeypatch):
+    """TensorFlow's "Distributed training with Keras" tutorial as printed (tf.keras 2):
+    ModelCheckpoint(filepath="./training_checkpoints/ckpt_{epoch}", save_weights_only=True), a relative
+    directory, then model.load_weights(tf.train.latest_checkpoint(checkpoint_dir))."""
+    monkeypatch.chdir(tmp_path)
+    x, y = _data()
+    model = _sequential()
+    checkpoint_dir = "./training_checkpoints"
+    prefix = os.path.join(checkpoint_dir, "ckpt_{epoch}")
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[callbacks.ModelCheckpoint(filepath=prefix, save_weights_only=True)])
+    assert sorted(os.listdir(checkpoint_dir)) == ["checkpoint", "ckpt_1.data.safetensors", "ckpt_1.index",
+                                                  "ckpt_2.data.safetensors", "ckpt_2.index"]
+    latest = md.train.latest_checkpoint(checkpoint_dir)
+    assert os.path.basename(latest) == "ckpt_2"
+    trained = model.get_weights()
+    model.fit(x, y, epochs=1, verbose=0)                 # move away, then come back
+    model.load_weights(latest)
+    for got, want in zip(model.get_weights(), trained):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["ckpt.h5", "ckpt_{epoch}.weights"])
 def test_model_checkpoint_weights_only_needs_a_weights_suffix(tmp_path, name):
-    """Keras 3 raises ValueError at construction when save_weights_only and no .weights.h5."""
+    """A suffix other than .weights.h5/.safetensors raises ValueError at construction (Keras 3's rule;
+    no suffix at all is Keras 2's checkpoint prefix, above)."""
     path = str(tmp_path / name)
     with pytest.raises(ValueError, match=r"must end in\s+`\.weights\.h5`.*" + name.replace(".", r"\.").replace("{", r"\{")
                        .replace("}", r"\}")):

@@ -20,7 +20,8 @@ class ModelCheckpoint(Callback):
 
     Weights go through ``save_weights``: with ``save_weights_only=True`` the path must end in
     ``.weights.h5`` (Keras 3) or ``.safetensors`` and is written exactly as formatted (safetensors
-    content); whole models go through ``model.save`` (``.keras`` archive or a directory). Under a multi-worker strategy every worker saves (saving
+    content), or have no suffix (``"ckpt_{epoch}"``: an ``md.train`` checkpoint at that prefix, listed
+    in the directory's ``checkpoint`` file for ``md.train.latest_checkpoint``, as Keras 2 wrote); whole models go through ``model.save`` (``.keras`` archive or a directory). Under a multi-worker strategy every worker saves (saving
     may involve collectives) but only the chief writes ``filepath``; the others write to a
     ``workertemp_<worker>`` directory beside it and delete it at once, as TensorFlow does.
     """
@@ -31,10 +32,12 @@ class ModelCheckpoint(Callback):
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(f"Unrecognized save_freq: {save_freq!r}. Expected 'epoch' or a positive integer.")
         self.filepath, self.monitor, self.verbose = os.fspath(filepath), monitor, verbose
-        if save_weights_only and not self.filepath.endswith(weights_io.VALID_SUFFIXES):
+        if save_weights_only and not (self.filepath.endswith(weights_io.VALID_SUFFIXES)
+                                      or weights_io.is_checkpoint_prefix(self.filepath)):
             raise ValueError(
                 "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must end in "
-                f"`.weights.h5` (Keras 3) or `.safetensors`. Received: filepath={self.filepath!r}. "
+                "`.weights.h5` (Keras 3) or `.safetensors`, or have no suffix at all (a checkpoint prefix, as "
+                f"Keras 2 wrote: 'ckpt_{{epoch}}'). Received: filepath={self.filepath!r}. "
                 f"Pass e.g. {self.filepath + '.weights.h5'!r}."
             )
         self.save_best_only, self.save_weights_only, self.save_freq = save_best_only, save_weights_only, save_freq
