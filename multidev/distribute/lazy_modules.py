@@ -84,11 +84,9 @@ class _MirrorAfterMaterializing:
         ctx = context.current_replica_context()
         if ctx is None:   # a dry run: on the plain tensors, as on one device, then mirrored (after the call)
             if self._materialize(module, args, kwargs):
-                before = _buffer_versions(module)
                 def after_call(m: torch.nn.Module, call_args: Any, output: Any) -> None:
                     handle.remove()
                     self._mirror(m)
-                    _to_every_replica(m, before)
                 handle = module.register_forward_hook(after_call, always_call=True)
             return None
         if self._strategy.extended.num_workers > 1:
@@ -122,22 +120,6 @@ class _MirrorAfterMaterializing:
                 made.append(var)
         if made:
             self._strategy.extended.hook_new_variables()
-
-
-def _buffer_versions(module: torch.nn.Module) -> dict[str, int]:
-    """The version of replica 0's copy of each distributed buffer (a LazyBatchNorm's step counter)."""
-    return {name: value._components[0]._version for name, value in dict.items(module._buffers)
-            if isinstance(value, DistributedVariable)}
-
-
-def _to_every_replica(module: torch.nn.Module, before: dict[str, int]) -> None:
-    """A dry run in cross-replica context wrote replica 0's copy of these buffers: every replica's takes it."""
-    with torch.no_grad():
-        for name, version in before.items():
-            var = dict.get(module._buffers, name)
-            if isinstance(var, DistributedVariable) and var._components[0]._version != version:
-                for copy in var._components[1:]:
-                    copy.copy_(var._components[0])
 
 
 def _materialize_once(strategy: Any, hook: _MirrorAfterMaterializing, module: torch.nn.Module, args: Any,
