@@ -82,6 +82,42 @@ def test_set_weights_after_freezing_restores_each_layer_in_place():
     assert np.allclose(model.layers[1].kernel.detach().numpy(), saved[2] + 1)
 
 
+# ---- callbacks' mode="auto": Keras 3 asks the compiled metric which way is better --------------------------
+
+
+class NegativeMSE(md.keras.metrics.MeanMetricWrapper):
+    """A metric that grows as the model improves, declaring it as Keras 3's metrics do."""
+
+    _direction = "up"
+
+    def __init__(self, name="neg_mse", dtype=None):
+        super().__init__(lambda y, p: -md.keras.ops.mean(md.keras.ops.square(y - p), axis=-1), name=name, dtype=dtype)
+
+
+def _early_stopped_fit(metric, monitor, **options):
+    x = np.random.RandomState(0).randn(32, 4).astype("float32")
+    y = x.sum(1, keepdims=True)
+    model = md.keras.Sequential([md.keras.Input((4,)), layers.Dense(1, kernel_initializer="zeros")])
+    model.compile(md.keras.optimizers.SGD(0.05), "mse", metrics=[metric])
+    stop = md.keras.callbacks.EarlyStopping(monitor=monitor, patience=0, **options)
+    return model.fit(x, y, batch_size=8, epochs=4, verbose=0, validation_data=(x, y), callbacks=[stop])
+
+
+def test_auto_mode_follows_the_metrics_direction():
+    """TF 2.21 trains all 4 epochs (max mode); a name-based 'min' stopped after 2 epochs."""
+    assert len(_early_stopped_fit(NegativeMSE(), "val_neg_mse").epoch) == 4
+    assert len(_early_stopped_fit("mae", "val_mae").epoch) == 4    # TF 2.21: 4 (mae goes down)
+
+
+def test_auto_mode_for_a_metric_of_unknown_direction_raises_as_keras_3():
+    def neg_mse_fn(y, p):
+        return -md.keras.ops.mean(md.keras.ops.square(y - p), axis=-1)
+
+    with pytest.raises(ValueError, match="monitor='val_neg_mse_fn'.*Pass mode='max'"):   # TF 2.21: ValueError
+        _early_stopped_fit(neg_mse_fn, "val_neg_mse_fn")
+    assert len(_early_stopped_fit(neg_mse_fn, "val_neg_mse_fn", mode="max").epoch) == 4
+
+
 # ---- the idioms on one device and 2 replicas, against TensorFlow 2.21 -------------------------------------
 
 #: Observations of ``_tf_idioms_program.py`` under TensorFlow 2.21 (tensorflow-cpu 2.21.0, Keras 3.15.1,
