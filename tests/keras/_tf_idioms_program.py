@@ -70,7 +70,8 @@ def trained(replicas, optimizer=None, loss="mse", model=None, x=X, y=Y, **fit):
     with scope(replicas):
         model = model or regression_model()
         model.compile(optimizer=optimizer or K.optimizers.SGD(0.1), loss=loss)
-    fit = {k: v for k, v in {"batch_size": 4, "epochs": 2, "shuffle": False, "verbose": 0, **fit}.items() if v is not None}
+    fit = {"batch_size": 4, "epochs": 2, "shuffle": False, "verbose": 0, **fit}
+    fit = {k: v for k, v in fit.items() if v is not None}
     history = model.fit(x, y, **fit)
     return model, history
 
@@ -167,7 +168,8 @@ def single_batch_methods(r):
         model = regression_model()
         model.compile(optimizer=K.optimizers.SGD(0.1), loss="mse", metrics=["mae"])
     out = {"train": [round(float(v), 5) for v in model.train_on_batch(X[:4], Y[:4])],
-           "train_dict": {k: round(float(v), 5) for k, v in model.train_on_batch(X[4:], Y[4:], return_dict=True).items()},
+           "train_dict": {k: round(float(v), 5)
+                          for k, v in model.train_on_batch(X[4:], Y[4:], return_dict=True).items()},
            "test": [round(float(v), 5) for v in model.test_on_batch(XV, YV)],
            "evaluate": {k: round(float(v), 5) for k, v in model.evaluate(X, Y, batch_size=4, return_dict=True,
                                                                           verbose=0).items()}}
@@ -217,6 +219,38 @@ def frozen_nested_model_recompiled(r):
                    trainable=len(model.trainable_weights))
 
 
+def unfreeze_recompiled(r):   # fine-tuning: train the head on a frozen base, unfreeze, recompile, train all
+    with scope(r):
+        base = K.Sequential([K.Input((4,)), L.Dense(3, activation="tanh")])
+        model = K.Sequential([K.Input((4,)), base, L.Dense(1)])
+        model.set_weights([W1, B1, W2, np.zeros(1, "float32")])
+        base.trainable = False
+        model.compile(optimizer=K.optimizers.Adam(0.05), loss="mse")
+    first = model.fit(X, Y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    base.trainable = True
+    with scope(r):
+        model.compile(optimizer=K.optimizers.Adam(0.01), loss="mse")
+    history = model.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_freq=2,
+                        validation_data=(XV, YV))
+    return observe(model, history, first=[round(float(v), 5) for v in first.history["loss"]])
+
+
+def uneven_splits_weighted(r):   # batches of 3: replicas get [2, 1], the last batch [1, 0]
+    with scope(r):
+        model = classifier()
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    before = model.evaluate(X, YC, batch_size=3, return_dict=True, verbose=0)
+    history = model.fit(X, YC, batch_size=3, epochs=2, shuffle=False, verbose=0, sample_weight=SW)
+    return observe(model, history, evaluate={k: round(float(v), 5) for k, v in sorted(before.items())})
+
+
+def predict_on_batch(r):
+    with scope(r):
+        model = regression_model()
+    predicted = np.asarray(model.predict_on_batch(XV))
+    return [list(predicted.shape), round(float(predicted.sum()), 5)]
+
+
 def dropout_training_argument(r):
     with scope(r):
         inputs = K.Input((4,))
@@ -251,7 +285,7 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_accuracy, validatio
           repeated_dataset_steps_per_epoch, dataset_with_batch_size, initial_epoch, early_stopping_restores_best,
           checkpoint_best_relative_path, lr_callbacks, csv_logger, terminate_on_nan, single_batch_methods,
           two_outputs_loss_weights, run_eagerly, steps_per_execution, frozen_nested_model_recompiled,
-          dropout_training_argument, optimizers]
+          unfreeze_recompiled, uneven_splits_weighted, predict_on_batch, dropout_training_argument, optimizers]
 
 
 def main():
