@@ -110,6 +110,15 @@ def repeated_dataset_steps_per_epoch(r):
     return observe(*trained(r, x=data, y=None, batch_size=None, shuffle=None, steps_per_epoch=3))
 
 
+def python_generator(r):
+    def batches():
+        while True:
+            for i in range(0, 8, 4):
+                yield X[i:i + 4], Y[i:i + 4]
+
+    return observe(*trained(r, x=batches(), y=None, batch_size=None, shuffle=None, steps_per_epoch=2))
+
+
 def dataset_with_batch_size(r):   # Keras 3 ignores batch_size for a dataset
     data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(4)
     return observe(*trained(r, x=data, y=None, batch_size=8, shuffle=None))
@@ -251,6 +260,21 @@ def predict_on_batch(r):
     return [list(predicted.shape), round(float(predicted.sum()), 5)]
 
 
+def seed_text_classifier(r):   # seed 002's layers and metrics, in miniature
+    # (not its Nadam: Keras 3 on TF squares an Embedding's IndexedSlices gradient per token occurrence, without
+    # summing a batch's repeated tokens first; tf.keras 2 and multidev use the summed, dense gradient)
+    tokens = np.random.RandomState(1).randint(0, 20, size=(10, 8))
+    with scope(r):
+        model = K.Sequential([K.Input((8,)), L.Embedding(20, 3), L.Conv1D(4, 3, activation="relu"),
+                              L.MaxPooling1D(2), L.Flatten(), L.Dense(5, activation="softmax")])
+        model.set_weights([(np.sin(np.arange(w.size) + i) * 0.3).reshape(w.shape).astype("float32")
+                           for i, w in enumerate(model.get_weights())])
+        model.compile(optimizer=K.optimizers.SGD(0.1, momentum=0.9), loss=K.losses.SparseCategoricalCrossentropy(),
+                      metrics=[K.metrics.SparseCategoricalAccuracy(), K.metrics.SparseTopKCategoricalAccuracy(k=2)])
+    data = tf.data.Dataset.from_tensor_slices((tokens, YC)).batch(4).cache()
+    return observe(model, model.fit(data, validation_data=data, epochs=2, verbose=0))
+
+
 def dropout_training_argument(r):
     with scope(r):
         inputs = K.Input((4,))
@@ -282,10 +306,11 @@ def optimizers(r):
 
 
 IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_accuracy, validation_split, validation_dataset,
-          repeated_dataset_steps_per_epoch, dataset_with_batch_size, initial_epoch, early_stopping_restores_best,
-          checkpoint_best_relative_path, lr_callbacks, csv_logger, terminate_on_nan, single_batch_methods,
-          two_outputs_loss_weights, run_eagerly, steps_per_execution, frozen_nested_model_recompiled,
-          unfreeze_recompiled, uneven_splits_weighted, predict_on_batch, dropout_training_argument, optimizers]
+          repeated_dataset_steps_per_epoch, python_generator, dataset_with_batch_size, initial_epoch,
+          early_stopping_restores_best, checkpoint_best_relative_path, lr_callbacks, csv_logger, terminate_on_nan,
+          single_batch_methods, two_outputs_loss_weights, run_eagerly, steps_per_execution,
+          frozen_nested_model_recompiled, unfreeze_recompiled, uneven_splits_weighted, predict_on_batch,
+          seed_text_classifier, dropout_training_argument, optimizers]
 
 
 def main():
