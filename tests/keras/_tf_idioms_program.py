@@ -97,6 +97,20 @@ def class_weight_accuracy(r):
     return observe(model, history)
 
 
+def weighted_metrics_and_steps(r):   # the same metric plain and weighted; evaluate/predict with steps
+    with scope(r):
+        model = classifier()
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy", metrics=["accuracy"],
+                      weighted_metrics=["accuracy"])
+    history = model.fit(X, YC, batch_size=4, epochs=2, shuffle=False, verbose=0, class_weight={0: 1.0, 1: 2.0, 2: 0.5},
+                        validation_data=(XV, YC[:6]), validation_batch_size=2)
+    repeated = tf.data.Dataset.from_tensor_slices((X, YC)).repeat().batch(4)
+    evaluated = model.evaluate(repeated, steps=3, return_dict=True, verbose=0)
+    predicted = np.asarray(model.predict(tf.data.Dataset.from_tensor_slices(X).repeat().batch(4), steps=3, verbose=0))
+    return observe(model, history, evaluate={k: round(float(v), 5) for k, v in sorted(evaluated.items())},
+                   predict=[list(predicted.shape), round(float(predicted.sum()), 5)])
+
+
 def validation_split(r):
     return observe(*trained(r, validation_split=0.2))
 
@@ -305,10 +319,10 @@ def optimizers(r):
     return out
 
 
-IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_accuracy, validation_split, validation_dataset,
-          repeated_dataset_steps_per_epoch, python_generator, dataset_with_batch_size, initial_epoch,
-          early_stopping_restores_best, checkpoint_best_relative_path, lr_callbacks, csv_logger, terminate_on_nan,
-          single_batch_methods, two_outputs_loss_weights, run_eagerly, steps_per_execution,
+IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_accuracy, weighted_metrics_and_steps, validation_split,
+          validation_dataset, repeated_dataset_steps_per_epoch, python_generator, dataset_with_batch_size,
+          initial_epoch, early_stopping_restores_best, checkpoint_best_relative_path, lr_callbacks, csv_logger,
+          terminate_on_nan, single_batch_methods, two_outputs_loss_weights, run_eagerly, steps_per_execution,
           frozen_nested_model_recompiled, unfreeze_recompiled, uneven_splits_weighted, predict_on_batch,
           seed_text_classifier, dropout_training_argument, optimizers]
 
