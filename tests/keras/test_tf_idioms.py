@@ -205,8 +205,8 @@ TF_2_21 = {'fit_plain': {'w': [2.31666, 3.32929], 'h': {'loss': [8.10634, 6.1622
 #: TF 2.21's observations on 2 replicas where they are not its one-device ones, and why multidev gives the
 #: one-device result there instead (the suite's invariant: N replicas train as one device).
 TF_2_21_TWO_REPLICAS = {
-    "fit_batch3": ({"raises": "InvalidArgumentError"}, "TF fails a batch that leaves a replica empty (batches of "
-                   "3 split [2, 1], the last batch [1, 0]): InvalidArgumentError from AddN"),
+    "fit_batch3": ({"raises": "InvalidArgumentError"}, "TF fails a batch split unevenly across the replicas "
+                   "(3 split [2, 1]: 'Inputs to operation AddN ... must have the same size and shape')"),
     "uneven_splits_weighted": ({"raises": "InvalidArgumentError"}, "as fit_batch3, with sample weights and evaluate"),
     "steps_per_execution": ({"raises": "InvalidArgumentError"}, "TF fails steps_per_execution=2 on "
                             "MirroredStrategy (while/cond/Placeholder)"),
