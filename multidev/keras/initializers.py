@@ -7,9 +7,11 @@ Example:
 
 from __future__ import annotations
 
+from multidev._core.errors import InvalidArgumentError
 from multidev.keras._missing import missing_names
 import math
 
+import numpy as np
 import torch
 from torch.nn import init as tinit
 
@@ -49,13 +51,32 @@ class Ones(Initializer):
 
 
 class Constant(Initializer):
-    """A constant value."""
+    """A constant value: a number or an array (list, numpy array, tensor) broadcast to the shape.
+
+    As Keras's ``value * ones(shape)``: ``Constant(np.array([1., 2., 3.]))((2, 3))`` repeats the row;
+    shapes that do not broadcast raise ``InvalidArgumentError`` (a ValueError), as TensorFlow does.
+    """
 
     def __init__(self, value=0.0):
         self.value = value
 
-    def _fill(self, t):
-        t.fill_(self.value)
+    def __call__(self, shape, dtype=None):
+        dtype = dtype or torch.float32
+        value = self.value.detach() if isinstance(self.value, torch.Tensor) else np.asarray(self.value)
+        value = torch.as_tensor(value).to(dtype)
+        try:
+            return value * torch.ones(tuple(shape), dtype=dtype)
+        except RuntimeError:
+            raise InvalidArgumentError(
+                f"Constant initializer: value of shape {tuple(value.shape)!r} does not broadcast to the "
+                f"weight's shape {tuple(shape)!r}; pass a scalar or an array of the weight's shape."
+            ) from None
+
+    def get_config(self):
+        value = self.value
+        if not isinstance(value, (int, float)):  # numpy scalars and arrays, lists, tensors: JSON numbers
+            value = np.asarray(value).tolist()
+        return {"value": value}
 
 
 class RandomUniform(Initializer):

@@ -11,7 +11,7 @@ import os
 
 from multidev.keras.callbacks import _worker_paths
 from multidev.keras.callbacks.base import Callback
-from multidev.keras.callbacks.monitor import get_monitor_value, is_improvement, resolve_mode
+from multidev.keras.callbacks.monitor import get_monitor_value, is_improvement, resolve_mode, settle_mode
 from multidev.keras.saving import weights_io
 
 
@@ -42,6 +42,7 @@ class ModelCheckpoint(Callback):
             )
         self.save_best_only, self.save_weights_only, self.save_freq = save_best_only, save_weights_only, save_freq
         self.mode = resolve_mode(mode, monitor, "ModelCheckpoint")
+        self._auto = mode not in ("min", "max")   # auto, or an unknown mode (auto with a warning)
         self.best = initial_value_threshold
         self._batches = 0
         self._epoch = 0
@@ -67,6 +68,8 @@ class ModelCheckpoint(Callback):
                            f"in the logs; available keys: {sorted(logs)}") from err
         verbose = self.verbose and _worker_paths.is_chief(self.model)
         if self.save_best_only:
+            if self._auto:
+                self.mode, self._auto = settle_mode("auto", self.monitor, self.model, "ModelCheckpoint"), False
             current = get_monitor_value(logs, self.monitor, "ModelCheckpoint")
             if current is None:
                 return

@@ -7,7 +7,7 @@ Example:
 from __future__ import annotations
 
 from multidev.keras.callbacks.base import Callback
-from multidev.keras.callbacks.monitor import get_monitor_value, is_improvement, resolve_mode
+from multidev.keras.callbacks.monitor import get_monitor_value, is_improvement, resolve_mode, settle_mode
 
 
 class EarlyStopping(Callback):
@@ -22,12 +22,15 @@ class EarlyStopping(Callback):
         self.monitor, self.min_delta, self.patience, self.verbose = monitor, abs(min_delta), patience, verbose
         self.baseline, self.restore_best_weights, self.start_from_epoch = baseline, restore_best_weights, start_from_epoch
         self.mode = resolve_mode(mode, monitor, "EarlyStopping")
+        self._auto = mode not in ("min", "max")   # auto, or an unknown mode (auto with a warning)
 
     def on_train_begin(self, logs=None):
         self.wait, self.stopped_epoch, self.best_epoch = 0, 0, 0
         self.best, self.best_weights = None, None
 
     def on_epoch_end(self, epoch, logs=None):
+        if self._auto:
+            self.mode, self._auto = settle_mode("auto", self.monitor, self.model, "EarlyStopping"), False
         current = get_monitor_value(logs, self.monitor, "Early stopping")
         if current is None or epoch < self.start_from_epoch:
             return

@@ -13,7 +13,7 @@ import inspect
 
 from multidev._core.user_warnings import warn_user
 from multidev.keras.callbacks.base import Callback
-from multidev.keras.callbacks.monitor import is_improvement, resolve_mode
+from multidev.keras.callbacks.monitor import is_improvement, resolve_mode, settle_mode
 
 
 def _rate(optimizer) -> float:
@@ -59,6 +59,7 @@ class ReduceLROnPlateau(Callback):
         self.monitor, self.factor, self.patience, self.verbose = monitor, factor, patience, verbose
         self.min_delta, self.cooldown, self.min_lr = min_delta, cooldown, min_lr
         self.mode = resolve_mode(mode, monitor, "ReduceLROnPlateau")
+        self._auto = mode not in ("min", "max")   # auto, or an unknown mode (auto with a warning)
         self._reset()
 
     def _reset(self):
@@ -69,6 +70,8 @@ class ReduceLROnPlateau(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
+        if self._auto:
+            self.mode, self._auto = settle_mode("auto", self.monitor, self.model, "ReduceLROnPlateau"), False
         opt = self.model.optimizer
         logs["learning_rate"] = old_lr = _rate(opt)
         current = logs.get(self.monitor)

@@ -85,7 +85,7 @@ class LayerWeights:
         containers (``nn.ModuleList``: Sequential's and functional models' layers, lists of layers
         in subclassed models) keep their own ``trainable`` flag."""
         eff = parent_trainable and self._trainable
-        for attr, trainable in self._weight_specs:
+        for attr, trainable in sorted(self._weight_specs, key=lambda spec: not spec[1]):  # stable: Keras 3 order
             yield self._registered_weight(attr), trainable and eff
         for child in self._modules.values():
             if child is not None:
@@ -117,10 +117,12 @@ class LayerWeights:
 
     @property
     def weights(self) -> list:
-        """Trainable then non-trainable weights (Keras order); a variable split into shards by a
-        ParameterServerStrategy partitioner is listed shard by shard, as in TF."""
+        """Every weight in Keras 3's order: layer by layer, each layer's own weights (those made
+        trainable first, in creation order) before its sub-layers', whatever ``trainable`` flags say
+        (tf.keras 2 listed all trainable weights first: freezing a layer reordered ``get_weights()``);
+        a variable split into shards by a ParameterServerStrategy partitioner is listed shard by shard, as in TF."""
         seen, out = set(), []
-        for w in self.trainable_weights + self.non_trainable_weights:
+        for w, _ in self._all_weights():
             if id(w) not in seen:
                 seen.add(id(w))
                 out += w.variables if getattr(type(w), "_lists_shards", False) else [w]

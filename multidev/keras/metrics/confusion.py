@@ -71,6 +71,8 @@ class _ThresholdMetric(Metric):
 class Precision(_ThresholdMetric):
     """tp / (tp + fp) at each threshold (0.5 by default)."""
 
+    _direction = "up"   # Keras 3: which way is better (callbacks' mode="auto")
+
     def result(self):
         tp, fp = self.true_positives, self.false_positives
         return self._out(torch.where(tp + fp > 0, tp / (tp + fp).clamp_min(_EPS), torch.zeros_like(tp)))
@@ -78,6 +80,8 @@ class Precision(_ThresholdMetric):
 
 class Recall(_ThresholdMetric):
     """tp / (tp + fn) at each threshold (0.5 by default)."""
+
+    _direction = "up"   # Keras 3: which way is better (callbacks' mode="auto")
 
     def result(self):
         tp, fn = self.true_positives, self.false_negatives
@@ -96,6 +100,7 @@ class AUC(Metric):
     """
 
     _CURVES, _METHODS = ("ROC", "PR"), ("interpolation", "minoring", "majoring")
+    _direction = "up"   # Keras 3: which way is better (callbacks' mode="auto")
 
     def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name=None, dtype=None,
                  thresholds=None, multi_label=False, label_weights=None, from_logits=False):

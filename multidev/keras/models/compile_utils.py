@@ -158,12 +158,34 @@ class MetricsContainer:
                     m = _resolve_shape_dependent(s, self._losses[i], torch.as_tensor(ys[i]), ps[i])
                 else:
                     m = metrics_mod.get(s)
-                if len(self.output_names) > 1:
-                    m.name = f"{self.output_names[i]}_{m.name}"
                 out.append(m)
             return out
         self._metrics = [make(s, i) for i, s in enumerate(self._specs)]
         self._weighted = [make(s, i) for i, s in enumerate(self._weighted_specs)]
+        self._name_uniquely()
+
+    def _name_uniquely(self):
+        """Keras 3's log names: ``<output>_<name>`` with several outputs; a repeated metric name gets
+        ``_1``, ``_2``...; a weighted metric named like an earlier one becomes ``weighted_<name>``
+        (``metrics=["accuracy"], weighted_metrics=["accuracy"]`` logs ``accuracy`` and
+        ``weighted_accuracy``): the logs are keyed by name, so one would hide the other."""
+        taken: dict[str, int] = {}
+
+        def unique(name):
+            if name not in taken:
+                taken[name] = 1
+                return name
+            taken[name] += 1
+            return f"{name}_{taken[name] - 1}"
+
+        prefix = (lambda i: f"{self.output_names[i]}_") if len(self.output_names) > 1 else (lambda i: "")
+        for i, group in enumerate(self._metrics):
+            for m in group:
+                m.name = unique(prefix(i) + m.name)
+        for i, group in enumerate(self._weighted):
+            for m in group:
+                name = prefix(i) + m.name
+                m.name = unique(name if name not in taken else prefix(i) + "weighted_" + m.name)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         n = len(self.output_names)

@@ -177,9 +177,7 @@ def make_adapter(x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         if value is not None:
             raise ValueError(f"`{name}` argument is not supported when using a dataset as input (got {type(x).__name__}); "
                              "yield (x, y, sample_weight) from the dataset instead.")
-    if batch_size is not None and callable(getattr(x, "batch", None)):
-        raise ValueError("The `batch_size` argument must not be specified for the given input type "
-                         f"({type(x).__name__}): the dataset yields batches.")
+    # batch_size with a dataset is ignored (the dataset yields batches), as Keras 3 on TensorFlow does
     return IterableAdapter(x)
 
 
