@@ -254,7 +254,8 @@ def shared_module_guard() -> Iterator[None]:
     parameters every replica would share (built outside the scope, or before any strategy existed,
     which no registration hook saw) raises ``ValueError`` at its forward, before any backward or update;
     so does a torch SyncBatchNorm in training that is not synchronised over the replicas. A global
-    forward pre-hook: about 1.5 us per module call (a few per step, against milliseconds of work)."""
+    forward pre-hook, which puts every module call on torch's slow path (~3 us), so the runner uses it
+    for each step function's first successful run only (``replica_run._FirstRuns``)."""
     handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
     try:
         yield

@@ -46,6 +46,7 @@ class ReplicaRunner:
         self._contexts = contexts
         self._distributes = distributes   # a distributing layout: refuse modules built outside the scope
         self._threads: ReplicaThreads | None = None
+        self._watched = _FirstRuns()
         #: The running call's per-replica step notes (read by backward_reduce).
         self.steps = RunningSteps()
         self._streams = [registry.stream_for(d) for d in self._devices]
@@ -93,9 +94,11 @@ class ReplicaRunner:
                 if self._threads is None:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._group.rendezvous.abort,
                                                    busy_wait_s=self._group.rendezvous.timeout)
-                guard = module_hooks.shared_module_guard() if self._distributes else contextlib.nullcontext()
-                with guard:
+                watch = self._distributes and not self._watched.seen(fn)
+                with module_hooks.shared_module_guard() if watch else contextlib.nullcontext():
                     outcomes = self._threads.run(tasks)
+                if watch and all(ok for ok, _ in outcomes):
+                    self._watched.add(fn)
         finally:
             self.steps.end()
         self._raise_first_error(outcomes)
@@ -200,3 +203,39 @@ def _outcome(task: Callable) -> tuple[bool, Any]:
         return True, task()
     except BaseException as exc:
         return False, exc
+
+
+class _FirstRuns:
+    """The step functions whose first successful run of several replicas the shared-module guard
+    watched. A step calls the same modules every time, and the guard's global forward pre-hook puts
+    every module call on torch's slow path (~3 us: 6% of the scaling probe's step at N=2), so later
+    runs of the same function go without it. A function is its object (a closure made again for
+    another model is another function); a bound method is its object and function (``self.step`` is
+    made anew at each access). Held weakly: a step's closure keeps its model alive."""
+
+    def __init__(self) -> None:
+        self._seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @staticmethod
+    def _key(fn: Callable) -> tuple[Any, Any]:
+        owner = getattr(fn, "__self__", None)
+        func = getattr(fn, "__func__", fn)
+        return (func, None) if owner is None else (owner, func)
+
+    def seen(self, fn: Callable) -> bool:
+        holder, func = self._key(fn)
+        try:
+            funcs = self._seen.get(holder)
+        except TypeError:          # not weakly referenceable: watch every run
+            return False
+        return funcs is not None and (func is None or id(func) in funcs)
+
+    def add(self, fn: Callable) -> None:
+        holder, func = self._key(fn)
+        try:
+            funcs = self._seen.setdefault(holder, set())
+        except TypeError:
+            return
+        if func is not None:
+            funcs.add(id(func))    # a class's function: lives as long as its class
+

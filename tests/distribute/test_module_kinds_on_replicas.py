@@ -215,6 +215,19 @@ for x, y in zip(X, Y):
     ref_opt.zero_grad(); mse(ref_head(torch.tanh(extractor(x[:, 0]))), y).backward(); ref_opt.step()
 same(head, ref_head)
 
+# The guard watches each step function's first successful run (its global forward pre-hook puts every
+# module call on torch's slow path); a new function, or a closure made anew, is watched again.
+from torch.nn.modules import module as torch_module
+def make_probe():
+    def probe():
+        return len(torch_module._global_forward_pre_hooks)
+    return probe
+probe = make_probe()
+watched = {int(n) for n in strategy.experimental_local_results(strategy.run(probe))}
+again = {int(n) for n in strategy.experimental_local_results(strategy.run(probe))}
+fresh_closure = {int(n) for n in strategy.experimental_local_results(strategy.run(make_probe()))}
+assert watched == {1} and again == {0} and fresh_closure == {1}, (watched, again, fresh_closure)
+
 # --- 4. tied weights (word_language_model --tied), spectral norm --------------------------------------
 def tied():
     torch.manual_seed(0)
