@@ -47,6 +47,8 @@ def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | Non
         slot, g = out[offset:offset + n], grads[i]
         if g is None:
             slot.zero_()
+        elif g.is_sparse:   # an nn.Embedding(sparse=True)'s: travels dense (backward_reduce makes it sparse again)
+            slot.view(refs[i].shape).copy_(g.to_dense())
         elif g.data_ptr() != slot.data_ptr() or g.stride() != refs[i].stride():
             slot.view(refs[i].shape).copy_(g)
         offset += n

@@ -1,0 +1,331 @@
+"""Idioms PyTorch users write around the public examples, as small programs (issue: torch idioms).
+
+Each is one of ``programs.py``'s ``Program``s (same three runners: one device, multidev on 2
+replicas, DDP on 2 Gloo processes), float64, written as the idiom's authors write it: gradient
+accumulation with ``no_sync``, clipping, ``zero_grad(set_to_none=False)``, several optimizers,
+``add_param_group``, LBFGS's closure, ``torch.autograd.grad`` with a manual update, two backward
+passes, optimizer options, schedulers, sparse embeddings, an optimizer's ``state_dict`` reloaded.
+
+``after_step(state, i)`` runs between steps in cross-replica context (multidev: in the scope), as
+a training loop's epoch-end code does. A step that needs the step's index carries it as a tensor.
+
+This module imports only torch: the DDP runner must not import multidev.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+try:   # the runners put this directory on sys.path; pytest imports the package
+    from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+except ImportError:
+    from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+
+sched = torch.optim.lr_scheduler
+
+
+class Mlp(nn.Module):
+    def __init__(self, width=6, hidden=8, classes=3):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(width, hidden), nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+def _batches(seed=60, steps=3):
+    def batches():
+        g = _gen(seed)
+        return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g))
+                for _ in range(steps)]
+    return batches
+
+
+def _counter(batch_size):
+    return (torch.zeros((), dtype=F64),)   # the step's index, carried
+
+
+def _with(make_opt, seed=7, schedule=None):
+    """``build`` of an Mlp and ``make_opt(model)`` (and ``schedule(opt)`` as ``state['sched']``)."""
+    def build():
+        torch.manual_seed(seed)
+        model = Mlp().double()
+        state = {"model": model, "opt": make_opt(model)}
+        if schedule is not None:
+            state["sched"] = schedule(state["opt"])
+        return state
+    return build
+
+
+def _plain_step(state, batch, carry):
+    """The mnist example's step, for the optimizer and state-dict idioms."""
+    x, y = batch
+    state["opt"].zero_grad()
+    loss = F.cross_entropy(state["model"](x), y)
+    loss.backward()
+    state["opt"].step()
+    return loss.detach(), carry
+
+
+# --- gradient accumulation: (loss / k).backward() per micro-batch, no_sync under DDP ------------------------
+ACCUMULATE = 2
+
+
+def _accumulate_step(state, batch, carry):
+    model, opt = state["model"], state["opt"]
+    micro = list(zip(*(torch.tensor_split(t, ACCUMULATE) for t in batch)))
+    total = 0.0
+    for i, (x, y) in enumerate(micro):
+        last = i == len(micro) - 1
+        sync = contextlib.nullcontext() if last or not hasattr(model, "no_sync") else model.no_sync()
+        with sync:
+            loss = F.cross_entropy(model(x), y) / ACCUMULATE
+            loss.backward()
+        total = total + loss.detach()
+    opt.step()
+    opt.zero_grad()
+    return total, carry
+
+
+# --- clipping -------------------------------------------------------------------------------------------
+def _clip_step(clip):
+    def step(state, batch, carry):
+        x, y = batch
+        model, opt = state["model"], state["opt"]
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        clip(model.parameters())
+        opt.step()
+        return loss.detach(), carry
+    return step
+
+
+def _clip_value(params):
+    torch.nn.utils.clip_grad_value_(params, clip_value=0.05)
+
+
+def _clip_norm_foreach(params):
+    torch.nn.utils.clip_grad_norm_(params, max_norm=0.3, foreach=True, error_if_nonfinite=True)
+
+
+# --- zero_grad(set_to_none=False): .grad zeroed in place, accumulated into -------------------------------
+def _keep_grad_step(state, batch, carry):
+    x, y = batch
+    state["opt"].zero_grad(set_to_none=False)
+    loss = F.cross_entropy(state["model"](x), y)
+    loss.backward()
+    state["opt"].step()
+    return loss.detach(), carry
+
+
+# --- two optimizers over disjoint parameters; a group added mid-training --------------------------------
+def _two_optimizers_build():
+    torch.manual_seed(8)
+    model = Mlp().double()
+    return {"model": model, "opt": torch.optim.SGD(model.fc1.parameters(), lr=0.2, momentum=0.9),
+            "opt2": torch.optim.Adam(model.fc2.parameters(), lr=0.05)}
+
+
+def _two_optimizers_step(state, batch, carry):
+    x, y = batch
+    state["opt"].zero_grad()
+    state["opt2"].zero_grad()
+    loss = F.cross_entropy(state["model"](x), y)
+    loss.backward()
+    state["opt"].step()
+    state["opt2"].step()
+    return loss.detach(), carry
+
+
+def _add_group_build():
+    torch.manual_seed(9)
+    model = Mlp().double()
+    return {"model": model, "opt": torch.optim.Adam(model.fc2.parameters(), lr=0.05)}
+
+
+def _add_group_after(state, i):
+    if i == 0:   # "unfreeze" the first layer after the first step
+        module = getattr(state["model"], "module", state["model"])
+        state["opt"].add_param_group({"params": module.fc1.parameters(), "lr": 0.02})
+
+
+# --- LBFGS with a closure that calls backward on every evaluation ---------------------------------------
+def _lbfgs_step(state, batch, carry):
+    x, y = batch
+    model, opt = state["model"], state["opt"]
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    return loss.detach(), carry
+
+
+# --- torch.autograd.grad and a manual SGD update, no torch.optim ----------------------------------------
+def _manual_build():
+    torch.manual_seed(10)
+    return {"model": Mlp().double(), "lr": 0.3}
+
+
+def _manual_step(update):
+    def step(state, batch, carry):
+        x, y = batch
+        model = state["model"]
+        params = [p for p in model.parameters() if p.requires_grad]
+        loss = F.cross_entropy(model(x), y)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                update(p, g, state["lr"])
+        return loss.detach(), carry
+    return step
+
+
+def _isub(p, g, lr):
+    p -= lr * g
+
+
+def _sub_(p, g, lr):
+    p.sub_(g, alpha=lr)
+
+
+# --- retain_graph: two losses of one forward, two backward passes, one step ------------------------------
+def _retain_step(state, batch, carry):
+    x, y = batch
+    model, opt = state["model"], state["opt"]
+    opt.zero_grad()
+    out = model(x)
+    ce = F.cross_entropy(out, y)
+    penalty = 0.1 * out.pow(2).mean()
+    ce.backward(retain_graph=True)
+    penalty.backward()
+    opt.step()
+    return (ce + penalty).detach(), carry
+
+
+# --- schedulers -----------------------------------------------------------------------------------------
+def _per_batch_step(state, batch, carry):
+    loss, carry = _plain_step(state, batch, carry)
+    state["sched"].step()
+    return loss, carry
+
+
+ITERS = 3   # batches per "epoch" of the fractional-epoch schedule
+
+
+def _warm_restarts_step(state, batch, carry):
+    """torch's documented CosineAnnealingWarmRestarts loop: ``scheduler.step(epoch + i / iters)``."""
+    (i,) = carry
+    loss, _ = _plain_step(state, batch, carry)
+    epoch, k = divmod(int(i), ITERS)
+    state["sched"].step(epoch + k / ITERS + 0.5)
+    return loss, (i + 1,)
+
+
+def _epoch_after(state, i):
+    state["sched"].step()
+
+
+def _sequential(opt):
+    warm = sched.LinearLR(opt, start_factor=0.5, total_iters=1)
+    return sched.SequentialLR(opt, [warm, sched.ExponentialLR(opt, gamma=0.8)], milestones=[1])
+
+
+def _chained(opt):
+    return sched.ChainedScheduler([sched.ConstantLR(opt, factor=0.5, total_iters=2), sched.ExponentialLR(opt, gamma=0.9)])
+
+
+# --- sparse embedding + SparseAdam ----------------------------------------------------------------------
+class SparseBag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(12, 5, sparse=True)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids).mean(dim=1))
+
+
+def _sparse_build():
+    torch.manual_seed(11)
+    model = SparseBag().double()
+    return {"model": model, "opt": torch.optim.SparseAdam(list(model.emb.parameters()), lr=0.05),
+            "opt2": torch.optim.Adam(model.fc.parameters(), lr=0.05)}
+
+
+def _sparse_batches():
+    g = _gen(61)
+    return [(torch.randint(0, 12, (GLOBAL_BATCH, 3), generator=g), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g))
+            for _ in range(3)]
+
+
+def _sparse_step(state, batch, carry):
+    ids, y = batch
+    state["opt"].zero_grad()
+    state["opt2"].zero_grad()
+    loss = F.cross_entropy(state["model"](ids), y)
+    loss.backward()
+    state["opt"].step()
+    state["opt2"].step()
+    return loss.detach(), carry
+
+
+# --- an optimizer's state_dict saved after step 2, loaded into a fresh one ------------------------------
+def _reload_after(state, i):
+    if i == 1:
+        saved = copy.deepcopy(state["opt"].state_dict())
+        fresh = torch.optim.Adam(state["model"].parameters(), lr=0.5)   # the checkpoint's lr replaces it
+        fresh.load_state_dict(saved)
+        state["opt"] = fresh
+
+
+def _opt(cls, **kw):
+    return lambda model: cls(model.parameters(), **kw)
+
+
+_SGD = _opt(torch.optim.SGD, lr=0.1)
+
+IDIOMS = [
+    Program("grad_accumulation", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(), _accumulate_step),
+    Program("clip_grad_value", _with(_SGD), _batches(), _clip_step(_clip_value)),
+    Program("clip_grad_norm_foreach", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(),
+            _clip_step(_clip_norm_foreach)),
+    Program("zero_grad_keep", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _keep_grad_step),
+    Program("two_optimizers", _two_optimizers_build, _batches(), _two_optimizers_step),
+    Program("add_param_group", _add_group_build, _batches(), _plain_step, after_step=_add_group_after),
+    Program("lbfgs_closure", _with(_opt(torch.optim.LBFGS, lr=0.5, max_iter=4, history_size=3)), _batches(),
+            _lbfgs_step),
+    Program("autograd_grad_isub", _manual_build, _batches(), _manual_step(_isub)),
+    Program("autograd_grad_sub_", _manual_build, _batches(), _manual_step(_sub_)),
+    Program("retain_graph", _with(_opt(torch.optim.SGD, lr=0.1)), _batches(), _retain_step),
+    Program("adam_foreach", _with(_opt(torch.optim.Adam, lr=0.05, foreach=True)), _batches(), _plain_step),
+    Program("adamw_amsgrad", _with(_opt(torch.optim.AdamW, lr=0.05, fused=False, amsgrad=True)), _batches(), _plain_step),
+    Program("adam_maximize", _with(_opt(torch.optim.Adam, lr=0.05, maximize=True)), _batches(), _plain_step),
+    Program("sgd_nesterov", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+            _batches(), _plain_step),
+    Program("adagrad", _with(_opt(torch.optim.Adagrad, lr=0.1)), _batches(), _plain_step),
+    Program("rmsprop_centered", _with(_opt(torch.optim.RMSprop, lr=0.01, momentum=0.9, centered=True)), _batches(),
+            _plain_step),
+    Program("one_cycle", _with(_SGD, schedule=lambda o: sched.OneCycleLR(o, max_lr=0.5, total_steps=3)), _batches(),
+            _per_batch_step),
+    Program("warm_restarts", _with(_SGD, schedule=lambda o: sched.CosineAnnealingWarmRestarts(o, T_0=1, T_mult=2)),
+            _batches(), _warm_restarts_step, initial_carry=_counter),
+    Program("lambda_lr", _with(_SGD, schedule=lambda o: sched.LambdaLR(o, lambda e: 0.5 ** e)), _batches(),
+            _plain_step, after_step=_epoch_after),
+    Program("sequential_lr", _with(_SGD, schedule=_sequential), _batches(), _per_batch_step),
+    Program("chained_scheduler", _with(_SGD, schedule=_chained), _batches(), _per_batch_step),
+    Program("sparse_adam", _sparse_build, _sparse_batches, _sparse_step),
+    Program("optimizer_state_reload", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _plain_step,
+            after_step=_reload_after),
+]
+
+ALL_PROGRAMS = PROGRAMS + IDIOMS
