@@ -198,6 +198,33 @@ def _sub_(p, g, lr):
     p.sub_(g, alpha=lr)
 
 
+def _grad_update_step(state, batch, carry):
+    """The same manual update from ``p.grad`` after ``loss.backward()`` (reduced, as under DDP)."""
+    x, y = batch
+    model = state["model"]
+    model.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= state["lr"] * p.grad
+    return loss.detach(), carry
+
+
+# --- a closure with an optimizer that evaluates it once -------------------------------------------------
+def _closure_step(state, batch, carry):
+    x, y = batch
+    model, opt = state["model"], state["opt"]
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    return opt.step(closure).detach(), carry
+
+
 # --- retain_graph: two losses of one forward, two backward passes, one step ------------------------------
 def _retain_step(state, batch, carry):
     x, y = batch
@@ -294,6 +321,13 @@ def _opt(cls, **kw):
 
 _SGD = _opt(torch.optim.SGD, lr=0.1)
 
+# DDP's documentation: "DistributedDataParallel does not work with torch.autograd.grad()": nothing is
+# all-reduced, each rank applies its own half's gradient and the ranks drift apart.
+AUTOGRAD_GRAD = "torch.autograd.grad is not all-reduced by DDP: the ranks drift apart"
+# DDP's reducer expects one backward per forward: the second pass's gradients stay each rank's own.
+RETAIN_GRAPH = "DDP reduces the first backward of a forward only: the ranks drift apart"
+DRIFT = r"was written inside strategy.run outside an optimizer step .* replica 1's copy now differs"
+
 IDIOMS = [
     Program("grad_accumulation", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(), _accumulate_step),
     Program("clip_grad_value", _with(_SGD), _batches(), _clip_step(_clip_value)),
@@ -304,9 +338,11 @@ IDIOMS = [
     Program("add_param_group", _add_group_build, _batches(), _plain_step, after_step=_add_group_after),
     Program("lbfgs_closure", _with(_opt(torch.optim.LBFGS, lr=0.5, max_iter=4, history_size=3)), _batches(),
             _lbfgs_step),
-    Program("autograd_grad_isub", _manual_build, _batches(), _manual_step(_isub)),
-    Program("autograd_grad_sub_", _manual_build, _batches(), _manual_step(_sub_)),
-    Program("retain_graph", _with(_opt(torch.optim.SGD, lr=0.1)), _batches(), _retain_step),
+    Program("autograd_grad_isub", _manual_build, _batches(), _manual_step(_isub), ddp_differs=AUTOGRAD_GRAD, refused=DRIFT),
+    Program("autograd_grad_sub_", _manual_build, _batches(), _manual_step(_sub_), ddp_differs=AUTOGRAD_GRAD, refused=DRIFT),
+    Program("backward_isub", _manual_build, _batches(), _grad_update_step),
+    Program("adam_closure", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _closure_step),
+    Program("retain_graph", _with(_opt(torch.optim.SGD, lr=0.1)), _batches(), _retain_step, ddp_differs=RETAIN_GRAPH),
     Program("adam_foreach", _with(_opt(torch.optim.Adam, lr=0.05, foreach=True)), _batches(), _plain_step),
     Program("adamw_amsgrad", _with(_opt(torch.optim.AdamW, lr=0.05, fused=False, amsgrad=True)), _batches(), _plain_step),
     Program("adam_maximize", _with(_opt(torch.optim.Adam, lr=0.05, maximize=True)), _batches(), _plain_step),

@@ -33,7 +33,18 @@ def run(program, rank: int, world: int) -> dict:
         losses.append(float(total) / world)
         if program.after_step is not None:
             program.after_step(state, i)
-    return {"losses": losses, "params": [p.detach().double().reshape(-1).tolist() for p in parameters_of(program, state)]}
+    params = [p.detach().double().reshape(-1) for p in parameters_of(program, state)]
+    return {"losses": losses, "rank_spread": _rank_spread(params), "params": [p.tolist() for p in params]}
+
+
+def _rank_spread(params: list) -> float:
+    """How far the other rank's parameters are from rank 0's (0.0 when DDP kept the ranks in step)."""
+    flat = torch.cat(params)
+    first = flat.clone()
+    dist.broadcast(first, src=0)
+    spread = (flat - first).abs().max()
+    dist.all_reduce(spread, op=dist.ReduceOp.MAX)
+    return float(spread)
 
 
 def _recorded(program, rank: int, world: int) -> dict:
