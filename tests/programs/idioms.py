@@ -254,7 +254,7 @@ def _warm_restarts_step(state, batch, carry):
     (i,) = carry
     loss, _ = _plain_step(state, batch, carry)
     epoch, k = divmod(int(i), ITERS)
-    state["sched"].step(epoch + k / ITERS + 0.5)
+    state["sched"].step(epoch + k / ITERS)
     return loss, (i + 1,)
 
 
