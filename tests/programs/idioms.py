@@ -92,6 +92,34 @@ def _accumulate_step(state, batch, carry):
     return total, carry
 
 
+def _accumulate_keep_step(state, batch, carry):
+    """Accumulation into ``.grad`` zeroed in place (``zero_grad(set_to_none=False)``) after the step."""
+    total, carry = _accumulate_step(state, batch, carry)
+    state["opt"].zero_grad(set_to_none=False)
+    return total, carry
+
+
+def _nanogpt_step(state, batch, carry):
+    """nanoGPT's train loop: the learning rate set by hand in every group, micro-steps that set DDP's
+    ``require_backward_grad_sync`` (a plain attribute elsewhere), clipping, ``zero_grad(set_to_none=True)``."""
+    (i,) = carry
+    model, opt = state["model"], state["opt"]
+    lr = 0.1 * min(1.0, (float(i) + 1) / 2)   # get_lr(iter_num): linear warmup
+    for param_group in opt.param_groups:
+        param_group["lr"] = lr
+    micro = list(zip(*(torch.tensor_split(t, ACCUMULATE) for t in batch)))
+    total = 0.0
+    for micro_step, (x, y) in enumerate(micro):
+        model.require_backward_grad_sync = micro_step == ACCUMULATE - 1
+        loss = F.cross_entropy(model(x), y) / ACCUMULATE
+        loss.backward()
+        total = total + loss.detach()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return total, (i + 1,)
+
+
 # --- clipping -------------------------------------------------------------------------------------------
 def _clip_step(clip):
     def step(state, batch, carry):
@@ -306,6 +334,30 @@ def _sparse_step(state, batch, carry):
     return loss.detach(), carry
 
 
+# --- the model's state_dict saved after step 1 and loaded back after step 2 ------------------------------
+def _model_reload_after(state, i):
+    module = getattr(state["model"], "module", state["model"])
+    if i == 0:
+        state["saved"] = copy.deepcopy(module.state_dict())
+    elif i == 1:
+        module.load_state_dict(state["saved"])
+
+
+# --- an EMA of the weights, updated by hand in the step -------------------------------------------------
+def _ema_build():
+    state = _with(_opt(torch.optim.Adam, lr=0.05), seed=12)()
+    state["ema"] = copy.deepcopy(state["model"])
+    return state
+
+
+def _ema_step(state, batch, carry):
+    loss, carry = _plain_step(state, batch, carry)
+    with torch.no_grad():
+        for ema_p, p in zip(state["ema"].parameters(), state["model"].parameters()):
+            ema_p.mul_(0.9).add_(p, alpha=0.1)
+    return loss, carry
+
+
 # --- an optimizer's state_dict saved after step 2, loaded into a fresh one ------------------------------
 def _reload_after(state, i):
     if i == 1:
@@ -330,6 +382,9 @@ DRIFT = r"was written inside strategy.run outside an optimizer step .* replica 1
 
 IDIOMS = [
     Program("grad_accumulation", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(), _accumulate_step),
+    Program("grad_accumulation_keep", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _accumulate_keep_step),
+    Program("nanogpt_loop", _with(_opt(torch.optim.AdamW, lr=0.1, betas=(0.9, 0.95))), _batches(), _nanogpt_step,
+            initial_carry=_counter),
     Program("clip_grad_value", _with(_SGD), _batches(), _clip_step(_clip_value)),
     Program("clip_grad_norm_foreach", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(),
             _clip_step(_clip_norm_foreach)),
@@ -346,6 +401,7 @@ IDIOMS = [
     Program("adam_foreach", _with(_opt(torch.optim.Adam, lr=0.05, foreach=True)), _batches(), _plain_step),
     Program("adamw_amsgrad", _with(_opt(torch.optim.AdamW, lr=0.05, fused=False, amsgrad=True)), _batches(), _plain_step),
     Program("adam_maximize", _with(_opt(torch.optim.Adam, lr=0.05, maximize=True)), _batches(), _plain_step),
+    Program("adam_fused", _with(_opt(torch.optim.Adam, lr=0.05, fused=True)), _batches(), _plain_step),
     Program("sgd_nesterov", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
             _batches(), _plain_step),
     Program("adagrad", _with(_opt(torch.optim.Adagrad, lr=0.1)), _batches(), _plain_step),
@@ -360,6 +416,9 @@ IDIOMS = [
     Program("sequential_lr", _with(_SGD, schedule=_sequential), _batches(), _per_batch_step),
     Program("chained_scheduler", _with(_SGD, schedule=_chained), _batches(), _per_batch_step),
     Program("sparse_adam", _sparse_build, _sparse_batches, _sparse_step),
+    Program("model_state_reload", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(), _plain_step,
+            after_step=_model_reload_after),
+    Program("manual_ema", _ema_build, _batches(), _ema_step, models=("model", "ema")),
     Program("optimizer_state_reload", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _plain_step,
             after_step=_reload_after),
 ]
