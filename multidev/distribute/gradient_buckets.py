@@ -97,7 +97,7 @@ def _only_held_as_grads(buffer: torch.Tensor, refs: Sequence[torch.Tensor], buck
     if _storage_use_count is None:
         return False  # cannot tell: never reuse
     storage = buffer.untyped_storage()
-    as_grad = sum(1 for i in bucket if refs[i].grad is not None
+    as_grad = sum(1 for i in bucket if refs[i].grad is not None and not refs[i].grad.is_sparse
                   and refs[i].grad.untyped_storage().data_ptr() == storage.data_ptr())
     # References: ``buffer`` itself, the ``storage`` handle above, and one per gradient view.
     return _storage_use_count(storage._cdata) == 2 + as_grad
