@@ -167,3 +167,25 @@ def test_sparse_gradients_are_reduced_sparse():
     assert result == (True, [[0, 1, 2, 5, 6]])
     for copy in emb.weight.values:
         torch.testing.assert_close(copy.grad.to_dense(), ref.weight.grad.to_dense(), rtol=1e-14, atol=0)
+
+
+def test_error_if_nonfinite_raises_on_every_replica():
+    """One replica's non-finite loss makes every replica's reduced gradient non-finite: the clip raises
+    (as on one device and on every DDP rank) and nothing is updated."""
+    strategy = md.distribute.MirroredStrategy(TWO_CPUS)
+    with strategy.scope():
+        model = _model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = [p.values[1].clone() for p in model.parameters()]
+    x, y = _data()
+    x[5, 0] = float("inf")   # in replica 1's half
+
+    def step(xb, yb):
+        opt.zero_grad()
+        F.cross_entropy(model(xb), yb).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True, error_if_nonfinite=True)
+        opt.step()
+
+    with pytest.raises(RuntimeError, match="non-finite"):
+        strategy.run(step, args=_split(x, y))
+    assert all(torch.equal(p.values[1], b) for p, b in zip(model.parameters(), before))
