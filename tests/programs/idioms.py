@@ -323,16 +323,6 @@ def _sparse_batches():
             for _ in range(3)]
 
 
-def _sparse_step(state, batch, carry):
-    ids, y = batch
-    state["opt"].zero_grad()
-    state["opt2"].zero_grad()
-    loss = F.cross_entropy(state["model"](ids), y)
-    loss.backward()
-    state["opt"].step()
-    state["opt2"].step()
-    return loss.detach(), carry
-
 
 # --- the model's state_dict saved after step 1 and loaded back after step 2 ------------------------------
 def _model_reload_after(state, i):
@@ -415,7 +405,7 @@ IDIOMS = [
             _plain_step, after_step=_epoch_after),
     Program("sequential_lr", _with(_SGD, schedule=_sequential), _batches(), _per_batch_step),
     Program("chained_scheduler", _with(_SGD, schedule=_chained), _batches(), _per_batch_step),
-    Program("sparse_adam", _sparse_build, _sparse_batches, _sparse_step),
+    Program("sparse_adam", _sparse_build, _sparse_batches, _two_optimizers_step),
     Program("model_state_reload", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(), _plain_step,
             after_step=_model_reload_after),
     Program("manual_ema", _ema_build, _batches(), _ema_step, models=("model", "ema")),
