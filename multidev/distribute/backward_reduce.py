@@ -71,6 +71,8 @@ class BackwardReducer:
         self._reached: list[dict[int, tuple]] = [{} for _ in range(n)]  # (leaf, its .grad, version) before
         self._set_aside: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # earlier reduced grads
         self._queued = [False] * n
+        self._variables: dict[int, weakref.ref] = {}   # index -> its variable
+        self._computed: set[int] = set()   # leaves given a gradient not accumulated (autograd.grad) in this run
         self._count = 0
         self._buckets: dict[tuple, GradientBuckets] = {}
         # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
@@ -85,6 +87,7 @@ class BackwardReducer:
             return False
         i = self._count
         self._count += 1
+        self._variables[i] = weakref.ref(var)
         for r, leaf in enumerate(var._components):
             self._leaves[r][i] = weakref.ref(leaf)
             leaf.register_hook(functools.partial(self._before_accumulate, r, i))
@@ -102,6 +105,12 @@ class BackwardReducer:
             self._overlap.close()
         self._overlap = self._group.overlap([live[i] for i in indices])
         self._overlap_indices = indices
+
+    def take_computed(self) -> list:
+        """Caller thread, after a run: the variables some replica computed a gradient of without
+        accumulating it (``torch.autograd.grad``: each replica's own, never reduced), then forget them."""
+        indices, self._computed = self._computed, set()
+        return [v for v in (self._variables[i]() for i in sorted(indices)) if v is not None]
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
         leaf = self._leaves[r][i]()
@@ -128,6 +137,8 @@ class BackwardReducer:
         reached, set_aside = self._reached[r], self._set_aside[r]
         self._reached[r], self._set_aside[r] = {}, {}
         fired = {i: leaf for i, (leaf, before, version) in reached.items() if _accumulated(leaf, before, version)}
+        if len(fired) < len(reached) and self._run.active:
+            self._computed.update([i for i in reached if i not in fired])
         for i, old in set_aside.items():
             if i not in fired:   # a gradient was computed (autograd.grad), not accumulated: put it back
                 leaf = self._leaves[r][i]()

@@ -264,10 +264,15 @@ class ReplicatedExtended(StrategyExtended):
 
     def _check_replica_writes(self) -> None:
         """After the replicas ran: copies written there outside the update paths must agree
-        (``DistributedVariable._check_replica_writes``; only variables whose replica 0 copy changed)."""
+        (``DistributedVariable._check_replica_writes``): those whose replica 0 copy changed, and
+        those given an unreduced ``torch.autograd.grad`` gradient that no in-place op updated (a
+        write through ``p.data`` leaves the version counter alone)."""
         for var in self._live_variables():
             if var._components[0]._version != var._synced_version:
                 var._check_replica_writes()
+        for var in self._backward.take_computed() if self._backward is not None else ():
+            if var._components[0]._version == var._synced_version:
+                var._check_replica_writes(unversioned=True)
 
     # --- collectives used by the replica context and optimizers ---------------------------------
     def all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:

@@ -189,3 +189,24 @@ def test_error_if_nonfinite_raises_on_every_replica():
     with pytest.raises(RuntimeError, match="non-finite"):
         strategy.run(step, args=_split(x, y))
     assert all(torch.equal(p.values[1], b) for p, b in zip(model.parameters(), before))
+
+
+def test_variables_that_may_differ_by_design_are_not_checked():
+    """Aggregation NONE lets each replica keep its own value (TensorFlow's replica-local updates), even
+    through a torch in-place op or ``.data``; ONLY_FIRST_REPLICA takes replica 0's at the next run."""
+    strategy = md.distribute.MirroredStrategy(TWO_CPUS)
+    with strategy.scope():
+        local = md.Variable(torch.zeros(2), aggregation="NONE")
+        first = md.Variable(torch.zeros(2), aggregation="ONLY_FIRST_REPLICA")
+
+    def step(x):
+        loss = (local * x).sum() + (first * x).sum()
+        g_local, g_first = torch.autograd.grad(loss, [local, first])
+        with torch.no_grad():
+            local.data.sub_(g_local)
+            first.sub_(g_first)
+
+    strategy.run(step, args=(PR((torch.ones(2), torch.full((2,), 2.0))),))
+    assert [c.tolist() for c in local.values] == [[-1.0, -1.0], [-2.0, -2.0]]
+    strategy.run(lambda: None)
+    assert [c.tolist() for c in first.values] == [[-1.0, -1.0], [-1.0, -1.0]]

@@ -226,6 +226,10 @@ def _sub_(p, g, lr):
     p.sub_(g, alpha=lr)
 
 
+def _data_sub_(p, g, lr):   # .data: no version bump for multidev to see
+    p.data.sub_(g, alpha=lr)
+
+
 def _grad_update_step(state, batch, carry):
     """The same manual update from ``p.grad`` after ``loss.backward()`` (reduced, as under DDP)."""
     x, y = batch
@@ -385,6 +389,8 @@ IDIOMS = [
             _lbfgs_step),
     Program("autograd_grad_isub", _manual_build, _batches(), _manual_step(_isub), ddp_differs=AUTOGRAD_GRAD, refused=DRIFT),
     Program("autograd_grad_sub_", _manual_build, _batches(), _manual_step(_sub_), ddp_differs=AUTOGRAD_GRAD, refused=DRIFT),
+    Program("autograd_grad_data_sub_", _manual_build, _batches(), _manual_step(_data_sub_), ddp_differs=AUTOGRAD_GRAD,
+            refused=DRIFT),
     Program("backward_isub", _manual_build, _batches(), _grad_update_step),
     Program("adam_closure", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _closure_step),
     Program("retain_graph", _with(_opt(torch.optim.SGD, lr=0.1)), _batches(), _retain_step, ddp_differs=RETAIN_GRAPH),
