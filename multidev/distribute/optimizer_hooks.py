@@ -24,7 +24,10 @@ Around each step in replica context the hooks drive the optimizer's update plan
 the pre-hook reduces the replica's ``.grad`` (``LocalGrads``; ``SummedGrads`` when ``loss.backward()``
 already reduced them, ``backward_reduce``: never reduced twice) and hands the sums to the twin as its
 ``.grad``; torch's ``step`` updates; the post-hook publishes (a split update copies the owners' new
-values to the others). multidev's Keras optimizers are multidev's own objects and hold one plain
+values to the others). ``step(closure)``: the closure's loss is the global batch's (all-reduced) and
+its ``loss.backward()`` reduces the gradients; the pre-hook evaluates it once before reducing (torch's
+optimizers evaluate it once), except for LBFGS, which re-evaluates it between updates and so gets it
+whole, with every replica updating its own copies. multidev's Keras optimizers are multidev's own objects and hold one plain
 torch optimizer per replica directly (``keras/optimizers/replica_rules.py``).
 
 Example (what runs when a replica calls ``opt.step()``)::
@@ -258,7 +261,11 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             return _closure_steps(optimizer, plan, replica_id, closure)
         with torch.enable_grad():   # the step's one evaluation, before its gradients are applied
             loss = closure()
-        args, kwargs = args[:1], dict(kwargs, closure=_evaluated_once(optimizer, loss))
+        once = _evaluated_once(optimizer, loss)
+        if len(args) > 1:
+            args = (args[0], once) + tuple(args[2:])
+        else:
+            kwargs = dict(kwargs, closure=once)
     twin = plan.twin_for(optimizer, replica_id)
     # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
     grads = env.replica_step.gradients(tuple(t.grad for t in plan.engine.refs[replica_id]))
