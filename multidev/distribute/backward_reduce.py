@@ -72,7 +72,9 @@ class BackwardReducer:
         self._set_aside: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # earlier reduced grads
         self._queued = [False] * n
         self._variables: dict[int, weakref.ref] = {}   # index -> its variable
-        self._computed: set[int] = set()   # leaves given a gradient not accumulated (autograd.grad) in this run
+        # Per replica, leaves given a gradient not accumulated (autograd.grad) in this run -> the version of
+        # that replica's copy then (an update after it changes it).
+        self._computed: list[dict[int, int]] = [{} for _ in range(n)]
         self._count = 0
         self._buckets: dict[tuple, GradientBuckets] = {}
         # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
@@ -108,9 +110,15 @@ class BackwardReducer:
 
     def take_computed(self) -> list:
         """Caller thread, after a run: the variables some replica computed a gradient of without
-        accumulating it (``torch.autograd.grad``: each replica's own, never reduced), then forget them."""
-        indices, self._computed = self._computed, set()
-        return [v for v in (self._variables[i]() for i in sorted(indices)) if v is not None]
+        accumulating it (``torch.autograd.grad``: each replica's own, never reduced) and whose copies no
+        in-place op changed since (an update through ``p.data``, or none); then forget them all."""
+        computed, self._computed = self._computed, [{} for _ in self._computed]
+        unchanged: dict[int, bool] = {}
+        for r, versions in enumerate(computed):
+            for i, version in versions.items():
+                leaf = self._leaves[r][i]()
+                unchanged[i] = unchanged.get(i, True) and leaf is not None and leaf._version == version
+        return [v for v in (self._variables[i]() for i in sorted(unchanged) if unchanged[i]) if v is not None]
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
         leaf = self._leaves[r][i]()
@@ -138,7 +146,10 @@ class BackwardReducer:
         self._reached[r], self._set_aside[r] = {}, {}
         fired = {i: leaf for i, (leaf, before, version) in reached.items() if _accumulated(leaf, before, version)}
         if len(fired) < len(reached) and self._run.active:
-            self._computed.update([i for i in reached if i not in fired])
+            computed = self._computed[r]
+            for i, (leaf, _, _) in reached.items():
+                if i not in fired:
+                    computed.setdefault(i, leaf._version)
         for i, old in set_aside.items():
             if i not in fired:   # a gradient was computed (autograd.grad), not accumulated: put it back
                 leaf = self._leaves[r][i]()

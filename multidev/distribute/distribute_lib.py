@@ -271,8 +271,7 @@ class ReplicatedExtended(StrategyExtended):
             if var._components[0]._version != var._synced_version:
                 var._check_replica_writes()
         for var in self._backward.take_computed() if self._backward is not None else ():
-            if var._components[0]._version == var._synced_version:
-                var._check_replica_writes(unversioned=True)
+            var._check_replica_writes(unversioned=True)
 
     # --- collectives used by the replica context and optimizers ---------------------------------
     def all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:
