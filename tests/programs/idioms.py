@@ -1,17 +1,11 @@
-"""Idioms PyTorch users write around the public examples, as small programs (issue: torch idioms).
-
-Each is one of ``programs.py``'s ``Program``s (same three runners: one device, multidev on 2
-replicas, DDP on 2 Gloo processes), float64, written as the idiom's authors write it: gradient
-accumulation with ``no_sync``, clipping, ``zero_grad(set_to_none=False)``, several optimizers,
-``add_param_group``, LBFGS's closure, ``torch.autograd.grad`` with a manual update, two backward
-passes, optimizer options, schedulers, sparse embeddings, an optimizer's ``state_dict`` reloaded.
-
-``after_step(state, i)`` runs between steps in cross-replica context (multidev: in the scope), as
-a training loop's epoch-end code does. A step that needs the step's index carries it as a tensor.
-
+"""Idioms PyTorch users write around the public examples, as ``programs.py``'s ``Program``s (same
+three runners), float64, as their authors write them: gradient accumulation (``no_sync``), clipping,
+``zero_grad(set_to_none=False)``, several optimizers, ``add_param_group``, closures and LBFGS,
+``torch.autograd.grad`` with a manual update, two backward passes, optimizer options, schedulers,
+sparse embeddings, ``state_dict`` reloads. ``after_step(state, i)`` runs between steps in
+cross-replica context (an epoch's end); a step that needs its index carries it as a tensor.
 This module imports only torch: the DDP runner must not import multidev.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -44,10 +38,6 @@ def _batches(seed=60, steps=3):
         return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g))
                 for _ in range(steps)]
     return batches
-
-
-def _counter(batch_size):
-    return (torch.zeros((), dtype=F64),)   # the step's index, carried
 
 
 def _with(make_opt, seed=7, schedule=None):
@@ -134,14 +124,6 @@ def _clip_step(clip):
     return step
 
 
-def _clip_value(params):
-    torch.nn.utils.clip_grad_value_(params, clip_value=0.05)
-
-
-def _clip_norm_foreach(params):
-    torch.nn.utils.clip_grad_norm_(params, max_norm=0.3, foreach=True, error_if_nonfinite=True)
-
-
 # --- zero_grad(set_to_none=False): .grad zeroed in place, accumulated into -------------------------------
 def _keep_grad_step(state, batch, carry):
     x, y = batch
@@ -222,12 +204,6 @@ def _isub(p, g, lr):
     p -= lr * g
 
 
-def _sub_(p, g, lr):
-    p.sub_(g, alpha=lr)
-
-
-def _data_sub_(p, g, lr):   # .data: no version bump for multidev to see
-    p.data.sub_(g, alpha=lr)
 
 
 def _grad_update_step(state, batch, carry):
@@ -288,10 +264,6 @@ def _warm_restarts_step(state, batch, carry):
     epoch, k = divmod(int(i), ITERS)
     state["sched"].step(epoch + k / ITERS)
     return loss, (i + 1,)
-
-
-def _epoch_after(state, i):
-    state["sched"].step()
 
 
 def _sequential(opt):
@@ -366,6 +338,7 @@ def _opt(cls, **kw):
 
 
 _SGD = _opt(torch.optim.SGD, lr=0.1)
+COUNTER = lambda batch_size: (torch.zeros((), dtype=F64),)   # noqa: E731 - the step's index, carried
 
 # DDP's documentation: "DistributedDataParallel does not work with torch.autograd.grad()": nothing is
 # all-reduced, each rank applies its own half's gradient and the ranks drift apart.
@@ -378,24 +351,27 @@ IDIOMS = [
     Program("grad_accumulation", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(), _accumulate_step),
     Program("grad_accumulation_keep", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _accumulate_keep_step),
     Program("nanogpt_loop", _with(_opt(torch.optim.AdamW, lr=0.1, betas=(0.9, 0.95))), _batches(), _nanogpt_step,
-            initial_carry=_counter),
-    Program("clip_grad_value", _with(_SGD), _batches(), _clip_step(_clip_value)),
+            initial_carry=COUNTER),
+    Program("clip_grad_value", _with(_SGD), _batches(), _clip_step(lambda ps: torch.nn.utils.clip_grad_value_(ps, clip_value=0.05))),
     Program("clip_grad_norm_foreach", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9)), _batches(),
-            _clip_step(_clip_norm_foreach)),
+            _clip_step(lambda ps: torch.nn.utils.clip_grad_norm_(ps, 0.3, foreach=True,
+                                                                 error_if_nonfinite=True))),
     Program("zero_grad_keep", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _keep_grad_step),
     Program("two_optimizers", _two_optimizers_build, _batches(), _two_optimizers_step),
     Program("add_param_group", _add_group_build, _batches(), _plain_step, after_step=_add_group_after),
     Program("lbfgs_closure", _with(_opt(torch.optim.LBFGS, lr=0.5, max_iter=4, history_size=3)), _batches(),
             _lbfgs_step),
-    Program("autograd_grad_isub", _manual_build, _batches(), _manual_step(_isub), ddp_differs=AUTOGRAD_GRAD, refused=DRIFT),
-    Program("autograd_grad_sub_", _manual_build, _batches(), _manual_step(_sub_), ddp_differs=AUTOGRAD_GRAD, refused=DRIFT),
-    Program("autograd_grad_data_sub_", _manual_build, _batches(), _manual_step(_data_sub_), ddp_differs=AUTOGRAD_GRAD,
-            refused=DRIFT),
+    *(Program(f"autograd_grad_{name}", _manual_build, _batches(), _manual_step(update), ddp_differs=AUTOGRAD_GRAD,
+              refused=DRIFT)
+      for name, update in (("isub", _isub), ("sub_", lambda p, g, lr: p.sub_(g, alpha=lr)),
+                           ("data_sub_", lambda p, g, lr: p.data.sub_(g, alpha=lr)))),   # .data: no version bump
     Program("backward_isub", _manual_build, _batches(), _grad_update_step),
     Program("adam_closure", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _closure_step),
-    Program("retain_graph", _with(_opt(torch.optim.SGD, lr=0.1)), _batches(), _retain_step, ddp_differs=RETAIN_GRAPH),
+    Program("retain_graph", _with(_opt(torch.optim.SGD, lr=0.1)), _batches(), _retain_step,
+            ddp_differs=RETAIN_GRAPH),
     Program("adam_foreach", _with(_opt(torch.optim.Adam, lr=0.05, foreach=True)), _batches(), _plain_step),
-    Program("adamw_amsgrad", _with(_opt(torch.optim.AdamW, lr=0.05, fused=False, amsgrad=True)), _batches(), _plain_step),
+    Program("adamw_amsgrad", _with(_opt(torch.optim.AdamW, lr=0.05, fused=False, amsgrad=True)), _batches(),
+            _plain_step),
     Program("adam_maximize", _with(_opt(torch.optim.Adam, lr=0.05, maximize=True)), _batches(), _plain_step),
     Program("adam_fused", _with(_opt(torch.optim.Adam, lr=0.05, fused=True)), _batches(), _plain_step),
     Program("sgd_nesterov", _with(_opt(torch.optim.SGD, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
@@ -406,9 +382,10 @@ IDIOMS = [
     Program("one_cycle", _with(_SGD, schedule=lambda o: sched.OneCycleLR(o, max_lr=0.5, total_steps=3)), _batches(),
             _per_batch_step),
     Program("warm_restarts", _with(_SGD, schedule=lambda o: sched.CosineAnnealingWarmRestarts(o, T_0=1, T_mult=2)),
-            _batches(), _warm_restarts_step, initial_carry=_counter),
+            _batches(), _warm_restarts_step, initial_carry=COUNTER),
     Program("lambda_lr", _with(_SGD, schedule=lambda o: sched.LambdaLR(o, lambda e: 0.5 ** e)), _batches(),
-            _plain_step, after_step=_epoch_after),
+            _plain_step,
+            after_step=lambda state, i: state["sched"].step()),
     Program("sequential_lr", _with(_SGD, schedule=_sequential), _batches(), _per_batch_step),
     Program("chained_scheduler", _with(_SGD, schedule=_chained), _batches(), _per_batch_step),
     Program("sparse_adam", _sparse_build, _sparse_batches, _two_optimizers_step),
