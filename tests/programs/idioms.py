@@ -165,21 +165,6 @@ def _add_group_after(state, i):
         state["opt"].add_param_group({"params": module.fc1.parameters(), "lr": 0.02})
 
 
-# --- LBFGS with a closure that calls backward on every evaluation ---------------------------------------
-def _lbfgs_step(state, batch, carry):
-    x, y = batch
-    model, opt = state["model"], state["opt"]
-
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        return loss
-
-    loss = opt.step(closure)
-    return loss.detach(), carry
-
-
 # --- torch.autograd.grad and a manual SGD update, no torch.optim ----------------------------------------
 def _manual_build():
     torch.manual_seed(10)
@@ -219,7 +204,7 @@ def _grad_update_step(state, batch, carry):
     return loss.detach(), carry
 
 
-# --- a closure with an optimizer that evaluates it once -------------------------------------------------
+# --- opt.step(closure): Adam evaluates it once, LBFGS on every iteration (each calls backward) -------------
 def _closure_step(state, batch, carry):
     x, y = batch
     model, opt = state["model"], state["opt"]
@@ -360,7 +345,7 @@ IDIOMS = [
     Program("two_optimizers", _two_optimizers_build, _batches(), _two_optimizers_step),
     Program("add_param_group", _add_group_build, _batches(), _plain_step, after_step=_add_group_after),
     Program("lbfgs_closure", _with(_opt(torch.optim.LBFGS, lr=0.5, max_iter=4, history_size=3)), _batches(),
-            _lbfgs_step),
+            _closure_step),
     *(Program(f"autograd_grad_{name}", _manual_build, _batches(), _manual_step(update), ddp_differs=AUTOGRAD_GRAD,
               refused=DRIFT)
       for name, update in (("isub", _isub), ("sub_", lambda p, g, lr: p.sub_(g, alpha=lr)),
