@@ -30,6 +30,11 @@ Replicas of one process on one CPU reduce in place, with no packing: each replic
 every gradient (slices of large tensors, whole small ones) over all replicas and writes it into
 every replica's ``.grad``. Elsewhere (GPUs, several processes) gradients go through flat buckets
 (``gradient_buckets``) and the strategy's collective.
+
+Sparse gradients (``nn.Embedding(sparse=True)``, for ``SparseAdam``) stay sparse, as DDP keeps them:
+on one CPU every replica sums the replicas' sparse tensors (the rows any replica touched); through
+buckets they travel dense and come back sparse over the rows whose sum is not zero (a row whose
+gradients cancel exactly to 0.0 is left out there).
 """
 
 from __future__ import annotations
@@ -66,6 +71,10 @@ class BackwardReducer:
         self._reached: list[dict[int, tuple]] = [{} for _ in range(n)]  # (leaf, its .grad, version) before
         self._set_aside: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]  # earlier reduced grads
         self._queued = [False] * n
+        self._variables: dict[int, weakref.ref] = {}   # index -> its variable
+        # Per replica, leaves given a gradient not accumulated (autograd.grad) in this run -> the version of
+        # that replica's copy then (an update after it changes it).
+        self._computed: list[dict[int, int]] = [{} for _ in range(n)]
         self._count = 0
         self._buckets: dict[tuple, GradientBuckets] = {}
         # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
@@ -80,6 +89,7 @@ class BackwardReducer:
             return False
         i = self._count
         self._count += 1
+        self._variables[i] = weakref.ref(var)
         for r, leaf in enumerate(var._components):
             self._leaves[r][i] = weakref.ref(leaf)
             leaf.register_hook(functools.partial(self._before_accumulate, r, i))
@@ -97,6 +107,18 @@ class BackwardReducer:
             self._overlap.close()
         self._overlap = self._group.overlap([live[i] for i in indices])
         self._overlap_indices = indices
+
+    def take_computed(self) -> list:
+        """Caller thread, after a run: the variables some replica computed a gradient of without
+        accumulating it (``torch.autograd.grad``: each replica's own, never reduced) and whose copies no
+        in-place op changed since (an update through ``p.data``, or none); then forget them all."""
+        computed, self._computed = self._computed, [{} for _ in self._computed]
+        unchanged: dict[int, bool] = {}
+        for r, versions in enumerate(computed):
+            for i, version in versions.items():
+                leaf = self._leaves[r][i]()
+                unchanged[i] = unchanged.get(i, True) and leaf is not None and leaf._version == version
+        return [v for v in (self._variables[i]() for i in sorted(unchanged) if unchanged[i]) if v is not None]
 
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
         leaf = self._leaves[r][i]()
@@ -123,6 +145,11 @@ class BackwardReducer:
         reached, set_aside = self._reached[r], self._set_aside[r]
         self._reached[r], self._set_aside[r] = {}, {}
         fired = {i: leaf for i, (leaf, before, version) in reached.items() if _accumulated(leaf, before, version)}
+        if len(fired) < len(reached) and self._run.active:
+            computed = self._computed[r]
+            for i, (leaf, _, _) in reached.items():
+                if i not in fired:
+                    computed.setdefault(i, leaf._version)
         for i, old in set_aside.items():
             if i not in fired:   # a gradient was computed (autograd.grad), not accumulated: put it back
                 leaf = self._leaves[r][i]()
@@ -153,6 +180,7 @@ class BackwardReducer:
         reached get the reduced gradients."""
         total = ctx.num_replicas_in_sync
         indices, leaves = [], []
+        sparse_dims = {i: _sparse_dim(self._leaves[0][i]()) for i in self._overlap_indices}
         with torch.no_grad():
             for i, g in zip(self._overlap_indices, self._overlap.finish()):
                 leaf = self._leaves[0][i]()
@@ -160,7 +188,7 @@ class BackwardReducer:
                     continue
                 if op is ReduceOp.MEAN:
                     algorithms.divide_(g, total)
-                leaf.grad = g
+                leaf.grad = g.to_sparse(sparse_dims[i]) if sparse_dims[i] else g
                 indices.append(i)
                 leaves.append(leaf)
         return indices, leaves
@@ -182,9 +210,13 @@ class BackwardReducer:
                 if i not in mine:
                     mine[i] = self._unreached(r, i, next(g[i] for g in everyone if i in g))
             everyone = group.share(r, ("loss.backward.unused", op.name), mine)
+        sparse: dict[int, torch.Tensor] = {}
         try:
             with torch.no_grad():
                 for i in indices:
+                    if any(grads[i].is_sparse for grads in everyone):
+                        sparse[i] = _sum_sparse([grads[i] for grads in everyone], op)
+                        continue
                     flat = [grads[i].view(-1) for grads in everyone]
                     numel = flat[0].numel()
                     if numel >= _SLICE_MIN_NUMEL:
@@ -195,7 +227,11 @@ class BackwardReducer:
                         algorithms.reduce_slice(flat, flat, part, op)
         finally:   # nobody reads a gradient before every share is written
             group.barrier(r, "loss.backward.done")
-        return indices, [self._leaves[r][i]() for i in indices]
+        leaves = [self._leaves[r][i]() for i in indices]
+        for i, leaf in zip(indices, leaves):
+            if i in sparse:
+                leaf.grad = sparse[i]
+        return indices, leaves
 
     def _unreached(self, r: int, i: int, like: torch.Tensor) -> torch.Tensor:
         """Replica ``r``'s gradient of leaf ``i`` that its backward did not reach: what ``.grad`` holds
@@ -210,13 +246,14 @@ class BackwardReducer:
         buckets = self._buckets.get(tuple(indices))
         if buckets is None:
             buckets = self._buckets.setdefault(tuple(indices), GradientBuckets(self._group.bucket_bytes))
+        sparse_dims = [_sparse_dim(leaf) for leaf in leaves]
         reduced = buckets.all_reduce(ctx, leaves, [leaf.grad for leaf in leaves], ReduceOp.SUM)
         total = ctx.num_replicas_in_sync
         with torch.no_grad():
-            for leaf, g in zip(leaves, reduced):
+            for leaf, g, sparse_dim in zip(leaves, reduced, sparse_dims):
                 if g is not None and op is ReduceOp.MEAN:
                     algorithms.divide_(g, total)
-                leaf.grad = g
+                leaf.grad = g.to_sparse(sparse_dim) if g is not None and sparse_dim else g
 
 
 def _accumulated(leaf: torch.Tensor, before: torch.Tensor | None, version: int | None) -> bool:
@@ -226,8 +263,25 @@ def _accumulated(leaf: torch.Tensor, before: torch.Tensor | None, version: int |
 
 
 def _own_contiguous(leaf: torch.Tensor) -> torch.Tensor | None:
-    """``leaf.grad``, made a dense contiguous tensor of its own (it is written in place)."""
+    """``leaf.grad``, made contiguous (a dense one is written in place); a sparse one stays sparse."""
     g = leaf.grad
-    if g is not None and (g.is_sparse or not g.is_contiguous()):
-        g = leaf.grad = g.to_dense().contiguous() if g.is_sparse else g.contiguous()
+    if g is not None and not g.is_sparse and not g.is_contiguous():
+        g = leaf.grad = g.contiguous()
     return g
+
+
+def _sparse_dim(leaf: Any) -> int:
+    """The sparse dimensions of ``leaf``'s gradient (0: dense, or none)."""
+    g = None if leaf is None else leaf.grad
+    return g.sparse_dim() if g is not None and g.is_sparse else 0
+
+
+def _sum_sparse(grads: list, op: ReduceOp) -> torch.Tensor:
+    """Every replica's gradient of a leaf, one of them sparse (``nn.Embedding(sparse=True)``), reduced as
+    Gloo's sparse all-reduce does for DDP: the rows any replica touched, summed in replica order (each
+    replica computes the same tensor), divided for a MEAN. Nothing is written in place: the other
+    replicas still read these tensors."""
+    total = grads[0]
+    for g in grads[1:]:
+        total = total + g
+    return total / len(grads) if op is ReduceOp.MEAN else total

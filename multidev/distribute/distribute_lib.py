@@ -266,7 +266,21 @@ class ReplicatedExtended(StrategyExtended):
     def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:
         """``fn`` once per replica (replica_run.py); ``step`` (per-call inputs, e.g. Keras's ``StepInputs``)
         reaches every replica as ``replica_env().step``."""
-        return self._runner.run(fn, args, kwargs, step, self._prepare_variables)
+        result = self._runner.run(fn, args, kwargs, step, self._prepare_variables)
+        if not self._runner.steps.active:   # (not a call nested in merge_call: its run checks at its end)
+            self._check_replica_writes()
+        return result
+
+    def _check_replica_writes(self) -> None:
+        """After the replicas ran: copies written there outside the update paths must agree
+        (``DistributedVariable._check_replica_writes``): those whose replica 0 copy changed, and
+        those given an unreduced ``torch.autograd.grad`` gradient that no in-place op updated (a
+        write through ``p.data`` leaves the version counter alone)."""
+        for var in self._live_variables():
+            if var._components[0]._version != var._synced_version:
+                var._check_replica_writes()
+        for var in self._backward.take_computed() if self._backward is not None else ():
+            var._check_replica_writes(unversioned=True)
 
     # --- collectives used by the replica context and optimizers ---------------------------------
     def all_reduce_tensors(self, op: ReduceOp, tensors: Sequence[torch.Tensor], private: bool) -> list:

@@ -47,6 +47,8 @@ def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | Non
         slot, g = out[offset:offset + n], grads[i]
         if g is None:
             slot.zero_()
+        elif g.is_sparse:   # an nn.Embedding(sparse=True)'s: travels dense (backward_reduce makes it sparse again)
+            slot.view(refs[i].shape).copy_(g.to_dense())
         elif g.data_ptr() != slot.data_ptr() or g.stride() != refs[i].stride():
             slot.view(refs[i].shape).copy_(g)
         offset += n
@@ -95,7 +97,7 @@ def _only_held_as_grads(buffer: torch.Tensor, refs: Sequence[torch.Tensor], buck
     if _storage_use_count is None:
         return False  # cannot tell: never reuse
     storage = buffer.untyped_storage()
-    as_grad = sum(1 for i in bucket if refs[i].grad is not None
+    as_grad = sum(1 for i in bucket if refs[i].grad is not None and not refs[i].grad.is_sparse
                   and refs[i].grad.untyped_storage().data_ptr() == storage.data_ptr())
     # References: ``buffer`` itself, the ``storage`` handle above, and one per gradient view.
     return _storage_use_count(storage._cdata) == 2 + as_grad

@@ -24,7 +24,10 @@ Around each step in replica context the hooks drive the optimizer's update plan
 the pre-hook reduces the replica's ``.grad`` (``LocalGrads``; ``SummedGrads`` when ``loss.backward()``
 already reduced them, ``backward_reduce``: never reduced twice) and hands the sums to the twin as its
 ``.grad``; torch's ``step`` updates; the post-hook publishes (a split update copies the owners' new
-values to the others). multidev's Keras optimizers are multidev's own objects and hold one plain
+values to the others). ``step(closure)``: the closure's loss is the global batch's (all-reduced) and
+its ``loss.backward()`` reduces the gradients; the pre-hook evaluates it once before reducing (torch's
+optimizers evaluate it once), except for LBFGS, which re-evaluates it between updates and so gets it
+whole, with every replica updating its own copies. multidev's Keras optimizers are multidev's own objects and hold one plain
 torch optimizer per replica directly (``keras/optimizers/replica_rules.py``).
 
 Example (what runs when a replica calls ``opt.step()``)::
@@ -105,6 +108,11 @@ def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any)
     twin = object.__new__(type(optimizer))
     twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else v)
                          for k, v in optimizer.__dict__.items() if k != "step")   # "step": a scheduler's wrapper
+    # An attribute that is a group's parameter list (LBFGS's ``_params``) is the twin group's.
+    lists = {id(g["params"]): twin_group["params"] for g, twin_group in zip(optimizer.param_groups, groups)}
+    for k, v in optimizer.__dict__.items():
+        if id(v) in lists:
+            setattr(twin, k, lists[id(v)])
     twin.param_groups = groups
     twin.state = state
     return twin
@@ -246,20 +254,69 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             "cannot be called in cross-replica context: call it inside strategy.run(train_step, ...) so every "
             "replica's gradients are summed and every copy is updated."
         )
+    replica_id = env.replica_id
     closure = args[1] if len(args) > 1 else kwargs.get("closure")
     if closure is not None:
-        raise ValueError(
-            f"{type(optimizer).__name__}.step(closure={closure!r}) is not supported inside strategy.run: the "
-            "closure would compute new gradients after they were summed across replicas, so each replica "
-            "would apply only its own. Call loss.backward() and then optimizer.step() without a closure "
-            "(optimizers that need one, such as LBFGS, cannot train distributed variables)."
-        )
-    replica_id = env.replica_id
+        closure = _global_loss(closure, env)
+        if isinstance(optimizer, torch.optim.LBFGS):   # evaluates its closure again and again
+            return _closure_steps(optimizer, plan, replica_id, closure)
+        with torch.enable_grad():   # the step's one evaluation, before its gradients are applied
+            loss = closure()
+        once = _evaluated_once(optimizer, loss)
+        if len(args) > 1:
+            args = (args[0], once) + tuple(args[2:])
+        else:
+            kwargs = dict(kwargs, closure=once)
     twin = plan.twin_for(optimizer, replica_id)
     # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
     grads = env.replica_step.gradients(tuple(t.grad for t in plan.engine.refs[replica_id]))
     plan.engine.reduce_as_grads(replica_id, grads)
     return (twin,) + tuple(args[1:]), kwargs
+
+
+def _global_loss(closure: Callable, env: Any) -> Callable:
+    """``closure`` whose loss is reduced across replicas (the mean of torch's mean losses, the sum of
+    ``compute_average_loss``'s shares): the global batch's loss, one device's, on every replica, so an
+    optimizer that decides on it (LBFGS's tolerance and line search) decides alike everywhere. Its
+    ``loss.backward()`` reduces the gradients (``backward_reduce``)."""
+    def evaluate() -> Any:
+        loss = closure()
+        if loss is None:
+            return None
+        value = torch.as_tensor(loss).detach()
+        reduced = env.replica_context.all_reduce(env.replica_step.loss_reduction, value)
+        return reduced if isinstance(loss, torch.Tensor) else type(loss)(reduced)
+    return evaluate
+
+
+def _evaluated_once(optimizer: torch.optim.Optimizer, loss: Any) -> Callable:
+    """The closure handed to an optimizer whose ``step`` evaluates it once: the loss evaluated before
+    its gradients were applied. A second evaluation raises (it would need new gradients)."""
+    calls = []
+
+    def closure() -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise ValueError(
+                f"{type(optimizer).__name__}.step(closure) evaluated the closure twice inside strategy.run: multidev "
+                "evaluates it once before the step (torch's optimizers do), to reduce its gradients across replicas "
+                "before they are applied. Subclass torch.optim.LBFGS for an optimizer that re-evaluates it, or call "
+                "loss.backward() and then optimizer.step().")
+        return loss
+    return closure
+
+
+def _closure_steps(optimizer: torch.optim.Optimizer, plan: _Plan, replica_id: int, closure: Callable) -> tuple:
+    """LBFGS: every evaluation's ``loss.backward()`` reduces the gradients, so each replica's twin takes
+    the same steps on its own copies (its ``step`` reads ``.grad`` between evaluations, which no
+    pre-step reduction could give it). Only a plan where every replica applies the update allows that."""
+    if type(plan.engine) not in (replica_update.BucketPlan, replica_update.UpdatePlan):
+        raise ValueError(
+            f"{type(optimizer).__name__}.step(closure) cannot run on {type(plan.strategy).__name__}: its replicas "
+            f"update one shared copy ({type(plan.engine).__name__}), and {type(optimizer).__name__} re-evaluates the "
+            "closure between updates. Use MirroredStrategy (each replica updates its own copy), or an optimizer "
+            "without a closure.")
+    return (plan.twin_for(optimizer, replica_id), closure), {}
 
 
 def update_plan(optimizer: torch.optim.Optimizer) -> replica_update.UpdatePlan:

@@ -103,6 +103,9 @@ class SyncOnReadVariable(DistributedVariable):
     def _sync_if_stale(self) -> None:  # copies are independent by design
         self._mark_synced()
 
+    def _check_replica_writes(self, unversioned: bool = False) -> None:  # each replica writes its own copy by design
+        self._mark_synced()
+
     def _update(self, op: str, value: Any):
         replica_id = context.current_replica_id()
         if replica_id is not None:

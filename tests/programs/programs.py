@@ -36,7 +36,8 @@ def _gen(seed: int) -> torch.Generator:
 @dataclass
 class Program:
     """A training program: ``build() -> state`` (models, optimizers, schedulers), the global
-    batches, ``step(state, batch, carry) -> (loss, carry)`` and the names of its models."""
+    batches, ``step(state, batch, carry) -> (loss, carry)`` and the names of its models;
+    ``after_step(state, i)`` after step ``i`` (multidev: in the strategy's scope)."""
 
     name: str
     build: Callable[[], dict]
@@ -48,6 +49,9 @@ class Program:
     tolerance: float = 1e-12
     compare_one_device: bool = True    # False: BatchNorm's batch statistics differ from one device (DDP only)
     extra: dict = field(default_factory=dict)
+    after_step: Callable[[dict, int], None] | None = None   # between steps, cross-replica (an epoch's end)
+    ddp_differs: str = ""      # why DDP gives no reference (then multidev is compared with one device only)
+    refused: str = ""          # multidev refuses the program: a regular expression its error message matches
 
 
 # --- pytorch/examples mnist: CNN, Adadelta, nll_loss ------------------------------------------------------

@@ -15,7 +15,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from programs import GLOBAL_BATCH, PROGRAMS, parameters_of  # noqa: E402
+from programs import GLOBAL_BATCH, parameters_of  # noqa: E402
+from idioms import ALL_PROGRAMS  # noqa: E402
 
 
 def run(program, rank: int, world: int) -> dict:
@@ -24,19 +25,41 @@ def run(program, rank: int, world: int) -> dict:
         state[name] = DDP(state[name])
     carry = program.initial_carry(GLOBAL_BATCH // world)
     losses = []
-    for batch in program.batches():
+    for i, batch in enumerate(program.batches()):
         mine = tuple(torch.tensor_split(t, world)[rank] for t in batch)
         loss, carry = program.step(state, mine, carry)
         total = loss.detach().clone()
         dist.all_reduce(total)
         losses.append(float(total) / world)
-    return {"losses": losses, "params": [p.detach().double().reshape(-1).tolist() for p in parameters_of(program, state)]}
+        if program.after_step is not None:
+            program.after_step(state, i)
+    params = [p.detach().double().reshape(-1) for p in parameters_of(program, state)]
+    return {"losses": losses, "rank_spread": _rank_spread(params), "params": [p.tolist() for p in params]}
+
+
+def _rank_spread(params: list) -> float:
+    """How far the other rank's parameters are from rank 0's (0.0 when DDP kept the ranks in step)."""
+    flat = torch.cat(params)
+    first = flat.clone()
+    dist.broadcast(first, src=0)
+    spread = (flat - first).abs().max()
+    dist.all_reduce(spread, op=dist.ReduceOp.MAX)
+    return float(spread)
+
+
+def _recorded(program, rank: int, world: int) -> dict:
+    """The program's result, or the error it raised on this rank (every rank raises alike: the
+    programs are symmetric)."""
+    try:
+        return run(program, rank, world)
+    except Exception as e:   # noqa: BLE001 - recorded, and checked by the test
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def main(out_dir: str) -> None:
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
-    results = {program.name: run(program, rank, world) for program in PROGRAMS}
+    results = {program.name: _recorded(program, rank, world) for program in ALL_PROGRAMS}
     if rank == 0:
         with open(os.path.join(out_dir, "ddp.json"), "w") as f:
             json.dump(results, f)
