@@ -275,7 +275,9 @@ class ReplicatedExtended(StrategyExtended):
         """After the replicas ran: copies written there outside the update paths must agree
         (``DistributedVariable._check_replica_writes``): those whose replica 0 copy changed, and
         those given an unreduced ``torch.autograd.grad`` gradient that no in-place op updated (a
-        write through ``p.data`` leaves the version counter alone)."""
+        write through ``p.data`` leaves the version counter alone). One local replica has one copy."""
+        if len(self._torch_devices) < 2:
+            return
         for var in self._live_variables():
             if var._components[0]._version != var._synced_version:
                 var._check_replica_writes()
