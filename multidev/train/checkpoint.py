@@ -108,6 +108,11 @@ class Checkpoint:
     # ----- writing --------------------------------------------------------------------------------
     def write(self, file_prefix, options=None) -> str:
         """Write a checkpoint at exactly ``file_prefix``; returns it. No numbering, no ``checkpoint`` index."""
+        path = self._write_files(file_prefix)
+        workers_meet(self)
+        return path
+
+    def _write_files(self, file_prefix) -> str:
         file_prefix = _prefix(file_prefix)
         objects, tensors = saver.collect(self)
         target, temp_dir = _write_target(file_prefix, self)
@@ -121,9 +126,10 @@ class Checkpoint:
         latest checkpoint of its directory; returns the path."""
         file_prefix = _prefix(file_prefix)
         self.save_counter.assign_add(1)
-        path = self.write(f"{file_prefix}-{int(self.save_counter)}")
+        path = self._write_files(f"{file_prefix}-{int(self.save_counter)}")
         if _is_chief(self):
             state_file.update_checkpoint_state(os.path.dirname(file_prefix) or ".", path, [path])
+        workers_meet(self)
         return path
 
     # ----- reading --------------------------------------------------------------------------------
@@ -191,6 +197,15 @@ def _strategy(checkpoint):
 
 def _is_chief(checkpoint) -> bool:
     return bool(_strategy(checkpoint).extended.should_checkpoint)
+
+
+def workers_meet(checkpoint) -> None:
+    """The end of a save under a multi-worker strategy, where every worker saves (TensorFlow's rule):
+    the workers meet, so when a save returns on any worker the chief's files and its ``checkpoint``
+    index are complete, and a worker may restore them at once."""
+    collective = _strategy(checkpoint).extended.worker_collective
+    if collective.spans_processes:
+        collective.sum(torch.zeros(()))
 
 
 def _write_target(file_prefix: str, checkpoint) -> tuple[str, str | None]:

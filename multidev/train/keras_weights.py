@@ -18,7 +18,7 @@ import os
 
 from multidev.keras.saving import weights_io
 from multidev.train import state_file
-from multidev.train.checkpoint import Checkpoint, _is_chief
+from multidev.train.checkpoint import Checkpoint, _is_chief, workers_meet
 
 
 class KerasCheckpointFormat(weights_io.CheckpointFormat):
@@ -29,9 +29,10 @@ class KerasCheckpointFormat(weights_io.CheckpointFormat):
             raise ValueError(f"Model {model.name!r} has no weights to save yet: build it (call it on data or pass "
                              "input_shape) first.")
         ckpt = Checkpoint(model)
-        ckpt.write(prefix)
+        ckpt._write_files(prefix)
         if _is_chief(ckpt):
             state_file.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix, [prefix])
+        workers_meet(ckpt)
 
     def read(self, model, prefix: str):
         status = Checkpoint(model).read(prefix)

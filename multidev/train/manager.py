@@ -23,7 +23,7 @@ import os
 import time
 
 from multidev.train import files, state_file
-from multidev.train.checkpoint import Checkpoint, _is_chief
+from multidev.train.checkpoint import Checkpoint, _is_chief, workers_meet
 
 
 class CheckpointManager:
@@ -129,7 +129,7 @@ class CheckpointManager:
         counter = self._checkpoint.save_counter
         counter.assign_add(1)
         number = int(counter) if checkpoint_number is None else int(checkpoint_number)
-        path = self._checkpoint.write(f"{self._prefix}-{number}")
+        path = self._checkpoint._write_files(f"{self._prefix}-{number}")
         self._maybe_delete.pop(path, None)       # re-saved: move to the end of the queue
         self._maybe_delete[path] = time.time()
         self._latest_checkpoint = path
@@ -139,6 +139,7 @@ class CheckpointManager:
         self._sweep(delete=chief)
         if chief:
             self._record_state()
+        workers_meet(self._checkpoint)
         return path
 
     def _sweep(self, delete: bool) -> None:
