@@ -86,8 +86,8 @@ class ReplicaRunner:
         steps = [context.ReplicaStep() for _ in range(n)]
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
                                     steps[r]) for r in range(n)]
-        self.steps.begin(steps)
-        try:
+        try:   # begin inside: a Ctrl-C landing right after it must not leave the run marked active
+            self.steps.begin(steps)
             if n == 1:
                 outcomes = [_outcome(tasks[0])]
             else:
