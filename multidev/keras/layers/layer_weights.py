@@ -21,10 +21,38 @@ from multidev.values.variables import DistributedVariable
 class KerasParameter(nn.Parameter):
     """A trainable weight outside a strategy: a plain parameter with Keras 3's ``value`` (itself), so a
     torch-style ``train_step``'s ``[v.value.grad for v in self.trainable_weights]`` runs (in a
-    strategy's scope the weight becomes a distributed variable, whose ``value`` does the same)."""
+    strategy's scope the weight becomes a distributed variable, whose ``value`` does the same), and
+    the variable API that TensorFlow programs call on a layer's weight (``layer.kernel.assign(...)``,
+    ``v.numpy()``, ``assign_add``/``assign_sub``, ``read_value``) as ``md.Variable`` has it."""
 
     @property
     def value(self) -> "KerasParameter":
+        return self
+
+    def numpy(self) -> np.ndarray:
+        return self.detach().cpu().numpy().copy()   # a snapshot, as TensorFlow's numpy() is
+
+    def read_value(self) -> torch.Tensor:
+        return self.detach().clone()
+
+    def assign(self, value, use_locking=None, name=None, read_value=True) -> "KerasParameter":
+        return self._update(torch.Tensor.copy_, value)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True) -> "KerasParameter":
+        return self._update(torch.Tensor.add_, delta)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True) -> "KerasParameter":
+        return self._update(torch.Tensor.sub_, delta)
+
+    def _update(self, op, value) -> "KerasParameter":
+        """Write in place (no autograd record), refusing a value that does not broadcast to the shape."""
+        with torch.no_grad():
+            tensor = value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+            tensor = tensor.to(dtype=self.dtype, device=self.device)
+            if torch.broadcast_shapes(tensor.shape, self.shape) != self.shape:
+                raise ValueError(f"Cannot assign a value of shape {tuple(tensor.shape)} to a weight of shape "
+                                 f"{tuple(self.shape)}; pass a value of the weight's shape.")
+            op(self, tensor)
         return self
 
 
