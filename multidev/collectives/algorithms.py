@@ -13,9 +13,24 @@ from typing import Sequence
 import torch
 
 from multidev._core.enums import ReduceOp
+from multidev._core.errors import InvalidArgumentError
+
+
+def _check_same_shape(inputs: Sequence[torch.Tensor]) -> None:
+    """The replicas' tensors are added element-wise, so their shapes must be equal (TensorFlow's AddN
+    refuses [2, 2] + [1, 2]; torch would broadcast it into a silently wrong sum)."""
+    shape = inputs[0].shape
+    for r, t in enumerate(inputs[1:], start=1):
+        if t.shape != shape:
+            raise InvalidArgumentError(
+                f"Cannot reduce the replicas' values element-wise: replica 0 has shape {list(shape)}, replica {r} "
+                f"has shape {list(t.shape)}. Per-example values of uneven batches (a partial last batch) "
+                "differ in their first dimension: reduce them along it with axis=0 "
+                "(strategy.reduce('SUM', value, axis=0)), or reduce each replica's value to a scalar first.")
 
 
 def _sum(inputs: Sequence[torch.Tensor], device: torch.device) -> torch.Tensor:
+    _check_same_shape(inputs)
     first = inputs[0].to(device, non_blocking=True)
     if len(inputs) == 1:
         return first.clone()
