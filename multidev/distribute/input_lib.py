@@ -65,19 +65,32 @@ def partial_batch_sizes(batch_size: int, num_replicas: int) -> list[int]:
     return [max(0, min(per, batch_size - r * per)) for r in range(num_replicas)]
 
 
-def split_sizes(size: int, num_replicas: int, static_batch_size: int) -> list[int]:
+def filled_batch_sizes(batch_size: int, full_sizes: list[int]) -> list[int]:
+    """A partial batch cut into the full batch's slice sizes in replica order, the rule of TensorFlow's
+    rebatching when auto-sharding is OFF, FILE or HINT on one worker: 5 rows of an 8-row batch over 2
+    replicas give ``[4, 1]``, 2 rows of a 4-row batch ``[2, 0]``."""
+    out, left = [], batch_size
+    for size in full_sizes:
+        out.append(min(size, left))
+        left -= out[-1]
+    return out
+
+
+def split_sizes(size: int, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[int]:
     """Rows per replica for one global batch of ``size`` rows (``static_batch_size``: the dataset's
     batch size, <= 0 when unknown): a full batch as ``replica_batch_sizes``, a partial one as
-    ``partial_batch_sizes``."""
+    ``partial_batch_sizes`` (``filled_batch_sizes`` with ``fill_in_order``)."""
     if 0 < size < static_batch_size:
+        if fill_in_order:
+            return filled_batch_sizes(size, replica_batch_sizes(static_batch_size, num_replicas))
         return partial_batch_sizes(size, num_replicas)
     return replica_batch_sizes(size, num_replicas)
 
 
-def split_element(element: Any, num_replicas: int, static_batch_size: int) -> list[Any]:
+def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[Any]:
     """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``)."""
     bounds = [0]
-    for c in split_sizes(_leading_size(element), num_replicas, static_batch_size):
+    for c in split_sizes(_leading_size(element), num_replicas, static_batch_size, fill_in_order):
         bounds.append(bounds[-1] + c)
     return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(num_replicas)]
 
@@ -183,6 +196,9 @@ class DistributedIterator(DataIterator):
         return super().__next__()
 
 
+_FILLING_POLICIES = (AutoShardPolicy.OFF, AutoShardPolicy.FILE, AutoShardPolicy.HINT)
+
+
 def _worker_input(dataset: Dataset, num_workers: int, worker_index: int) -> tuple[bool, Dataset]:
     """What this worker reads, following ``AutoShardPolicy``; True means "every global batch,
     keep this worker's slices" (DATA sharding), False "this dataset's batches are all ours"."""
@@ -219,6 +235,9 @@ class DistributedDataset(_DistributedBase):
         self._num_workers, self._worker_index = extended.num_workers, extended.worker_index
         self._global_batch_size = graph.compute_batch_size(dataset)
         self._every_batch, self._dataset = _worker_input(dataset, self._num_workers, self._worker_index)
+        # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
+        policy = dataset.options().experimental_distribute.auto_shard_policy
+        self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
         self._lockstep = self._num_workers > 1 and not self._every_batch
 
@@ -260,7 +279,7 @@ class DistributedDataset(_DistributedBase):
             if total == 1:
                 yield [element]
                 continue
-            chunks = split_element(element, total, self._global_batch_size)
+            chunks = split_element(element, total, self._global_batch_size, self._fill_in_order)
             if self._every_batch:  # DATA: every worker reads each global batch and keeps its replicas' slices
                 yield chunks[first:first + n]
             else:  # FILE/HINT/OFF: this worker's own batches, n replica slices per step
