@@ -69,3 +69,47 @@ def two_cpus(tf):
 def replica_id(tf):
     """The calling replica's id in its sync group, as a Python int."""
     return int(val(tf.distribute.get_replica_context().replica_id_in_sync_group))
+
+
+def one_cpu(tf):
+    """A one-replica MirroredStrategy (one per process, like ``two_cpus``): the one-device reference
+    the custom-loop cases compare the two-replica run with."""
+    key = tf.__name__ + "/one"
+    if key not in _STRATEGIES:
+        _STRATEGIES[key] = tf.distribute.MirroredStrategy(["/cpu:0"])
+    return _STRATEGIES[key]
+
+
+# Custom training loops (TensorFlow's "Custom training with tf.distribute.Strategy" tutorial, shrunk):
+# ten examples of three features, two classes, a 3-4-2 MLP with fixed starting weights.
+LOOP_X = [[((i * 7) % 5) / 5.0 - 0.4, ((i * 3) % 7) / 7.0 - 0.5, float(i % 3) - 1.0] for i in range(10)]
+LOOP_Y = [0, 1, 1, 0, 1, 0, 0, 0, 1, 1]
+LOOP_W = [1.0, 0.5, 2.0, 1.0, 0.0, 1.5, 1.0, 0.25, 1.0, 3.0]
+_KERNELS = ([[0.2, -0.3, 0.5, 0.1], [-0.4, 0.6, 0.2, -0.1], [0.3, 0.1, -0.2, 0.7]],
+            [[0.5, -0.6], [-0.3, 0.4], [0.2, 0.1], [-0.7, 0.3]])
+
+
+def loop_model(tf, l2: float = 0.0):
+    """The tutorial's model shape (Dense + Dense to logits), weights set after building so both sides
+    start from the same numbers; ``l2`` adds a kernel regularizer (``model.losses``)."""
+    reg = tf.keras.regularizers.L2(l2) if l2 else None
+    model = tf.keras.Sequential([tf.keras.Input((3,)),
+                                 tf.keras.layers.Dense(4, activation="relu", kernel_regularizer=reg),
+                                 tf.keras.layers.Dense(2, kernel_regularizer=reg)])
+    for layer, kernel in zip(model.layers, _KERNELS):
+        layer.kernel.assign(tf.constant(kernel))
+        layer.bias.assign(tf.constant([0.05 * (i + 1) for i in range(len(kernel[0]))]))
+    return model
+
+
+def loop_dataset(tf, batch: int = 4, weighted: bool = False, drop_remainder: bool = False):
+    """(x, y) or (x, y, w) batches of the ten examples, in order."""
+    tensors = (tf.constant(LOOP_X), tf.constant(LOOP_Y))
+    if weighted:
+        tensors += (tf.constant(LOOP_W),)
+    return tf.data.Dataset.from_tensor_slices(tensors).batch(batch, drop_remainder=drop_remainder)
+
+
+def weights(model):
+    """Every trainable weight as nested lists, read through ``numpy()`` (one value, any strategy)."""
+    return [val(v.numpy()) for v in model.trainable_variables]
