@@ -152,6 +152,23 @@ class Variable(torch.nn.Parameter):
     def assign_sub(self, delta: Any, use_locking: bool | None = None, name: str | None = None, read_value: bool = True):
         return self._update("assign_sub", delta)
 
+    # ``v += 1`` on a trainable variable: torch refuses an in-place op on a leaf that requires grad;
+    # say it as TensorFlow does (it refuses ``+=`` on every tf.Variable) and name the fixes.
+    def __iadd__(self, other):
+        self._check_in_place("+=", "assign_add(value)")
+        return super().__iadd__(other)
+
+    def __isub__(self, other):
+        self._check_in_place("-=", "assign_sub(value)")
+        return super().__isub__(other)
+
+    def _check_in_place(self, op: str, method: str) -> None:
+        if self.requires_grad and torch.is_grad_enabled():
+            raise RuntimeError(
+                f"`variable {op} value` with md.Variables is not supported (TensorFlow refuses it too): use "
+                f"`variable.{method}` to modify the variable, or `out = variable {op[0]} value` for a new "
+                "tensor (a PyTorch-style in-place update goes under `with torch.no_grad():`).")
+
     # --- implementation ---------------------------------------------------------------------
     def _read(self) -> torch.Tensor:
         return self

@@ -154,3 +154,19 @@ def test_variables_are_not_picklable(strategy):
 
     with pytest.raises(TypeError, match="not picklable"):
         pickle.dumps(md.Variable(1.0))
+
+
+def test_plus_equals_on_a_trainable_variable_says_what_to_do_instead():
+    """TF refuses ``v += 1`` on a tf.Variable; md says so and names assign_add (torch's own message
+    did not), while the PyTorch in-place update under no_grad and non-trainable counters still work."""
+    v = md.Variable(1.0)
+    with pytest.raises(RuntimeError, match=r"assign_add\(value\)"):
+        v += 1
+    with pytest.raises(RuntimeError, match=r"assign_sub\(value\)"):
+        v -= 1
+    with torch.no_grad():
+        v += 2.0
+        v -= 0.5
+    counter = md.Variable(0.0, trainable=False)
+    counter += 1
+    assert float(v) == 2.5 and float(counter) == 1.0
