@@ -113,3 +113,17 @@ def loop_dataset(tf, batch: int = 4, weighted: bool = False, drop_remainder: boo
 def weights(model):
     """Every trainable weight as nested lists, read through ``numpy()`` (one value, any strategy)."""
     return [val(v.numpy()) for v in model.trainable_variables]
+
+
+def loop_replica_step(tf, model, optimizer, global_batch_size: int):
+    """The tutorial's ``train_step(x, y)`` for ``strategy.run``: sparse cross-entropy on logits,
+    ``compute_average_loss``, ``GradientTape`` and ``apply_gradients``; returns the replica's loss."""
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(loss_object(y, model(x, training=True)),
+                                              global_batch_size=global_batch_size)
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+    return train_step

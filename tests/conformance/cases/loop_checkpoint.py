@@ -6,7 +6,7 @@ continued from it equals training without the interruption."""
 import os
 import tempfile
 
-from conformance_support import loop_dataset, loop_model, one_cpu, two_cpus, val, weights
+from conformance_support import loop_dataset, loop_model, loop_replica_step, one_cpu, two_cpus, val, weights
 
 GLOBAL_BATCH = 4
 
@@ -38,13 +38,7 @@ def _build(tf, s=None, build=True):
 
 def _epoch(tf, s, model, optimizer):
     """One epoch of the tutorial's step over the ten examples; its per-step losses."""
-    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-
-    def train_step(x, y):
-        with tf.GradientTape() as tape:
-            loss = tf.nn.compute_average_loss(loss_object(y, model(x, training=True)), global_batch_size=GLOBAL_BATCH)
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
+    train_step = loop_replica_step(tf, model, optimizer, GLOBAL_BATCH)
     if s is None:   # no strategy: the plain loop over the global batches
         return [val(train_step(x, y)) for x, y in loop_dataset(tf, GLOBAL_BATCH)]
 

@@ -3,7 +3,8 @@ batches, ``distribute_datasets_from_function`` with ``get_per_replica_batch_size
 ``iter``/``next``/``get_next_as_optional``, two epochs, ``element_spec``, auto-shard options and
 ``experimental_distribute_values_from_function``, fed to a training step."""
 
-from conformance_support import LOOP_X, LOOP_Y, local, loop_dataset, loop_model, two_cpus, val, weights
+from conformance_support import (LOOP_X, LOOP_Y, local, loop_dataset, loop_model, loop_replica_step, two_cpus, val,
+                                 weights)
 
 GLOBAL_BATCH = 4
 
@@ -13,13 +14,7 @@ def _train_on(tf, s, dist, epochs=1):
     with s.scope():
         model = loop_model(tf)
         optimizer = tf.keras.optimizers.SGD(learning_rate=0.3)
-        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-
-    def replica_fn(x, y):
-        with tf.GradientTape() as tape:
-            loss = tf.nn.compute_average_loss(loss_object(y, model(x)), global_batch_size=GLOBAL_BATCH)
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
+    replica_fn = loop_replica_step(tf, model, optimizer, GLOBAL_BATCH)
 
     @tf.function
     def step(x, y):

@@ -4,7 +4,7 @@ them: ``GradientTape`` + ``apply_gradients`` in ``strategy.run`` inside a ``tf.f
 losses summed across steps, on two replicas and on one (every case returns the per-step losses, the
 epoch losses and the trained weights)."""
 
-from conformance_support import loop_dataset, loop_model, one_cpu, two_cpus, val, weights
+from conformance_support import loop_dataset, loop_model, loop_replica_step, one_cpu, two_cpus, val, weights
 
 GLOBAL_BATCH = 4
 
@@ -163,13 +163,7 @@ def case_steps_in_function_from_iterator(tf):
         model = loop_model(tf)
         optimizer = tf.keras.optimizers.SGD(learning_rate=0.1, momentum=0.5)
         optimizer.build(model.trainable_variables)
-        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-
-    def replica_fn(x, y):
-        with tf.GradientTape() as tape:
-            loss = tf.nn.compute_average_loss(loss_object(y, model(x)), global_batch_size=GLOBAL_BATCH)
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
+    replica_fn = loop_replica_step(tf, model, optimizer, GLOBAL_BATCH)
 
     @tf.function
     def train_steps(iterator, steps):
