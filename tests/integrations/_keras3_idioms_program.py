@@ -364,6 +364,16 @@ def optimizers(r):
     return out
 
 
+def optimizer_outside_scope(r):   # compile(optimizer=...) in the scope, the optimizer made before it
+    adam = K.optimizers.Adam(0.1)
+    scaled = K.optimizers.LossScaleOptimizer(K.optimizers.SGD(0.1), initial_scale=4.0, dynamic_growth_steps=2)
+    out = {}
+    for name, optimizer in (("adam", adam), ("loss_scale", scaled)):
+        model, history = trained(r, optimizer=optimizer, epochs=2)
+        out[name] = observe(model, history, variables=[num(v) for v in optimizer.variables])
+    return out
+
+
 def mixed_bfloat16_loss_scale(r):
     keras.config.set_dtype_policy("mixed_bfloat16")
     try:
@@ -382,7 +392,7 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_weighted_metrics, v
           lr_callbacks, csv_logger, terminate_on_nan, backup_and_restore, single_batch_methods,
           evaluate_predict_uneven, two_outputs_loss_weights, run_eagerly, steps_per_execution,
           frozen_nested_model_recompiled, dropout_seeded, random_in_a_layer, custom_train_step, optimizers,
-          mixed_bfloat16_loss_scale]
+          optimizer_outside_scope, mixed_bfloat16_loss_scale]
 
 
 def _jsonable(value):
