@@ -18,6 +18,7 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.distribute.input_lib import split_element
+from multidev.integrations import keras3_batch_norm
 from multidev.values import context
 from multidev.values.distributed import PerReplica
 
@@ -77,6 +78,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
 
     def step(data: Any) -> dict:
         parts, size = split(data[0])
+        if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
+            keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
         strategy.run(replica_step, args=(parts, size, model.trainable_variables))
         return model.get_metrics_result()

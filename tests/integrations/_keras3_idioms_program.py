@@ -91,7 +91,7 @@ def fit_batch3(r):         # batches of 3 split [2, 1]; the last one (1 example)
 
 
 def sample_weight(r):
-    return observe(*trained(r, sample_weight=SW))
+    return observe(*trained(r, sample_weight=SW, validation_data=(XV, YV, SW[:6])))
 
 
 def class_weight_weighted_metrics(r):
@@ -249,6 +249,7 @@ def evaluate_predict_uneven(r):
         model = regression_model()
         model.compile(optimizer=K.optimizers.SGD(0.1), loss="mse", metrics=["mae"])
     return {"evaluate": model.evaluate(X, Y, batch_size=4, return_dict=True, verbose=0),
+            "evaluate_weighted": model.evaluate(X, Y, sample_weight=SW, batch_size=3, return_dict=True, verbose=0),
             "evaluate_list": model.evaluate(XV, YV, batch_size=5, verbose=0),
             "predict": num(model.predict(X, batch_size=3, verbose=0))}
 
@@ -263,6 +264,47 @@ def two_outputs_loss_weights(r):
                       metrics=[["mae"], ["mse"]])
     history = model.fit(X, [Y, -Y], batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(XV, [YV, -YV]))
     return observe(model, history)
+
+
+def dict_inputs(r):
+    with scope(r):
+        a, b = K.Input((2,), name="a"), K.Input((2,), name="b")
+        hidden = L.Dense(3, activation="tanh")(L.Concatenate()([a, b]))
+        model = K.Model({"a": a, "b": b}, L.Dense(1)(hidden))
+        model.set_weights([W1, B1, W2, np.zeros(1)])
+    return observe(*trained(r, model=model, x={"a": X[:, :2], "b": X[:, 2:]}, batch_size=3))
+
+
+def batch_norm(r, synchronized=False, batch_size=4):
+    with scope(r):
+        model = K.Sequential([K.Input((4,)), L.Dense(3), L.BatchNormalization(synchronized=synchronized), L.Dense(1)])
+        model.set_weights([W1, B1, np.ones(3), np.zeros(3), np.zeros(3), np.ones(3), W2, np.zeros(1)])
+    model, history = trained(r, model=model, validation_data=(XV, YV), batch_size=batch_size)
+    return observe(model, history)
+
+
+def batch_norm_synchronized(r):   # (Keras on torch refuses synchronized=True; on one device it means nothing)
+    return batch_norm(r, synchronized=r > 1)
+
+
+def batch_norm_synchronized_uneven(r):   # batches of 3 split [2, 1]: the last one (1 example) leaves a replica empty
+    return batch_norm(r, synchronized=r > 1, batch_size=3)
+
+
+def unfreeze_recompiled(r):   # fine-tuning: train the head on a frozen base, unfreeze, recompile, train all
+    with scope(r):
+        base = K.Sequential([K.Input((4,)), L.Dense(3, activation="tanh")])
+        model = K.Sequential([K.Input((4,)), base, L.Dense(1)])
+        model.set_weights([W1, B1, W2, np.zeros(1)])
+        base.trainable = False
+        model.compile(optimizer=K.optimizers.Adam(0.05), loss="mse")
+    first = model.fit(X, Y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    base.trainable = True
+    with scope(r):
+        model.compile(optimizer=K.optimizers.Adam(0.01), loss="mse")
+    history = model.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_freq=2,
+                        validation_data=(XV, YV))
+    return observe(model, history, first=num(first.history["loss"]))
 
 
 def compiled_with(r, **options):
@@ -391,7 +433,8 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_weighted_metrics, v
           initial_epoch, early_stopping_restores_best, checkpoint_weights_best_relative, checkpoint_keras_file,
           lr_callbacks, csv_logger, terminate_on_nan, backup_and_restore, single_batch_methods,
           evaluate_predict_uneven, two_outputs_loss_weights, run_eagerly, steps_per_execution,
-          frozen_nested_model_recompiled, dropout_seeded, random_in_a_layer, custom_train_step, optimizers,
+          frozen_nested_model_recompiled, unfreeze_recompiled, dict_inputs, batch_norm, batch_norm_synchronized,
+          batch_norm_synchronized_uneven,           dropout_seeded, random_in_a_layer, custom_train_step, optimizers,
           optimizer_outside_scope, mixed_bfloat16_loss_scale]
 
 

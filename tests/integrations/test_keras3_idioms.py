@@ -31,7 +31,8 @@ IDIOMS = ["fit_plain", "fit_batch3", "sample_weight", "class_weight_weighted_met
           "checkpoint_weights_best_relative", "checkpoint_keras_file", "lr_callbacks", "csv_logger",
           "terminate_on_nan", "backup_and_restore", "single_batch_methods", "evaluate_predict_uneven",
           "two_outputs_loss_weights", "run_eagerly", "steps_per_execution", "frozen_nested_model_recompiled",
-          "dropout_seeded", "random_in_a_layer", "custom_train_step", "optimizers", "optimizer_outside_scope",
+          "unfreeze_recompiled", "dict_inputs", "batch_norm", "batch_norm_synchronized",
+          "batch_norm_synchronized_uneven", "dropout_seeded", "random_in_a_layer", "custom_train_step", "optimizers", "optimizer_outside_scope",
           "mixed_bfloat16_loss_scale"]
 
 #: (rtol, atol). The program runs in float64, but Keras's losses take ``ops.mean`` in float32 whatever floatx
@@ -42,11 +43,13 @@ TOLERANCES = {
     "optimizers": (1e-4, 1e-6),   # SGD momentum 0.9 + Nesterov + weight decay over 9 steps amplifies the rounding
     # bfloat16 gradients: two replicas' halves of a batch summed in float32 against one bfloat16 sum (2**-8)
     "mixed_bfloat16_loss_scale": (2e-2, 2e-3),
+    "batch_norm_synchronized": (1e-5, 1e-6),   # dividing by the batch's standard deviation amplifies the rounding
 }
 
 #: Raised on 2 replicas (the reference runs): (exception type, words of the message).
 REFUSED_ON_TWO = {
     "single_batch_methods": ("NotImplementedError", "would run on one replica only"),
+    "batch_norm_synchronized_uneven": ("ValueError", "every replica needs at least one example"),
 }
 
 #: Raised alike on one device and 2 replicas: exception type.
@@ -54,6 +57,8 @@ RAISED_ALIKE = {"steps_per_execution": "ValueError"}
 
 #: Idioms whose 2-replica result is not the one-device result, by design (docs/keras3_parity.md).
 KNOWN_DIFFERENCES = {
+    "batch_norm": "a BatchNormalization without synchronized=True normalizes each replica's slice with its own "
+                  "moments, as TensorFlow's MirroredStrategy does (synchronized=True: batch_norm_synchronized)",
     "dropout_seeded": "replica r > 0 draws its Dropout masks from a seed stream offset by r (one device draws "
                       "one mask for the whole batch); the seed state advances alike",
     "random_in_a_layer": "as dropout_seeded, for keras.random.normal with a layer's SeedGenerator",
