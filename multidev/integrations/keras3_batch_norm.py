@@ -77,12 +77,31 @@ def _global_masked_moments(ctx: Any, x: torch.Tensor, mask: Any, axes: tuple) ->
     return mean.squeeze(), (distance / (weight + epsilon)).squeeze()
 
 
+def _synchronized_in(model: Any) -> bool:
+    batch_norm = sys.modules["keras"].layers.BatchNormalization
+    return any(isinstance(layer, batch_norm) and layer.synchronized for layer in model._flatten_layers())
+
+
+def refuse_uneven_custom_step(model: Any, sizes: list) -> None:
+    """Before a model's own ``train_step`` on unequal slices: refuse a synchronized ``BatchNormalization``.
+    Each replica's ``loss.backward()`` sends its gradient through the moments' all-reduce to every replica's
+    inputs unweighted, and ``optimizer.apply`` then weights each replica's whole gradient by its own share
+    (``keras3_custom_step``): exact when the shares are equal, not otherwise."""
+    if _synchronized_in(model):
+        raise ValueError(
+            f"{type(model).__name__} overrides train_step and has a BatchNormalization(synchronized=True); the "
+            f"replicas got unequal slices {sizes} of the global batch, where its gradient through the synchronized "
+            "moments would not be the global batch's. Choose a batch_size divisible by the number of replicas "
+            f"({len(sizes)}) and drop the remainder (or a dataset size that is a multiple of it), or use Keras's "
+            "built-in train_step (exact on any split)."
+        )
+
+
 def refuse_empty_slice(model: Any, global_size: int, replicas: int) -> None:
     """Before a step whose global batch leaves a replica without examples: refuse a model holding a
     synchronized ``BatchNormalization`` (the replica with no examples runs no forward pass, so the others'
     moment all-reduce would wait for it)."""
-    batch_norm = sys.modules["keras"].layers.BatchNormalization
-    if any(isinstance(layer, batch_norm) and layer.synchronized for layer in model._flatten_layers()):
+    if _synchronized_in(model):
         raise ValueError(
             f"{type(model).__name__} has a BatchNormalization(synchronized=True) and got a global batch of "
             f"{global_size} example(s) on {replicas} replicas: every replica needs at least one example to "

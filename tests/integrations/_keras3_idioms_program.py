@@ -275,16 +275,20 @@ def dict_inputs(r):
     return observe(*trained(r, model=model, x={"a": X[:, :2], "b": X[:, 2:]}, batch_size=3))
 
 
-def batch_norm(r, synchronized=False, batch_size=4):
+def batch_norm(r, synchronized=False, batch_size=4, n=10):
     with scope(r):
         model = K.Sequential([K.Input((4,)), L.Dense(3), L.BatchNormalization(synchronized=synchronized), L.Dense(1)])
         model.set_weights([W1, B1, np.ones(3), np.zeros(3), np.zeros(3), np.ones(3), W2, np.zeros(1)])
-    model, history = trained(r, model=model, validation_data=(XV, YV), batch_size=batch_size)
+    model, history = trained(r, model=model, x=X[:n], y=Y[:n], validation_data=(XV, YV), batch_size=batch_size)
     return observe(model, history)
 
 
 def batch_norm_synchronized(r):   # (Keras on torch refuses synchronized=True; on one device it means nothing)
     return batch_norm(r, synchronized=r > 1)
+
+
+def batch_norm_synchronized_odd(r):   # 9 examples in batches of 3: every batch split [2, 1]
+    return batch_norm(r, synchronized=r > 1, batch_size=3, n=9)
 
 
 def batch_norm_synchronized_uneven(r):   # batches of 3 split [2, 1]: the last one (1 example) leaves a replica empty
@@ -355,7 +359,9 @@ def random_in_a_layer(r):
     return observe(*trained(r, model=model))
 
 
-def custom_train_step(r):
+def custom_model_class():
+    """keras.io's torch custom train_step (p08's form)."""
+
     class CustomModel(K.Model):
         def train_step(self, data):
             x, y = data
@@ -374,6 +380,11 @@ def custom_train_step(r):
                     metric.update_state(y, y_pred)
             return {m.name: m.result() for m in self.metrics}
 
+    return CustomModel
+
+
+def custom_train_step(r):
+    CustomModel = custom_model_class()
     with scope(r):
         inputs = K.Input((4,))
         hidden = L.Dense(3, activation="tanh")(inputs)
@@ -381,6 +392,20 @@ def custom_train_step(r):
         model.set_weights([W1, B1, W2, np.zeros(1)])
         model.compile(optimizer=K.optimizers.Adam(0.05), loss="mse", metrics=["mae"])
     return observe(model, model.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0))
+
+
+def custom_train_step_synchronized_bn(r, batch_size=4):
+    with scope(r):
+        inputs = K.Input((4,))
+        hidden = L.BatchNormalization(synchronized=r > 1)(L.Dense(3)(inputs))
+        model = custom_model_class()(inputs, L.Dense(1)(hidden))
+        model.set_weights([W1, B1, np.ones(3), np.zeros(3), np.zeros(3), np.ones(3), W2, np.zeros(1)])
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="mse", metrics=["mae"])
+    return observe(model, model.fit(X[:8], Y[:8], batch_size=batch_size, epochs=2, shuffle=False, verbose=0))
+
+
+def custom_train_step_synchronized_bn_odd(r):   # batches of 3 split [2, 1]: refused on 2 replicas
+    return custom_train_step_synchronized_bn(r, batch_size=3)
 
 
 OPTIMIZERS = {
@@ -434,7 +459,8 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_weighted_metrics, v
           lr_callbacks, csv_logger, terminate_on_nan, backup_and_restore, single_batch_methods,
           evaluate_predict_uneven, two_outputs_loss_weights, run_eagerly, steps_per_execution,
           frozen_nested_model_recompiled, unfreeze_recompiled, dict_inputs, batch_norm, batch_norm_synchronized,
-          batch_norm_synchronized_uneven,           dropout_seeded, random_in_a_layer, custom_train_step, optimizers,
+          batch_norm_synchronized_odd, batch_norm_synchronized_uneven, dropout_seeded, random_in_a_layer, custom_train_step,
+          custom_train_step_synchronized_bn, custom_train_step_synchronized_bn_odd, optimizers,
           optimizer_outside_scope, mixed_bfloat16_loss_scale]
 
 

@@ -32,8 +32,9 @@ IDIOMS = ["fit_plain", "fit_batch3", "sample_weight", "class_weight_weighted_met
           "terminate_on_nan", "backup_and_restore", "single_batch_methods", "evaluate_predict_uneven",
           "two_outputs_loss_weights", "run_eagerly", "steps_per_execution", "frozen_nested_model_recompiled",
           "unfreeze_recompiled", "dict_inputs", "batch_norm", "batch_norm_synchronized",
-          "batch_norm_synchronized_uneven", "dropout_seeded", "random_in_a_layer", "custom_train_step", "optimizers", "optimizer_outside_scope",
-          "mixed_bfloat16_loss_scale"]
+          "batch_norm_synchronized_odd", "batch_norm_synchronized_uneven", "dropout_seeded", "random_in_a_layer",
+          "custom_train_step", "custom_train_step_synchronized_bn", "custom_train_step_synchronized_bn_odd",
+          "optimizers", "optimizer_outside_scope", "mixed_bfloat16_loss_scale"]
 
 #: (rtol, atol). The program runs in float64, but Keras's losses take ``ops.mean`` in float32 whatever floatx
 #: is (``keras/src/backend/torch/numpy.py`` ``mean``: ``result_type(x.dtype, "float32")``), so two replicas'
@@ -44,12 +45,15 @@ TOLERANCES = {
     # bfloat16 gradients: two replicas' halves of a batch summed in float32 against one bfloat16 sum (2**-8)
     "mixed_bfloat16_loss_scale": (2e-2, 2e-3),
     "batch_norm_synchronized": (1e-5, 1e-6),   # dividing by the batch's standard deviation amplifies the rounding
+    "batch_norm_synchronized_odd": (1e-5, 1e-6),
+    "custom_train_step_synchronized_bn": (1e-5, 1e-6),
 }
 
 #: Raised on 2 replicas (the reference runs): (exception type, words of the message).
 REFUSED_ON_TWO = {
     "single_batch_methods": ("NotImplementedError", "would run on one replica only"),
     "batch_norm_synchronized_uneven": ("ValueError", "every replica needs at least one example"),
+    "custom_train_step_synchronized_bn_odd": ("ValueError", "unequal slices [2, 1]"),
 }
 
 #: Raised alike on one device and 2 replicas: exception type.
