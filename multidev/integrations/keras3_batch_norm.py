@@ -10,8 +10,8 @@ over the global batch; every replica updates its moving statistics with the glob
 A plain ``BatchNormalization`` keeps normalizing each replica's slice (TensorFlow's MirroredStrategy
 semantics without ``synchronized``; docs/keras3_parity.md).
 
-Private Keras names used: ``BatchNormalization._moments``, ``_reduction_axes`` and ``Layer._flatten_layers`` (checked against
-Keras 3.15.1, as ``keras3``'s).
+Private Keras names used: ``BatchNormalization._moments``, ``_reduction_axes`` and
+``Layer._flatten_layers`` (checked against Keras 3.15.1, as ``keras3``'s).
 """
 
 from __future__ import annotations

@@ -459,8 +459,8 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_weighted_metrics, v
           lr_callbacks, csv_logger, terminate_on_nan, backup_and_restore, single_batch_methods,
           evaluate_predict_uneven, two_outputs_loss_weights, run_eagerly, steps_per_execution,
           frozen_nested_model_recompiled, unfreeze_recompiled, dict_inputs, batch_norm, batch_norm_synchronized,
-          batch_norm_synchronized_odd, batch_norm_synchronized_uneven, dropout_seeded, random_in_a_layer, custom_train_step,
-          custom_train_step_synchronized_bn, custom_train_step_synchronized_bn_odd, optimizers,
+          batch_norm_synchronized_odd, batch_norm_synchronized_uneven, dropout_seeded, random_in_a_layer,
+          custom_train_step, custom_train_step_synchronized_bn, custom_train_step_synchronized_bn_odd, optimizers,
           optimizer_outside_scope, mixed_bfloat16_loss_scale]
 
 
