@@ -44,8 +44,8 @@ from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
-from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_layers,
-                                   keras3_split)
+from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_dropout,
+                                   keras3_layers, keras3_split)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -365,6 +365,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
     _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
+    _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))

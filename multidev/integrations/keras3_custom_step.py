@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.integrations import keras3_batch_norm
+from multidev.integrations import keras3_batch_norm, keras3_dropout
 from multidev.integrations.keras3_fit import _leading, _Splitter
 from multidev.values import context
 
@@ -170,7 +170,8 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
     def replica_step(parts: Any) -> None:
         state = context.replica_env().step
         r = context.replica_env().replica_id
-        state.outputs[r] = method(parts)
+        with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
+            state.outputs[r] = method(parts)
         if r == 0:
             state.tags.update({key: metric for key, (metric, _) in state.records[0].items()})
 

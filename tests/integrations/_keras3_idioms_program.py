@@ -337,11 +337,30 @@ def frozen_nested_model_recompiled(r):
     return observe(model, history, trainable=len(model.trainable_weights))
 
 
-def dropout_seeded(r):
+def dropout_seeded(r, **dropout):   # batches of 3: masks of 3 rows split [2, 1]
+    dropout = {"seed": 3, **dropout}
     with scope(r):
-        model = K.Sequential([K.Input((4,)), L.Dense(3, activation="tanh"), L.Dropout(0.5, seed=3), L.Dense(1)])
+        model = K.Sequential([K.Input((4,)), L.Dense(3, activation="tanh"), L.Dropout(0.5, **dropout), L.Dense(1)])
         model.set_weights([W1, B1, W2, np.zeros(1)])
-    return observe(*trained(r, model=model))
+    return observe(*trained(r, model=model, batch_size=3))
+
+
+def dropout_unseeded(r):   # torch's global generator (seeded by keras.utils.set_random_seed)
+    return dropout_seeded(r, seed=None)
+
+
+def dropout_noise_shape(r):
+    return dropout_seeded(r, seed=5, noise_shape=(None, 1))
+
+
+def custom_train_step_dropout(r):
+    with scope(r):
+        inputs = K.Input((4,))
+        hidden = L.Dropout(0.3, seed=2)(L.Dense(3, activation="tanh")(inputs))
+        model = custom_model_class()(inputs, L.Dense(1)(hidden))
+        model.set_weights([W1, B1, W2, np.zeros(1)])
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="mse", metrics=["mae"])
+    return observe(model, model.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0))
 
 
 def random_in_a_layer(r):
@@ -459,7 +478,8 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_weighted_metrics, v
           lr_callbacks, csv_logger, terminate_on_nan, backup_and_restore, single_batch_methods,
           evaluate_predict_uneven, two_outputs_loss_weights, run_eagerly, steps_per_execution,
           frozen_nested_model_recompiled, unfreeze_recompiled, dict_inputs, batch_norm, batch_norm_synchronized,
-          batch_norm_synchronized_odd, batch_norm_synchronized_uneven, dropout_seeded, random_in_a_layer,
+          batch_norm_synchronized_odd, batch_norm_synchronized_uneven, dropout_seeded, dropout_unseeded,
+          dropout_noise_shape, custom_train_step_dropout, random_in_a_layer,
           custom_train_step, custom_train_step_synchronized_bn, custom_train_step_synchronized_bn_odd, optimizers,
           optimizer_outside_scope, mixed_bfloat16_loss_scale]
 

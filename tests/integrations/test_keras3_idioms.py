@@ -32,7 +32,8 @@ IDIOMS = ["fit_plain", "fit_batch3", "sample_weight", "class_weight_weighted_met
           "terminate_on_nan", "backup_and_restore", "single_batch_methods", "evaluate_predict_uneven",
           "two_outputs_loss_weights", "run_eagerly", "steps_per_execution", "frozen_nested_model_recompiled",
           "unfreeze_recompiled", "dict_inputs", "batch_norm", "batch_norm_synchronized",
-          "batch_norm_synchronized_odd", "batch_norm_synchronized_uneven", "dropout_seeded", "random_in_a_layer",
+          "batch_norm_synchronized_odd", "batch_norm_synchronized_uneven", "dropout_seeded", "dropout_unseeded",
+          "dropout_noise_shape", "custom_train_step_dropout", "random_in_a_layer",
           "custom_train_step", "custom_train_step_synchronized_bn", "custom_train_step_synchronized_bn_odd",
           "optimizers", "optimizer_outside_scope", "mixed_bfloat16_loss_scale"]
 
@@ -63,9 +64,9 @@ RAISED_ALIKE = {"steps_per_execution": "ValueError"}
 KNOWN_DIFFERENCES = {
     "batch_norm": "a BatchNormalization without synchronized=True normalizes each replica's slice with its own "
                   "moments, as TensorFlow's MirroredStrategy does (synchronized=True: batch_norm_synchronized)",
-    "dropout_seeded": "replica r > 0 draws its Dropout masks from a seed stream offset by r (one device draws "
-                      "one mask for the whole batch); the seed state advances alike",
-    "random_in_a_layer": "as dropout_seeded, for keras.random.normal with a layer's SeedGenerator",
+    "random_in_a_layer": "keras.random.normal with a layer's SeedGenerator: replica r > 0 draws from a seed stream "
+                         "offset by r (one device draws once for the whole batch); the seed state advances alike. "
+                         "(Dropout draws the global batch's mask once and each replica keeps its rows)",
 }
 
 
