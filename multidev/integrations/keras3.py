@@ -34,7 +34,6 @@ import functools
 import importlib
 import inspect
 import sys
-import weakref
 from typing import Any, Callable
 
 import torch
@@ -226,8 +225,8 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     ctx = env.replica_context
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
         ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
-    if optimizer not in _adopted:   # made outside the scope: its step counter is one copy every replica increments
-        ctx.merge_call(_adopt_optimizer, args=(optimizer,))
+    if not keras3_split.adopted(optimizer):   # made outside the scope: one step counter every replica increments
+        ctx.merge_call(keras3_split.adopt_optimizer, args=(optimizer, _distribute_for))
     grads = list(grads)
     if type(env.step) is keras3_custom_step.StepState:   # a model's own train_step on a replica's slice
         share = env.step.shares[env.replica_id]
@@ -249,29 +248,10 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     return None
 
 
-_adopted: "weakref.WeakSet[Any]" = weakref.WeakSet()  # optimizers whose variables are all distributed
-
-
-def _adopt_optimizer(strategy: Any, optimizer: Any) -> None:
-    """Distribute the variables an optimizer made before it met ``strategy`` (``iterations``, ``learning_rate``
-    and a loss-scale optimizer's scale and counter come from ``__init__``: an optimizer created outside the
-    scope and compiled in it, as in ``compile(optimizer=Adam(...))`` inside ``with strategy.scope()``).
-    One plain copy read and incremented by every replica would count each step once per replica (Adam's
-    bias correction, schedules and ``.keras`` files then see N times the steps). Runs in cross-replica
-    context, once per optimizer; later variables are created in the strategy (``build_optimizer``)."""
-    for variable in optimizer.variables:
-        if not isinstance(variable._value, DistributedVariable):
-            _require_supported(strategy, f"Keras 3 optimizer variable {variable.path!r} distributed")
-            variable._value = _distribute_value(variable, strategy)
-    _adopted.add(optimizer)
-
-
-def _apply_loss_scaled(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
-    """``LossScaleOptimizer.apply``: its own variables adopted (as ``_apply``'s), then ``keras3_split``'s."""
-    ctx = context.current_replica_context()
-    if ctx is not None and ctx.num_replicas_in_sync > 1 and optimizer not in _adopted:
-        ctx.merge_call(_adopt_optimizer, args=(optimizer,))
-    return keras3_split.apply_loss_scaled(original, optimizer, grads, trainable_variables)
+def _distribute_for(strategy: Any, variable: Any) -> DistributedVariable:
+    """A variable made outside the scope of ``strategy`` distributed in it (``keras3_split.adopt_optimizer``)."""
+    _require_supported(strategy, f"Keras 3 optimizer variable {variable.path!r} distributed")
+    return _distribute_value(variable, strategy)
 
 
 _STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
@@ -351,7 +331,7 @@ def _patch(keras: Any) -> None:
     _set_trainable(variable_cls)
     _replica_value(variable_cls, in_stateless_scope)
     _wrap_method(optimizer_classes[0], "apply", _apply)
-    _wrap_method(optimizer_classes[1], "apply", _apply_loss_scaled)
+    _wrap_method(optimizer_classes[1], "apply", functools.partial(keras3_split.apply_loss_scaled, _distribute_for))
     _wrap_method(optimizer_classes[1], "check_finite", keras3_split.finite_everywhere)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     for reduction in (keras.metrics.Mean, keras.metrics.Sum):
