@@ -43,7 +43,8 @@ from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
-from multidev.integrations import keras3_checkpoint, keras3_custom_step, keras3_layers, keras3_split
+from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_dropout,
+                                   keras3_layers, keras3_split)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -224,6 +225,8 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     ctx = env.replica_context
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
         ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
+    if not keras3_split.adopted(optimizer):   # made outside the scope: one step counter every replica increments
+        ctx.merge_call(keras3_split.adopt_optimizer, args=(optimizer, _distribute_for))
     grads = list(grads)
     if type(env.step) is keras3_custom_step.StepState:   # a model's own train_step on a replica's slice
         share = env.step.shares[env.replica_id]
@@ -243,6 +246,12 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     plan.step(env.replica_id, LocalGrads(tuple(grads)),
               functools.partial(keras3_split.apply_sums, original, optimizer, variables))
     return None
+
+
+def _distribute_for(strategy: Any, variable: Any) -> DistributedVariable:
+    """A variable made outside the scope of ``strategy`` distributed in it (``keras3_split.adopt_optimizer``)."""
+    _require_supported(strategy, f"Keras 3 optimizer variable {variable.path!r} distributed")
+    return _distribute_value(variable, strategy)
 
 
 _STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
@@ -292,6 +301,8 @@ def _keras_names(keras: Any) -> tuple:
         for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
             getattr(Variable, attr)
         getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
+        getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
+        getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
         if not isinstance(Variable.__dict__.get("value"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
@@ -320,7 +331,7 @@ def _patch(keras: Any) -> None:
     _set_trainable(variable_cls)
     _replica_value(variable_cls, in_stateless_scope)
     _wrap_method(optimizer_classes[0], "apply", _apply)
-    _wrap_method(optimizer_classes[1], "apply", keras3_split.apply_loss_scaled)
+    _wrap_method(optimizer_classes[1], "apply", functools.partial(keras3_split.apply_loss_scaled, _distribute_for))
     _wrap_method(optimizer_classes[1], "check_finite", keras3_split.finite_everywhere)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     for reduction in (keras.metrics.Mean, keras.metrics.Sum):
@@ -332,6 +343,9 @@ def _patch(keras: Any) -> None:
         _wrap_method(owner, "__init__", remember)
         _wrap_method(owner, creates, create_in_scope)
     _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
+    _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
+    _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
+    _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch.optim import optimizer as torch_optimizer
 
+from multidev.integrations import keras3_batch_norm, keras3_dropout
 from multidev.integrations.keras3_fit import _leading, _Splitter
 from multidev.values import context
 
@@ -169,7 +170,8 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
     def replica_step(parts: Any) -> None:
         state = context.replica_env().step
         r = context.replica_env().replica_id
-        state.outputs[r] = method(parts)
+        with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
+            state.outputs[r] = method(parts)
         if r == 0:
             state.tags.update({key: metric for key, (metric, _) in state.records[0].items()})
 
@@ -182,6 +184,8 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
                 f"global batch of {size} example(s): every replica needs at least one. Use a batch size whose "
                 "remainder is 0 or at least the number of replicas (or drop the remainder)."
             )
+        if name == "train_step" and len(set(sizes)) > 1:
+            keras3_batch_norm.refuse_uneven_custom_step(model, sizes)
         tracker.track(model)
         state = StepState([n / size for n in sizes])
         # The refusal of torch.optim steps lives only while the model's own step runs on the replicas.

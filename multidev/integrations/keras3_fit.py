@@ -18,6 +18,7 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.distribute.input_lib import split_element
+from multidev.integrations import keras3_batch_norm, keras3_dropout
 from multidev.values import context
 from multidev.values.distributed import PerReplica
 
@@ -42,11 +43,13 @@ class _Splitter:
     def __init__(self, strategy: Any):
         self.strategy = strategy
         self.full = 0
+        self.sizes: list[int] = []   # the last batch's slice sizes, every replica's (all workers')
 
     def __call__(self, batch: Any) -> tuple[PerReplica, int]:
         size = _leading(batch)
         self.full = max(self.full, size)
         parts = split_element(batch, self.strategy.num_replicas_in_sync, self.full)
+        self.sizes = [_leading(p) for p in parts]
         extended = self.strategy.extended
         offset = extended.replica_offset
         return PerReplica(parts[offset:offset + extended.num_local_replicas]), size
@@ -56,7 +59,7 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
     """Keras's ``train_function(data)`` for ``model`` on ``strategy``'s replicas."""
     split = _Splitter(strategy)
 
-    def replica_step(local: Any, global_size: int, weights: list) -> None:
+    def replica_step(local: Any, global_size: int, weights: list, sizes: list) -> None:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(local)
         values = [v.value for v in weights]  # this replica's copies
         for t in values:
@@ -65,7 +68,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
         if size == 0:  # an empty slice of a small last batch still joins the gradient sum
             grads = [torch.zeros_like(t) for t in values]
         else:
-            y_pred = model(x, training=True)
+            with keras3_dropout.batch_slice(sizes, context.current_replica_context()._global_replica_id):
+                y_pred = model(x, training=True)
             loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
             loss_tracker.update_state(loss, sample_weight=size)
             model.optimizer.scale_loss(loss * (size / global_size)).backward()
@@ -77,8 +81,10 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
 
     def step(data: Any) -> dict:
         parts, size = split(data[0])
+        if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
+            keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
-        strategy.run(replica_step, args=(parts, size, model.trainable_variables))
+        strategy.run(replica_step, args=(parts, size, model.trainable_variables, split.sizes))
         return model.get_metrics_result()
 
     return step

@@ -33,6 +33,7 @@ from multidev.values.variables import DistributedVariable
 SPLIT_OPTIMIZERS = ("SGD", "Adam", "AdamW", "Adamax", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Lion")
 _slots: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()  # optimizer -> {id(ref): [slot]}
 _plans: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()  # optimizer -> (key, plan)
+_adopted: "weakref.WeakSet[Any]" = weakref.WeakSet()  # optimizers whose variables are all distributed
 _lock = threading.Lock()
 
 
@@ -89,13 +90,35 @@ def apply_sums(original: Any, optimizer: Any, variables: list, sums: tuple) -> N
             original(optimizer, [sums[i] for i in mine], [variables[i] for i in mine])
 
 
-def apply_loss_scaled(original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
-    """``LossScaleOptimizer.apply`` inside ``strategy.run``: built once in cross-replica context; nothing is
-    summed here: its finite check agrees across replicas (``finite_everywhere``) and its inner optimizer's
-    ``apply`` sums the unscaled gradients (``keras3._apply``; the scale is a power of two, so unscaling first is exact)."""
+def adopted(optimizer: Any) -> bool:
+    """Whether every variable ``optimizer`` made before its first ``apply`` on replicas is distributed."""
+    return optimizer in _adopted
+
+
+def adopt_optimizer(strategy: Any, optimizer: Any, distribute: Any) -> None:
+    """Distribute the variables an optimizer made before it met ``strategy`` (``iterations``, ``learning_rate``
+    and a loss-scale optimizer's scale and counter come from ``__init__``: an optimizer created outside the
+    scope and compiled in it, as in ``compile(optimizer=opt)`` inside ``with strategy.scope()``). One plain copy
+    incremented by every replica would count each step once per replica (Adam's bias correction, schedules and
+    ``.keras`` files then see N times the steps). Cross-replica context, once per optimizer; ``distribute(strategy,
+    variable)`` is ``keras3``'s (the slots ``build_optimizer`` makes later are created in the strategy)."""
+    for variable in optimizer.variables:
+        if not isinstance(variable._value, DistributedVariable):
+            variable._value = distribute(strategy, variable)
+    _adopted.add(optimizer)
+
+
+def apply_loss_scaled(distribute: Any, original: Any, optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+    """``LossScaleOptimizer.apply`` inside ``strategy.run``: built once and its variables adopted
+    (``adopt_optimizer``) in cross-replica context; nothing is summed here: its finite check agrees across
+    replicas (``finite_everywhere``) and its inner optimizer's ``apply`` sums the unscaled gradients
+    (``keras3._apply``; the scale is a power of two, so unscaling first is exact)."""
     ctx = context.current_replica_context()
-    if ctx is not None and ctx.num_replicas_in_sync > 1 and not optimizer.built:
-        ctx.merge_call(build_optimizer, args=(optimizer, list(trainable_variables or ())))
+    if ctx is not None and ctx.num_replicas_in_sync > 1:
+        if not optimizer.built:
+            ctx.merge_call(build_optimizer, args=(optimizer, list(trainable_variables or ())))
+        if not adopted(optimizer):
+            ctx.merge_call(adopt_optimizer, args=(optimizer, distribute))
     return original(optimizer, grads, trainable_variables)
 
 

@@ -40,6 +40,7 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
             "it would run on one replica only. Use fit/evaluate/predict, train with a custom loop "
             "(strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
         )
+    _check_steps_per_execution(model, name)
     keras = sys.modules["keras"]
     tracker = keras3_custom_step.ResultTracker()
     custom = {"fit": "train_step", "evaluate": "test_step"}.get(name)
@@ -65,6 +66,19 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
         finally:
             setattr(model, attribute, None)
             tracker.restore()
+
+
+def _check_steps_per_execution(model: Any, name: str) -> None:
+    """Keras's torch backend refuses ``steps_per_execution > 1`` when it makes its step function; multidev's
+    step functions replace Keras's and take one batch per call, so they must refuse it too (they would
+    otherwise train on every other batch)."""
+    steps = getattr(model, "steps_per_execution", 1)
+    if steps > 1:
+        raise ValueError(
+            f"`steps_per_execution` must be 1 with the PyTorch backend. Received: steps_per_execution={steps!r} "
+            f"(model.{name}() on a model distributed by multidev, as Keras 3 on one device raises). Compile with "
+            "steps_per_execution=1 (the default)."
+        )
 
 
 def _silent(original: Any, model: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

@@ -1,0 +1,73 @@
+"""Keras 3's ``Dropout`` in ``fit`` on multidev's replicas: one device's mask over the global batch.
+
+On one device a ``Dropout`` draws one mask for the whole batch (from its ``SeedGenerator`` when seeded, else
+from torch's global generator). In ``fit``'s step (built-in or the model's own ``train_step``) every replica
+knows where its slice lies in the global batch (``batch_slice``), so a ``Dropout`` called there on inputs
+whose leading dimension is the slice draws the global batch's mask once, in cross-replica context
+(``merge_call``: the seed state and torch's generator advance once, as on one device), and each replica keeps
+its rows: the same masks, losses and weights as one device. Elsewhere (``strategy.run`` in a custom loop,
+a ``noise_shape`` with a fixed batch entry, inputs that are not the slice) the layer runs as Keras's, with
+``keras3``'s per-replica seed streams.
+
+Private Keras name used: ``SeedGenerator._initial_seed`` (checked against Keras 3.15.1, as ``keras3``'s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import sys
+from typing import Any, Iterator
+
+import torch
+
+from multidev.values import context
+
+#: (offset of this replica's slice in the global batch, its size, the global batch size), set in fit's steps
+#: where every replica has examples (a replica without any runs no forward pass, so it could not join the draw).
+_SLICE: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("multidev_keras3_batch_slice", default=None)
+
+
+@contextlib.contextmanager
+def batch_slice(sizes: list, replica: int) -> Iterator[None]:
+    """Inside a replica's step: its slice of the global batch split into ``sizes`` (in replica order). With an
+    empty slice (a last batch smaller than the replicas) the layer runs as Keras's: when one replica holds the
+    whole batch (the first: slices are filled in order) that is one device's draw."""
+    where = None if 0 in sizes else (sum(sizes[:replica]), sizes[replica], sum(sizes))
+    token = _SLICE.set(where)
+    try:
+        yield
+    finally:
+        _SLICE.reset(token)
+
+
+def call(original: Any, layer: Any, inputs: Any, training: Any = False) -> Any:
+    """``Dropout.call``: inside fit's step on several replicas, this replica's rows of the global batch's mask."""
+    where = _SLICE.get()
+    ctx = context.current_replica_context()
+    if (not training or layer.rate <= 0 or layer.rate >= 1 or where is None or ctx is None
+            or ctx.num_replicas_in_sync == 1 or not isinstance(inputs, torch.Tensor) or inputs.ndim == 0
+            or inputs.shape[0] != where[1]
+            or (layer.noise_shape is not None and layer.noise_shape[0] is not None)):
+        return original(layer, inputs, training)
+    offset, size, global_size = where
+    shape = (global_size, *inputs.shape[1:])
+    noise = ctx.merge_call(_global_noise, args=(layer, shape, inputs.dtype, str(inputs.device)))
+    rows = noise[offset:offset + size].to(inputs.device)
+    if _seeded(layer):   # Keras's seeded form: where(mask, inputs / keep_prob, 0)
+        return torch.where(rows != 0, inputs / (1.0 - layer.rate), torch.zeros_like(inputs))
+    return inputs * rows   # torch's dropout: inputs * (bernoulli(keep_prob) / keep_prob)
+
+
+def _seeded(layer: Any) -> bool:
+    """Keras's torch dropout takes its seeded path for a seeded generator or a ``noise_shape``."""
+    return layer.seed_generator._initial_seed is not None or layer.noise_shape is not None
+
+
+def _global_noise(strategy: Any, layer: Any, shape: tuple, dtype: torch.dtype, device: Any) -> torch.Tensor:
+    """The global batch's dropout of ones (``1 / keep_prob`` where kept, 0 elsewhere), drawn once as Keras draws it
+    on one device (every replica passes the same layer, shape and dtype; the first replica's device)."""
+    keras = sys.modules["keras"]
+    with torch.no_grad():
+        ones = torch.ones(shape, dtype=dtype, device=strategy.experimental_local_results(device)[0])
+        return keras.random.dropout(ones, layer.rate, noise_shape=layer.noise_shape, seed=layer.seed_generator)
