@@ -23,13 +23,16 @@ PR = md.distribute.PerReplica
 def one_device(program) -> dict:
     state = program.build()
     carry = program.initial_carry(GLOBAL_BATCH)
-    losses = []
+    losses, observed = [], []
     for i, batch in enumerate(program.batches()):
         loss, carry = program.step(state, batch, carry)
         losses.append(float(loss))
         if program.after_step is not None:
             program.after_step(state, i)
-    return {"losses": losses, "params": [p.detach().double().reshape(-1).tolist() for p in parameters_of(program, state)]}
+        if program.observe is not None:
+            observed.append(program.observe(state))
+    return {"losses": losses, "observed": observed,
+            "params": [p.detach().double().reshape(-1).tolist() for p in parameters_of(program, state)]}
 
 
 def _per_replica(structure, n):
@@ -45,7 +48,7 @@ def on_strategy(program, strategy) -> dict:
     with strategy.scope():
         state = program.build()
     carry = _per_replica(program.initial_carry(GLOBAL_BATCH // n), n)
-    losses = []
+    losses, observed = [], []
     for i, batch in enumerate(program.batches()):
         parts = tuple(PR(tuple(torch.tensor_split(t, n))) for t in batch)
         loss, carry = strategy.run(program.step, args=(state, parts, carry))
@@ -53,9 +56,11 @@ def on_strategy(program, strategy) -> dict:
         if program.after_step is not None:
             with strategy.scope():
                 program.after_step(state, i)
+        if program.observe is not None:
+            observed.append(program.observe(state))
     params = parameters_of(program, state)
     spread = max(float((p.values[r] - p.values[0]).detach().abs().max()) for p in params for r in range(n))
-    return {"losses": losses, "replica_spread": spread,
+    return {"losses": losses, "observed": observed, "replica_spread": spread,
             "params": [p.values[0].detach().double().reshape(-1).tolist() for p in params]}
 
 

@@ -46,17 +46,19 @@ def on_workers(program, strategy) -> dict:
     with strategy.scope():
         state = program.build()
     carry = _local_carry(program.initial_carry(GLOBAL_BATCH // strategy.num_replicas_in_sync), strategy)
-    losses = []
+    losses, observed = [], []
     for i, batch in enumerate(program.batches()):
         loss, carry = strategy.run(program.step, args=(state, _my_slices(batch, strategy), carry))
         losses.append(float(strategy.reduce("MEAN", loss, axis=None)))
         if program.after_step is not None:
             with strategy.scope():
                 program.after_step(state, i)
+        if program.observe is not None:
+            observed.append(program.observe(state))
     params = parameters_of(program, state)
     copies = [p.values for p in params]
     spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
-    return {"losses": losses, "replica_spread": spread,
+    return {"losses": losses, "observed": observed, "replica_spread": spread,
             "params": [c[0].detach().double().reshape(-1).tolist() for c in copies]}
 
 

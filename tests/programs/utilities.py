@@ -1,0 +1,108 @@
+"""PyTorch's training utilities called in the step, as ``Program``s (same runners as ``idioms.py``):
+``torch.amp.GradScaler`` with bfloat16 autocast (an inf in the last replica's slice of one batch:
+every replica, every worker and every DDP rank must skip that step and back the scale off), and
+``AveragedModel`` (EMA and SWA) with ``SWALR``. ``observe`` records the scale, the averaged counts
+and the learning rate after every step; the tests compare them exactly.
+This module imports only torch: the DDP runner must not import multidev.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.optim import swa_utils
+
+try:   # the runners put this directory on sys.path; pytest imports the package
+    from programs import F64, GLOBAL_BATCH, Program, _gen
+except ImportError:
+    from tests.programs.programs import F64, GLOBAL_BATCH, Program, _gen
+
+
+def _regressor(dtype: torch.dtype) -> nn.Module:
+    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1)).to(dtype)
+
+
+# --- GradScaler + bfloat16 autocast, unscale_ and clipping (the AMP recipe of torch's docs) ------------
+POISONED_STEP = 2
+
+
+def _scaler_build():
+    torch.manual_seed(14)
+    model = _regressor(torch.float32)   # float32 weights: autocast runs the matmuls in bfloat16
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9),
+            "scaler": torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)}
+
+
+def _scaler_batches():
+    g = _gen(62)
+    out = []
+    for i in range(5):
+        x = torch.randn(GLOBAL_BATCH, 6, generator=g)
+        y = torch.randn(GLOBAL_BATCH, 1, generator=g)
+        if i == POISONED_STEP:
+            y[GLOBAL_BATCH - 1, 0] = math.inf   # the last replica's slice (the last worker's) only
+        out.append((x, y))
+    return out
+
+
+def _scaler_step(state, batch, carry):
+    x, y = batch
+    model, opt, scaler = state["model"], state["opt"], state["scaler"]
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = F.mse_loss(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(opt)
+    scaler.update()
+    return loss.detach().float(), carry
+
+
+def _scaler_observe(state) -> list:
+    scaler = state["scaler"]
+    return [scaler.get_scale(), scaler._get_growth_tracker()]
+
+
+# --- AveragedModel: an EMA (multi_avg_fn) and an SWA average (the default), SWALR ---------------------
+def _averaged_build():
+    torch.manual_seed(15)
+    model = _regressor(F64)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    return {"model": model, "opt": opt,
+            "ema": swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.8)),
+            "swa": swa_utils.AveragedModel(model), "swalr": swa_utils.SWALR(opt, swa_lr=0.02, anneal_epochs=2)}
+
+
+def _averaged_batches():
+    g = _gen(63)
+    return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, 1, generator=g, dtype=F64))
+            for _ in range(4)]
+
+
+def _averaged_step(state, batch, carry):
+    x, y = batch
+    model, opt = state["model"], state["opt"]
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    state["ema"].update_parameters(model)
+    state["swa"].update_parameters(model)
+    state["swalr"].step()
+    return loss.detach(), carry
+
+
+def _averaged_observe(state) -> list:
+    return [float(state["ema"].n_averaged), float(state["swa"].n_averaged), state["opt"].param_groups[0]["lr"]]
+
+
+UTILITIES = [
+    # bfloat16 products over a replica's slice round differently from the whole batch's.
+    Program("grad_scaler_bf16", _scaler_build, _scaler_batches, _scaler_step, dtype=torch.float32, tolerance=5e-3,
+            observe=_scaler_observe),
+    Program("averaged_model", _averaged_build, _averaged_batches, _averaged_step, averaged=("ema", "swa"),
+            observe=_averaged_observe),
+]
