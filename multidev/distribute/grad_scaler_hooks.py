@@ -38,7 +38,6 @@ import torch
 from torch.amp import grad_scaler
 
 from multidev.distribute import once_per_step
-from multidev.values import context
 
 _GradScaler = grad_scaler.GradScaler
 _READY, _STEPPED = grad_scaler.OptState.READY, grad_scaler.OptState.STEPPED
@@ -79,13 +78,10 @@ def _take_replica_states(scaler: Any) -> list[dict]:
 
 
 def _local_replica(scaler: Any):
-    """The replica environment when the wrappers must act (several local replicas or several workers,
-    scaler enabled)."""
-    env = context.replica_env()
-    if env is None or not scaler._enabled:
-        return None
-    extended = env.strategy.extended
-    return env if extended.num_local_replicas > 1 or extended.num_workers > 1 else None
+    """The replica environment when the wrappers must act (several replicas in all, local or on other
+    workers; scaler enabled)."""
+    env = once_per_step.several_replicas()
+    return env if env is not None and scaler._enabled else None
 
 
 def _scale(scaler: Any, outputs: Any) -> Any:

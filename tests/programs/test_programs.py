@@ -117,7 +117,8 @@ def _check_multidev(program, result: dict) -> None:
 
 
 def _close(program, got: dict, reference: dict) -> None:
-    assert got["observed"] == reference["observed"]   # a GradScaler's scale, averaged counts: exactly
+    observed = [x for row in got["observed"] for x in row]   # a GradScaler's scale, a plateau's best
+    assert observed == pytest.approx([x for row in reference["observed"] for x in row], rel=1e-12, abs=1e-12)
     assert _max_difference(got, reference) <= program.tolerance
     assert got["losses"] == pytest.approx(reference["losses"], rel=program.tolerance, abs=program.tolerance)
 

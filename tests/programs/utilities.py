@@ -76,10 +76,12 @@ def _averaged_build():
             "swa": swa_utils.AveragedModel(model), "swalr": swa_utils.SWALR(opt, swa_lr=0.02, anneal_epochs=2)}
 
 
-def _averaged_batches():
-    g = _gen(63)
-    return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, 1, generator=g, dtype=F64))
-            for _ in range(4)]
+def _batches_of(seed: int, steps: int):
+    def batches():
+        g = _gen(seed)
+        return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, 1, generator=g, dtype=F64))
+                for _ in range(steps)]
+    return batches
 
 
 def _averaged_step(state, batch, carry):
@@ -99,10 +101,39 @@ def _averaged_observe(state) -> list:
     return [float(state["ema"].n_averaged), float(state["swa"].n_averaged), state["opt"].param_groups[0]["lr"]]
 
 
+# --- ReduceLROnPlateau.step(loss) in the step: the metric of the whole global batch ----------------------
+def _plateau_build():
+    torch.manual_seed(16)
+    model = _regressor(F64)
+    opt = torch.optim.SGD(model.parameters(), lr=0.3)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=0, threshold=0.0)
+    return {"model": model, "opt": opt, "plateau": plateau}
+
+
+def _plateau_step(state, batch, carry):
+    x, y = batch
+    opt = state["opt"]
+    opt.zero_grad()
+    loss = F.mse_loss(state["model"](x), y)
+    loss.backward()
+    opt.step()
+    state["plateau"].step(loss.detach())   # each DDP rank: its own half's loss
+    return loss.detach(), carry
+
+
+def _plateau_observe(state) -> list:
+    return [state["opt"].param_groups[0]["lr"], float(state["plateau"].best)]
+
+
+# Each DDP rank's scheduler sees its own half's loss: the ranks' learning rates part ways.
+PLATEAU_DDP = "ReduceLROnPlateau on a DDP rank sees that rank's loss, not the global batch's: the ranks drift"
+
 UTILITIES = [
     # bfloat16 products over a replica's slice round differently from the whole batch's.
     Program("grad_scaler_bf16", _scaler_build, _scaler_batches, _scaler_step, dtype=torch.float32, tolerance=5e-3,
             observe=_scaler_observe),
-    Program("averaged_model", _averaged_build, _averaged_batches, _averaged_step, averaged=("ema", "swa"),
+    Program("averaged_model", _averaged_build, _batches_of(63, 4), _averaged_step, averaged=("ema", "swa"),
             observe=_averaged_observe),
+    Program("reduce_lr_on_plateau", _plateau_build, _batches_of(64, 6), _plateau_step, observe=_plateau_observe,
+            ddp_differs=PLATEAU_DDP),
 ]
