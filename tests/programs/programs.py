@@ -53,6 +53,8 @@ class Program:
     ddp_differs: str = ""      # why DDP gives no reference (then multidev is compared with one device only)
     refused: str = ""          # multidev refuses the program: a regular expression its error message matches
     averaged: tuple = ()       # state entries compared as models are, but never wrapped in DDP (AveragedModel)
+    workers_refused: str = ""  # MultiWorkerMirroredStrategy refuses it where MirroredStrategy trains (a regex)
+    ddp_refused: str = ""      # DDP refuses it (a regular expression its error matches)
     observe: Callable[[dict], list] | None = None   # numbers recorded after each step (cross-replica), compared exactly
 
 

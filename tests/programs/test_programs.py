@@ -99,6 +99,9 @@ def test_program_equals_one_device_and_ddp(results, program):
         assert re.search(program.refused, ours[program.name]["multidev"].get("error", "")), ours[program.name]["multidev"]
     else:
         _check_multidev(program, ours[program.name])
+    if program.ddp_refused:   # DDP's own refusal: nothing to compare with
+        assert re.search(program.ddp_refused, ddp[program.name].get("error", "")), ddp[program.name]
+        return
     got, theirs = ours[program.name].get("multidev"), _no_error(ddp[program.name])
     if program.ddp_differs:   # DDP gives no reference: its ranks drift apart, rank 0 is off one device
         assert theirs["rank_spread"] > 1e-6, program.ddp_differs
@@ -131,6 +134,10 @@ def test_program_on_workers_equals_one_device(results, program, layout):
     is MirroredStrategy's, word for word, on every worker."""
     ours, _, workers = results
     got = [w[program.name] for w in workers[layout]]
+    if program.workers_refused:   # where several workers cannot do what one process does, the error says why
+        for result in got:
+            assert re.search(program.workers_refused, result.get("error", "")), result
+        return
     if program.refused:
         for result in got:
             assert result.get("error") == ours[program.name]["multidev"]["error"], result

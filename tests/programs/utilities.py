@@ -125,6 +125,46 @@ def _plateau_observe(state) -> list:
     return [state["opt"].param_groups[0]["lr"], float(state["plateau"].best)]
 
 
+# --- lazy modules: a dry run before the optimizer (torch's and DDP's advice), or none ---------------------
+def _lazy_model():
+    torch.manual_seed(17)
+    return nn.Sequential(nn.LazyLinear(8, dtype=F64), nn.Tanh(), nn.Linear(8, 3, dtype=F64))
+
+
+def _lazy_dry_run_build():
+    model = _lazy_model()
+    model(torch.zeros(1, 6, dtype=F64))   # the dry run: shapes and initial values, before the optimizer
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.1)}
+
+
+def _lazy_step(state, batch, carry):
+    """The first step only runs the model forward (it materializes); the optimizer comes after it."""
+    x, y = batch
+    if "opt" not in state:
+        return F.cross_entropy(state["model"](x), y).detach(), carry
+    opt = state["opt"]
+    opt.zero_grad()
+    loss = F.cross_entropy(state["model"](x), y)
+    loss.backward()
+    opt.step()
+    return loss.detach(), carry
+
+
+def _optimizer_after_first_step(state, i):
+    if i == 0:
+        module = getattr(state["model"], "module", state["model"])
+        state["opt"] = torch.optim.SGD(module.parameters(), lr=0.1)
+
+
+def _class_batches():
+    g = _gen(65)
+    return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g))
+            for _ in range(3)]
+
+
+LAZY_ON_WORKERS = r"first forward pass inside strategy.run, on several workers .*\(model\(sample_batch\)\)"
+LAZY_DDP = "Modules with uninitialized parameters can't be used with `DistributedDataParallel`"
+
 # Each DDP rank's scheduler sees its own half's loss: the ranks' learning rates part ways.
 PLATEAU_DDP = "ReduceLROnPlateau on a DDP rank sees that rank's loss, not the global batch's: the ranks drift"
 
@@ -136,4 +176,7 @@ UTILITIES = [
             observe=_averaged_observe),
     Program("reduce_lr_on_plateau", _plateau_build, _batches_of(64, 6), _plateau_step, observe=_plateau_observe,
             ddp_differs=PLATEAU_DDP),
+    Program("lazy_dry_run", _lazy_dry_run_build, _class_batches, _lazy_step),
+    Program("lazy_first_forward_in_step", lambda: {"model": _lazy_model()}, _class_batches, _lazy_step,
+            after_step=_optimizer_after_first_step, workers_refused=LAZY_ON_WORKERS, ddp_refused=LAZY_DDP),
 ]
