@@ -28,11 +28,13 @@ def _regressor(dtype: torch.dtype) -> nn.Module:
 POISONED_STEP = 2
 
 
-def _scaler_build():
-    torch.manual_seed(14)
-    model = _regressor(torch.float32)   # float32 weights: autocast runs the matmuls in bfloat16
-    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9),
-            "scaler": torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)}
+def _scaler_build(make_opt):
+    def build():
+        torch.manual_seed(14)
+        model = _regressor(torch.float32)   # float32 weights: autocast runs the matmuls in bfloat16
+        return {"model": model, "opt": make_opt(model.parameters()),
+                "scaler": torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)}
+    return build
 
 
 def _scaler_batches():
@@ -170,8 +172,11 @@ PLATEAU_DDP = "ReduceLROnPlateau on a DDP rank sees that rank's loss, not the gl
 
 UTILITIES = [
     # bfloat16 products over a replica's slice round differently from the whole batch's.
-    Program("grad_scaler_bf16", _scaler_build, _scaler_batches, _scaler_step, dtype=torch.float32, tolerance=5e-3,
-            observe=_scaler_observe),
+    Program("grad_scaler_bf16", _scaler_build(lambda ps: torch.optim.SGD(ps, lr=0.2, momentum=0.9)), _scaler_batches,
+            _scaler_step, dtype=torch.float32, tolerance=5e-3, observe=_scaler_observe),
+    # fused Adam takes the scale and the inf check into its own kernel (``_step_supports_amp_scaling``)
+    Program("grad_scaler_fused_adam", _scaler_build(lambda ps: torch.optim.Adam(ps, lr=0.05, fused=True)),
+            _scaler_batches, _scaler_step, dtype=torch.float32, tolerance=5e-3, observe=_scaler_observe),
     Program("averaged_model", _averaged_build, _batches_of(63, 4), _averaged_step, averaged=("ema", "swa"),
             observe=_averaged_observe),
     Program("reduce_lr_on_plateau", _plateau_build, _batches_of(64, 6), _plateau_step, observe=_plateau_observe,
