@@ -30,7 +30,7 @@ _DIGEST_BYTES = 16
 def check_across_workers(workers: WorkerCollective, written: Sequence, computed: Sequence) -> None:
     """Raise the variable's drift error if some worker's copy of a variable in ``written`` (replica 0's
     copy's version changed) or ``computed`` (an unreduced gradient, maybe applied through ``.data``)
-    differs from global replica 0's; mark the agreeing ones synced. ``workers`` spans processes."""
+    differs from global replica 0's; mark the agreeing ones synced. ``workers``: several."""
     candidates = [v for v in written if v._copies_must_agree()] + [v for v in computed if v._copies_must_agree()]
     for var in written:
         if not var._copies_must_agree():

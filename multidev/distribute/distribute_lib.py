@@ -277,12 +277,12 @@ class ReplicatedExtended(StrategyExtended):
         those given an unreduced ``torch.autograd.grad`` gradient that no in-place op updated (a
         write through ``p.data`` leaves the version counter alone). With several workers every
         worker's copies are compared (``copy_agreement``); one replica in one process has one copy."""
-        spans = self._workers.spans_processes
-        if len(self._torch_devices) < 2 and not spans:
+        several_workers = self._workers.num_workers > 1
+        if len(self._torch_devices) < 2 and not several_workers:
             return
         written = [v for v in self._live_variables() if v._components[0]._version != v._synced_version]
         computed = self._backward.take_computed() if self._backward is not None else []
-        if spans:
+        if several_workers:
             copy_agreement.check_across_workers(self._workers, written, computed)
             return
         for var in written:
