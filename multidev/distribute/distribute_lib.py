@@ -21,7 +21,7 @@ from multidev.devices import registry
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
-from multidev.distribute import sync_batch_norm
+from multidev.distribute import copy_agreement, sync_batch_norm
 from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.replica_group import ReplicaGroup
@@ -275,13 +275,19 @@ class ReplicatedExtended(StrategyExtended):
         """After the replicas ran: copies written there outside the update paths must agree
         (``DistributedVariable._check_replica_writes``): those whose replica 0 copy changed, and
         those given an unreduced ``torch.autograd.grad`` gradient that no in-place op updated (a
-        write through ``p.data`` leaves the version counter alone). One local replica has one copy."""
-        if len(self._torch_devices) < 2:
+        write through ``p.data`` leaves the version counter alone). With several workers every
+        worker's copies are compared (``copy_agreement``); one replica in one process has one copy."""
+        several_workers = self._workers.num_workers > 1
+        if len(self._torch_devices) < 2 and not several_workers:
             return
-        for var in self._live_variables():
-            if var._components[0]._version != var._synced_version:
-                var._check_replica_writes()
-        for var in self._backward.take_computed() if self._backward is not None else ():
+        written = [v for v in self._live_variables() if v._components[0]._version != v._synced_version]
+        computed = self._backward.take_computed() if self._backward is not None else []
+        if several_workers:
+            copy_agreement.check_across_workers(self._workers, written, computed)
+            return
+        for var in written:
+            var._check_replica_writes()
+        for var in computed:
             var._check_replica_writes(unversioned=True)
 
     # --- collectives used by the replica context and optimizers ---------------------------------

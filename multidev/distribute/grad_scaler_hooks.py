@@ -12,7 +12,10 @@ that, with several local replicas:
   torch's "already called" checks hold per replica;
 * the replicas agree on the inf check: an inf or NaN in any replica's gradients makes every replica
   skip ``optimizer.step()`` (under DDP the gradients are all-reduced, so every rank sees it; here
-  ``loss.backward()`` reduces them too, and the agreement also covers gradients not reduced yet);
+  ``loss.backward()`` reduces them too, and the agreement also covers gradients not reduced yet,
+  such as gradients set by hand, which the optimizer step sums). With several workers the
+  agreement spans them (one scalar all-reduce per ``unscale_``), so the wrappers act with one
+  local replica too: a worker stepping where another skipped would meet the others' next step;
 * ``update`` meets the replicas (``once_per_step.once``) and the last to arrive updates the scale
   and growth tracker once, from every replica's inf checks;
 * the lazily made scale tensor is made once, on the first replica's device.
@@ -75,8 +78,9 @@ def _take_replica_states(scaler: Any) -> list[dict]:
 
 
 def _local_replica(scaler: Any):
-    """The replica environment when the wrappers must act (several local replicas, scaler enabled)."""
-    env = once_per_step.several_local_replicas()
+    """The replica environment when the wrappers must act (several replicas in all, local or on other
+    workers; scaler enabled)."""
+    env = once_per_step.several_replicas()
     return env if env is not None and scaler._enabled else None
 
 
@@ -98,15 +102,28 @@ def _unscale_and_agree(scaler: Any, twin: Any, optimizer: Any, env: Any) -> dict
     _ORIGINAL["unscale_"](twin, optimizer)
     state = twin._per_optimizer_states[id(optimizer)]
     found = _found_inf(state)
-    every = env.strategy.extended.replica_group.share(
-        env.replica_id, ("GradScaler.unscale_", type(optimizer).__name__), found)
-    if any(every) and not found:
+    if _anyone_found(env, optimizer, found) and not found:
         checks = state["found_inf_per_device"]
         for t in checks.values():
             t.fill_(1.0)
         if not checks:   # this replica had no gradient to check
             checks[scaler._scale.device] = torch.ones((), dtype=torch.float32, device=scaler._scale.device)
     return state
+
+
+def _anyone_found(env: Any, optimizer: Any, found: bool) -> bool:
+    """Whether any replica of any worker found an inf: the local replicas meet, the last to arrive
+    asks the other workers (once per worker)."""
+    extended = env.strategy.extended
+
+    def combine(founds: list) -> list:
+        anyone = any(founds)
+        if extended.num_workers > 1:
+            anyone = bool(extended.worker_collective.sum(torch.tensor([float(anyone)], dtype=torch.float64)) > 0)
+        return [anyone] * len(founds)
+
+    return extended.replica_group.exchange(env.replica_id, ("GradScaler.unscale_", type(optimizer).__name__),
+                                           found, combine)
 
 
 def _unscale_(scaler: Any, optimizer: Any) -> None:

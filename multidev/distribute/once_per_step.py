@@ -35,6 +35,16 @@ def several_local_replicas() -> context.ReplicaEnv | None:
     return env
 
 
+def several_replicas() -> context.ReplicaEnv | None:
+    """The calling replica's environment when the step runs on several replicas in all (local or on
+    other workers: a value they must agree on needs the meeting even with one replica per worker);
+    None in cross-replica context or with one replica in all."""
+    env = context.replica_env()
+    if env is None or env.strategy.num_replicas_in_sync == 1:
+        return None
+    return env
+
+
 def once(env: context.ReplicaEnv, key: tuple, payload: Any, run: Callable[[list], Any]) -> Any:
     """Meet the other local replicas at ``key`` (equal on every replica); the last to arrive calls
     ``run(payloads)`` (every replica's ``payload``, replica order) once, in cross-replica context

@@ -19,7 +19,8 @@ reduction (MEAN of a mean loss, SUM of counts) is the program's to say, with ``s
 torch has no hook for scheduler steps, so while a strategy lives (``live_hooks``) ``install`` wraps ``step`` of torch's scheduler classes
 that define one (``LRScheduler`` and its overriding subclasses); a user's subclass that calls
 ``super().step()`` goes through the wrapper of the class it extends. Schedulers of optimizers over
-no distributed variable, and one local replica, run as torch wrote them.
+no distributed variable, and one replica in all (one local replica for the schedules fed no
+metric), run as torch wrote them.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def _mean_metric(strategy: Any, every: list) -> tuple[tuple, dict]:
 def _once_per_step(step: Callable, averages_metric: bool) -> Callable:
     @functools.wraps(step)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        env = once_per_step.several_local_replicas()
+        # The plateau's metric is averaged over every worker's replicas, even with one replica each.
+        env = once_per_step.several_replicas() if averages_metric else once_per_step.several_local_replicas()
         if env is None:
             if averages_metric:
                 _refuse_per_replica_metric(self, args, kwargs)

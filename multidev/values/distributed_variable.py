@@ -191,30 +191,41 @@ class DistributedVariable(Variable):
     def _mark_synced(self) -> None:
         self._synced_version = self._components[0]._version
 
+    def _copies_must_agree(self) -> bool:
+        """Whether copies written in the replicas outside the update paths must stay equal (not with
+        one shared storage; aggregation NONE lets replicas drift by design; ONLY_FIRST_REPLICA takes
+        replica 0's value at the next run)."""
+        return not self._share_storage and self.aggregation not in (
+            VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA)
+
     def _check_replica_writes(self, unversioned: bool = False) -> None:
         """After ``strategy.run``: replica 0's copy was written in the replicas outside the update paths
         (a torch in-place op on a replica's tensor: ``p -= lr * g``, ``p.sub_(g)`` under ``no_grad``), or
         (``unversioned``) may have been through ``p.data``, which torch's version counter does not see.
         Equal copies are fine (every replica applied the same reduced gradient); copies that differ
-        would train each replica on its own data, silently, so they raise. (Aggregation NONE lets replicas
-        drift by design; ONLY_FIRST_REPLICA takes replica 0's value at the next run.)"""
+        would train each replica on its own data, silently, so they raise (``_drifted``). Copies of
+        other workers are compared by ``distribute/copy_agreement.py``."""
         components = self._components
-        if (not unversioned and components[0]._version == self._synced_version) or self._share_storage \
-                or self.aggregation in (VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA):
+        if (not unversioned and components[0]._version == self._synced_version) or not self._copies_must_agree():
             return
         with torch.no_grad(), DisableTorchFunctionSubclass():
             first = components[0]
             differ = [r for r, c in enumerate(components[1:], 1) if not torch.equal(c.to(first.device), first)]
         if differ:
-            raise ValueError(
-                f"Variable {self.name!r} was written inside strategy.run outside an optimizer step (an in-place op "
-                f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`), and replica "
-                f"{differ[0]}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
-                "copies drifted apart (DDP ranks drift alike). torch.autograd.grad returns each replica's own "
-                "gradient, not the reduced one. Reduce it first: `grads = "
-                "md.distribute.get_replica_context().all_reduce('MEAN', grads)`, or call loss.backward() (it "
-                "reduces p.grad across replicas, as DDP does) and update from p.grad, or use a torch.optim optimizer.")
+            raise self._drifted(differ[0])
         self._mark_synced()
+
+    def _drifted(self, replica: int) -> ValueError:
+        """The error for copies written outside the update paths where replica ``replica``'s (global id)
+        differs from replica 0's."""
+        return ValueError(
+            f"Variable {self.name!r} was written inside strategy.run outside an optimizer step (an in-place op "
+            f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`), and replica "
+            f"{replica}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
+            "copies drifted apart (DDP ranks drift alike). torch.autograd.grad returns each replica's own "
+            "gradient, not the reduced one. Reduce it first: `grads = "
+            "md.distribute.get_replica_context().all_reduce('MEAN', grads)`, or call loss.backward() (it "
+            "reduces p.grad across replicas, as DDP does) and update from p.grad, or use a torch.optim optimizer.")
 
     def assign_component(self, replica_id: int, value: Any) -> None:
         """Write ``value`` into replica ``replica_id``'s copy only (an update rule that runs on every

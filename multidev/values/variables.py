@@ -103,7 +103,10 @@ class SyncOnReadVariable(DistributedVariable):
     def _sync_if_stale(self) -> None:  # copies are independent by design
         self._mark_synced()
 
-    def _check_replica_writes(self, unversioned: bool = False) -> None:  # each replica writes its own copy by design
+    def _copies_must_agree(self) -> bool:  # each replica writes its own copy by design
+        return False
+
+    def _check_replica_writes(self, unversioned: bool = False) -> None:
         self._mark_synced()
 
     def _update(self, op: str, value: Any):

@@ -17,8 +17,10 @@ from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from utilities import UTILITIES
 except ImportError:
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from tests.programs.utilities import UTILITIES
 
 sched = torch.optim.lr_scheduler
 
@@ -381,4 +383,4 @@ IDIOMS = [
             after_step=_reload_after),
 ]
 
-ALL_PROGRAMS = PROGRAMS + IDIOMS
+ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES

@@ -52,6 +52,10 @@ class Program:
     after_step: Callable[[dict, int], None] | None = None   # between steps, cross-replica (an epoch's end)
     ddp_differs: str = ""      # why DDP gives no reference (then multidev is compared with one device only)
     refused: str = ""          # multidev refuses the program: a regular expression its error message matches
+    averaged: tuple = ()       # state entries compared as models are, but never wrapped in DDP (AveragedModel)
+    workers_refused: str = ""  # MultiWorkerMirroredStrategy refuses it where MirroredStrategy trains (a regex)
+    ddp_refused: str = ""      # DDP refuses it (a regular expression its error matches)
+    observe: Callable[[dict], list] | None = None   # numbers recorded after each step (cross-replica), compared exactly
 
 
 # --- pytorch/examples mnist: CNN, Adadelta, nll_loss ------------------------------------------------------
@@ -335,7 +339,7 @@ PROGRAMS = [
 def parameters_of(program: Program, state: dict) -> list:
     """The program's trained parameters, in a fixed order (a DDP wrapper's module's)."""
     out = []
-    for name in program.models:
+    for name in program.models + program.averaged:
         model = state[name]
         out.extend(getattr(model, "module", model).parameters())
     return out

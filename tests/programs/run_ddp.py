@@ -24,7 +24,7 @@ def run(program, rank: int, world: int) -> dict:
     for name in program.models:
         state[name] = DDP(state[name])
     carry = program.initial_carry(GLOBAL_BATCH // world)
-    losses = []
+    losses, observed = [], []
     for i, batch in enumerate(program.batches()):
         mine = tuple(torch.tensor_split(t, world)[rank] for t in batch)
         loss, carry = program.step(state, mine, carry)
@@ -33,8 +33,11 @@ def run(program, rank: int, world: int) -> dict:
         losses.append(float(total) / world)
         if program.after_step is not None:
             program.after_step(state, i)
+        if program.observe is not None:
+            observed.append(program.observe(state))
     params = [p.detach().double().reshape(-1) for p in parameters_of(program, state)]
-    return {"losses": losses, "rank_spread": _rank_spread(params), "params": [p.tolist() for p in params]}
+    return {"losses": losses, "observed": observed, "rank_spread": _rank_spread(params),
+            "params": [p.tolist() for p in params]}
 
 
 def _rank_spread(params: list) -> float:

@@ -23,40 +23,53 @@ PR = md.distribute.PerReplica
 def one_device(program) -> dict:
     state = program.build()
     carry = program.initial_carry(GLOBAL_BATCH)
-    losses = []
+    losses, observed = [], []
     for i, batch in enumerate(program.batches()):
         loss, carry = program.step(state, batch, carry)
         losses.append(float(loss))
         if program.after_step is not None:
             program.after_step(state, i)
-    return {"losses": losses, "params": [p.detach().double().reshape(-1).tolist() for p in parameters_of(program, state)]}
+        if program.observe is not None:
+            observed.append(program.observe(state))
+    return {"losses": losses, "observed": observed,
+            "params": [p.detach().double().reshape(-1).tolist() for p in parameters_of(program, state)]}
 
 
-def _per_replica(structure, n):
-    """The initial carry of each replica (one half-batch carry each), as PerReplica leaves."""
+def _local_carry(structure, strategy):
+    """This process's replicas' initial carries (a replica's slice each), as PerReplica leaves."""
     if structure is None:
         return None
-    parts = [program_carry for program_carry in structure]
-    return tuple(PR(tuple(p.clone() for _ in range(n))) for p in parts)
+    k = strategy.extended.num_local_replicas
+    return tuple(PR(tuple(p.clone() for _ in range(k))) for p in structure)
+
+
+def _my_slices(batch, strategy):
+    """This process's replicas' slices of a global batch: global replica ``offset + r`` gets slice
+    ``offset + r`` of ``num_replicas_in_sync``, as ``experimental_distribute_dataset`` splits it (one
+    process: every slice; a worker of MultiWorkerMirroredStrategy: its replicas')."""
+    ext = strategy.extended
+    n, k, offset = strategy.num_replicas_in_sync, ext.num_local_replicas, ext.replica_offset
+    return tuple(PR(tuple(torch.tensor_split(t, n)[offset:offset + k])) for t in batch)
 
 
 def on_strategy(program, strategy) -> dict:
-    n = strategy.num_replicas_in_sync
+    """The program on ``strategy``'s replicas (this process's, of any worker); replica 0's weights."""
     with strategy.scope():
         state = program.build()
-    carry = _per_replica(program.initial_carry(GLOBAL_BATCH // n), n)
-    losses = []
+    carry = _local_carry(program.initial_carry(GLOBAL_BATCH // strategy.num_replicas_in_sync), strategy)
+    losses, observed = [], []
     for i, batch in enumerate(program.batches()):
-        parts = tuple(PR(tuple(torch.tensor_split(t, n))) for t in batch)
-        loss, carry = strategy.run(program.step, args=(state, parts, carry))
+        loss, carry = strategy.run(program.step, args=(state, _my_slices(batch, strategy), carry))
         losses.append(float(strategy.reduce("MEAN", loss, axis=None)))
         if program.after_step is not None:
             with strategy.scope():
                 program.after_step(state, i)
-    params = parameters_of(program, state)
-    spread = max(float((p.values[r] - p.values[0]).detach().abs().max()) for p in params for r in range(n))
-    return {"losses": losses, "replica_spread": spread,
-            "params": [p.values[0].detach().double().reshape(-1).tolist() for p in params]}
+        if program.observe is not None:
+            observed.append(program.observe(state))
+    copies = [p.values for p in parameters_of(program, state)]
+    spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
+    return {"losses": losses, "observed": observed, "replica_spread": spread,
+            "params": [c[0].detach().double().reshape(-1).tolist() for c in copies]}
 
 
 def _recorded(run, *args) -> dict:

@@ -1,10 +1,14 @@
 """Ports of public PyTorch training programs (``programs.py``) and the idioms written around them
 (``idioms.py``) give one device's result on 2 replicas (float64, to rounding) and DDP's on 2 Gloo
 processes (issue 23), or multidev refuses them saying why (``Program.refused``); where DDP itself
-is no reference (``Program.ddp_differs``) its ranks are shown to drift apart.
+is no reference (``Program.ddp_differs``) its ranks are shown to drift apart. The same programs on
+MultiWorkerMirroredStrategy, 2 worker processes of 1 and of 2 logical CPUs (2 and 4 replicas in
+all), give one device's result too (or MirroredStrategy's refusal), every worker holding the same
+weights.
 
-All multidev cases run in one fresh interpreter and all DDP cases in one 2-process job, started
-together; each writes its results to a temporary directory, and the tests compare them.
+All multidev cases run in one fresh interpreter, all DDP cases in one 2-process job and the
+MultiWorkerMirroredStrategy cases in one 2-process job per layout, all started together; each
+writes its results to a temporary directory, and the tests compare them.
 """
 
 from __future__ import annotations
@@ -12,17 +16,20 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
 
 import pytest
 
+from multidev.collectives.process_world import free_loopback_ports
 from tests.conftest import ROOT
 from tests.programs.idioms import ALL_PROGRAMS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT_S = 240
+WORKER_LAYOUTS = ("1x2", "2x2")   # logical CPUs per worker x workers
 
 
 def _free_port() -> int:
@@ -37,6 +44,21 @@ def _start(script: str, out_dir: str, **env: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def _start_workers(layout: str, out_dir: str) -> list[subprocess.Popen]:
+    """One MultiWorkerMirroredStrategy job on a loopback cluster (TF_CONFIG, a job secret)."""
+    local, workers = layout.split("x")
+    cluster = json.dumps({"worker": [f"127.0.0.1:{p}" for p in free_loopback_ports(int(workers))]})
+    secret = secrets.token_hex(32)
+    return [_start("run_mwms.py", out_dir, MULTIDEV_LOGICAL_CPUS=local, MULTIDEV_JOB_SECRET=secret,
+                   TF_CONFIG=f'{{"cluster": {cluster}, "task": {{"type": "worker", "index": {i}}}}}')
+            for i in range(int(workers))]
+
+
+def _load(out: str, name: str) -> dict:
+    with open(os.path.join(out, name)) as f:
+        return json.load(f)
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("programs"))
@@ -44,6 +66,8 @@ def results(tmp_path_factory):
     procs = [_start("run_multidev.py", out, MULTIDEV_LOGICAL_CPUS="2")]
     procs += [_start("run_ddp.py", out, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
               for r in range(2)]
+    for layout in WORKER_LAYOUTS:
+        procs += _start_workers(layout, out)
     try:
         logs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
     finally:
@@ -53,8 +77,9 @@ def results(tmp_path_factory):
                 p.wait(timeout=10)
     failed = [(p.args[2], p.returncode, log) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
-    with open(os.path.join(out, "multidev.json")) as f, open(os.path.join(out, "ddp.json")) as g:
-        return json.load(f), json.load(g)
+    workers = {layout: [_load(out, f"mwms_{layout}_w{w}.json") for w in range(int(layout.split("x")[1]))]
+               for layout in WORKER_LAYOUTS}
+    return _load(out, "multidev.json"), _load(out, "ddp.json"), workers
 
 
 def _max_difference(a: dict, b: dict) -> float:
@@ -69,11 +94,14 @@ def _no_error(result: dict) -> dict:
 
 @pytest.mark.parametrize("program", ALL_PROGRAMS, ids=[p.name for p in ALL_PROGRAMS])
 def test_program_equals_one_device_and_ddp(results, program):
-    ours, ddp = results
+    ours, ddp, _ = results
     if program.refused:   # never a silent difference: the error says why
         assert re.search(program.refused, ours[program.name]["multidev"].get("error", "")), ours[program.name]["multidev"]
     else:
         _check_multidev(program, ours[program.name])
+    if program.ddp_refused:   # DDP's own refusal: nothing to compare with
+        assert re.search(program.ddp_refused, ddp[program.name].get("error", "")), ddp[program.name]
+        return
     got, theirs = ours[program.name].get("multidev"), _no_error(ddp[program.name])
     if program.ddp_differs:   # DDP gives no reference: its ranks drift apart, rank 0 is off one device
         assert theirs["rank_spread"] > 1e-6, program.ddp_differs
@@ -81,14 +109,44 @@ def test_program_equals_one_device_and_ddp(results, program):
         return
     assert theirs["rank_spread"] == 0.0, "every DDP rank holds the same parameters"
     if not program.refused:
-        assert _max_difference(got, theirs) <= program.tolerance
-        assert got["losses"] == pytest.approx(theirs["losses"], rel=program.tolerance, abs=program.tolerance)
+        _close(program, got, theirs)
 
 
 def _check_multidev(program, result: dict) -> None:
     got = _no_error(result["multidev"])
     assert got["replica_spread"] == 0.0, "every replica's copy is the same"
     if program.compare_one_device:   # BatchNorm normalises each replica's half: DDP's result, not one device's
-        reference = _no_error(result["one_device"])
-        assert _max_difference(got, reference) <= program.tolerance
-        assert got["losses"] == pytest.approx(reference["losses"], rel=program.tolerance, abs=program.tolerance)
+        _close(program, got, _no_error(result["one_device"]))
+
+
+def _close(program, got: dict, reference: dict) -> None:
+    observed = [x for row in got["observed"] for x in row]   # a GradScaler's scale, a plateau's best
+    assert observed == pytest.approx([x for row in reference["observed"] for x in row], rel=1e-12, abs=1e-12)
+    assert _max_difference(got, reference) <= program.tolerance
+    assert got["losses"] == pytest.approx(reference["losses"], rel=program.tolerance, abs=program.tolerance)
+
+
+@pytest.mark.parametrize("layout", WORKER_LAYOUTS)
+@pytest.mark.parametrize("program", ALL_PROGRAMS, ids=[p.name for p in ALL_PROGRAMS])
+def test_program_on_workers_equals_one_device(results, program, layout):
+    """MultiWorkerMirroredStrategy: every local replica and every worker hold the same weights, one
+    device's (BatchNorm: MirroredStrategy's on the same 2 replicas; 4 have no reference); a refusal
+    is MirroredStrategy's, word for word, on every worker."""
+    ours, _, workers = results
+    got = [w[program.name] for w in workers[layout]]
+    if program.workers_refused:   # where several workers cannot do what one process does, the error says why
+        for result in got:
+            assert re.search(program.workers_refused, result.get("error", "")), result
+        return
+    if program.refused:
+        for result in got:
+            assert result.get("error") == ours[program.name]["multidev"]["error"], result
+        return
+    first = _no_error(got[0])
+    for result in got:
+        assert _no_error(result)["replica_spread"] == 0.0, "every local replica's copy is the same"
+        assert result["params"] == first["params"] and result["losses"] == first["losses"], "every worker's"
+    if program.compare_one_device:
+        _close(program, first, _no_error(ours[program.name]["one_device"]))
+    elif layout == "1x2":
+        _close(program, first, _no_error(ours[program.name]["multidev"]))
