@@ -22,10 +22,8 @@ A model's own ``train_step``/``test_step`` runs on every replica (``keras3_custo
 ``call`` are kept per replica and layers or optimizers built after leaving their scope still use its strategy
 (``keras3_layers``); ``md.train.Checkpoint`` tracks Keras 3 models and optimizers (``keras3_checkpoint``).
 
-Every private Keras name multidev uses is in this module (checked against Keras 3.15.1), except
-``variable._value`` (the seam's distributed variable, read by ``keras3_split`` and ``keras3_checkpoint``)
-and ``Layer._losses`` (``keras3_layers``); keras
-itself is never imported here, only looked up in ``sys.modules`` once the user imported it.
+Private Keras names are checked at first use (``_keras_names``, against Keras 3.15.1; ``variable._value`` and
+``Layer._losses`` are read in ``keras3_*``); keras is never imported here, only found in ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -225,8 +223,6 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     ctx = env.replica_context
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
         ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
-    if not keras3_split.adopted(optimizer):   # made outside the scope: one step counter every replica increments
-        ctx.merge_call(keras3_split.adopt_optimizer, args=(optimizer, _distribute_for))
     grads = list(grads)
     if type(env.step) is keras3_custom_step.StepState:   # a model's own train_step on a replica's slice
         share = env.step.shares[env.replica_id]
@@ -242,7 +238,7 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     if len(grads) != len(variables):
         raise ValueError(f"Keras optimizer {optimizer.name!r}.apply() got {len(grads)} gradients for {len(variables)} "
                          "variables inside strategy.run; pass one gradient (or None) per variable.")
-    plan = keras3_split.plan_for(optimizer, variables, env.strategy)
+    plan = keras3_split.plan_for(optimizer, variables, env.strategy, adopt=_distribute_for)
     plan.step(env.replica_id, LocalGrads(tuple(grads)),
               functools.partial(keras3_split.apply_sums, original, optimizer, variables))
     return None

@@ -59,8 +59,12 @@ def _make_plan(optimizer: Any, variables: Sequence[Any], strategy: Any, eligible
     return replica_update.choose(params, strategy, elementwise=splits, extra=slots, idle_fallback=True)
 
 
-def plan_for(optimizer: Any, variables: Sequence[Any], strategy: Any) -> replica_update.UpdatePlan:
-    """The cached update plan of ``optimizer`` over ``variables`` (Keras variables) on ``strategy``."""
+def plan_for(optimizer: Any, variables: Sequence[Any], strategy: Any, adopt: Any = None) -> replica_update.UpdatePlan:
+    """The cached update plan of ``optimizer`` over ``variables`` (Keras variables) on ``strategy``. In
+    replica context, with ``adopt`` (``keras3``'s distribute function), the optimizer's variables made
+    outside the scope are distributed first, once (``adopt_optimizer``, in a ``merge_call``)."""
+    if adopt is not None and optimizer not in _adopted:   # one step counter every replica would increment
+        context.current_replica_context().merge_call(adopt_optimizer, args=(optimizer, adopt))
     eligible = _eligible(optimizer)
     key = (tuple(id(v) for v in variables), eligible)
     cached = _plans.get(optimizer)
@@ -90,11 +94,6 @@ def apply_sums(original: Any, optimizer: Any, variables: list, sums: tuple) -> N
             original(optimizer, [sums[i] for i in mine], [variables[i] for i in mine])
 
 
-def adopted(optimizer: Any) -> bool:
-    """Whether every variable ``optimizer`` made before its first ``apply`` on replicas is distributed."""
-    return optimizer in _adopted
-
-
 def adopt_optimizer(strategy: Any, optimizer: Any, distribute: Any) -> None:
     """Distribute the variables an optimizer made before it met ``strategy`` (``iterations``, ``learning_rate``
     and a loss-scale optimizer's scale and counter come from ``__init__``: an optimizer created outside the
@@ -117,7 +116,7 @@ def apply_loss_scaled(distribute: Any, original: Any, optimizer: Any, grads: Any
     if ctx is not None and ctx.num_replicas_in_sync > 1:
         if not optimizer.built:
             ctx.merge_call(build_optimizer, args=(optimizer, list(trainable_variables or ())))
-        if not adopted(optimizer):
+        if optimizer not in _adopted:
             ctx.merge_call(adopt_optimizer, args=(optimizer, distribute))
     return original(optimizer, grads, trainable_variables)
 
