@@ -3,7 +3,9 @@
 Keras runs its own loop; the step function is multidev's: Keras's built-in step split across the
 replicas (``keras3_fit``) or the model's own ``train_step``/``test_step`` on every replica
 (``keras3_custom_step``). A model not built yet uses the strategy of the scope it was created in
-(``keras3_layers``); the ``*_on_batch`` methods, which would run on one replica, are refused.
+(``keras3_layers``). ``train_on_batch``/``test_on_batch``/``predict_on_batch`` run the same step functions
+on their one batch, the global batch (Keras's own method resets the metrics and turns ``class_weight``
+into sample weights before calling the step function, as on one device).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from multidev.integrations import keras3, keras3_custom_step, keras3_fit, keras3
 from multidev.values.variables import DistributedVariable
 
 _STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
+_LOOP_OF = {"train_on_batch": "fit", "test_on_batch": "evaluate", "predict_on_batch": "predict"}
 
 
 def _model_strategy(model: Any) -> Any | None:
@@ -28,23 +31,17 @@ def _model_strategy(model: Any) -> Any | None:
 
 
 def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
-    """Keras's ``fit``/``evaluate``/``predict`` on a distributed model: Keras's loop, multidev's step function
-    (the global batch split across the strategy's replicas, all workers'); anything else that would run on
-    one replica only is refused."""
+    """Keras's ``fit``/``evaluate``/``predict`` (and their ``*_on_batch`` forms) on a distributed model: Keras's
+    loop, multidev's step function (the global batch split across the strategy's replicas, all workers')."""
     strategy = _model_strategy(model) or keras3_layers.creation_strategy(model)  # unbuilt: built in its scope
     if strategy is None:
         return original(model, *args, **kwargs)
-    if name not in _STEP_FUNCTIONS:
-        raise NotImplementedError(
-            f"Keras 3's own model.{name}() on a model built in {type(strategy).__name__}'s scope is not supported: "
-            "it would run on one replica only. Use fit/evaluate/predict, train with a custom loop "
-            "(strategy.run; see README 'Keras 3 models'), or build the model with md.keras."
-        )
     _check_steps_per_execution(model, name)
+    on_batch, name = name in _LOOP_OF, _LOOP_OF.get(name, name)
     keras = sys.modules["keras"]
     tracker = keras3_custom_step.ResultTracker()
     custom = {"fit": "train_step", "evaluate": "test_step"}.get(name)
-    if name != "predict":
+    if name != "predict" and not on_batch:  # one batch: a custom step checks its slices itself
         keras3_custom_step.check_batches(keras, original, model, strategy, args, kwargs)
     if name == "predict":
         step = keras3_fit.predict_function(keras, model, strategy)
@@ -53,10 +50,10 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
     else:
         make = keras3_fit.train_function if name == "fit" else keras3_fit.test_function
         step = make(keras, model, strategy, keras3.loss_tracker(model))
-    if name == "fit" and type(strategy) is MultiWorkerMirroredStrategy:  # every worker must shuffle alike
+    if name == "fit" and not on_batch and type(strategy) is MultiWorkerMirroredStrategy:  # workers shuffle alike
         callback = keras3_fit.same_shuffle_callback(keras, strategy)
         args, kwargs = _with_same_shuffle(original, model, args, kwargs, callback)
-    if strategy.extended.worker_index != 0:   # only the chief prints progress bars, as md.keras (and TF) do
+    if strategy.extended.worker_index != 0 and not on_batch:  # only the chief prints progress, as md.keras, TF do
         args, kwargs = _silent(original, model, args, kwargs)
     attribute = _STEP_FUNCTIONS[name]
     with strategy.scope():  # variables fit creates (optimizer, metrics) are distributed too

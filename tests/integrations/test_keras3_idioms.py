@@ -52,7 +52,6 @@ TOLERANCES = {
 
 #: Raised on 2 replicas (the reference runs): (exception type, words of the message).
 REFUSED_ON_TWO = {
-    "single_batch_methods": ("NotImplementedError", "would run on one replica only"),
     "batch_norm_synchronized_uneven": ("ValueError", "every replica needs at least one example"),
     "custom_train_step_synchronized_bn_odd": ("ValueError", "unequal slices [2, 1]"),
 }
