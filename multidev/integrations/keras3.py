@@ -9,14 +9,13 @@ distributed variable's ``__torch_function__``), ``model.parameters()`` yields th
 variables (so ``torch.optim`` works as for any module), and Keras optimizers sum the gradients
 across replicas before applying them, as TensorFlow's do (on replicas sharing one CPU each variable's
 owner sums and updates it once: ``keras3_split``). Custom loops and Keras's own
-``fit``/``evaluate``/``predict`` work on ``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``
+``fit``/``evaluate``/``predict`` and ``*_on_batch`` work on ``MirroredStrategy`` and ``MultiWorkerMirroredStrategy``
 (step functions in ``keras3_fit``; across workers, shuffled ``fit`` starts each epoch from the
 chief's RNG state so every worker reads the same global batches).
 
 Refused with a clear error (never trained wrong): Keras 3 on another backend, Keras versions
 outside the checked range, other distributing strategies, Keras variables created inside
-``strategy.run`` or outside the scope of a model built in it, and the ``*_on_batch`` methods on any
-distributed model.
+``strategy.run`` or outside the scope of a model built in it.
 
 A model's own ``train_step``/``test_step`` runs on every replica (``keras3_custom_step``); losses added in
 ``call`` are kept per replica and layers or optimizers built after leaving their scope still use its strategy
