@@ -42,6 +42,22 @@ def test_keras_predict_on_one_worker_multi_worker_mirrored_equals_the_plain_mode
                                torch.as_tensor(plain.predict(x, batch_size=2, verbose=0)))
 
 
+def test_keras_on_batch_methods_on_one_worker_multi_worker_mirrored_equal_the_plain_model():
+    x, y = torch.arange(15.0).reshape(5, 3) / 10, torch.ones(5, 2)
+    keras.utils.set_random_seed(0)
+    plain = _model()
+    plain.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    keras.utils.set_random_seed(0)
+    with md.distribute.MultiWorkerMirroredStrategy().scope():
+        model = _model()
+        model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    for m in (plain, model):
+        m.train_on_batch(x, y)
+    assert model.train_on_batch(x[:3], y[:3], return_dict=True) == plain.train_on_batch(x[:3], y[:3], return_dict=True)
+    assert model.test_on_batch(x, y) == plain.test_on_batch(x, y)
+    torch.testing.assert_close(torch.as_tensor(model.predict_on_batch(x)), torch.as_tensor(plain.predict_on_batch(x)))
+
+
 def test_keras_own_fit_outside_strategies_still_works():
     model = _model()
     model.compile(optimizer="sgd", loss="mse")
