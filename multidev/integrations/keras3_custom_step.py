@@ -182,7 +182,8 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
             raise ValueError(
                 f"{type(model).__name__}.{name} (a custom step) on {strategy.num_replicas_in_sync} replicas got a "
                 f"global batch of {size} example(s): every replica needs at least one. Use a batch size whose "
-                "remainder is 0 or at least the number of replicas (or drop the remainder)."
+                "remainder is 0 or at least the number of replicas (or drop the remainder); train_on_batch: "
+                f"pass at least {strategy.num_replicas_in_sync} examples."
             )
         if name == "train_step" and len(set(sizes)) > 1:
             keras3_batch_norm.refuse_uneven_custom_step(model, sizes)

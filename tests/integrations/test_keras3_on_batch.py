@@ -58,6 +58,7 @@ def test_a_custom_step_given_one_example_on_two_replicas_is_refused(observed):
     assert "raises" not in observed["1"]["custom_train_step_one_example"]
     got = observed["2"]["custom_train_step_one_example"]
     assert got["raises"] == "ValueError" and "every replica needs at least one" in got["message"]
+    assert "train_on_batch: pass at least 2 examples" in got["message"]
 
 
 def test_a_step_that_cannot_unpack_train_on_batchs_data_raises_as_on_one_device(observed):
