@@ -234,7 +234,9 @@ def test_parameter_server_tutorial(tmp_path):
            "((4, 16384), '/job:ps/replica:0/task:1/device:CPU:0')]" in out
     accuracy = [float(v) for v in task_lines(out, "chief 0", r"Finished epoch \d, accuracy is (\S+)\.")]
     assert len(accuracy) == 4 and accuracy[-1] >= 0.9 and accuracy[-1] >= accuracy[0], accuracy
-    assert float(task_lines(out, "chief 0", r"Final loss is (\S+)")[0]) < 0.6931     # below ln 2, a blind guess
+    # One step's loss of asynchronous training with RMSprop(0.1): 0.12-0.47 in 8 runs on an idle machine,
+    # 0.71 once under load (the accuracies above were 1.0); the bug this guards against read 5.8.
+    assert float(task_lines(out, "chief 0", r"Final loss is (\S+)")[0]) < 1.5
     assert float(task_lines(out, "chief 0", r"Evaluation accuracy: (\S+)")[0]) >= 0.9
     assert float(task_lines(out, "chief 0", r"Distributed evaluation accuracy: (\S+) \(16 examples\)")[0]) >= 0.9
     assert err == "", err
