@@ -114,16 +114,8 @@ def _unscale_and_agree(scaler: Any, twin: Any, optimizer: Any, env: Any) -> dict
 def _anyone_found(env: Any, optimizer: Any, found: bool) -> bool:
     """Whether any replica of any worker found an inf: the local replicas meet, the last to arrive
     asks the other workers (once per worker)."""
-    extended = env.strategy.extended
-
-    def combine(founds: list) -> list:
-        anyone = any(founds)
-        if extended.num_workers > 1:
-            anyone = bool(extended.worker_collective.sum(torch.tensor([float(anyone)], dtype=torch.float64)) > 0)
-        return [anyone] * len(founds)
-
-    return extended.replica_group.exchange(env.replica_id, ("GradScaler.unscale_", type(optimizer).__name__),
-                                           found, combine)
+    return once_per_step.once(env, ("GradScaler.unscale_", type(optimizer).__name__), found,
+                              lambda founds: once_per_step.sum_over_workers(env.strategy, float(any(founds))) > 0)
 
 
 def _unscale_(scaler: Any, optimizer: Any) -> None:

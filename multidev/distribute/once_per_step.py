@@ -60,13 +60,17 @@ def once(env: context.ReplicaEnv, key: tuple, payload: Any, run: Callable[[list]
     return strategy.extended.replica_group.exchange(env.replica_id, key, payload, combine)
 
 
+def sum_over_workers(strategy: Any, number: float) -> float:
+    """``number`` (this worker's) summed over every worker; call it in cross-replica context, once per
+    worker (``once``'s ``run``): it is a collective across workers."""
+    extended = strategy.extended
+    if extended.num_workers == 1:
+        return number
+    return float(extended.worker_collective.sum(torch.tensor(number, dtype=torch.float64)))
+
+
 def mean_over_replicas(strategy: Any, values: list) -> float:
     """The mean of every replica's number (``values``: this worker's replicas, any of Python
-    numbers, numpy scalars, one-element tensors), over every worker's replicas; call it in
-    cross-replica context, once per worker (``once``'s ``run``): it is a collective across workers."""
-    total = torch.tensor(sum(float(v.detach() if isinstance(v, torch.Tensor) else v) for v in values),
-                         dtype=torch.float64)
-    extended = strategy.extended
-    if extended.num_workers > 1:
-        total = extended.worker_collective.sum(total)
-    return float(total) / strategy.num_replicas_in_sync
+    numbers, numpy scalars, one-element tensors), over every worker's replicas (``sum_over_workers``)."""
+    total = sum(float(v.detach() if isinstance(v, torch.Tensor) else v) for v in values)
+    return sum_over_workers(strategy, total) / strategy.num_replicas_in_sync
