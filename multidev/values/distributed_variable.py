@@ -24,14 +24,18 @@ from multidev.values.distributed import AnyDistributedValue
 from multidev.values.strategy_protocol import StrategyLike
 
 
-def _substitute(value: Any, replica_id: int | None) -> Any:
-    """Replace distributed variables in torch-function arguments by what ``replica_id`` should see."""
+def _substitute(value: Any, replica_id: int | None, viewed: list | None = None) -> Any:
+    """Replace distributed variables in torch-function arguments by what ``replica_id`` should see;
+    ``viewed`` (if given) collects ``(variable, tensor)`` for each one replaced by another tensor."""
     if isinstance(value, DistributedVariable):
-        return value._view_for(replica_id)
+        tensor = value._view_for(replica_id)
+        if viewed is not None and tensor is not value:
+            viewed.append((value, tensor))
+        return tensor
     if isinstance(value, (list, tuple)):
-        return type(value)(_substitute(v, replica_id) for v in value)
+        return type(value)(_substitute(v, replica_id, viewed) for v in value)
     if isinstance(value, dict):
-        return {k: _substitute(v, replica_id) for k, v in value.items()}
+        return {k: _substitute(v, replica_id, viewed) for k, v in value.items()}
     return value
 
 
@@ -40,22 +44,11 @@ def _cross_replica_call(func: Any, args: tuple, kwargs: dict) -> Any:
     tensor: an op that writes it in place (``bn.reset_running_stats()``, a batch-norm forward in
     training mode updating its running statistics, as ``swa_utils.update_bn`` runs it) writes the
     result into every copy, as a cross-replica ``assign`` does, instead of into a value thrown away."""
-    seen: list = []   # (variable, the tensor the op got, its version before the op, or a copy of it)
+    viewed: list = []
+    args, kwargs = _substitute(args, None, viewed), _substitute(kwargs, None, viewed)
     unversioned = func in _WRITES_WITHOUT_VERSION
-
-    def view(value: Any) -> Any:
-        if isinstance(value, DistributedVariable):
-            tensor = value._view_for(None)
-            if tensor is not value:
-                seen.append((value, tensor, tensor.clone() if unversioned else tensor._version))
-            return tensor
-        if isinstance(value, (list, tuple)):
-            return type(value)(view(v) for v in value)
-        if isinstance(value, dict):
-            return {k: view(v) for k, v in value.items()}
-        return value
-
-    args, kwargs = view(args), view(kwargs)
+    # (variable, the tensor the op got, its version before the op, or a copy of it)
+    seen = [(v, t, t.clone() if unversioned else t._version) for v, t in viewed]
     with DisableTorchFunctionSubclass():
         result = func(*args, **kwargs)
     for variable, tensor, before in seen:
