@@ -167,11 +167,15 @@ class Dataset(abc.ABC):
         return GeneratorDataset(generator, output_types, output_shapes, args, output_signature)
 
     @staticmethod
-    def range(*args: int, dtype: torch.dtype = torch.int64, name: str | None = None) -> "Dataset":
-        """Like Python's ``range``, as int64 scalars: ``Dataset.range(2, 10, 3)`` -> 2, 5, 8."""
+    def range(*args: int, output_type: torch.dtype = torch.int64, name: str | None = None,
+              dtype: torch.dtype | None = None) -> "Dataset":
+        """Like Python's ``range``, as int64 scalars: ``Dataset.range(2, 10, 3)`` -> 2, 5, 8.
+
+        ``output_type`` is TensorFlow's keyword for another dtype (``dtype`` is accepted too).
+        """
         from multidev.data.sources import RangeDataset
 
-        return RangeDataset(*args, dtype=dtype)
+        return RangeDataset(*args, dtype=output_type if dtype is None else dtype)
 
     @staticmethod
     def zip(*datasets: Any, name: str | None = None) -> "Dataset":

@@ -22,7 +22,8 @@ from multidev.data.iterator import Iterator as DataIterator
 from multidev.data.options import AutoShardPolicy
 from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
-from multidev.distribute.input_options import InputContext, InputOptions, InputReplicationMode
+from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
+                                               check_for_datasets_from_function)
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
@@ -293,7 +294,10 @@ class DistributedDataset(_DistributedBase):
         """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
         return _per_replica_spec(self._dataset.element_spec, len(self._devices))
 
+    @property
     def cardinality(self) -> int:
+        """The number of global batches (a property, as TF's ``DistributedDataset.cardinality``),
+        or ``md.data.INFINITE_CARDINALITY`` / ``UNKNOWN_CARDINALITY``."""
         return self._dataset.cardinality()
 
     def __len__(self) -> int:
@@ -307,6 +311,7 @@ class DistributedDatasetsFromFunction(_DistributedBase):
         super().__init__(strategy, options)
         if not callable(dataset_fn):
             raise TypeError(f"distribute_datasets_from_function needs a callable dataset_fn, got {dataset_fn!r}.")
+        check_for_datasets_from_function(self._options)
         extended = strategy.extended
         n = len(self._devices)
         if self._options.experimental_replication_mode is InputReplicationMode.PER_WORKER:

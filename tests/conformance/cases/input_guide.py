@@ -1,0 +1,259 @@
+"""TensorFlow's "Distributed input" guide, section by section, beyond cases/input.py: dtypes of
+elements, nested structures, uneven batches that leave a replica empty, rebatching of batch sizes
+the replica count does not divide, repeat() with steps_per_epoch next() loops, InputOptions and
+the errors TensorFlow raises for invalid combinations, auto-shard policies under MirroredStrategy,
+element_spec, and experimental_distribute_values_from_function."""
+
+from conformance_support import dtype_name, local, raises, two_cpus, val
+
+
+def _sizes(s, dist):
+    return [[len(v) for v in s.experimental_local_results(batch)] for batch in dist]
+
+
+def _dist(tf, dataset, options=None):
+    s = two_cpus(tf)
+    return s, s.experimental_distribute_dataset(dataset, options)
+
+
+def case_int64_labels_dtypes(tf):
+    ds = tf.data.Dataset.from_tensor_slices((tf.constant([[1.0], [2.0], [3.0], [4.0]]),
+                                             tf.constant([0, 1, 1, 0], tf.int64))).batch(4)
+    s, dist = _dist(tf, ds)
+    x, y = next(iter(dist))
+    return [[dtype_name(v) for v in s.experimental_local_results(x)],
+            [dtype_name(v) for v in s.experimental_local_results(y)], local(s, y)]
+
+
+def case_nested_dict_of_tuples(tf):
+    ds = tf.data.Dataset.from_tensor_slices({"f": ([1, 2, 3, 4], [5.0, 6.0, 7.0, 8.0]), "l": [0, 1, 0, 1]}).batch(4)
+    s, dist = _dist(tf, ds)
+    batch = next(iter(dist))
+    return [sorted(batch), local(s, batch["f"][0]), local(s, batch["f"][1]), local(s, batch["l"])]
+
+
+def case_empty_replica_at_end(tf):
+    """A last global batch of one row: the second replica gets a batch of size 0."""
+    s, dist = _dist(tf, tf.data.Dataset.range(9).batch(4))
+    out = [local(s, batch) for batch in dist]
+    return [out, _sizes(s, dist)]
+
+
+def case_empty_replica_shape(tf):
+    s, dist = _dist(tf, tf.data.Dataset.from_tensor_slices(tf.zeros([5, 3])).batch(4))
+    return [[list(v.shape) for v in s.experimental_local_results(b)] for b in dist]
+
+
+def case_global_batch_not_divisible(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(12).batch(5))
+    return [local(s, b) for b in dist]
+
+
+def case_global_batch_not_divisible_drop_remainder(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(12).batch(5, drop_remainder=True))
+    return [local(s, b) for b in dist]
+
+
+def case_batch_of_one(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(3).batch(1))
+    return [local(s, b) for b in dist]
+
+
+def case_repeat_steps_per_epoch(tf):
+    """``iterator = iter(dist_dataset)`` over ``repeat()``, then ``next()`` steps_per_epoch times per epoch."""
+    s, dist = _dist(tf, tf.data.Dataset.range(6).batch(4).repeat())
+    iterator = iter(dist)
+    return [[local(s, next(iterator)) for _ in range(2)] for _epoch in range(3)]
+
+
+def case_repeat_then_batch(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(3).repeat(3).batch(4))
+    return [local(s, b) for b in dist]
+
+
+def case_shuffled_epochs_distributed(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(8).shuffle(8, seed=5).batch(4))
+    epochs = [sorted(sum((sum(local(s, b), []) for b in dist), [])) for _ in range(2)]
+    return [e == list(range(8)) for e in epochs]
+
+
+def case_next_on_dataset_directly(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(4).batch(4))
+    return raises(next, dist)
+
+
+def case_iterator_element_spec(tf):
+    s, dist = _dist(tf, tf.data.Dataset.from_tensor_slices(([1.0, 2.0], [1, 2])).batch(2))
+    it = iter(dist)
+    return [type(it.element_spec).__name__, type(it.element_spec[0]).__name__, it.element_spec == dist.element_spec,
+            hasattr(it, "get_next_as_optional")]
+
+
+def case_optional_get_value_at_end(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(2).batch(2))
+    it = iter(dist)
+    it.get_next()
+    optional = it.get_next_as_optional()
+    return [bool(optional.has_value()), raises(optional.get_value)]
+
+
+def case_fetch_to_device_false(tf):
+    options = tf.distribute.InputOptions(experimental_fetch_to_device=False)
+    s, dist = _dist(tf, tf.data.Dataset.range(6).batch(4), options)
+    return [local(s, b) for b in dist]
+
+
+def case_fetch_to_device_false_from_function(tf):
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_fetch_to_device=False)
+    dist = s.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(4).batch(2), options)
+    return [local(s, b) for b in dist]
+
+
+def case_place_on_device_per_worker(tf):
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_place_dataset_on_device=True, experimental_fetch_to_device=False)
+    return raises(lambda: list(s.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(2), options)))
+
+
+def case_place_on_device_distribute_dataset(tf):
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_place_dataset_on_device=True, experimental_fetch_to_device=False)
+    return raises(s.experimental_distribute_dataset, tf.data.Dataset.range(4).batch(2), options)
+
+
+def case_input_options_repr_fields(tf):
+    o = tf.distribute.InputOptions(experimental_fetch_to_device=False, experimental_per_replica_buffer_size=3)
+    return [o.experimental_fetch_to_device, o.experimental_per_replica_buffer_size,
+            o.experimental_replication_mode == tf.distribute.InputReplicationMode.PER_WORKER,
+            [m.name for m in tf.distribute.InputReplicationMode]]
+
+
+def case_auto_shard_file_mirrored(tf):
+    s = two_cpus(tf)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+    dist = s.experimental_distribute_dataset(tf.data.Dataset.range(10).batch(4).with_options(options))
+    return [local(s, b) for b in dist]
+
+
+def case_auto_shard_policy_default(tf):
+    options = tf.data.Options()
+    return [options.experimental_distribute.auto_shard_policy.name,
+            tf.data.Dataset.range(3).options().experimental_distribute.auto_shard_policy.name]
+
+
+def case_auto_shard_bad_value(tf):
+    options = tf.data.Options()
+
+    def set_it():
+        options.experimental_distribute.auto_shard_policy = "DATA"
+    return raises(set_it)
+
+
+def case_from_function_shard_and_batch(tf):
+    s = two_cpus(tf)
+
+    def dataset_fn(ctx):
+        batch = ctx.get_per_replica_batch_size(6)
+        return tf.data.Dataset.range(12).shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(batch)
+    return [local(s, b) for b in s.distribute_datasets_from_function(dataset_fn)]
+
+
+def case_from_function_uneven_end(tf):
+    """Each replica's own dataset may end at a different step: TF gives the short one an empty batch."""
+    s = two_cpus(tf)
+    calls = []
+
+    def dataset_fn(ctx):
+        calls.append(ctx.input_pipeline_id)
+        return tf.data.Dataset.range(5).batch(2)
+    return [local(s, b) for b in s.distribute_datasets_from_function(dataset_fn)]
+
+
+def case_from_function_element_spec(tf):
+    s = two_cpus(tf)
+    dist = s.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.from_tensor_slices(
+        ([1.0, 2.0], tf.constant([3, 4], tf.int64))).batch(1))
+    spec = dist.element_spec
+    return [type(spec).__name__, [type(leaf).__name__ for leaf in spec], spec == iter(dist).element_spec]
+
+
+def case_values_from_function_context(tf):
+    s = two_cpus(tf)
+    values = s.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant([ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync]))
+    return [type(values).__name__, local(s, values)]
+
+
+def case_values_from_function_dict(tf):
+    s = two_cpus(tf)
+    values = s.experimental_distribute_values_from_function(
+        lambda ctx: {"a": tf.constant(float(ctx.replica_id_in_sync_group)), "b": tf.constant([1, 2])})
+    return [sorted(values), type(values["a"]).__name__, local(s, values["a"]), type(values["b"]).__name__]
+
+
+def case_values_from_function_python_value(tf):
+    s = two_cpus(tf)
+    values = s.experimental_distribute_values_from_function(lambda ctx: ctx.replica_id_in_sync_group)
+    return [type(values).__name__, [int(val(v)) for v in s.experimental_local_results(values)]]
+
+
+def case_run_on_dist_dataset_element(tf):
+    s, dist = _dist(tf, tf.data.Dataset.from_tensor_slices(([1.0, 2.0, 3.0, 4.0, 5.0], [1, 0, 1, 0, 1])).batch(5))
+    out = []
+    for x, y in dist:
+        per = s.run(lambda a, b: tf.reduce_sum(a * tf.cast(b, tf.float32)), args=(x, y))
+        out.append([local(s, per), val(s.reduce("SUM", per, axis=None))])
+    return out
+
+
+def case_distributed_from_generator(tf):
+    def gen():
+        for i in range(5):
+            yield [float(i)], i
+    ds = tf.data.Dataset.from_generator(gen, output_signature=(tf.TensorSpec((1,), tf.float32),
+                                                                tf.TensorSpec((), tf.int64))).batch(4)
+    s, dist = _dist(tf, ds)
+    return [[local(s, x), local(s, y)] for x, y in dist]
+
+
+def case_cardinality_of_distributed(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(10).batch(4))
+    return [val(dist.cardinality), len(list(dist))]
+
+
+
+# PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
+# datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
+
+
+def case_place_on_device_with_fetch(tf):
+    """place_dataset_on_device with fetch_to_device (its default True): TF refuses the pair."""
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_place_dataset_on_device=True,
+                                         experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA)
+    return raises(lambda: list(s.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(2), options)))
+
+
+def case_place_on_device_per_replica(tf):
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_place_dataset_on_device=True, experimental_fetch_to_device=False,
+                                         experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA)
+
+    def dataset_fn(ctx):
+        return tf.data.Dataset.range(4).shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(1)
+    return [local(s, b) for b in s.distribute_datasets_from_function(dataset_fn, options)]
+
+
+def case_per_replica_mode_context(tf):
+    s = two_cpus(tf)
+    options = tf.distribute.InputOptions(experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+                                         experimental_fetch_to_device=False)
+    seen = []
+
+    def dataset_fn(ctx):
+        seen.append([ctx.num_input_pipelines, ctx.input_pipeline_id, ctx.num_replicas_in_sync])
+        return tf.data.Dataset.range(2).batch(1)
+    list(s.distribute_datasets_from_function(dataset_fn, options))
+    return seen
