@@ -23,6 +23,7 @@ import torch
 
 from multidev.data import cardinality as _card
 from multidev.data import structure
+from multidev.data.dataset_methods import DatasetMethods
 from multidev.data.iterator import Iterator
 from multidev.data.options import Options
 from multidev.data.spec import TensorSpec
@@ -47,7 +48,7 @@ def is_peeking() -> bool:
     return _PEEKING.get()
 
 
-class Dataset(abc.ABC):
+class Dataset(DatasetMethods, abc.ABC):
     """Base of every dataset node; the TF transformation methods live here."""
 
     _inputs: tuple = ()
