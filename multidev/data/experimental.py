@@ -73,3 +73,29 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}: multidev does not implement "
                          f"tf.data.experimental.{name}. md.data.experimental offers: {', '.join(sorted(__all__))}; "
                          "md.data.Dataset has the stable tf.data methods.")
+
+
+__all__ = [
+    "AUTOTUNE",
+    "AutoShardPolicy",
+    "DistributeOptions",
+    "OptimizationOptions",
+    "ThreadingOptions",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
+    "SHARD_HINT",
+    "cardinality",
+    "assert_cardinality",
+    "bucket_by_sequence_length",
+    "choose_from_datasets",
+    "enumerate_dataset",
+    "get_single_element",
+    "group_by_window",
+    "sample_from_datasets",
+    "scan",
+    "take_while",
+    "unbatch",
+    "unique",
+    "copy_to_device",
+    "prefetch_to_device",
+]
