@@ -106,7 +106,18 @@ def case_padded_batch(tf):
     ds = tf.data.Dataset.range(1, 5).map(lambda x: tf.fill([x], x))
     return [_list(ds.padded_batch(2)), _list(ds.padded_batch(2, padded_shapes=[5])),
             _list(ds.padded_batch(3, padding_values=tf.constant(-1, tf.int64), drop_remainder=True)),
-            spec(ds.padded_batch(2).element_spec), spec(ds.padded_batch(2, padded_shapes=[5]).element_spec)]
+            spec(ds.padded_batch(2, padded_shapes=[5]).element_spec)]
+
+
+def case_padded_batch_spec_from_signature(tf):
+    ds = tf.data.Dataset.from_generator(lambda: ([1] * n for n in (1, 3)), output_signature=tf.TensorSpec((None,), tf.int32))
+    return [spec(ds.padded_batch(2).element_spec), spec(ds.padded_batch(2, drop_remainder=True).element_spec)]
+
+
+def case_map_element_spec_varying_shape(tf):
+    """TF traces map_func: a dimension that varies between elements is None in the spec."""
+    ds = tf.data.Dataset.range(1, 5).map(lambda x: tf.fill([x], x))
+    return [spec(ds.element_spec), spec(ds.padded_batch(2).element_spec)]
 
 
 def case_padded_batch_tuple(tf):
@@ -257,14 +268,6 @@ def case_bucket_by_sequence_length_pad_to_bucket(tf):
     return _list(bucketed)
 
 
-def case_bucket_pad_to_boundary_too_long(tf):
-    """pad_to_bucket_boundary needs every length below the last boundary."""
-    ds = tf.data.Dataset.from_generator(lambda: ([2] * n for n in (1, 4)),
-                                        output_signature=tf.TensorSpec((None,), tf.int32))
-    return raises(lambda: list(ds.bucket_by_sequence_length(lambda x: tf.shape(x)[0], bucket_boundaries=[3],
-                                                            bucket_batch_sizes=[2, 2], pad_to_bucket_boundary=True)))
-
-
 def case_take_while_scan_unique(tf):
     D = tf.data.Dataset
     return [_list(D.range(10).take_while(lambda x: x < 4)),
@@ -293,3 +296,55 @@ def case_group_by_window(tf):
 def case_element_spec_dtypes(tf):
     ds = tf.data.Dataset.from_tensor_slices(([1.0, 2.0], tf.constant([3, 4], tf.int64), [True, False]))
     return spec(ds.element_spec)
+
+
+def case_window_cardinality(tf):
+    ds = tf.data.Dataset.range(10)
+    return [val(ds.window(3).cardinality()), val(ds.window(3, shift=2).cardinality()),
+            val(ds.window(3, shift=2, drop_remainder=True).cardinality()),
+            val(ds.window(4, stride=3, drop_remainder=True).cardinality()),
+            val(ds.window(20, drop_remainder=True).cardinality()), val(ds.repeat().window(2).cardinality())]
+
+
+def case_window_shift_past_size(tf):
+    return _list(tf.data.Dataset.range(10).window(2, shift=4).flat_map(lambda w: w.batch(2)))
+
+
+def case_choose_from_datasets_keep_going(tf):
+    D = tf.data.Dataset
+    choices = D.from_tensor_slices(tf.constant([0, 1, 0, 0, 1, 1], tf.int64))
+    return [_list(D.choose_from_datasets([D.range(2), D.range(10, 13)], choices)),
+            _list(D.choose_from_datasets([D.range(2), D.range(10, 13)], choices, stop_on_empty_dataset=False))]
+
+
+def case_sample_from_datasets_properties(tf):
+    D = tf.data.Dataset
+    sampled = D.sample_from_datasets([D.range(5), D.range(10, 15)], weights=[0.5, 0.5], seed=3)
+    first = _list(sampled)
+    ones = _list(D.sample_from_datasets([D.range(3), D.range(10, 13)], weights=[1.0, 0.0]))
+    return [sorted(first), first == _list(sampled), val(sampled.cardinality()), ones]
+
+
+def case_scan_python_state(tf):
+    return _list(tf.data.Dataset.range(4).scan(0, lambda s, x: (s + 1, x * 2)))
+
+
+def case_group_by_window_size_func(tf):
+    ds = tf.data.Dataset.range(12).group_by_window(key_func=lambda x: x % 3, reduce_func=lambda k, w: w.batch(4),
+                                                   window_size_func=lambda k: k + 1)
+    return _list(ds)
+
+
+def case_bucket_no_padding(tf):
+    ds = tf.data.Dataset.range(8).bucket_by_sequence_length(lambda x: tf.cast(x, tf.int32), bucket_boundaries=[4],
+                                                            bucket_batch_sizes=[3, 2], no_padding=True)
+    return _list(ds)
+
+
+def case_experimental_apply_forms(tf):
+    x = tf.data.experimental
+    D = tf.data.Dataset
+    return [_list(D.range(5).apply(x.take_while(lambda v: v < 2))), _list(D.range(3).batch(2).apply(x.unbatch())),
+            _list(D.from_tensor_slices([2, 2, 1]).apply(x.unique())),
+            _list(D.range(3).apply(x.scan(tf.constant(0, tf.int64), lambda s, v: (s + v, s)))),
+            _list(D.range(3).apply(x.enumerate_dataset(start=1))), val(x.get_single_element(D.range(1)))]
