@@ -187,6 +187,14 @@ class _DistributedBase:
         _check_not_in_replica("Iterating a distributed dataset")
         return DistributedIterator(self)
 
+    def reduce(self, initial_state: Any, reduce_fn: Callable[[Any, Any], Any]) -> Any:
+        """``state = reduce_fn(state, element)`` over the distributed elements (each a ``PerReplica``
+        structure), as TF's ``DistributedDataset.reduce``; returns the final state."""
+        state = initial_state
+        for element in self:
+            state = reduce_fn(state, element)
+        return state
+
 
 class DistributedIterator(DataIterator):
     """Iterator over a distributed dataset: ``next()``, ``get_next()`` (``OutOfRangeError`` at the
@@ -366,3 +374,8 @@ class DistributedDatasetsFromFunction(_DistributedBase):
     def element_spec(self) -> Any:
         """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
         return _per_replica_spec(self._datasets[0].element_spec, len(self._devices))
+
+    @property
+    def cardinality(self) -> int:
+        """The cardinality of the (first) dataset ``dataset_fn`` built, as TF reports it."""
+        return self._datasets[0].cardinality()

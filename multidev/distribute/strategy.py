@@ -239,6 +239,10 @@ class Strategy:
 
         return DistributedDatasetsFromFunction(self, dataset_fn, options)
 
+    def experimental_distribute_datasets_from_function(self, dataset_fn: Callable, options: Any = None) -> Any:
+        """TF's deprecated name of :meth:`distribute_datasets_from_function` (same behaviour)."""
+        return self.distribute_datasets_from_function(dataset_fn, options)
+
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
         """Build a ``PerReplica`` value by calling ``value_fn(ValueContext)`` for each replica."""
         n = self.num_replicas_in_sync

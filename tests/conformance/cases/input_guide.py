@@ -223,6 +223,47 @@ def case_cardinality_of_distributed(tf):
     return [val(dist.cardinality), len(list(dist))]
 
 
+def case_distributed_reduce(tf):
+    """``dist_dataset.reduce(initial_state, reduce_fn)``: reduce_fn sees each distributed element."""
+    s, dist = _dist(tf, tf.data.Dataset.range(10).batch(4))
+
+    def reduce_fn(state, x):
+        return state + s.reduce("SUM", s.run(tf.reduce_sum, args=(x,)), axis=None)
+    return val(dist.reduce(tf.constant(0, tf.int64), reduce_fn))
+
+
+def case_from_function_cardinality_and_reduce(tf):
+    s = two_cpus(tf)
+    dist = s.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(6).batch(2))
+    total = dist.reduce(tf.constant(0, tf.int64),
+                        lambda state, x: state + s.reduce("SUM", s.run(tf.reduce_sum, args=(x,)), axis=None))
+    return [val(dist.cardinality), val(total)]
+
+
+def case_iterator_next_method(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(4).batch(2))
+    it = iter(dist)
+    return [local(s, it.next()), local(s, it.next()), raises(it.next)]
+
+
+def case_experimental_alias(tf):
+    s = two_cpus(tf)
+    dist = s.experimental_distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(4).batch(1))
+    return [local(s, b) for b in dist]
+
+
+def case_for_loop_in_function(tf):
+    """The guide's ``for x in dist_dataset`` inside a ``tf.function``."""
+    s, dist = _dist(tf, tf.data.Dataset.range(10).batch(4))
+
+    @tf.function
+    def total(dist_dataset):
+        acc = tf.constant(0, tf.int64)
+        for x in dist_dataset:
+            acc += s.reduce("SUM", s.run(tf.reduce_sum, args=(x,)), axis=None)
+        return acc
+    return val(total(dist))
+
 
 # PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
 # datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
