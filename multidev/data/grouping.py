@@ -38,7 +38,7 @@ class DatasetSpec:
         return hash(repr(self._element_spec))
 
     def __repr__(self) -> str:
-        return f"DatasetSpec({self._element_spec!r}, TensorShape([]))"
+        return f"DatasetSpec({self._element_spec!r}, dataset_shape=())"
 
 
 class ListDataset(Dataset):
