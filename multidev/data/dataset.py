@@ -357,10 +357,15 @@ class Dataset(DatasetMethods, abc.ABC):
         return result
 
     def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
-        """Fold the elements: ``state = reduce_func(state, element)``."""
-        state = structure.to_element(initial_state, "initial_state")
+        """Fold the elements: ``state = reduce_func(state, element)``; the state keeps the structure
+        of ``initial_state`` and the dtypes of its tensors (TypeError otherwise, as TF); a Python
+        number's dtype follows the result (TF would raise TypeError for ``reduce(0, ...)`` of int64)."""
+        from multidev.data.stateful import check_same_state, weak_leaves
+
+        state, weak = structure.to_element(initial_state, "initial_state"), weak_leaves(initial_state)
         for element in self:
-            state = structure.to_element(reduce_func(state, element), "reduce_func output")
+            state = check_same_state(state, structure.to_element(reduce_func(state, element), "reduce_func output"),
+                                     "reduce_func", weak)
         return state
 
 

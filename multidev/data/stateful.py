@@ -18,12 +18,32 @@ from multidev.data.mapping import call_unpacked, normalize_output
 from multidev.data.transforms import _UnaryDataset
 
 
+def weak_leaves(initial_state: Any) -> list:
+    """Which leaves of ``initial_state`` are Python numbers: their dtype follows the fold's result
+    (TensorFlow fixes them at int32/float32 and raises TypeError when the result differs)."""
+    return [isinstance(leaf, (int, float)) and not isinstance(leaf, bool) for leaf in structure.flatten(initial_state)]
+
+
+def check_same_state(old: Any, new: Any, what: str, weak: list) -> Any:
+    """``new`` if it has ``old``'s structure and, except at ``weak`` leaves, its dtypes (as in TF)."""
+    if not structure.same_structure(old, new):
+        raise InvalidArgumentError(f"The number of components of the initial state and the {what} output does not "
+                                   f"match: initial state {old!r}, {what} returned {new!r}.")
+    for a, b, is_weak in zip(structure.flatten(old), structure.flatten(new), weak):
+        if not is_weak and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype:
+            raise TypeError(f"The element types for the new state must match the initial state: {what} returned "
+                            f"{b.dtype} where the initial state has {a.dtype}. Give the initial state the dtype "
+                            f"of the result, e.g. md.constant(0, {str(b.dtype).replace('torch.', 'md.')}).")
+    return new
+
+
 class ScanDataset(_UnaryDataset):
     """``scan_func(state, element) -> (new_state, output)`` over the elements, from ``initial_state``."""
 
     def __init__(self, input_dataset: Dataset, initial_state: Any, scan_func: Callable):
         super().__init__(input_dataset)
         self._initial = structure.to_element(initial_state, "initial_state")
+        self._weak = weak_leaves(initial_state)
         self._fn = callable_arg("scan_func", scan_func)
 
     def _iterate(self):
@@ -32,7 +52,8 @@ class ScanDataset(_UnaryDataset):
             result = self._fn(state, element)
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"scan_func must return a pair (new_state, output_element), got {result!r}.")
-            state = structure.to_element(result[0], "scan_func's new state")
+            state = check_same_state(state, structure.to_element(result[0], "scan_func's new state"), "scan_func",
+                                     self._weak)
             yield normalize_output(result[1])
 
     def _cardinality(self) -> int:

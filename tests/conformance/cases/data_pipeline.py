@@ -348,3 +348,92 @@ def case_experimental_apply_forms(tf):
             _list(D.from_tensor_slices([2, 2, 1]).apply(x.unique())),
             _list(D.range(3).apply(x.scan(tf.constant(0, tf.int64), lambda s, v: (s + v, s)))),
             _list(D.range(3).apply(x.enumerate_dataset(start=1))), val(x.get_single_element(D.range(1)))]
+
+
+def case_bad_arguments(tf):
+    D = tf.data.Dataset
+    return [raises(lambda: list(D.range(3).batch(0))), raises(lambda: list(D.range(3).shuffle(0))),
+            raises(lambda: list(D.range(3).take(-2))), raises(lambda: list(D.range(3).shard(2, 2))),
+            raises(lambda: list(D.range(3).shard(0, 0))), raises(lambda: list(D.range(3).window(2, shift=0))),
+            raises(lambda: list(D.range(3).rebatch(2))), raises(lambda: list(D.range(3).prefetch(-5)))]
+
+
+def case_padded_batch_python_padding_and_dict(tf):
+    ds = tf.data.Dataset.from_generator(lambda: ({"t": [1] * n, "n": n} for n in (1, 3)),
+                                        output_signature={"t": tf.TensorSpec((None,), tf.int64),
+                                                          "n": tf.TensorSpec((), tf.int64)})
+    return [_list(ds.padded_batch(2)), _list(ds.padded_batch(2, padding_values={"t": tf.constant(-1, tf.int64),
+                                                                                 "n": tf.constant(0, tf.int64)}))]
+
+
+def case_reduce_python_initial(tf):
+    D = tf.data.Dataset
+    return [raises(D.range(3).reduce, 0, lambda s, x: s + x), raises(lambda: list(D.range(3).scan(0, lambda s, x: (s + x, s)))),
+            val(D.from_tensor_slices([1, 2, 3]).reduce(0, lambda s, x: s + x)),
+            val(D.range(3).reduce(tf.constant(0, tf.int64), lambda s, _: s + 1))]
+
+
+def case_global_seed_shuffle_reproducible(tf):
+    ds = tf.data.Dataset.range(20)
+    tf.random.set_seed(11)
+    a = _list(ds.shuffle(20))
+    tf.random.set_seed(11)
+    b = _list(ds.shuffle(20))
+    return [a == b, sorted(a) == list(range(20))]
+
+
+def case_iterator_after_end(tf):
+    it = iter(tf.data.Dataset.range(1))
+    first = val(next(it))
+    return [first, raises(next, it), raises(next, it), raises(it.get_next), bool(it.get_next_as_optional().has_value())]
+
+
+def case_cache_partial_then_full(tf):
+    ds = tf.data.Dataset.range(5).map(lambda x: x * 3).cache()
+    partial = _list(ds.take(2))
+    return [partial, _list(ds), _list(ds)]
+
+
+def case_shuffle_repeat_order_of_ops(tf):
+    """shuffle().repeat() reshuffles per epoch, each epoch a permutation; repeat().shuffle() mixes epochs."""
+    epochs = [_list(tf.data.Dataset.range(5).shuffle(5, seed=2).repeat(2))[i * 5:(i + 1) * 5] for i in range(2)]
+    mixed = _list(tf.data.Dataset.range(5).repeat(2).shuffle(10, seed=2))
+    return [[sorted(e) for e in epochs], sorted(mixed)]
+
+
+def case_zip_unequal_and_nested_spec(tf):
+    D = tf.data.Dataset
+    z = D.zip((D.range(5), D.from_tensor_slices(([1.0, 2.0], [[1], [2]]))))
+    return [_list(z), spec(z.element_spec), val(z.cardinality())]
+
+
+def case_interleave_from_tensor_slices(tf):
+    D = tf.data.Dataset
+    files = D.from_tensor_slices([[1, 2, 3], [10, 20, 30], [100, 200, 300]])
+    return _list(files.interleave(lambda row: D.from_tensor_slices(row), cycle_length=3, block_length=1))
+
+
+def case_filter_python_bool_and_tensor(tf):
+    D = tf.data.Dataset
+    return [_list(D.range(6).filter(lambda x: tf.math.equal(x % 2, 0))),
+            _list(D.from_tensor_slices(([1, 2, 3], [True, False, True])).filter(lambda x, keep: keep))]
+
+
+def case_unbatch_of_unbatched(tf):
+    D = tf.data.Dataset
+    return [raises(lambda: D.range(3).unbatch()), raises(lambda: D.range(4).map(lambda x: (x, tf.zeros([2]))).unbatch()),
+            raises(lambda: list(D.range(3).take(-2))), _list(D.range(3).take(-2)), _list(D.range(3).skip(-2)),
+            _list(D.range(2).repeat(-3).take(5)), val(D.range(3).repeat(-3).cardinality())]
+
+
+def case_scan_state_must_keep_dtype_and_structure(tf):
+    D = tf.data.Dataset
+    return [raises(lambda: list(D.range(3).scan(tf.constant(0, tf.int32), lambda s, x: (s + x, s)))),
+            raises(lambda: list(D.range(3).scan(tf.constant(0, tf.int64), lambda s, x: ((s, s), s)))),
+            raises(lambda: D.range(3).reduce(tf.constant(0.0), lambda s, x: (s, s))),
+            val(D.range(3).reduce(tf.constant(0, tf.int32), lambda s, x: s + 1))]
+
+
+def case_batch_then_cardinality_of_generator(tf):
+    ds = tf.data.Dataset.from_generator(lambda: iter(range(5)), output_signature=tf.TensorSpec((), tf.int64))
+    return [val(ds.batch(2).cardinality()), val(ds.apply(tf.data.experimental.assert_cardinality(5)).batch(2).cardinality())]
