@@ -198,7 +198,7 @@ def _has_scalar_component(dataset: Dataset) -> bool:
     """True when the element spec (if it can be known without data) has a rank-0 component."""
     try:
         leaves = structure.flatten(dataset.element_spec)
-    except ValueError:   # an empty input: nothing to check
+    except (ValueError, TypeError):   # an empty input (or one whose spec needs its data): nothing to check
         return False
     return any(isinstance(leaf, TensorSpec) and leaf.shape == () for leaf in leaves)
 
