@@ -265,6 +265,77 @@ def case_for_loop_in_function(tf):
     return val(total(dist))
 
 
+def case_generator_output_shapes(tf):
+    """The guide's generator input: ``from_generator(output_types=..., output_shapes=tf.TensorShape([4]))``,
+    each element a global batch of 4, ``next(iterator)`` in a Python loop."""
+    def input_gen():
+        for i in range(3):
+            yield [float(i), i + 0.5, i + 0.25, i + 0.75]
+    dataset = tf.data.Dataset.from_generator(input_gen, output_types=(tf.float32), output_shapes=tf.TensorShape([4]))
+    s, dist = _dist(tf, dataset)
+    iterator = iter(dist)
+    return [local(s, s.run(lambda x: x * 2, args=(next(iterator),))) for _ in range(3)]
+
+
+def case_range_loop_in_function(tf):
+    """``for _ in tf.range(steps): strategy.run(step_fn, args=(next(iterator),))`` in a tf.function."""
+    s, dist = _dist(tf, tf.data.Dataset.range(12).batch(4))
+    total = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def train_fn(iterator):
+        for _ in tf.range(2):
+            x = next(iterator)
+            total.assign_add(s.reduce("SUM", s.run(tf.reduce_sum, args=(x,)), axis=None))
+    iterator = iter(dist)
+    train_fn(iterator)
+    first = val(total)
+    return [first, local(s, next(iterator))]
+
+
+def case_optional_loop_in_function(tf):
+    """The guide's ``get_next_as_optional`` with ``break`` inside a tf.function."""
+    s, dist = _dist(tf, tf.data.Dataset.range(6).batch(4))
+    seen = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def train_fn(distributed_iterator):
+        for _ in tf.range(5):
+            optional_data = distributed_iterator.get_next_as_optional()
+            if not optional_data.has_value():
+                break
+            x = optional_data.get_value()
+            seen.assign_add(s.reduce("SUM", s.run(lambda v: tf.cast(tf.size(v), tf.int64), args=(x,)), axis=None))
+    train_fn(iter(dist))
+    return val(seen)
+
+
+def case_print_per_replica_results(tf):
+    """``tf.print(strategy.experimental_local_results(...))`` as the guide prints them."""
+    import os
+    import tempfile
+    s, dist = _dist(tf, tf.data.Dataset.range(6).batch(4))
+    path = os.path.join(tempfile.mkdtemp(), "printed.txt")
+    for x in dist:
+        tf.print(s.experimental_local_results(s.run(lambda v: v * 10, args=(x,))), output_stream="file://" + path)
+    tf.print(tf.constant([[1.5, 2.0], [0.1, -3.0]]), "steps", 2, tf.constant(True), output_stream="file://" + path)
+    tf.print(tf.range(10), {"a": tf.constant(1)}, sep="|", end="!\n", output_stream="file://" + path)
+    tf.print(tf.range(10), summarize=-1, output_stream="file://" + path)
+    with open(path) as f:
+        return f.read()
+
+
+def case_tensor_shape(tf):
+    shape = tf.TensorShape([4, None])
+    return [shape.as_list(), str(shape), repr(shape).replace("md.", "tf."), shape.rank, shape == [4, None],
+            shape.is_fully_defined(), tf.TensorShape([2, 3]).num_elements(), str(tf.TensorShape(None)),
+            raises(tf.TensorShape(None).as_list), spec_shape(tf.TensorSpec(tf.TensorShape([None, 3]), tf.float32))]
+
+
+def spec_shape(spec):
+    return [None if d is None else int(d) for d in spec.shape]
+
+
 # PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
 # datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
 
