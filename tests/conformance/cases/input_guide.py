@@ -336,6 +336,40 @@ def spec_shape(spec):
     return [None if d is None else int(d) for d in spec.shape]
 
 
+def case_file_policy_on_text_files(tf):
+    """FILE (and AUTO) auto-sharding of a file dataset under MirroredStrategy: one worker reads every file."""
+    import os
+    import tempfile
+    folder = tempfile.mkdtemp()
+    paths = []
+    for i in range(3):
+        paths.append(os.path.join(folder, f"part{i}.txt"))
+        with open(paths[-1], "w") as f:
+            f.write("".join(f"{i}{j}\n" for j in range(3)))
+    s = two_cpus(tf)
+    out = []
+    for policy in ("FILE", "AUTO", "DATA"):
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = getattr(tf.data.experimental.AutoShardPolicy, policy)
+        dist = s.experimental_distribute_dataset(tf.data.TextLineDataset(paths).batch(4).with_options(options))
+        out.append([[[_text(line) for line in val(v)] for v in s.experimental_local_results(b)] for b in dist])
+    return out
+
+
+def _text(line):
+    return line.decode() if isinstance(line, bytes) else line
+
+
+def case_dict_element_spec_and_optional(tf):
+    s, dist = _dist(tf, tf.data.Dataset.from_tensor_slices({"x": [[1.0], [2.0]], "y": [1, 2]}).batch(2))
+    spec = dist.element_spec
+    it = iter(dist)
+    optional = it.get_next_as_optional()
+    value = optional.get_value()
+    return [sorted(spec), type(spec["x"]).__name__, sorted(value), local(s, value["y"]),
+            bool(it.get_next_as_optional().has_value()), raises(it.get_next)]
+
+
 # PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
 # datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
 
