@@ -437,3 +437,29 @@ def case_scan_state_must_keep_dtype_and_structure(tf):
 def case_batch_then_cardinality_of_generator(tf):
     ds = tf.data.Dataset.from_generator(lambda: iter(range(5)), output_signature=tf.TensorSpec((), tf.int64))
     return [val(ds.batch(2).cardinality()), val(ds.apply(tf.data.experimental.assert_cardinality(5)).batch(2).cardinality())]
+
+
+def case_shape_errors(tf):
+    D = tf.data.Dataset
+    ragged = D.from_generator(lambda: ([1] * n for n in (1, 2)), output_signature=tf.TensorSpec((None,), tf.int32))
+    return [raises(lambda: list(ragged.batch(2))), raises(lambda: list(ragged.padded_batch(2, padded_shapes=[1]))),
+            raises(D.from_tensor_slices, [[1, 2], [3]]), raises(D.from_tensor_slices, ([1, 2], [1, 2, 3])),
+            raises(lambda: D.zip((D.range(2), [1, 2]))), raises(lambda: D.range(3).map(lambda x: x, num_parallel_calls=0))]
+
+
+def case_from_tensors_and_slices(tf):
+    D = tf.data.Dataset
+    return [_list(D.from_tensors([1, 2, 3])), val(D.from_tensors([1, 2, 3]).cardinality()),
+            spec(D.from_tensors(([1.0], {"k": [[1, 2]]})).element_spec), _list(D.from_tensor_slices([[1, 2], [3, 4]])),
+            _list(D.from_tensor_slices({"a": [1, 2], "b": [[1.0, 2.0], [3.0, 4.0]]}))]
+
+
+def case_options_and_determinism(tf):
+    options = tf.data.Options()
+    options.deterministic = False
+    options.threading.private_threadpool_size = 2
+    ds = tf.data.Dataset.range(8).map(lambda x: x * 2, num_parallel_calls=4).with_options(options)
+    out = _list(ds)
+    return [sorted(out), ds.options().deterministic, ds.options().threading.private_threadpool_size,
+            tf.data.Options().deterministic, _list(tf.data.Dataset.range(8).map(lambda x: x + 1, num_parallel_calls=4,
+                                                                                  deterministic=False).batch(8))[0] != []]
