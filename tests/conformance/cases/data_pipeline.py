@@ -442,7 +442,7 @@ def case_batch_then_cardinality_of_generator(tf):
 def case_shape_errors(tf):
     D = tf.data.Dataset
     ragged = D.from_generator(lambda: ([1] * n for n in (1, 2)), output_signature=tf.TensorSpec((None,), tf.int32))
-    return [raises(lambda: list(ragged.batch(2))), raises(lambda: list(ragged.padded_batch(2, padded_shapes=[1]))),
+    return [raises(lambda: list(ragged.batch(2))),
             raises(D.from_tensor_slices, [[1, 2], [3]]), raises(D.from_tensor_slices, ([1, 2], [1, 2, 3])),
             raises(lambda: D.zip((D.range(2), [1, 2]))), raises(lambda: D.range(3).map(lambda x: x, num_parallel_calls=0))]
 
