@@ -463,3 +463,31 @@ def case_options_and_determinism(tf):
     return [sorted(out), ds.options().deterministic, ds.options().threading.private_threadpool_size,
             tf.data.Options().deterministic, _list(tf.data.Dataset.range(8).map(lambda x: x + 1, num_parallel_calls=4,
                                                                                   deterministic=False).batch(8))[0] != []]
+
+
+def case_numpy_inputs_keep_dtypes(tf):
+    import numpy as np
+    D = tf.data.Dataset
+    ds = D.from_tensor_slices((np.array([1.0, 2.0]), np.array([1, 2], dtype=np.int64), np.array([1, 2], dtype=np.int32),
+                               np.array([0.5, 1.5], dtype=np.float32), [1.0, 2.0], [1, 2], [True, False]))
+    out = list(ds.as_numpy_iterator())
+    return [spec(ds.element_spec), [type(v).__name__ for v in out[0]], val(out[1])]
+
+
+def case_batch_map_vectorized(tf):
+    ds = tf.data.Dataset.from_tensor_slices(({"x": [1.0, 2.0, 3.0]}, [0, 1, 0])).batch(2)
+    return _list(ds.map(lambda f, y: ({"x2": f["x"] * 2.0}, y + 1), num_parallel_calls=tf.data.AUTOTUNE))
+
+
+def case_list_files_sorted_text_lines(tf):
+    import os
+    import tempfile
+    folder = tempfile.mkdtemp()
+    for name, lines in (("b.csv", "h\n3\n4\n"), ("a.csv", "h\n1\n2\n")):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(lines)
+    files = tf.data.Dataset.list_files(os.path.join(folder, "*.csv"), shuffle=False)
+    lines = files.interleave(lambda p: tf.data.TextLineDataset(p).skip(1), cycle_length=1)
+    decode = lambda b: b.decode() if isinstance(b, bytes) else b  # noqa: E731
+    return [[os.path.basename(decode(x)) for x in files.as_numpy_iterator()],
+            [decode(x) for x in lines.as_numpy_iterator()], val(files.cardinality())]
