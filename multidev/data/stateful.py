@@ -13,8 +13,8 @@ from multidev._core.errors import FailedPreconditionError, InvalidArgumentError
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data._checks import as_int, callable_arg
-from multidev.data.dataset import Dataset, is_peeking, spec_of_element
-from multidev.data.mapping import call_unpacked, normalize_output
+from multidev.data.dataset import Dataset, is_peeking
+from multidev.data.mapping import _as_bool, _spec_from_first, call_unpacked, normalize_output
 from multidev.data.transforms import _UnaryDataset
 
 
@@ -60,9 +60,7 @@ class ScanDataset(_UnaryDataset):
         return self._input._cardinality()
 
     def _compute_element_spec(self) -> Any:
-        for element in self._iterate():
-            return spec_of_element(element)
-        raise ValueError("Cannot infer the element_spec of scan: the dataset is empty.")
+        return _spec_from_first(self, "scan")
 
 
 class TakeWhileDataset(_UnaryDataset):
@@ -74,13 +72,7 @@ class TakeWhileDataset(_UnaryDataset):
 
     def _iterate(self):
         for element in self._input._iterate():
-            keep = call_unpacked(self._predicate, element)
-            if isinstance(keep, torch.Tensor):
-                if keep.numel() != 1 or keep.dtype != torch.bool:
-                    raise ValueError(f"`predicate` return type must be convertible to a scalar boolean tensor, "
-                                     f"got {keep!r}.")
-                keep = bool(keep.item())
-            if not keep:
+            if not _as_bool(call_unpacked(self._predicate, element)):
                 return
             yield element
 
