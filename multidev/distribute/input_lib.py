@@ -20,6 +20,7 @@ from multidev.data import graph
 from multidev.data.dataset import Dataset
 from multidev.data.iterator import Iterator as DataIterator
 from multidev.data.options import AutoShardPolicy
+from multidev.data.spec import TensorSpec
 from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
@@ -98,6 +99,18 @@ def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_
 
 def _per_replica_spec(spec: Any, num_replicas: int) -> Any:
     return spec if num_replicas == 1 else map_structure(lambda s: PerReplicaSpec(*(s,) * num_replicas), spec)
+
+
+def _replica_slice_spec(spec: Any, num_replicas_in_sync: int) -> Any:
+    """The spec of one replica's slice of a global batch described by ``spec``: a known batch size
+    the replicas divide becomes its share, any other becomes None (TF's rebatched spec)."""
+    def leaf(s: Any) -> Any:
+        if not isinstance(s, TensorSpec) or not s.shape:
+            return s
+        batch = s.shape[0]
+        share = batch // num_replicas_in_sync if batch is not None and batch % num_replicas_in_sync == 0 else None
+        return TensorSpec((share,) + s.shape[1:], s.dtype, s.name)
+    return map_structure(leaf, spec)
 
 
 def _to_device(element: Any, device: torch.device) -> Any:
@@ -299,8 +312,12 @@ class DistributedDataset(_DistributedBase):
 
     @property
     def element_spec(self) -> Any:
-        """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
-        return _per_replica_spec(self._dataset.element_spec, len(self._devices))
+        """``PerReplicaSpec`` leaves of each replica's slice with several replicas (the dataset's spec
+        with one), as TF."""
+        if len(self._devices) == 1 and self._strategy.num_replicas_in_sync == 1:
+            return self._dataset.element_spec
+        return _per_replica_spec(_replica_slice_spec(self._dataset.element_spec, self._strategy.num_replicas_in_sync),
+                                 len(self._devices))
 
     @property
     def cardinality(self) -> int:

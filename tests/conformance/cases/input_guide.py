@@ -370,6 +370,26 @@ def case_dict_element_spec_and_optional(tf):
             bool(it.get_next_as_optional().has_value()), raises(it.get_next)]
 
 
+def _replica_shapes(spec):
+    """Each replica's component shape in a PerReplicaSpec (TF keeps them in ``_value_specs``)."""
+    return [spec_shape(v) for v in spec._value_specs]
+
+
+def case_per_replica_spec_shapes(tf):
+    s = two_cpus(tf)
+    D = tf.data.Dataset
+    x = tf.zeros([8, 3])
+    out = []
+    for ds in (D.from_tensor_slices(x).batch(4, drop_remainder=True), D.from_tensor_slices(x).batch(4),
+               D.from_tensor_slices(x).batch(5, drop_remainder=True),
+               D.from_tensor_slices((x, tf.range(8))).batch(4, drop_remainder=True)):
+        spec = s.experimental_distribute_dataset(ds).element_spec
+        out.append([_replica_shapes(leaf) for leaf in (spec if isinstance(spec, tuple) else (spec,))])
+    fn = s.distribute_datasets_from_function(lambda ctx: D.from_tensor_slices(x).batch(2, drop_remainder=True))
+    out.append(_replica_shapes(fn.element_spec))
+    return out
+
+
 # PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
 # datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
 
