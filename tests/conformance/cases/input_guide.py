@@ -390,6 +390,25 @@ def case_per_replica_spec_shapes(tf):
     return out
 
 
+def case_padded_and_bucketed_global_batches(tf):
+    """Variable-length sequences padded per global batch, then split: each replica's slice keeps the
+    global batch's padded length."""
+    s = two_cpus(tf)
+    seqs = tf.data.Dataset.from_generator(lambda: ([n] * n for n in (1, 3, 2, 5, 4, 1, 2)),
+                                          output_signature=tf.TensorSpec((None,), tf.int32))
+    padded = s.experimental_distribute_dataset(seqs.padded_batch(4))
+    bucketed = s.experimental_distribute_dataset(seqs.bucket_by_sequence_length(
+        lambda x: tf.shape(x)[0], bucket_boundaries=[3], bucket_batch_sizes=[2, 2]))
+    return [[local(s, b) for b in padded], [local(s, b) for b in bucketed]]
+
+
+def case_shuffled_distributed_epochs_differ(tf):
+    s, dist = _dist(tf, tf.data.Dataset.range(16).shuffle(16, seed=9).batch(8))
+    epochs = [[local(s, b) for b in dist] for _ in range(3)]
+    flat = [sorted(sum((sum(step, []) for step in e), [])) for e in epochs]
+    return [all(f == list(range(16)) for f in flat), epochs[0] != epochs[1] or epochs[1] != epochs[2]]
+
+
 # PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
 # datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
 
