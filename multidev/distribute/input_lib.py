@@ -125,6 +125,20 @@ def _empty_like(element: Any) -> Any:
     return map_structure(lambda leaf: leaf.reshape(-1)[:0] if leaf.dim() == 0 else leaf[:0], element)
 
 
+def _empty_as_spec(spec: Any, element: Any) -> Any:
+    """TF's batch for a replica past the end: no rows, the other dimensions of ``spec`` (unknown
+    ones 0, as TF 2.21 fills them), ``element``'s dtypes; ``_empty_like`` where the spec has no rank."""
+    specs, leaves = flatten(spec), flatten(element)
+    if len(specs) != len(leaves):
+        return _empty_like(element)
+
+    def empty(s: Any, leaf: Any) -> Any:
+        if isinstance(s, TensorSpec) and s.shape and isinstance(leaf, torch.Tensor) and leaf.dim() == len(s.shape):
+            return torch.zeros((0, *[d or 0 for d in s.shape[1:]]), dtype=leaf.dtype, device=leaf.device)
+        return _empty_like(leaf)
+    return pack_as(element, [empty(s, leaf) for s, leaf in zip(specs, leaves)])
+
+
 def _check_not_in_replica(what: str) -> None:
     if context.current_replica_id() is not None:
         raise RuntimeError(
@@ -367,7 +381,7 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                 if len(parts) < n:   # replicas past the end get no examples
                     if any(leaf.dim() == 0 for leaf in flatten(parts[-1])):
                         return   # unbatched elements: TensorFlow drops the last, incomplete round
-                    parts += [_empty_like(parts[-1])] * (n - len(parts))
+                    parts += [_empty_as_spec(self._datasets[0].element_spec, parts[-1])] * (n - len(parts))
                 yield parts
         else:
             iterators: list[Iterator | None] = [iter(d) for d in self._datasets]
@@ -385,7 +399,8 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                 if not alive:
                     return
                 template = next(p for p in parts if p is not None)
-                yield [p if p is not None else _empty_like(template) for p in parts]
+                empty = _empty_as_spec(self._datasets[0].element_spec, template)
+                yield [p if p is not None else empty for p in parts]
 
     @property
     def element_spec(self) -> Any:

@@ -409,6 +409,44 @@ def case_shuffled_distributed_epochs_differ(tf):
     return [all(f == list(range(16)) for f in flat), epochs[0] != epochs[1] or epochs[1] != epochs[2]]
 
 
+def case_guide_first_example(tf):
+    """The guide's opening program: ``from_tensors(([1.], [1.])).repeat(100).batch(16)``, a
+    ``tf.function`` train_step over the distributed dataset."""
+    s = two_cpus(tf)
+    dataset = tf.data.Dataset.from_tensors(([1.], [1.])).repeat(100).batch(16)
+    dist_dataset = s.experimental_distribute_dataset(dataset)
+
+    @tf.function
+    def train_step(inputs):
+        features, labels = inputs
+        return labels - 0.3 * features
+    losses = [s.run(train_step, args=(x,)) for x in dist_dataset]
+    return [len(losses), [[list(v.shape) for v in s.experimental_local_results(loss)] for loss in losses[-2:]],
+            local(s, losses[-1])]
+
+
+def case_guide_dataset_fn_nested_batches(tf):
+    """The guide's dataset_fn: batch(16), shard, batch(per-replica size), prefetch (nested batches)."""
+    s = two_cpus(tf)
+    global_batch_size = 16
+
+    def dataset_fn(input_context):
+        batch_size = input_context.get_per_replica_batch_size(global_batch_size)
+        dataset = tf.data.Dataset.from_tensors(([1.], [1.])).repeat(64).batch(16)
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        dataset = dataset.batch(batch_size)
+        return dataset.prefetch(2)
+    dist = s.distribute_datasets_from_function(dataset_fn)
+    return [[[list(v.shape) for v in s.experimental_local_results(x)] for x, _ in dist]]
+
+
+def case_guide_values_from_function_loop(tf):
+    s = two_cpus(tf)
+    distributed_values = s.experimental_distribute_values_from_function(lambda ctx: tf.constant(1.0))
+    results = [local(s, s.run(lambda x: x, args=(distributed_values,))) for _ in range(4)]
+    return [list(s.extended.worker_devices), results]
+
+
 # PER_REPLICA cases last: TF 2.21's MirroredStrategy keeps the PER_REPLICA input workers for the
 # datasets distributed after them (record_tf.py starts each case file in a fresh interpreter).
 
