@@ -491,3 +491,14 @@ def case_list_files_sorted_text_lines(tf):
     decode = lambda b: b.decode() if isinstance(b, bytes) else b  # noqa: E731
     return [[os.path.basename(decode(x)) for x in files.as_numpy_iterator()],
             [decode(x) for x in lines.as_numpy_iterator()], val(files.cardinality())]
+
+
+def case_shuffle_seeded_epoch_sequences(tf):
+    """Equal seeds give equal sequences of epochs (each epoch reshuffled); repeat() reshuffles too."""
+    ds = tf.data.Dataset.range(12)
+    a, b = ds.shuffle(12, seed=5), ds.shuffle(12, seed=5)
+    epochs_a, epochs_b = [_list(a), _list(a)], [_list(b), _list(b)]
+    repeated = _list(ds.shuffle(12, seed=5).repeat(2))
+    fixed = _list(ds.shuffle(12, seed=5, reshuffle_each_iteration=False).repeat(2))
+    return [epochs_a == epochs_b, epochs_a[0] != epochs_a[1], repeated[:12] != repeated[12:],
+            sorted(repeated[12:]) == list(range(12)), fixed[:12] == fixed[12:]]
