@@ -23,7 +23,7 @@ import torch
 
 from multidev._core.errors import NotFoundError
 from multidev.distribute.context_api import get_strategy
-from multidev.train import files, restorer, saver, state_file
+from multidev.train import containers, files, restorer, saver, state_file
 from multidev.train import trackables as T
 from multidev.train.status import CheckpointLoadStatus, InitializationOnlyStatus
 from multidev.values.variables import DistributedVariable, Variable
@@ -71,6 +71,7 @@ class Checkpoint:
             return
         if name == "save_counter":
             raise AttributeError("save_counter is managed by the Checkpoint (it counts save() calls).")
+        value = containers.wrap(value)
         T.check_trackable(name, value)
         self._children[name] = value
         object.__setattr__(self, name, value)
