@@ -12,6 +12,8 @@ from multidev._core import checked_safetensors
 from multidev.data.spec import TensorSpec
 from multidev.saved_model import serde
 from multidev.saved_model.export import FORMAT, VERSION, example_input
+from multidev.saved_model.options import LoadOptions
+from multidev.saved_model.options import check as check_options
 
 
 class ConcreteFunction:
@@ -76,6 +78,7 @@ def load(export_dir, tags=None, options=None) -> Any:
         loaded = md.saved_model.load("/tmp/export")
         predictions = loaded.signatures["serving_default"](x)
     """
+    check_options(options, LoadOptions, "md.saved_model.load")
     export_dir = os.fspath(export_dir)
     meta_path = os.path.join(export_dir, "saved_model.json")
     if not os.path.isfile(meta_path):
@@ -98,4 +101,18 @@ def load(export_dir, tags=None, options=None) -> Any:
         example = tuple(example_input(i["shape"], getattr(torch, i["dtype"])) for i in spec["inputs"])
         program = serde.from_json_and_tensors(program_json, tensors, example)
         signatures[name] = ConcreteFunction(name, program.module(), spec["inputs"], spec["outputs"])
-    return Loaded(signatures, meta.get("default"))
+    loaded = Loaded(signatures, meta.get("default"))
+    for name in meta.get("endpoints", []):       # model.export's `serve`: called for its output, not a dict
+        setattr(loaded, name, _Endpoint(signatures[name]))
+    return loaded
+
+
+class _Endpoint:
+    """An exported endpoint (``loaded.serve(x)``): the signature's single output, or a list of them."""
+
+    def __init__(self, function: ConcreteFunction):
+        self._function = function
+
+    def __call__(self, *args, **kwargs):
+        values = list(self._function(*args, **kwargs).values())
+        return values[0] if len(values) == 1 else values
