@@ -99,3 +99,16 @@ def case_manager_files(tf):
         with open(os.path.join("ckpts", "checkpoint")) as f:   # paths, not timestamps
             state = [line for line in f.read().splitlines() if "checkpoint_path" in line]
         return [paths, manager.checkpoints, manager.latest_checkpoint, tf.train.latest_checkpoint("ckpts"), state]
+
+
+def _one_device(tf):
+    return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+def case_resume_on_one_device_strategy(tf):
+    """The save_and_load tutorial's move: trained on two replicas, continued under OneDeviceStrategy."""
+    return _resumed(tf, two_cpus(tf), _one_device(tf))
+
+
+def case_resume_one_device_strategy_on_two_replicas(tf):
+    return _resumed(tf, _one_device(tf), two_cpus(tf))
