@@ -35,7 +35,12 @@ def _check_policy(value) -> None:
 
 @dataclasses.dataclass
 class SaveOptions:
-    """Options for ``md.saved_model.save`` (TensorFlow's fields; see the module docstring)."""
+    """Options for ``md.saved_model.save`` (TensorFlow's fields; see the module docstring).
+
+    Example:
+        >>> md.saved_model.save(model, "/tmp/export", options=md.saved_model.SaveOptions(
+        ...     experimental_io_device="/job:localhost"))
+    """
 
     namespace_whitelist: list | None = None
     save_debug_info: bool = False
@@ -56,7 +61,12 @@ class SaveOptions:
 
 @dataclasses.dataclass
 class LoadOptions:
-    """Options for ``md.saved_model.load`` (TensorFlow's fields; see the module docstring)."""
+    """Options for ``md.saved_model.load`` (TensorFlow's fields; see the module docstring).
+
+    Example:
+        >>> md.saved_model.load("/tmp/export", options=md.saved_model.LoadOptions(
+        ...     experimental_io_device="/job:localhost"))
+    """
 
     allow_partial_checkpoint: bool = False
     experimental_io_device: str | None = None

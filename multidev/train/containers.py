@@ -66,7 +66,12 @@ class _Wrapper:
 
 
 class ListWrapper(_Wrapper, list):
-    """A list that tracks its trackable elements by position (TensorFlow's ``ListWrapper``)."""
+    """A list that tracks its trackable elements by position (TensorFlow's ``ListWrapper``).
+
+    Example:
+        >>> ckpt = md.train.Checkpoint(listed=[md.Variable(1.0)])
+        >>> ckpt.listed.append(md.Variable(2.0))        # saved as listed/0, listed/1
+    """
 
     def __init__(self, values=()):
         list.__init__(self, (wrap(v) for v in values))
@@ -140,7 +145,11 @@ class ListWrapper(_Wrapper, list):
 
 
 class DictWrapper(_Wrapper, dict):
-    """A dict that tracks its trackable values by key (TensorFlow's ``DictWrapper``)."""
+    """A dict that tracks its trackable values by key (TensorFlow's ``DictWrapper``).
+
+    Example:
+        >>> ckpt = md.train.Checkpoint(mapped={"one": md.Variable(1.0)})   # saved as mapped/one
+    """
 
     def __init__(self, *args, **kwargs):
         dict.__init__(self)
@@ -170,7 +179,11 @@ class DictWrapper(_Wrapper, dict):
 
 
 class TupleWrapper(_Wrapper, tuple):
-    """A tuple that tracks its trackable elements by position (immutable: nothing arrives later)."""
+    """A tuple that tracks its trackable elements by position (immutable: nothing arrives later).
+
+    Example:
+        >>> ckpt = md.train.Checkpoint(pair=(md.Variable(1.0), md.Variable(2.0)))   # pair/0, pair/1
+    """
 
     def __new__(cls, values=()):
         return tuple.__new__(cls, (wrap(v) for v in values))

@@ -21,7 +21,12 @@ import inspect
 
 @dataclasses.dataclass
 class CheckpointOptions:
-    """Options for saving and restoring checkpoints (TensorFlow's fields; see the module docstring)."""
+    """Options for saving and restoring checkpoints (TensorFlow's fields; see the module docstring).
+
+    Example:
+        >>> options = md.train.CheckpointOptions(experimental_write_callbacks=[print])
+        >>> ckpt.save("/tmp/md_opts/ckpt", options=options)      # prints the path after writing
+    """
 
     experimental_io_device: str | None = None
     experimental_enable_async_checkpoint: bool = False
