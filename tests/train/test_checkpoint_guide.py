@@ -198,3 +198,21 @@ def test_checkpoint_options(tmp_path):
         ckpt.write(str(tmp_path / "x"), options=3)
     with pytest.raises(NotImplementedError, match="slots"):
         tf.train.CheckpointOptions(experimental_skip_slot_variables=True)
+
+
+def test_tensorflows_checkpoint_file_is_read_and_its_checkpoints_refused_by_name(tmp_path):
+    """The `checkpoint` file as TensorFlow 2.21 writes it (copied from a CheckpointManager run) names
+    TensorFlow checkpoints, which multidev does not read: the error says so instead of 'damaged'."""
+    (tmp_path / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-1"\nall_model_checkpoint_paths: "ckpt-2"\n'
+        'all_model_checkpoint_timestamps: 1795761179.348506\nall_model_checkpoint_timestamps: 1795761179.3586738\n'
+        'last_preserved_timestamp: 1795761178.2836359\n')
+    (tmp_path / "ckpt-2.index").write_bytes(b"\x00\x00\xb4binary table")
+    (tmp_path / "ckpt-2.data-00000-of-00001").write_bytes(b"\x00" * 8)
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert state.all_model_checkpoint_paths == [str(tmp_path / "ckpt-1"), str(tmp_path / "ckpt-2")]
+    assert state.last_preserved_timestamp == 1795761178.2836359
+    latest = tf.train.latest_checkpoint(str(tmp_path))
+    assert latest == str(tmp_path / "ckpt-2")
+    with pytest.raises(md.errors.DataLossError, match="written by TensorFlow.*ckpt-2.data-00000-of-00001"):
+        tf.train.Checkpoint(v=tf.Variable(0.)).restore(latest)
