@@ -150,3 +150,32 @@ def case_write_read_save_restore_and_overwrite(tf):
         r.restore(saved[0])
         return [written, saved, tf.train.latest_checkpoint("./a"), int(ckpt.save_counter), after_overwrite,
                 val(r.v.numpy()), int(r.save_counter)]
+
+
+
+def case_iterator_position_resumes(tf):
+    """A dataset iterator saved mid-pass continues where it was (the guide's `iterator=iterator`)."""
+    with _InDirectory():
+        dataset = tf.data.Dataset.range(12).batch(4)
+        plain = iter(dataset)
+        next(plain)
+        path = tf.train.Checkpoint(plain=plain).write("it")
+        expected = val(next(plain))
+        plain2 = iter(dataset)
+        tf.train.Checkpoint(plain=plain2).read(path).assert_consumed()
+        return [expected, val(next(plain2))]
+
+
+def case_distributed_iterator_position(tf):
+    """A distributed iterator in a Checkpoint: multidev saves its position, TF 2.21 refuses it (KNOWN)."""
+    from conformance_support import local, two_cpus
+    with _InDirectory():
+        s = two_cpus(tf)
+        dataset = tf.data.Dataset.range(12).batch(4)
+        dist = iter(s.experimental_distribute_dataset(dataset))
+        next(dist)
+        path = tf.train.Checkpoint(dist=dist).write("it")
+        expected = local(s, next(dist))
+        dist2 = iter(s.experimental_distribute_dataset(dataset))
+        tf.train.Checkpoint(dist=dist2).read(path).assert_consumed()
+        return [expected, local(s, next(dist2))]
