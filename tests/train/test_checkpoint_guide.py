@@ -116,32 +116,6 @@ def test_manually_inspecting_checkpoints_by_tensorflow_names(trained):
         tf.train.load_variable('./tf_ckpts', 'nokey')
 
 
-def test_object_tracking_of_lists_and_dicts(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    save = tf.train.Checkpoint()
-    save.listed = [tf.Variable(1.)]
-    save.listed.append(tf.Variable(2.))
-    save.mapped = {'one': save.listed[0]}
-    save.mapped['two'] = save.listed[1]
-    save_path = save.save('./tf_list_example')
-    assert save_path == './tf_list_example-1'
-
-    restore = tf.train.Checkpoint()
-    v2 = tf.Variable(0.)
-    assert 0. == v2.numpy()  # Not restored yet
-    restore.mapped = {'two': v2}
-    restore.restore(save_path)
-    assert 2. == v2.numpy()
-
-    restore.listed = []
-    assert repr(restore.listed) == "ListWrapper([])" and restore.listed == [] and isinstance(restore.listed, list)
-    v1 = tf.Variable(0.)
-    restore.listed.append(v1)  # Restores v1, from restore() in the previous cell
-    assert 1. == v1.numpy()
-    names = [n for n, _ in tf.train.list_variables(save_path)]
-    assert md.train.load_checkpoint(save_path).has_tensor("listed/1/.ATTRIBUTES/VARIABLE_VALUE") and names
-
-
 def test_containers_follow_tensorflows_rules(tmp_path):
     # Non-trackable elements are ignored; nested containers and tuples are tracked; shared objects stored once.
     c = tf.train.Checkpoint(a=[1, "x", tf.Variable(3.)], n=[[tf.Variable(1.)], {"k": tf.Variable(2.)}],

@@ -3,23 +3,9 @@ and multidev share; Keras 3's differ: ``_kernel``): loading mechanics (a partial
 delayed restoration), reading values by TensorFlow's names, lists and dicts, CheckpointManager's
 numbering and intervals, and the errors of a wrong path, shape or dtype."""
 
-import os
-import tempfile
-
-from conformance_support import raises, val
+from conformance_support import InTempDirectory, raises, val
 
 KEY = "net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-class _InDirectory:
-    """Run in a fresh temporary working directory (the guide's paths are relative)."""
-
-    def __enter__(self):
-        self.cwd = os.getcwd()
-        os.chdir(tempfile.mkdtemp())
-
-    def __exit__(self, *exc):
-        os.chdir(self.cwd)
 
 
 def _net(tf):
@@ -38,7 +24,7 @@ def _saved(tf):
 
 
 def case_partial_graph_and_delayed_restoration(tf):
-    with _InDirectory():
+    with InTempDirectory():
         path = _saved(tf)
         to_restore = tf.Variable(tf.zeros([5]))
         fake_layer = tf.train.Checkpoint(bias=to_restore)
@@ -56,7 +42,7 @@ def case_partial_graph_and_delayed_restoration(tf):
 
 
 def case_values_by_tensorflow_names(tf):
-    with _InDirectory():
+    with InTempDirectory():
         _saved(tf)
         reader = tf.train.load_checkpoint('./tf_ckpts/')
         shape_from_key = reader.get_variable_to_shape_map()
@@ -68,7 +54,7 @@ def case_values_by_tensorflow_names(tf):
 
 
 def case_object_tracking_lists_and_dicts(tf):
-    with _InDirectory():
+    with InTempDirectory():
         save = tf.train.Checkpoint()
         save.listed = [tf.Variable(1.)]
         save.listed.append(tf.Variable(2.))
@@ -90,7 +76,7 @@ def case_object_tracking_lists_and_dicts(tf):
 
 
 def case_container_rules(tf):
-    with _InDirectory():
+    with InTempDirectory():
         replaced = tf.train.Checkpoint(a=[tf.Variable(1.), tf.Variable(2.)])
         replaced.a[0] = tf.Variable(5.)
         popped = tf.train.Checkpoint(a=[tf.Variable(1.), tf.Variable(2.)])
@@ -105,7 +91,7 @@ def case_container_rules(tf):
 
 
 def case_manager_interval_and_numbers(tf):
-    with _InDirectory():
+    with InTempDirectory():
         step = tf.Variable(0., dtype=tf.float32)
         ckpt = tf.train.Checkpoint(step=step)
         manager = tf.train.CheckpointManager(ckpt, "iv", max_to_keep=None, step_counter=step, checkpoint_interval=3)
@@ -122,7 +108,7 @@ def case_manager_interval_and_numbers(tf):
 
 
 def case_wrong_path_shape_dtype_and_program(tf):
-    with _InDirectory():
+    with InTempDirectory():
         path = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write("v")
         other = tf.train.Checkpoint(w=tf.Variable(1.0)).read(path)
         kept = tf.Variable([0.0, 0.0, 0.0])
@@ -138,7 +124,7 @@ def case_wrong_path_shape_dtype_and_program(tf):
 
 
 def case_write_read_save_restore_and_overwrite(tf):
-    with _InDirectory():
+    with InTempDirectory():
         ckpt = tf.train.Checkpoint(v=tf.Variable(3.))
         written = ckpt.write("./a/w")
         saved = [ckpt.save("./a/s"), ckpt.save("./a/s")]
@@ -155,7 +141,7 @@ def case_write_read_save_restore_and_overwrite(tf):
 
 def case_iterator_position_resumes(tf):
     """A dataset iterator saved mid-pass continues where it was (the guide's `iterator=iterator`)."""
-    with _InDirectory():
+    with InTempDirectory():
         dataset = tf.data.Dataset.range(12).batch(4)
         plain = iter(dataset)
         next(plain)
@@ -169,7 +155,7 @@ def case_iterator_position_resumes(tf):
 def case_distributed_iterator_position(tf):
     """A distributed iterator in a Checkpoint: multidev saves its position, TF 2.21 refuses it (KNOWN)."""
     from conformance_support import local, two_cpus
-    with _InDirectory():
+    with InTempDirectory():
         s = two_cpus(tf)
         dataset = tf.data.Dataset.range(12).batch(4)
         dist = iter(s.experimental_distribute_dataset(dataset))

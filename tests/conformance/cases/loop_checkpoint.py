@@ -4,22 +4,11 @@ restored into a model built with no strategy, under another number of replicas, 
 continued from it equals training without the interruption."""
 
 import os
-import tempfile
 
-from conformance_support import loop_dataset, loop_model, loop_replica_step, one_cpu, two_cpus, val, weights
+from conformance_support import (InTempDirectory, loop_dataset, loop_model, loop_replica_step, one_cpu, two_cpus, val,
+                                 weights)
 
 GLOBAL_BATCH = 4
-
-
-class _InDirectory:
-    """Run in a fresh temporary working directory (the manager's directory is relative)."""
-
-    def __enter__(self):
-        self.cwd = os.getcwd()
-        os.chdir(tempfile.mkdtemp())
-
-    def __exit__(self, *exc):
-        os.chdir(self.cwd)
 
 
 def _build(tf, s=None, build=True):
@@ -59,7 +48,7 @@ def _saved_after_one_epoch(tf, s):
 
 
 def _resumed(tf, saved_on, restore_on, build=True):
-    with _InDirectory():
+    with InTempDirectory():
         path, uninterrupted = _saved_after_one_epoch(tf, saved_on)
         model, optimizer, checkpoint = _build(tf, restore_on, build)
         status = checkpoint.restore(tf.train.latest_checkpoint("ckpts"))
@@ -91,7 +80,7 @@ def case_resume_slots_not_built(tf):
 
 
 def case_manager_files(tf):
-    with _InDirectory():
+    with InTempDirectory():
         s = two_cpus(tf)
         model, optimizer, checkpoint = _build(tf, s)
         manager = tf.train.CheckpointManager(checkpoint, "ckpts", max_to_keep=2)
