@@ -177,6 +177,9 @@ class DictWrapper(_Wrapper, dict):
     def __repr__(self) -> str:
         return f"DictWrapper({dict.__repr__(self)})"
 
+    def __str__(self) -> str:          # (TensorFlow's prints as the plain dict)
+        return dict.__repr__(self)
+
 
 class TupleWrapper(_Wrapper, tuple):
     """A tuple that tracks its trackable elements by position (immutable: nothing arrives later).

@@ -73,10 +73,12 @@ def read(prefix: str) -> tuple[dict, dict[str, torch.Tensor]]:
     """The object graph and tensors of the checkpoint at ``prefix``."""
     prefix = os.fspath(prefix)
     if not exists(prefix):
-        raise NotFoundError(
-            f"Failed to restore from checkpoint {prefix!r}: {index_path(prefix)!r} does not exist. Pass the "
-            "prefix that Checkpoint.save/write returned (e.g. 'ckpt/ckpt-3', without a file suffix), or use "
-            "md.train.latest_checkpoint(directory).")
+        stem = next((prefix[:-len(sfx)] for sfx in (INDEX_SUFFIX, DATA_SUFFIX) if prefix.endswith(sfx)), None)
+        hint = (f"Pass the prefix {stem!r}, without the file suffix." if stem and exists(stem) else
+                "Pass the prefix that Checkpoint.save/write returned (e.g. 'ckpt/ckpt-3', without a file suffix), "
+                "or use md.train.latest_checkpoint(directory).")
+        raise NotFoundError(f"Failed to restore from checkpoint {prefix!r}: {index_path(prefix)!r} does not exist. "
+                            + hint)
     _refuse_tensorflow_checkpoint(prefix)
     try:
         with open(index_path(prefix), encoding="utf-8") as f:

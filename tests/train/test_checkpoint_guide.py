@@ -143,6 +143,9 @@ def test_containers_follow_tensorflows_rules(tmp_path):
     d = tf.train.Checkpoint(m={"one": tf.Variable(1.)})
     d.m["one"] = tf.Variable(3.)
     assert float(md.train.load_variable(d.write(str(tmp_path / "d")), "m/one/.ATTRIBUTES/VARIABLE_VALUE")) == 3.
+    assert str(d.m) == "{'one': " + repr(d.m["one"]) + "}" and repr(d.m).startswith("DictWrapper({")
+    with pytest.raises(md.errors.NotFoundError, match=r"Pass the prefix '.*d', without the file suffix"):
+        tf.train.Checkpoint(m={"one": tf.Variable(0.)}).read(str(tmp_path / "d.index"))
     with pytest.raises(ValueError, match="non-string key"):
         tf.train.Checkpoint(m={1: tf.Variable(1.)}).write(str(tmp_path / "k"))
     with pytest.raises(ValueError, match="expecting l to be a trackable object"):
