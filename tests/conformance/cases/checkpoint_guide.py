@@ -3,6 +3,8 @@ and multidev share; Keras 3's differ: ``_kernel``): loading mechanics (a partial
 delayed restoration), reading values by TensorFlow's names, lists and dicts, CheckpointManager's
 numbering and intervals, and the errors of a wrong path, shape or dtype."""
 
+import os
+
 from conformance_support import InTempDirectory, raises, val
 
 KEY = "net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"
@@ -165,3 +167,23 @@ def case_distributed_iterator_position(tf):
         dist2 = iter(s.experimental_distribute_dataset(dataset))
         tf.train.Checkpoint(dist=dist2).read(path).assert_consumed()
         return [expected, local(s, next(dist2))]
+
+
+def case_keep_checkpoint_every_n_hours(tf):
+    """max_to_keep=2 and one checkpoint kept every 1.5 hours, saves an hour apart (the clock faked)."""
+    import time
+    now = [1_000_000.0]
+    real_time = time.time
+    time.time = lambda: now[0]
+    try:
+        with InTempDirectory():
+            ckpt = tf.train.Checkpoint(v=tf.Variable(1.))
+            manager = tf.train.CheckpointManager(ckpt, "h", max_to_keep=2, keep_checkpoint_every_n_hours=1.5)
+            for _ in range(6):
+                now[0] += 3600.0
+                manager.save()
+            kept = sorted(f[:-len(".index")] for f in os.listdir("h") if f.endswith(".index"))
+            again = tf.train.CheckpointManager(ckpt, "h", max_to_keep=2, keep_checkpoint_every_n_hours=1.5)
+            return [manager.checkpoints, kept, again.checkpoints]
+    finally:
+        time.time = real_time
