@@ -82,8 +82,12 @@ def load(export_dir, tags=None, options=None) -> Any:
     export_dir = os.fspath(export_dir)
     meta_path = os.path.join(export_dir, "saved_model.json")
     if not os.path.isfile(meta_path):
-        raise OSError(f"SavedModel file does not exist at: {export_dir!r} (no saved_model.json). Write one with "
-                      "md.saved_model.save(obj, export_dir).")
+        keras = os.path.isfile(os.path.join(export_dir, "config.json")) or export_dir.endswith(".keras")
+        hint = (" It holds a Keras model written by model.save(): load it with md.keras.models.load_model, or "
+                "write a SavedModel with model.export(path) or md.saved_model.save(model, path) (tf.keras 2's "
+                "model.save(dir) wrote one; Keras 3's does not)." if keras and os.path.exists(export_dir)
+                else " Write one with md.saved_model.save(obj, export_dir).")
+        raise OSError(f"SavedModel file does not exist at: {export_dir!r} (no saved_model.json)." + hint)
     with open(meta_path) as f:
         meta = json.load(f)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:

@@ -75,5 +75,8 @@ def test_saved_model_options_and_keras_export(tmp_path, data):
     exported = tf.saved_model.load(str(tmp_path / "exported"))
     assert sorted(exported.signatures) == ["serve", "serving_default"]
     torch.testing.assert_close(exported.serve(x), expected)
+    model.save(str(tmp_path / "keras_dir"))       # the tutorial's "Keras Model.save, lower-level load" cell
+    with pytest.raises(OSError, match="Keras model written by model.save.*model.export"):
+        tf.saved_model.load(str(tmp_path / "keras_dir"))
     with pytest.raises(ValueError, match="format='onnx'"):
         model.export(str(tmp_path / "onnx"), format="onnx")
