@@ -81,3 +81,9 @@ def __getattr__(name: str):
     from multidev._core.missing import missing_attribute
 
     raise missing_attribute("multidev", name, f"tf.{name}")
+
+
+# ----- TensorFlow's short names for Keras modules (`tf.metrics` is `tf.keras.metrics`: the save_and_load
+# tutorial writes `tf.metrics.SparseCategoricalAccuracy()`) -----
+metrics, losses, optimizers = keras.metrics, keras.losses, keras.optimizers
+__all__ += ["metrics", "losses", "optimizers"]
