@@ -89,7 +89,8 @@ class DatasetMethods:
 
     @staticmethod
     def sample_from_datasets(datasets: list, weights: Any = None, seed: int | None = None,
-                             stop_on_empty_dataset: bool = False, rerandomize_each_iteration: bool | None = None) -> Any:
+                             stop_on_empty_dataset: bool = False,
+                             rerandomize_each_iteration: bool | None = None) -> Any:
         """Elements drawn at random from ``datasets`` by ``weights`` (reproducible within multidev under ``seed``)."""
         from multidev.data.stateful import sample_from_datasets
 

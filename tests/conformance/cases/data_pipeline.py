@@ -37,7 +37,8 @@ def case_take_skip(tf):
 
 def case_cardinality_values(tf):
     ds = tf.data.Dataset.range(10)
-    return [val(c) for c in (ds.cardinality(), ds.batch(3).cardinality(), ds.batch(3, drop_remainder=True).cardinality(),
+    return [val(c) for c in (ds.cardinality(), ds.batch(3).cardinality(),
+                             ds.batch(3, drop_remainder=True).cardinality(),
                              ds.repeat().cardinality(), ds.filter(lambda x: x > 2).cardinality(),
                              ds.repeat().take(7).cardinality(), ds.repeat(3).cardinality(), ds.skip(4).cardinality(),
                              ds.shard(3, 1).cardinality(), tf.data.experimental.cardinality(ds.take(2)))]
@@ -110,7 +111,8 @@ def case_padded_batch(tf):
 
 
 def case_padded_batch_spec_from_signature(tf):
-    ds = tf.data.Dataset.from_generator(lambda: ([1] * n for n in (1, 3)), output_signature=tf.TensorSpec((None,), tf.int32))
+    ds = tf.data.Dataset.from_generator(lambda: ([1] * n for n in (1, 3)),
+                                        output_signature=tf.TensorSpec((None,), tf.int32))
     return [spec(ds.padded_batch(2).element_spec), spec(ds.padded_batch(2, drop_remainder=True).element_spec)]
 
 
@@ -368,7 +370,8 @@ def case_padded_batch_python_padding_and_dict(tf):
 
 def case_reduce_python_initial(tf):
     D = tf.data.Dataset
-    return [raises(D.range(3).reduce, 0, lambda s, x: s + x), raises(lambda: list(D.range(3).scan(0, lambda s, x: (s + x, s)))),
+    return [raises(D.range(3).reduce, 0, lambda s, x: s + x),
+            raises(lambda: list(D.range(3).scan(0, lambda s, x: (s + x, s)))),
             val(D.from_tensor_slices([1, 2, 3]).reduce(0, lambda s, x: s + x)),
             val(D.range(3).reduce(tf.constant(0, tf.int64), lambda s, _: s + 1))]
 
@@ -421,7 +424,8 @@ def case_filter_python_bool_and_tensor(tf):
 
 def case_unbatch_of_unbatched(tf):
     D = tf.data.Dataset
-    return [raises(lambda: D.range(3).unbatch()), raises(lambda: D.range(4).map(lambda x: (x, tf.zeros([2]))).unbatch()),
+    return [raises(lambda: D.range(3).unbatch()),
+            raises(lambda: D.range(4).map(lambda x: (x, tf.zeros([2]))).unbatch()),
             raises(lambda: list(D.range(3).take(-2))), _list(D.range(3).take(-2)), _list(D.range(3).skip(-2)),
             _list(D.range(2).repeat(-3).take(5)), val(D.range(3).repeat(-3).cardinality())]
 
@@ -436,7 +440,8 @@ def case_scan_state_must_keep_dtype_and_structure(tf):
 
 def case_batch_then_cardinality_of_generator(tf):
     ds = tf.data.Dataset.from_generator(lambda: iter(range(5)), output_signature=tf.TensorSpec((), tf.int64))
-    return [val(ds.batch(2).cardinality()), val(ds.apply(tf.data.experimental.assert_cardinality(5)).batch(2).cardinality())]
+    asserted = ds.apply(tf.data.experimental.assert_cardinality(5))
+    return [val(ds.batch(2).cardinality()), val(asserted.batch(2).cardinality())]
 
 
 def case_shape_errors(tf):
@@ -444,7 +449,8 @@ def case_shape_errors(tf):
     ragged = D.from_generator(lambda: ([1] * n for n in (1, 2)), output_signature=tf.TensorSpec((None,), tf.int32))
     return [raises(lambda: list(ragged.batch(2))),
             raises(D.from_tensor_slices, [[1, 2], [3]]), raises(D.from_tensor_slices, ([1, 2], [1, 2, 3])),
-            raises(lambda: D.zip((D.range(2), [1, 2]))), raises(lambda: D.range(3).map(lambda x: x, num_parallel_calls=0))]
+            raises(lambda: D.zip((D.range(2), [1, 2]))),
+            raises(lambda: D.range(3).map(lambda x: x, num_parallel_calls=0))]
 
 
 def case_from_tensors_and_slices(tf):
@@ -461,8 +467,9 @@ def case_options_and_determinism(tf):
     ds = tf.data.Dataset.range(8).map(lambda x: x * 2, num_parallel_calls=4).with_options(options)
     out = _list(ds)
     return [sorted(out), ds.options().deterministic, ds.options().threading.private_threadpool_size,
-            tf.data.Options().deterministic, _list(tf.data.Dataset.range(8).map(lambda x: x + 1, num_parallel_calls=4,
-                                                                                  deterministic=False).batch(8))[0] != []]
+            tf.data.Options().deterministic,
+            _list(tf.data.Dataset.range(8).map(lambda x: x + 1, num_parallel_calls=4, deterministic=False).batch(8))[0]
+            != []]
 
 
 def case_numpy_inputs_keep_dtypes(tf):
