@@ -64,7 +64,8 @@ def results(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("programs"))
     port = str(_free_port())
     procs = [_start("run_multidev.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("run_ddp.py", out, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    procs += [_start("run_ddp.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT=port)
               for r in range(2)]
     for layout in WORKER_LAYOUTS:
         procs += _start_workers(layout, out)
@@ -150,3 +151,45 @@ def test_program_on_workers_equals_one_device(results, program, layout):
         _close(program, first, _no_error(ours[program.name]["one_device"]))
     elif layout == "1x2":
         _close(program, first, _no_error(ours[program.name]["multidev"]))
+
+
+# --- the DDP tutorial series' Trainer and its port (tutorial.py, tutorial_port.py) ------------------------
+def _params_difference(a: list, b: list) -> float:
+    assert [len(p) for p in a] == [len(p) for p in b]
+    return max(abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q))
+
+
+def test_ddp_tutorial_port_equals_ddp(results):
+    """A DataLoader with a DistributedSampler of the job's workers, set_epoch each epoch: each worker's
+    batches are its share of DDP's global batch (never sharded again), on 2 workers of 1 or 2
+    replicas; worker 0's snapshot holds the trained weights. One worker (MirroredStrategy): its
+    sampler of 1 gives every example, as one device on the same batches."""
+    ours, ddp, workers = results
+    tutorial, theirs = ours["tutorial"], _no_error(ddp["tutorial"])
+    assert _params_difference(theirs["params"], tutorial["one_device"]) <= 1e-12   # DDP = one device on the union
+    assert theirs["snapshot"] == theirs["params"]
+    assert _params_difference(tutorial["one_device_no_set_epoch"], tutorial["one_device"]) > 1e-6, "set_epoch matters"
+    mirrored = _no_error(tutorial["ddp_tutorial"])
+    assert mirrored["replica_spread"] == 0.0 and mirrored["snapshot"] == mirrored["params"]
+    assert _params_difference(mirrored["params"], tutorial["one_device_1"]) <= 1e-12
+    for layout in WORKER_LAYOUTS:
+        got = [_no_error(w["tutorial"]["ddp_tutorial"]) for w in workers[layout]]
+        assert all(g["replica_spread"] == 0.0 and g["params"] == got[0]["params"] for g in got)
+        assert _params_difference(got[0]["params"], theirs["params"]) <= 1e-12, layout
+        assert got[0]["snapshot"] == got[0]["params"] and not any(g["saved_here"] for g in got[1:])
+
+
+def test_ddp_tutorial_sampler_of_another_layout_is_refused(results):
+    """A sampler sliced per replica (num_replicas=num_replicas_in_sync) where the job's workers are
+    fewer: a ValueError naming the sampler and both fixes, on every worker; where the two agree
+    (2 workers of 1 replica) it trains as the port does."""
+    ours, _, workers = results
+    pattern = (r"DistributedSampler\(num_replicas={n}, rank=\d\) gives it 1/{n} of the data, but this job has {w} "
+               r"worker.*num_replicas={w}, rank=\d.*drop the sampler")
+    error = ours["tutorial"]["ddp_tutorial_sampler_per_replica"].get("error", "")
+    assert error.startswith("ValueError") and re.search(pattern.format(n=2, w=1), error), error
+    for result in workers["2x2"]:
+        error = result["tutorial"]["ddp_tutorial_sampler_per_replica"].get("error", "")
+        assert error.startswith("ValueError") and re.search(pattern.format(n=4, w=2), error), error
+    same = [_no_error(w["tutorial"]["ddp_tutorial_sampler_per_replica"]) for w in workers["1x2"]]
+    assert same[0]["params"] == _no_error(workers["1x2"][0]["tutorial"]["ddp_tutorial"])["params"]
