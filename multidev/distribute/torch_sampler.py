@@ -39,7 +39,7 @@ def distributed_sampler(loader: tud.DataLoader) -> Any | None:
     return None
 
 
-def _samplers(dataset: Any) -> list:
+def samplers_of(dataset: Any) -> list:
     """The distributed samplers of the DataLoaders that ``dataset`` reads (itself, or nodes of its graph)."""
     if isinstance(dataset, tud.DataLoader):
         loaders = [dataset]
@@ -64,7 +64,7 @@ def reads_worker_share(dataset: Any, num_workers: int, worker_index: int, what: 
         ValueError: a distributed sampler of another layout (the strategy would shard its batches a
             second time, or the job would train on part of the data).
     """
-    samplers = _samplers(dataset)
+    samplers = samplers_of(dataset)
     for sampler in samplers:
         if (sampler.num_replicas, sampler.rank) != (num_workers, worker_index):
             raise ValueError(_mismatch(sampler, num_workers, worker_index, what, names))

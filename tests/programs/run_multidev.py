@@ -91,7 +91,8 @@ def main(out_dir: str) -> None:
                                  "multidev": _recorded(on_strategy, program, strategy)}
     results["tutorial"] = dict(run_cases(strategy, out_dir, _recorded), one_device=tutorial.one_device(),
                                one_device_1=tutorial.one_device(1),   # one worker: its sampler has every example
-                               one_device_no_set_epoch=tutorial.one_device(set_epoch=False))
+                               one_device_no_set_epoch=tutorial.one_device(set_epoch=False),
+                               one_device_in_order=tutorial.one_device_in_order(8))
     with open(os.path.join(out_dir, "multidev.json"), "w") as f:
         json.dump(results, f)
 

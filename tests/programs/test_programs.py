@@ -159,24 +159,26 @@ def _params_difference(a: list, b: list) -> float:
     return max(abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q))
 
 
-def test_ddp_tutorial_port_equals_ddp(results):
-    """A DataLoader with a DistributedSampler of the job's workers, set_epoch each epoch: each worker's
-    batches are its share of DDP's global batch (never sharded again), on 2 workers of 1 or 2
-    replicas; worker 0's snapshot holds the trained weights. One worker (MirroredStrategy): its
-    sampler of 1 gives every example, as one device on the same batches."""
+@pytest.mark.parametrize("case", ["ddp_tutorial", "ddp_tutorial_keras_fit"])
+def test_ddp_tutorial_port_equals_ddp(results, case):
+    """A DataLoader with a DistributedSampler of the job's workers, set_epoch each epoch (the Trainer's
+    loop, or Keras's fit with a callback): each worker's batches are its share of DDP's global batch
+    (never sharded again), on 2 workers of 1 or 2 replicas; worker 0's snapshot holds the trained
+    weights. One worker (MirroredStrategy): its sampler of 1 gives every example, as one device."""
     ours, ddp, workers = results
     tutorial, theirs = ours["tutorial"], _no_error(ddp["tutorial"])
     assert _params_difference(theirs["params"], tutorial["one_device"]) <= 1e-12   # DDP = one device on the union
     assert theirs["snapshot"] == theirs["params"]
     assert _params_difference(tutorial["one_device_no_set_epoch"], tutorial["one_device"]) > 1e-6, "set_epoch matters"
-    mirrored = _no_error(tutorial["ddp_tutorial"])
-    assert mirrored["replica_spread"] == 0.0 and mirrored["snapshot"] == mirrored["params"]
+    mirrored = _no_error(tutorial[case])
+    assert mirrored["replica_spread"] == 0.0 and mirrored.get("snapshot", mirrored["params"]) == mirrored["params"]
     assert _params_difference(mirrored["params"], tutorial["one_device_1"]) <= 1e-12
     for layout in WORKER_LAYOUTS:
-        got = [_no_error(w["tutorial"]["ddp_tutorial"]) for w in workers[layout]]
+        got = [_no_error(w["tutorial"][case]) for w in workers[layout]]
         assert all(g["replica_spread"] == 0.0 and g["params"] == got[0]["params"] for g in got)
         assert _params_difference(got[0]["params"], theirs["params"]) <= 1e-12, layout
-        assert got[0]["snapshot"] == got[0]["params"] and not any(g["saved_here"] for g in got[1:])
+        if case == "ddp_tutorial":   # only worker 0 saves (the tutorial's `if self.gpu_id == 0`)
+            assert got[0]["snapshot"] == got[0]["params"] and not any(g["saved_here"] for g in got[1:])
 
 
 def test_ddp_tutorial_sampler_of_another_layout_is_refused(results):
@@ -193,3 +195,13 @@ def test_ddp_tutorial_sampler_of_another_layout_is_refused(results):
         assert error.startswith("ValueError") and re.search(pattern.format(n=4, w=2), error), error
     same = [_no_error(w["tutorial"]["ddp_tutorial_sampler_per_replica"]) for w in workers["1x2"]]
     assert same[0]["params"] == _no_error(workers["1x2"][0]["tutorial"]["ddp_tutorial"])["params"]
+
+
+def test_keras_fit_on_a_distributed_dataset_of_workers_equals_one_device(results):
+    """``fit(strategy.experimental_distribute_dataset(dataset))``: each worker's batches are already its
+    slices, also with one replica per worker (plain tensors then, once split again: half its share)."""
+    ours, _, workers = results
+    want = ours["tutorial"]["one_device_in_order"]
+    for got in [ours["tutorial"]] + [w["tutorial"] for layout in WORKER_LAYOUTS for w in workers[layout]]:
+        result = _no_error(got["keras_fit_distributed_dataset"])
+        assert result["replica_spread"] == 0.0 and _params_difference(result["params"], want) <= 1e-12

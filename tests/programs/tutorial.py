@@ -41,7 +41,7 @@ def load_train_objs():
     train_set = MyTrainDataset(SIZE)
     torch.manual_seed(71)
     model = torch.nn.Linear(20, 1).double()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.125)   # exact in float32 (Keras keeps it so)
     return train_set, model, optimizer
 
 
@@ -115,12 +115,29 @@ def one_device(world: int = WORLD, set_epoch: bool = True) -> list:
     for epoch in range(EPOCHS):
         for loader in loaders:
             loader.sampler.set_epoch(epoch if set_epoch else 0)
-        for parts in zip(*loaders):
-            source, targets = (torch.cat(column) for column in zip(*parts))
-            optimizer.zero_grad()
-            F.mse_loss(model(source), targets).backward()
-            optimizer.step()
+        _train_on(model, optimizer, [[torch.cat(column) for column in zip(*parts)] for parts in zip(*loaders)])
     return params_of(model)
+
+
+def in_order(global_batch: int) -> list:
+    """The dataset's examples in order, in global batches (the last one partial)."""
+    xs, ys = (torch.stack(column) for column in zip(*MyTrainDataset(SIZE).data))
+    return [(xs[i:i + global_batch], ys[i:i + global_batch]) for i in range(0, SIZE, global_batch)]
+
+
+def one_device_in_order(global_batch: int) -> list:
+    """The model trained on ``in_order(global_batch)`` for every epoch."""
+    _, model, optimizer = load_train_objs()
+    for _ in range(EPOCHS):
+        _train_on(model, optimizer, in_order(global_batch))
+    return params_of(model)
+
+
+def _train_on(model, optimizer, batches) -> None:
+    for source, targets in batches:
+        optimizer.zero_grad()
+        F.mse_loss(model(source), targets).backward()
+        optimizer.step()
 
 
 def ddp(out_dir: str) -> dict:

@@ -17,7 +17,10 @@ import os
 import torch
 from torch.utils.data.distributed import DistributedSampler
 
-from tutorial import BATCH_SIZE, EPOCHS, Trainer, load_train_objs, prepare_dataloader, snapshot_params
+from tutorial import BATCH_SIZE, EPOCHS, Trainer, in_order, load_train_objs, prepare_dataloader, snapshot_params
+
+
+GLOBAL_BATCH = 8
 
 
 class PortedTrainer(Trainer):
@@ -58,4 +61,35 @@ def _train(strategy, out_dir: str, name: str, replicas_per_sampler: bool) -> dic
 def run_cases(strategy, out_dir: str, recorded) -> dict:
     """Each case's result through ``recorded(fn, *args)`` (which records an exception instead)."""
     return {"ddp_tutorial": recorded(_train, strategy, out_dir, "tutorial", False),
-            "ddp_tutorial_sampler_per_replica": recorded(_train, strategy, out_dir, "per_replica", True)}
+            "ddp_tutorial_sampler_per_replica": recorded(_train, strategy, out_dir, "per_replica", True),
+            "ddp_tutorial_keras_fit": recorded(_keras_fit, strategy, out_dir),
+            "keras_fit_distributed_dataset": recorded(_keras_fit, strategy, out_dir, True)}
+
+
+def _keras_fit(strategy, out_dir: str, distributed_dataset: bool = False) -> dict:
+    """The same loader in Keras's ``fit`` (``set_epoch`` from a callback), on the tutorial's Linear and
+    SGD(0.125) with a mean squared error: the same updates as the Trainer's. ``distributed_dataset``:
+    instead, ``fit(strategy.experimental_distribute_dataset(...))`` of the examples in order, in global
+    batches of 8 (each worker's slice of each)."""
+    import multidev as md
+    ext = strategy.extended
+    with strategy.scope():
+        dataset, module, _ = load_train_objs()
+        md.keras.mixed_precision.set_global_policy("float64")   # the tutorial's float64, for its wrapper
+        try:
+            model = md.keras.Model.from_torch(module)
+        finally:
+            md.keras.mixed_precision.set_global_policy("float32")
+        model.compile(optimizer=md.keras.optimizers.SGD(learning_rate=0.125), loss="mse")
+    loader = prepare_dataloader(dataset, BATCH_SIZE, DistributedSampler(dataset, num_replicas=ext.num_workers,
+                                                                        rank=ext.worker_index))
+    set_epoch = md.keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: loader.sampler.set_epoch(epoch))
+    if distributed_dataset:
+        xs, ys = (torch.cat(column) for column in zip(*in_order(GLOBAL_BATCH)))
+        data = md.data.Dataset.from_tensor_slices((xs, ys)).batch(GLOBAL_BATCH)
+        model.fit(strategy.experimental_distribute_dataset(data), epochs=EPOCHS, verbose=0)
+    else:
+        model.fit(loader, epochs=EPOCHS, callbacks=[set_epoch], verbose=0)
+    copies = [p.values if hasattr(p, "values") else (p,) for p in module.parameters()]
+    return {"params": [c[0].detach().reshape(-1).tolist() for c in copies],
+            "replica_spread": max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))}
