@@ -52,7 +52,7 @@ def samplers_of(dataset: Any) -> list:
 
 _WORKERS = ("worker process(es)", "worker", "strategy.extended.num_workers and strategy.extended.worker_index; under "
             "`multidev launch` also WORLD_SIZE and RANK")
-PIPELINES = ("input pipelines", "pipeline", "input_context.num_input_pipelines and input_context.input_pipeline_id")
+PIPELINES = ("input pipeline(s)", "pipeline", "input_context.num_input_pipelines and input_context.input_pipeline_id")
 
 
 def reads_worker_share(dataset: Any, num_workers: int, worker_index: int, what: str, names: tuple = _WORKERS) -> bool:
