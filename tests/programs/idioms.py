@@ -16,9 +16,11 @@ from torch import nn
 from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
+    from gpt import GPT_PROGRAMS
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
     from utilities import UTILITIES
 except ImportError:
+    from tests.programs.gpt import GPT_PROGRAMS
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
     from tests.programs.utilities import UTILITIES
 
@@ -383,4 +385,4 @@ IDIOMS = [
             after_step=_reload_after),
 ]
 
-ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES
+ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS
