@@ -23,7 +23,7 @@ import tutorial  # noqa: E402
 def run(program, rank: int, world: int) -> dict:
     state = program.build()
     for name in program.models:
-        state[name] = DDP(state[name])
+        state[name] = DDP(state[name], **program.ddp_kwargs)
     carry = program.initial_carry(GLOBAL_BATCH // world)
     losses, observed = [], []
     for i, batch in enumerate(program.batches()):
