@@ -23,7 +23,7 @@ from multidev.data.options import AutoShardPolicy
 from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import InputContext, InputOptions, InputReplicationMode
-from multidev.distribute.torch_sampler import PIPELINES, reads_worker_share
+from multidev.distribute.torch_sampler import PIPELINES, equal_on_every_worker, reads_worker_share
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
@@ -244,7 +244,7 @@ class DistributedDataset(_DistributedBase):
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
-        self._lockstep = self._num_workers > 1 and not self._every_batch
+        self._lockstep = self._num_workers > 1 and not self._every_batch and not equal_on_every_worker(dataset)
 
     def _fetch_ahead(self) -> bool:
         return not self._lockstep and super()._fetch_ahead()   # lockstep collectives: caller's thread only

@@ -50,6 +50,15 @@ def samplers_of(dataset: Any) -> list:
     return [s for s in map(distributed_sampler, loaders) if s is not None]
 
 
+def equal_on_every_worker(dataset: Any) -> bool:
+    """Whether ``dataset`` is a DataLoader read as is (``from_torch``, no transformation after it) whose
+    sampler is torch's ``DistributedSampler``: it gives every rank ``num_samples`` examples (padded or
+    dropped to that), so every worker's loader yields as many batches and the workers need not agree
+    on each step (they may fetch ahead)."""
+    return (isinstance(dataset, TorchDataset) and isinstance(dataset._data, tud.DataLoader)
+            and isinstance(distributed_sampler(dataset._data), tud.DistributedSampler))
+
+
 _WORKERS = ("worker process(es)", "worker", "strategy.extended.num_workers and strategy.extended.worker_index; under "
             "`multidev launch` also WORLD_SIZE and RANK")
 PIPELINES = ("input pipeline(s)", "pipeline", "input_context.num_input_pipelines and input_context.input_pipeline_id")
