@@ -6,6 +6,9 @@ MultiWorkerMirroredStrategy, 2 worker processes of 1 and of 2 logical CPUs (2 an
 all), give one device's result too (or MirroredStrategy's refusal), every worker holding the same
 weights.
 
+The DDP tutorial's Trainer (``tutorial.py``, its port ``tutorial_port.py``) reads its input through
+a DataLoader with a DistributedSampler: its tests compare the port's weights and snapshot with DDP's.
+
 All multidev cases run in one fresh interpreter, all DDP cases in one 2-process job and the
 MultiWorkerMirroredStrategy cases in one 2-process job per layout, all started together; each
 writes its results to a temporary directory, and the tests compare them.
