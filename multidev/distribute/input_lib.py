@@ -25,6 +25,7 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
+from multidev.distribute.torch_sampler import PIPELINES, equal_on_every_worker, reads_worker_share
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
@@ -270,12 +271,16 @@ class DistributedDataset(_DistributedBase):
         extended = strategy.extended
         self._num_workers, self._worker_index = extended.num_workers, extended.worker_index
         self._global_batch_size = graph.compute_batch_size(dataset)
-        self._every_batch, self._dataset = _worker_input(dataset, self._num_workers, self._worker_index)
+        # A DistributedSampler's loader (DDP's input): each batch is this worker's share, as under DDP.
+        self._worker_share = reads_worker_share(dataset, self._num_workers, self._worker_index,
+                                                "experimental_distribute_dataset")
+        self._every_batch, self._dataset = ((False, dataset) if self._worker_share
+                                            else _worker_input(dataset, self._num_workers, self._worker_index))
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
-        self._lockstep = self._num_workers > 1 and not self._every_batch
+        self._lockstep = self._num_workers > 1 and not self._every_batch and not equal_on_every_worker(dataset)
 
     def _fetch_ahead(self) -> bool:
         return not self._lockstep and super()._fetch_ahead()   # lockstep collectives: caller's thread only
@@ -312,6 +317,9 @@ class DistributedDataset(_DistributedBase):
         total = n * self._num_workers
         first = self._worker_index * n
         for element in self._dataset:
+            if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
+                yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
+                continue
             if total == 1:
                 yield [element]
                 continue
@@ -343,6 +351,15 @@ class DistributedDataset(_DistributedBase):
         return len(self._dataset)
 
 
+def _pipeline_input(dataset_fn: Callable[[InputContext], Any], ctx: InputContext) -> Dataset:
+    """``dataset_fn(ctx)`` as a Dataset; a DistributedSampler in it must be this pipeline's (else it
+    would feed several pipelines the same examples)."""
+    raw = dataset_fn(ctx)
+    what = "distribute_datasets_from_function"
+    reads_worker_share(raw, ctx.num_input_pipelines, ctx.input_pipeline_id, what, PIPELINES)
+    return _check_dataset(raw, what)
+
+
 class DistributedDatasetsFromFunction(_DistributedBase):
     """``strategy.distribute_datasets_from_function(fn)``: the function builds per-replica batches."""
 
@@ -354,16 +371,12 @@ class DistributedDatasetsFromFunction(_DistributedBase):
         extended = strategy.extended
         n = len(self._devices)
         if self._options.experimental_replication_mode is InputReplicationMode.PER_WORKER:
-            ctx = InputContext(extended.num_workers, extended.worker_index, strategy.num_replicas_in_sync)
-            self._datasets = [_check_dataset(dataset_fn(ctx), "distribute_datasets_from_function")]
+            contexts = [InputContext(extended.num_workers, extended.worker_index, strategy.num_replicas_in_sync)]
         else:
             pipelines = extended.num_workers * n
-            self._datasets = [
-                _check_dataset(dataset_fn(InputContext(pipelines, extended.worker_index * n + r,
-                                                       strategy.num_replicas_in_sync)),
-                               "distribute_datasets_from_function")
-                for r in range(n)
-            ]
+            contexts = [InputContext(pipelines, extended.worker_index * n + r, strategy.num_replicas_in_sync)
+                        for r in range(n)]
+        self._datasets = [_pipeline_input(dataset_fn, ctx) for ctx in contexts]
 
     def _per_replica_stream(self) -> Iterator[list]:
         n = len(self._devices)

@@ -16,11 +16,17 @@ from torch import nn
 from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
+    from gpt import GPT_PROGRAMS
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from torchvision_recipe import TORCHVISION_PROGRAMS
     from utilities import UTILITIES
+    from vision_examples import VISION_EXAMPLES
 except ImportError:
+    from tests.programs.gpt import GPT_PROGRAMS
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from tests.programs.torchvision_recipe import TORCHVISION_PROGRAMS
     from tests.programs.utilities import UTILITIES
+    from tests.programs.vision_examples import VISION_EXAMPLES
 
 sched = torch.optim.lr_scheduler
 
@@ -383,4 +389,4 @@ IDIOMS = [
             after_step=_reload_after),
 ]
 
-ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES
+ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES
