@@ -33,12 +33,7 @@ class ReLU(Layer):
         self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
 
     def call(self, inputs):
-        if self.negative_slope == 0 and self.threshold == 0:
-            out = F.relu(inputs)
-        else:
-            shifted = inputs - self.threshold
-            out = torch.where(inputs > self.threshold, inputs, self.negative_slope * shifted)
-        return out if self.max_value is None else torch.clamp(out, max=self.max_value)
+        return activations.relu(inputs, self.negative_slope, self.max_value, self.threshold)
 
     def get_config(self):
         return {**super().get_config(), "max_value": self.max_value, "negative_slope": self.negative_slope,

@@ -108,11 +108,13 @@ class LayerNormalization(Layer):
 
     supports_masking = True
 
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False, beta_initializer="zeros",
                  gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
         self.axis = [axis] if isinstance(axis, int) else list(axis)
-        self.epsilon, self.center, self.scale = float(epsilon), center, scale
+        self.epsilon, self.rms_scaling = float(epsilon), bool(rms_scaling)
+        # Keras 3: rms_scaling keeps gamma whatever ``scale`` says, and drops beta.
+        self.center, self.scale = center and not self.rms_scaling, scale or self.rms_scaling
         self.beta_initializer = initializers.get(beta_initializer)
         self.gamma_initializer = initializers.get(gamma_initializer)
 
@@ -127,6 +129,10 @@ class LayerNormalization(Layer):
 
     def call(self, inputs):
         rank = inputs.ndim
+        if self.rms_scaling:   # Keras 3.15's: x / sqrt(var + eps) * gamma, the mean not subtracted
+            var = torch.var(inputs, dim=self._axes, keepdim=True, unbiased=False)
+            gamma = self.gamma.reshape([inputs.shape[d] if d in self._axes else 1 for d in range(rank)])
+            return inputs * torch.rsqrt(var + self.epsilon) * gamma
         if self._axes == list(range(rank - len(self._axes), rank)):   # trailing axes: torch's fused kernel
             shape = inputs.shape[rank - len(self._axes):]
             return F.layer_norm(inputs, shape, self.gamma if self.scale else None,
@@ -142,4 +148,4 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon, "center": self.center,
-                "scale": self.scale}
+                "scale": self.scale, "rms_scaling": self.rms_scaling}
