@@ -95,6 +95,39 @@ def _cases():
               [(2, 3)], {}))
     c.append(("normalization_inv", "Normalization", {"mean": [0.5, -1.0, 0.0], "variance": [4.0, 0.25, 1.0],
                                                      "invert": True}, [(2, 3)], {}))
+    c.extend(_more_cases())
+    return c
+
+
+def _more_cases():
+    """Reshaping layers, Dot, PReLU, group/unit normalization."""
+    c = [("permute", "Permute", {"dims": (2, 1)}, [(2, 3, 4)], {}),
+         ("permute3", "Permute", {"dims": (3, 1, 2)}, [(2, 3, 4, 5)], {}),
+         ("repeatvector", "RepeatVector", {"n": 3}, [(2, 4)], {}),
+         ("zeropad1d", "ZeroPadding1D", {"padding": (1, 2)}, [(2, 4, 3)], {}),
+         ("zeropad2d", "ZeroPadding2D", {"padding": ((1, 0), (2, 3))}, [(2, 3, 4, 2)], {}),
+         ("zeropad2d_int", "ZeroPadding2D", {"padding": 1}, [(2, 3, 4, 2)], {}),
+         ("crop1d", "Cropping1D", {"cropping": (1, 2)}, [(2, 6, 3)], {}),
+         ("crop2d", "Cropping2D", {"cropping": ((1, 0), (2, 1))}, [(2, 5, 6, 2)], {}),
+         ("upsample1d", "UpSampling1D", {"size": 3}, [(2, 4, 3)], {}),
+         ("upsample2d", "UpSampling2D", {"size": (2, 3)}, [(2, 3, 4, 2)], {}),
+         ("upsample2d_bilinear", "UpSampling2D", {"size": 2, "interpolation": "bilinear"}, [(2, 3, 4, 2)], {}),
+         ("upsample2d_bilinear_23", "UpSampling2D", {"size": (2, 3), "interpolation": "bilinear"},
+          [(1, 3, 3, 2)], {}),
+         ("merge_minimum", "Minimum", {}, [(2, 3), (2, 3)], {"form": "list"}),
+         ("dot_1", "Dot", {"axes": 1}, [(2, 4), (2, 4)], {"form": "list"}),
+         ("dot_norm", "Dot", {"axes": 1, "normalize": True}, [(2, 4), (2, 4)], {"form": "list"}),
+         ("dot_3d", "Dot", {"axes": 2}, [(2, 3, 4), (2, 5, 4)], {"form": "list"}),
+         ("dot_3d_12", "Dot", {"axes": (1, 2)}, [(2, 4, 3), (2, 5, 4)], {"form": "list"}),
+         ("dot_3d_norm", "Dot", {"axes": [2, 2], "normalize": True}, [(2, 3, 4), (2, 5, 4)], {"form": "list"}),
+         ("prelu", "PReLU", {"alpha_initializer": {"class_name": "RandomUniform", "config": {}}}, [(2, 3, 4)], {}),
+         ("prelu_shared", "PReLU", {"alpha_initializer": {"class_name": "RandomUniform", "config": {}},
+                                    "shared_axes": [1]}, [(2, 3, 4)], {}),
+         ("unitnorm", "UnitNormalization", {}, [(2, 3, 4)], {}),
+         ("unitnorm_axes", "UnitNormalization", {"axis": [1, 2]}, [(2, 3, 4)], {})]
+    for i, kw in enumerate([{"groups": 2}, {"groups": 4, "epsilon": 1e-5}, {"groups": 1, "center": False},
+                            {"groups": 2, "axis": 1}]):
+        c.append((f"groupnorm_{i}", "GroupNormalization", kw, [(2, 4, 3, 4)], {}))
     return c
 
 

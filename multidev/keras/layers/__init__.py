@@ -7,7 +7,7 @@ Example:
 
 from multidev.keras._missing import missing_names
 from multidev.keras.layers import experimental
-from multidev.keras.layers.activation_layers import ELU, LeakyReLU, ReLU, Softmax
+from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
@@ -17,10 +17,12 @@ from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.keras_tensor import KerasTensor
 from multidev.keras.layers.masking import Masking
-from multidev.keras.layers.merge import (Add, Average, Concatenate, Maximum, Multiply, Subtract, add,
+from multidev.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
                                          concatenate)
-from multidev.keras.layers.normalization import (BatchNormalization, LayerNormalization,
-                                                 SyncBatchNormalization)
+from multidev.keras.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization,
+                                                 SyncBatchNormalization, UnitNormalization)
+from multidev.keras.layers.reshaping import (Cropping1D, Cropping2D, Permute, RepeatVector, UpSampling1D,
+                                             UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
                                            GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAvgPool1D,
                                            GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D,
@@ -41,6 +43,9 @@ __all__ = [
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
     "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
+    # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
+    "PReLU", "Dot", "Minimum", "GroupNormalization", "UnitNormalization", "Permute", "RepeatVector",
+    "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

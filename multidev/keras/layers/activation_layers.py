@@ -1,4 +1,4 @@
-"""Activation layers of Keras 3: ReLU, LeakyReLU, Softmax, ELU.
+"""Activation layers of Keras 3: ReLU, LeakyReLU, PReLU, Softmax, ELU.
 
 ``ReLU(max_value, negative_slope, threshold)`` is Keras's: ``x`` for ``threshold < x < max_value``,
 ``max_value`` above, ``negative_slope * (x - threshold)`` below.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from multidev.keras import activations
+from multidev.keras import activations, initializers, regularizers
 from multidev.keras.layers.base import Layer
 
 
@@ -90,3 +90,31 @@ class ELU(Layer):
 
     def get_config(self):
         return {**super().get_config(), "alpha": self.alpha}
+
+
+class PReLU(Layer):
+    """Leaky ReLU with a learned slope ``alpha`` per input element (``shared_axes``: one slope along
+    those axes): ``relu(x) - alpha * relu(-x)``; alpha has the input's shape without the batch axis."""
+
+    def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if alpha_constraint is not None:
+            raise NotImplementedError("PReLU(alpha_constraint=...) is not implemented in md.keras.")
+        self.alpha_initializer = initializers.get(alpha_initializer)
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.shared_axes = None if shared_axes is None else (
+            [shared_axes] if isinstance(shared_axes, int) else list(shared_axes))
+
+    def build(self, input_shape):
+        shape = list(input_shape[1:])
+        for axis in self.shared_axes or []:
+            shape[axis - 1] = 1
+        self.add_weight("alpha", tuple(shape), self.alpha_initializer, regularizer=self.alpha_regularizer)
+
+    def call(self, inputs):
+        return F.relu(inputs) - self.alpha * F.relu(-inputs)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha_initializer": initializers.serialize(self.alpha_initializer),
+                "alpha_regularizer": regularizers.serialize(self.alpha_regularizer), "shared_axes": self.shared_axes}
