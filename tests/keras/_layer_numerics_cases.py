@@ -125,6 +125,26 @@ def _more_cases():
                                     "shared_axes": [1]}, [(2, 3, 4)], {}),
          ("unitnorm", "UnitNormalization", {}, [(2, 3, 4)], {}),
          ("unitnorm_axes", "UnitNormalization", {"axis": [1, 2]}, [(2, 3, 4)], {})]
+    for i, kw in enumerate([{"filters": 2, "kernel_size": 3}, {"filters": 2, "kernel_size": 2, "strides": 2,
+                                                               "padding": "same", "dilation_rate": 1},
+                            {"filters": 2, "kernel_size": 3, "strides": 2, "padding": "same"},
+                            {"filters": 2, "kernel_size": 4, "strides": 2, "padding": "same"},
+                            {"filters": 2, "kernel_size": 3, "strides": 2, "output_padding": 1},
+                            {"filters": 2, "kernel_size": 3, "strides": 3, "padding": "same", "output_padding": 2},
+                            {"filters": 2, "kernel_size": 2, "strides": 3},
+                            {"filters": 2, "kernel_size": 3, "dilation_rate": 2, "padding": "same"}]):
+        c.append((f"conv1dT_{i}", "Conv1DTranspose", kw, [(2, 5, 3)], {}))
+        c.append((f"conv2dT_{i}", "Conv2DTranspose", kw, [(2, 4, 5, 3)], {}))
+    for i, kw in enumerate([{"kernel_size": 3}, {"kernel_size": 3, "depth_multiplier": 2, "padding": "same"},
+                            {"kernel_size": 2, "strides": 2, "padding": "same", "depth_multiplier": 3},
+                            {"kernel_size": 3, "dilation_rate": 2, "use_bias": False}]):
+        c.append((f"depthwise1d_{i}", "DepthwiseConv1D", kw, [(2, 8, 3)], {}))
+        c.append((f"depthwise2d_{i}", "DepthwiseConv2D", kw, [(2, 7, 8, 3)], {}))
+        c.append((f"separable1d_{i}", "SeparableConv1D", {"filters": 4, **kw}, [(2, 8, 3)], {}))
+        c.append((f"separable2d_{i}", "SeparableConv2D", {"filters": 4, **kw}, [(2, 7, 8, 3)], {}))
+    for i, kw in enumerate([{"filters": 2, "kernel_size": 2}, {"filters": 2, "kernel_size": 3, "strides": 2,
+                                                              "padding": "same"}]):
+        c.append((f"conv3d_{i}", "Conv3D", kw, [(1, 4, 5, 6, 2)], {}))
     for i, kw in enumerate([{"groups": 2}, {"groups": 4, "epsilon": 1e-5}, {"groups": 1, "center": False},
                             {"groups": 2, "axis": 1}]):
         c.append((f"groupnorm_{i}", "GroupNormalization", kw, [(2, 4, 3, 4)], {}))

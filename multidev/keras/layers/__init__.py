@@ -11,7 +11,11 @@ from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU,
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
-from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
+from multidev.keras.layers.conv import Conv1D, Conv2D, Conv3D, Convolution1D, Convolution2D, Convolution3D
+from multidev.keras.layers.conv_extra import (Conv1DTranspose, Conv2DTranspose, Convolution1DTranspose,
+                                              Convolution2DTranspose, DepthwiseConv1D, DepthwiseConv2D,
+                                              SeparableConv1D, SeparableConv2D, SeparableConvolution1D,
+                                              SeparableConvolution2D)
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
@@ -46,6 +50,9 @@ __all__ = [
     # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
     "PReLU", "Dot", "Minimum", "GroupNormalization", "UnitNormalization", "Permute", "RepeatVector",
     "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D",
+    "Conv3D", "Convolution3D", "Conv1DTranspose", "Conv2DTranspose", "Convolution1DTranspose",
+    "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
+    "SeparableConvolution1D", "SeparableConvolution2D",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?
