@@ -145,6 +145,21 @@ def _more_cases():
     for i, kw in enumerate([{"filters": 2, "kernel_size": 2}, {"filters": 2, "kernel_size": 3, "strides": 2,
                                                               "padding": "same"}]):
         c.append((f"conv3d_{i}", "Conv3D", kw, [(1, 4, 5, 6, 2)], {}))
+    for i, (kw, call) in enumerate([({}, {}), ({"use_scale": True}, {"use_causal_mask": True}),
+                                    ({"score_mode": "concat"}, {"return_attention_scores": True}),
+                                    ({"score_mode": "concat", "use_scale": True}, {"use_causal_mask": True})]):
+        c.append((f"attention_{i}", "Attention", kw, [(2, 3, 4), (2, 5, 4)], {"form": "list", "call": call}))
+        c.append((f"attention_qvk_{i}", "Attention", kw, [(2, 4, 4), (2, 4, 3), (2, 4, 4)],
+                  {"form": "list", "call": call}))
+    c.append(("attention_masked", "Attention", {}, [(2, 3, 4), (2, 5, 4)],
+              {"form": "list", "call": {"mask": [[[True, True, False]] * 2, [[True, False, True, True, False]] * 2]}}))
+    c.append(("additive_attention", "AdditiveAttention", {}, [(2, 3, 4), (2, 5, 4)], {"form": "list"}))
+    c.append(("additive_attention_noscale", "AdditiveAttention", {"use_scale": False}, [(2, 3, 4), (2, 5, 4)],
+              {"form": "list", "call": {"use_causal_mask": True, "return_attention_scores": True}}))
+    for kind in ("Max", "Average"):
+        for i, kw in enumerate([{"pool_size": 2}, {"pool_size": 3, "strides": 2, "padding": "same"}]):
+            c.append((f"{kind.lower()}pool3d_{i}", f"{kind}Pooling3D", kw, [(1, 4, 5, 6, 2)], {}))
+        c.append((f"global{kind.lower()}3d", f"Global{kind}Pooling3D", {"keepdims": True}, [(2, 3, 2, 4, 2)], {}))
     for i, kw in enumerate([{"groups": 2}, {"groups": 4, "epsilon": 1e-5}, {"groups": 1, "center": False},
                             {"groups": 2, "axis": 1}]):
         c.append((f"groupnorm_{i}", "GroupNormalization", kw, [(2, 4, 3, 4)], {}))

@@ -45,6 +45,8 @@ def make_inputs(shapes, rng):
 
 def call(layer, xs, opts, training, mask):
     kw = dict(opts.get("call", {}))
+    if "mask" in kw:   # Keras masks given as nested lists of booleans
+        kw["mask"] = [tf.constant(np.array(m)) for m in kw["mask"]]
     if mask is not None:
         kw["attention_mask"] = mask
     form = opts.get("form", "single")
@@ -70,13 +72,15 @@ def run_case(case_id, cls, kwargs, shapes, opts, seed):
         rec["mask"] = enc(mask)
     for training in ([False, True] if opts.get("train") else [False]):
         layer.set_weights(weights)
-        xs = [tf.Variable(x) if x.dtype == np.float32 else tf.constant(x) for x in xs_np]
+        xs = [tf.constant(x) for x in xs_np]
+        watched = [x for x in xs if x.dtype == tf.float32]
         with tf.GradientTape(persistent=True) as tape:
+            tape.watch(watched)
             out = call(layer, xs, opts, training, mask)
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
             rs = [rng.standard_normal(o.shape).astype(np.float32) for o in outs]
             loss = tf.add_n([tf.reduce_sum(o * r) for o, r in zip(outs, rs)])
-        srcs = [x for x in xs if isinstance(x, tf.Variable)] + list(layer.trainable_weights)
+        srcs = watched + list(layer.trainable_weights)
         grads = tape.gradient(loss, srcs)
         key = "train" if training else "infer"
         rec[key] = {"outputs": [enc(o.numpy()) for o in outs], "r": [enc(r) for r in rs],

@@ -44,6 +44,8 @@ def close(got, want, what, rtol=1e-5):
 
 def _call(layer, xs, opts, training, mask):
     kw = dict(opts.get("call", {}))
+    if "mask" in kw:   # Keras masks given as nested lists of booleans
+        kw["mask"] = [torch.tensor(m) for m in kw["mask"]]
     if mask is not None:
         kw["attention_mask"] = mask
     form = opts.get("form", "single")

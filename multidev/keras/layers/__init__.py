@@ -9,6 +9,7 @@ from multidev.keras._missing import missing_names
 from multidev.keras.layers import experimental
 from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
+from multidev.keras.layers.dot_attention import AdditiveAttention, Attention
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
 from multidev.keras.layers.conv import Conv1D, Conv2D, Conv3D, Convolution1D, Convolution2D, Convolution3D
@@ -32,6 +33,8 @@ from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, A
                                            GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D,
                                            GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPool2D,
                                            MaxPooling1D, MaxPooling2D)
+from multidev.keras.layers.pooling import (AveragePooling3D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool3D,
+                                           GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool3D, MaxPooling3D)
 from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, Rescaling
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
 from multidev.keras.layers.text_vectorization import TextVectorization
@@ -52,7 +55,9 @@ __all__ = [
     "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D",
     "Conv3D", "Convolution3D", "Conv1DTranspose", "Conv2DTranspose", "Convolution1DTranspose",
     "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
-    "SeparableConvolution1D", "SeparableConvolution2D",
+    "SeparableConvolution1D", "SeparableConvolution2D", "MaxPooling3D", "MaxPool3D", "AveragePooling3D",
+    "AvgPool3D", "GlobalAveragePooling3D", "GlobalAvgPool3D", "GlobalMaxPooling3D", "GlobalMaxPool3D",
+    "Attention", "AdditiveAttention",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

@@ -38,10 +38,10 @@ class _Pooling(Layer):
         if self.padding == "same":
             x = self._pad_same(x)
         if self.kind == "max":
-            fn = F.max_pool1d if self.rank == 1 else F.max_pool2d
+            fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self.rank - 1]
             out = fn(x, self.pool_size, self.strides)
         else:
-            fn = F.avg_pool1d if self.rank == 1 else F.avg_pool2d
+            fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[self.rank - 1]
             out = fn(x, self.pool_size, self.strides) if self.padding == "valid" else self._avg_same(x, fn)
         return out.movedim(1, -1)
 
@@ -96,6 +96,18 @@ class AveragePooling2D(_Pooling):
     rank, kind = 2, "avg"
 
 
+class MaxPooling3D(_Pooling):
+    """Max over (d, h, w) windows."""
+
+    rank, kind = 3, "max"
+
+
+class AveragePooling3D(_Pooling):
+    """Average over (d, h, w) windows."""
+
+    rank, kind = 3, "avg"
+
+
 class _GlobalPooling(Layer):
     """Reduce all spatial axes (1..-2) with mean or max; ``keepdims`` keeps them as size 1."""
 
@@ -103,6 +115,8 @@ class _GlobalPooling(Layer):
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
+        if data_format not in (None, "channels_last"):   # it would silently reduce the wrong axes
+            raise ValueError(f"Only data_format='channels_last' is supported. Received: data_format={data_format!r}")
         self.keepdims = keepdims
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
@@ -147,7 +161,19 @@ class GlobalMaxPooling2D(_GlobalPooling):
     rank, kind = 2, "max"
 
 
-MaxPool1D, MaxPool2D = MaxPooling1D, MaxPooling2D
-AvgPool1D, AvgPool2D = AveragePooling1D, AveragePooling2D
-GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
-GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
+class GlobalAveragePooling3D(_GlobalPooling):
+    """Mean over depth, height and width."""
+
+    rank, kind = 3, "avg"
+
+
+class GlobalMaxPooling3D(_GlobalPooling):
+    """Max over depth, height and width."""
+
+    rank, kind = 3, "max"
+
+
+MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
+AvgPool1D, AvgPool2D, AvgPool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
+GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D = GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D
+GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D = GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D
