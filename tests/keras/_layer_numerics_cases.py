@@ -156,6 +156,19 @@ def _more_cases():
     c.append(("additive_attention", "AdditiveAttention", {}, [(2, 3, 4), (2, 5, 4)], {"form": "list"}))
     c.append(("additive_attention_noscale", "AdditiveAttention", {"use_scale": False}, [(2, 3, 4), (2, 5, 4)],
               {"form": "list", "call": {"use_causal_mask": True, "return_attention_scores": True}}))
+    for i, kw in enumerate([{"height": 6, "width": 8}, {"height": 3, "width": 2}, {"height": 4, "width": 7},
+                            {"height": 6, "width": 8, "interpolation": "nearest"},
+                            {"height": 3, "width": 2, "interpolation": "nearest"},
+                            {"height": 4, "width": 4, "crop_to_aspect_ratio": True},
+                            {"height": 3, "width": 7, "crop_to_aspect_ratio": True, "interpolation": "nearest"}]):
+        c.append((f"resizing_{i}", "Resizing", kw, [(2, 5, 6, 2)], {}))
+    c.append(("centercrop", "CenterCrop", {"height": 3, "width": 2}, [(2, 6, 5, 2)], {}))
+    c.append(("centercrop_unbatched", "CenterCrop", {"height": 2, "width": 4}, [(5, 5, 1)], {}))
+    c.append(("timedistributed_dense", "TimeDistributed", {"layer": {"class_name": "Dense", "config": {"units": 3}}},
+              [(2, 4, 5)], {}))
+    c.append(("timedistributed_conv", "TimeDistributed", {"layer": {"class_name": "Conv1D",
+                                                                    "config": {"filters": 2, "kernel_size": 2}}},
+              [(2, 3, 5, 2)], {}))
     for kind in ("Max", "Average"):
         for i, kw in enumerate([{"pool_size": 2}, {"pool_size": 3, "strides": 2, "padding": "same"}]):
             c.append((f"{kind.lower()}pool3d_{i}", f"{kind}Pooling3D", kw, [(1, 4, 5, 6, 2)], {}))

@@ -43,6 +43,14 @@ def make_inputs(shapes, rng):
     return out
 
 
+def make_layer(cls, kwargs):
+    """The layer ``cls(**kwargs)``; a wrapped ``layer`` given as {"class_name", "config"} is built first."""
+    inner = kwargs.get("layer")
+    if isinstance(inner, dict):
+        kwargs = {**kwargs, "layer": getattr(tf.keras.layers, inner["class_name"])(**inner["config"])}
+    return getattr(tf.keras.layers, cls)(**kwargs)
+
+
 def call(layer, xs, opts, training, mask):
     kw = dict(opts.get("call", {}))
     if "mask" in kw:   # Keras masks given as nested lists of booleans
@@ -64,7 +72,7 @@ def run_case(case_id, cls, kwargs, shapes, opts, seed):
     if opts.get("mask"):
         mask = rng.random((shapes[0][0], shapes[0][1], shapes[1][1])) > 0.3
         mask[:, :, 0] = True
-    layer = getattr(tf.keras.layers, cls)(**kwargs)
+    layer = make_layer(cls, kwargs)
     call(layer, [tf.constant(x) for x in xs_np], opts, False, mask)   # build
     weights = [w.copy() for w in layer.get_weights()]
     rec = {"inputs": [enc(x) for x in xs_np], "weights": [enc(w) for w in weights]}

@@ -42,6 +42,14 @@ def close(got, want, what, rtol=1e-5):
     assert err <= rtol * scale + 1e-6, f"{what}: max error {err:.3g} (TF magnitude {scale:.3g})"
 
 
+def make_layer(cls, kwargs):
+    """The layer ``cls(**kwargs)``; a wrapped ``layer`` given as {"class_name", "config"} is built first."""
+    inner = kwargs.get("layer")
+    if isinstance(inner, dict):
+        kwargs = {**kwargs, "layer": getattr(md.keras.layers, inner["class_name"])(**inner["config"])}
+    return getattr(md.keras.layers, cls)(**kwargs)
+
+
 def _call(layer, xs, opts, training, mask):
     kw = dict(opts.get("call", {}))
     if "mask" in kw:   # Keras masks given as nested lists of booleans
@@ -73,7 +81,7 @@ def test_layer_matches_tf(case):
         return
     xs_np = [dec(e) for e in rec["inputs"]]
     mask = torch.from_numpy(dec(rec["mask"]).astype(bool)) if "mask" in rec else None
-    layer = getattr(md.keras.layers, cls)(**kwargs)
+    layer = make_layer(cls, kwargs)
     _call(layer, [_as_torch(x) for x in xs_np], opts, False, mask)              # build
     weights = [dec(e) for e in rec["weights"]]
     assert [tuple(w.shape) for w in layer.get_weights()] == [w.shape for w in weights], "weight layout/order"

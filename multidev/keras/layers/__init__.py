@@ -10,6 +10,8 @@ from multidev.keras.layers import experimental
 from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.dot_attention import AdditiveAttention, Attention
+from multidev.keras.layers.image_layers import CenterCrop, Resizing
+from multidev.keras.layers.time_distributed import TimeDistributed
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
 from multidev.keras.layers.conv import Conv1D, Conv2D, Conv3D, Convolution1D, Convolution2D, Convolution3D
@@ -57,7 +59,7 @@ __all__ = [
     "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
     "SeparableConvolution1D", "SeparableConvolution2D", "MaxPooling3D", "MaxPool3D", "AveragePooling3D",
     "AvgPool3D", "GlobalAveragePooling3D", "GlobalAvgPool3D", "GlobalMaxPooling3D", "GlobalMaxPool3D",
-    "Attention", "AdditiveAttention",
+    "Attention", "AdditiveAttention", "Resizing", "CenterCrop", "TimeDistributed",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?
