@@ -8,6 +8,29 @@ layers' ``layer(q, v[, k])``), ``train`` (also record ``training=True``), ``mask
 ``attention_mask`` of shape (B, T, S) drawn from the seed).
 """
 
+def make_layer(layers, cls, kwargs):
+    """``layers.<cls>(**kwargs)``; a wrapped ``layer`` given as {"class_name", "config"} is built first."""
+    inner = kwargs.get("layer")
+    if isinstance(inner, dict):
+        kwargs = {**kwargs, "layer": getattr(layers, inner["class_name"])(**inner["config"])}
+    return getattr(layers, cls)(**kwargs)
+
+
+def call_layer(layer, xs, opts, training, mask, to_tensor):
+    """Call ``layer`` as the case's ``form`` says; Keras masks (nested lists) become ``to_tensor``'s tensors."""
+    kw = dict(opts.get("call", {}))
+    if "mask" in kw:
+        kw["mask"] = [to_tensor(m) for m in kw["mask"]]
+    if mask is not None:
+        kw["attention_mask"] = mask
+    form = opts.get("form", "single")
+    if form == "list":
+        return layer(list(xs), training=training, **kw)
+    if form == "args":
+        return layer(*xs, training=training, **kw)
+    return layer(xs[0], training=training, **kw)
+
+
 ACTS = ["relu", "gelu", "swish", "silu", "softplus", "selu", "elu", "hard_sigmoid", "leaky_relu", "sigmoid",
         "tanh", "softsign", "relu6", "exponential", "mish", "log_softmax", "softmax", "linear", "hard_silu"]
 

@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from _layer_numerics_cases import ACTIVATION_CALLS, CASES, INITIALIZERS, REGULARIZER_CASES  # noqa: E402
+from _layer_numerics_cases import (ACTIVATION_CALLS, CASES, INITIALIZERS, REGULARIZER_CASES,  # noqa: E402
+                                   call_layer, make_layer)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_2.21_layer_numerics.json")
 
@@ -43,26 +44,8 @@ def make_inputs(shapes, rng):
     return out
 
 
-def make_layer(cls, kwargs):
-    """The layer ``cls(**kwargs)``; a wrapped ``layer`` given as {"class_name", "config"} is built first."""
-    inner = kwargs.get("layer")
-    if isinstance(inner, dict):
-        kwargs = {**kwargs, "layer": getattr(tf.keras.layers, inner["class_name"])(**inner["config"])}
-    return getattr(tf.keras.layers, cls)(**kwargs)
-
-
-def call(layer, xs, opts, training, mask):
-    kw = dict(opts.get("call", {}))
-    if "mask" in kw:   # Keras masks given as nested lists of booleans
-        kw["mask"] = [tf.constant(np.array(m)) for m in kw["mask"]]
-    if mask is not None:
-        kw["attention_mask"] = mask
-    form = opts.get("form", "single")
-    if form == "list":
-        return layer(list(xs), training=training, **kw)
-    if form == "args":
-        return layer(*xs, training=training, **kw)
-    return layer(xs[0], training=training, **kw)
+def tf_mask(nested):
+    return tf.constant(np.array(nested))
 
 
 def run_case(case_id, cls, kwargs, shapes, opts, seed):
@@ -72,8 +55,8 @@ def run_case(case_id, cls, kwargs, shapes, opts, seed):
     if opts.get("mask"):
         mask = rng.random((shapes[0][0], shapes[0][1], shapes[1][1])) > 0.3
         mask[:, :, 0] = True
-    layer = make_layer(cls, kwargs)
-    call(layer, [tf.constant(x) for x in xs_np], opts, False, mask)   # build
+    layer = make_layer(tf.keras.layers, cls, kwargs)
+    call_layer(layer, [tf.constant(x) for x in xs_np], opts, False, mask, tf_mask)   # build
     weights = [w.copy() for w in layer.get_weights()]
     rec = {"inputs": [enc(x) for x in xs_np], "weights": [enc(w) for w in weights]}
     if mask is not None:
@@ -84,7 +67,7 @@ def run_case(case_id, cls, kwargs, shapes, opts, seed):
         watched = [x for x in xs if x.dtype == tf.float32]
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(watched)
-            out = call(layer, xs, opts, training, mask)
+            out = call_layer(layer, xs, opts, training, mask, tf_mask)
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
             rs = [rng.standard_normal(o.shape).astype(np.float32) for o in outs]
             loss = tf.add_n([tf.reduce_sum(o * r) for o, r in zip(outs, rs)])
@@ -124,6 +107,7 @@ def run_initializer(name, config, shape):
 
 
 def main():
+    tf.keras.utils.set_random_seed(0)   # TF's initial weights too: a re-recording gives the same file
     result = {"tensorflow": tf.__version__, "keras": tf.keras.__version__ if hasattr(tf.keras, "__version__") else "",
               "cases": {}, "activations": {}, "regularizers": {}, "initializers": {}}
     for i, (cid, cls, kwargs, shapes, opts) in enumerate(CASES):

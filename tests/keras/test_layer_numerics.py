@@ -19,7 +19,8 @@ import pytest
 import torch
 
 import multidev as md
-from tests.keras._layer_numerics_cases import ACTIVATION_CALLS, CASES, INITIALIZERS, REGULARIZER_CASES
+from tests.keras._layer_numerics_cases import (ACTIVATION_CALLS, CASES, INITIALIZERS, REGULARIZER_CASES, call_layer,
+                                              make_layer)
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_2.21_layer_numerics.json")) as _f:
     TF = json.load(_f)
@@ -42,28 +43,6 @@ def close(got, want, what, rtol=1e-5):
     assert err <= rtol * scale + 1e-6, f"{what}: max error {err:.3g} (TF magnitude {scale:.3g})"
 
 
-def make_layer(cls, kwargs):
-    """The layer ``cls(**kwargs)``; a wrapped ``layer`` given as {"class_name", "config"} is built first."""
-    inner = kwargs.get("layer")
-    if isinstance(inner, dict):
-        kwargs = {**kwargs, "layer": getattr(md.keras.layers, inner["class_name"])(**inner["config"])}
-    return getattr(md.keras.layers, cls)(**kwargs)
-
-
-def _call(layer, xs, opts, training, mask):
-    kw = dict(opts.get("call", {}))
-    if "mask" in kw:   # Keras masks given as nested lists of booleans
-        kw["mask"] = [torch.tensor(m) for m in kw["mask"]]
-    if mask is not None:
-        kw["attention_mask"] = mask
-    form = opts.get("form", "single")
-    if form == "list":
-        return layer(list(xs), training=training, **kw)
-    if form == "args":
-        return layer(*xs, training=training, **kw)
-    return layer(xs[0], training=training, **kw)
-
-
 def _as_torch(x):
     return torch.from_numpy(x.astype(np.int64) if x.dtype == np.int32 else x)
 
@@ -81,8 +60,8 @@ def test_layer_matches_tf(case):
         return
     xs_np = [dec(e) for e in rec["inputs"]]
     mask = torch.from_numpy(dec(rec["mask"]).astype(bool)) if "mask" in rec else None
-    layer = make_layer(cls, kwargs)
-    _call(layer, [_as_torch(x) for x in xs_np], opts, False, mask)              # build
+    layer = make_layer(md.keras.layers, cls, kwargs)
+    call_layer(layer, [_as_torch(x) for x in xs_np], opts, False, mask, torch.tensor)              # build
     weights = [dec(e) for e in rec["weights"]]
     assert [tuple(w.shape) for w in layer.get_weights()] == [w.shape for w in weights], "weight layout/order"
     for key in ("infer", "train"):
@@ -90,7 +69,7 @@ def test_layer_matches_tf(case):
             continue
         layer.set_weights(weights)
         xs = [_as_torch(x).requires_grad_(x.dtype == np.float32) for x in xs_np]
-        out = _call(layer, xs, opts, key == "train", mask)
+        out = call_layer(layer, xs, opts, key == "train", mask, torch.tensor)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         want = rec[key]
         for i, (o, e) in enumerate(zip(outs, want["outputs"])):
