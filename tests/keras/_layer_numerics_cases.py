@@ -119,6 +119,29 @@ def _cases():
     c.append(("normalization_inv", "Normalization", {"mean": [0.5, -1.0, 0.0], "variance": [4.0, 0.25, 1.0],
                                                      "invert": True}, [(2, 3)], {}))
     c.extend(_more_cases())
+    c.extend(_kink_cases())
+    return c
+
+
+def _kink_cases():
+    """Inputs on a 0.5 grid: ties in max pooling (TF's gradient goes to the first maximum, reduce_max's
+    is shared) and activations at their kinks, where TF's gradient convention shows."""
+    g = {"grid": True}
+    c = [(f"grid_act_{a}", "Activation", {"activation": a}, [(4, 9)], g)
+         for a in ("relu", "relu6", "elu", "selu", "leaky_relu", "hard_sigmoid", "hard_silu", "gelu", "softplus",
+                   "swish", "mish", "softsign")]
+    for i, kw in enumerate([{}, {"max_value": 0.5}, {"negative_slope": 0.1}, {"threshold": 0.5},
+                            {"max_value": 1.0, "negative_slope": 0.2, "threshold": 0.5}, {"max_value": 6.0}]):
+        c.append((f"grid_relu_{i}", "ReLU", kw, [(4, 9)], g))
+    c += [("grid_leakyrelu", "LeakyReLU", {}, [(4, 9)], g), ("grid_elu", "ELU", {"alpha": 0.5}, [(4, 9)], g),
+          ("grid_prelu", "PReLU", {"alpha_initializer": "ones"}, [(4, 9)], g),
+          ("grid_maxpool1d", "MaxPooling1D", {"pool_size": 3, "strides": 2, "padding": "same"}, [(2, 9, 2)], g),
+          ("grid_maxpool2d", "MaxPooling2D", {"pool_size": 3, "strides": 1}, [(2, 5, 6, 2)], g),
+          ("grid_maxpool3d", "MaxPooling3D", {"pool_size": 2, "padding": "same"}, [(1, 3, 4, 5, 2)], g),
+          ("grid_globalmax1d", "GlobalMaxPooling1D", {}, [(2, 9, 3)], g),
+          ("grid_globalmax2d", "GlobalMaxPooling2D", {}, [(2, 4, 5, 3)], g),
+          ("grid_maximum", "Maximum", {}, [(3, 6), (3, 6)], {"form": "list", **g}),
+          ("grid_minimum", "Minimum", {}, [(3, 6), (3, 6)], {"form": "list", **g})]
     return c
 
 

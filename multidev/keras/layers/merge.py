@@ -46,16 +46,26 @@ class Multiply(_Merge):
     _op = staticmethod(torch.mul)
 
 
+def _tf_maximum(x, y):
+    """max(x, y) with TF's gradient: a tie's gradient goes to ``x`` whole (torch.maximum halves it)."""
+    return torch.where(x >= y, x, y)
+
+
+def _tf_minimum(x, y):
+    """min(x, y) with TF's gradient: a tie's gradient goes to ``x`` whole."""
+    return torch.where(x <= y, x, y)
+
+
 class Maximum(_Merge):
     """Element-wise maximum."""
 
-    _op = staticmethod(torch.maximum)
+    _op = staticmethod(_tf_maximum)
 
 
 class Minimum(_Merge):
     """Element-wise minimum."""
 
-    _op = staticmethod(torch.minimum)
+    _op = staticmethod(_tf_minimum)
 
 
 class Dot(Layer):

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
 from multidev.keras.layers.base import Layer
@@ -15,6 +16,19 @@ from multidev.keras.layers.input_spec import InputSpec
 
 def _tuple(value, rank):
     return (value,) * rank if isinstance(value, int) else tuple(value)
+
+
+def _max_pool3d_tf_ties(x, pool_size, strides):
+    """3-D max pooling whose gradient is TF's MaxPool3DGrad: every element equal to its window's maximum
+    gets the window's whole gradient (torch's, like TF's 1-D/2-D pooling, gives it to the first only).
+    Built on the windows (``unfold``): memory ``prod(pool_size)`` times the input's."""
+    windows = x
+    for dim, (k, s) in enumerate(zip(pool_size, strides)):
+        windows = windows.unfold(2 + dim, k, s)
+    windows = windows.flatten(-3)
+    top = windows.detach().amax(-1, keepdim=True)
+    picked = torch.where(windows.detach() == top, windows - windows.detach(), torch.zeros_like(windows))
+    return top.squeeze(-1) + picked.sum(-1)
 
 
 class _Pooling(Layer):
@@ -37,8 +51,10 @@ class _Pooling(Layer):
         x = inputs.movedim(-1, 1)
         if self.padding == "same":
             x = self._pad_same(x)
-        if self.kind == "max":
-            fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self.rank - 1]
+        if self.kind == "max" and self.rank == 3:
+            out = _max_pool3d_tf_ties(x, self.pool_size, self.strides)
+        elif self.kind == "max":
+            fn = (F.max_pool1d, F.max_pool2d)[self.rank - 1]
             out = fn(x, self.pool_size, self.strides)
         else:
             fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[self.rank - 1]
