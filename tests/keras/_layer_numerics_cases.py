@@ -21,6 +21,8 @@ def call_layer(layer, xs, opts, training, mask, to_tensor):
     kw = dict(opts.get("call", {}))
     if "mask" in kw:
         kw["mask"] = [to_tensor(m) for m in kw["mask"]]
+    if "one_mask" in kw:   # a single layer's mask (Softmax)
+        kw["mask"] = to_tensor(kw.pop("one_mask"))
     if mask is not None:
         kw["attention_mask"] = mask
     form = opts.get("form", "single")
@@ -97,6 +99,11 @@ def _cases():
     c.append(("merge_add3", "Add", {}, [(2, 3), (2, 3), (2, 3)], {"form": "list"}))
     for i, kw in enumerate([{}, {"axis": 1}]):
         c.append((f"softmax_{i}", "Softmax", kw, [(2, 3, 4)], {}))
+    c.append(("softmax_axes", "Softmax", {"axis": [1, 2]}, [(2, 3, 4)], {}))
+    rows = [[True, False, True, True], [False] * 4, [True, True, False, False]]
+    c.append(("softmax_mask", "Softmax", {}, [(2, 3, 4)], {"call": {"one_mask": [rows, rows[::-1]]}}))
+    c.append(("softmax_mask_float", "Softmax", {"axis": 1}, [(2, 3, 4)],
+              {"call": {"one_mask": [[[1.0, 0.0, 1.0, 0.2]] * 3] * 2}}))
     for i, kw in enumerate([{}, {"max_value": 0.5}, {"negative_slope": 0.1}, {"threshold": 0.3},
                             {"max_value": 1.0, "negative_slope": 0.2, "threshold": 0.1}, {"max_value": 6.0}]):
         c.append((f"relu_{i}", "ReLU", kw, [(2, 7)], {}))

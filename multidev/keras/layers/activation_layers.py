@@ -60,17 +60,27 @@ class LeakyReLU(Layer):
 
 
 class Softmax(Layer):
-    """Softmax over ``axis``; a boolean ``mask`` (True: keep) sends masked entries to zero."""
+    """Softmax over ``axis`` (an int, or several axes); a ``mask`` (True or > 0.5: keep) sets masked entries
+    to -1e9 before and to 0 after, as Keras 3's (a fully masked row is all zeros)."""
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self.axis = axis
 
     def call(self, inputs, mask=None):
+        if mask is None and isinstance(self.axis, int):
+            return activations.softmax(inputs, axis=self.axis)   # keeps its logits, as Keras's
+        keep = None
         if mask is not None:       # Keras 3's masked output is a new tensor: it keeps no logits
-            inputs = inputs.masked_fill(~mask.bool(), torch.finfo(inputs.dtype).min)
-            return torch.softmax(inputs, dim=self.axis)
-        return activations.softmax(inputs, axis=self.axis)
+            keep = mask if mask.dtype == torch.bool else mask > 0.5
+            inputs = torch.where(keep, inputs, torch.tensor(-3e4 if inputs.dtype == torch.float16 else -1e9,
+                                                            dtype=inputs.dtype, device=inputs.device))
+        axes = [self.axis] if isinstance(self.axis, int) else list(self.axis)
+        if len(axes) > 1:
+            out = torch.exp(inputs - torch.logsumexp(inputs, dim=axes, keepdim=True))
+        else:
+            out = torch.softmax(inputs, dim=axes[0])
+        return out if keep is None else torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}
