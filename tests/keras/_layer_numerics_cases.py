@@ -118,6 +118,8 @@ def _cases():
     c.append(("mha_causal", "MultiHeadAttention", mha, [(2, 4, 5), (2, 4, 5)],
               {"form": "args", "call": {"use_causal_mask": True}}))
     c.append(("mha_mask", "MultiHeadAttention", mha, [(2, 4, 5), (2, 3, 5)], {"form": "args", "mask": True}))
+    c.append(("mha_mask_empty_row", "MultiHeadAttention", mha, [(2, 4, 5), (2, 3, 5)],
+              {"form": "args", "mask": "empty_row", "call": {"return_attention_scores": True}}))
     c.append(("mha_scores", "MultiHeadAttention", {**mha, "use_bias": False}, [(2, 4, 5), (2, 3, 5)],
               {"form": "args", "call": {"return_attention_scores": True}}))
     c.append(("rescaling", "Rescaling", {"scale": 0.5, "offset": -1.0}, [(2, 5)], {}))

@@ -61,6 +61,8 @@ def run_case(case_id, cls, kwargs, shapes, opts, seed):
     if opts.get("mask"):
         mask = rng.random((shapes[0][0], shapes[0][1], shapes[1][1])) > 0.3
         mask[:, :, 0] = True
+        if opts["mask"] == "empty_row":   # a query that may attend to nothing (Keras: zero weights)
+            mask[0, 1, :] = False
     layer = make_layer(tf.keras.layers, cls, kwargs)
     call_layer(layer, [tf.constant(x) for x in xs_np], opts, False, mask, tf_mask)   # build
     weights = [w.copy() for w in layer.get_weights()]
