@@ -106,6 +106,8 @@ class PReLU(Layer):
     """Leaky ReLU with a learned slope ``alpha`` per input element (``shared_axes``: one slope along
     those axes): ``relu(x) - alpha * relu(-x)``; alpha has the input's shape without the batch axis."""
 
+    supports_masking = True
+
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
                  **kwargs):
         super().__init__(**kwargs)

@@ -162,6 +162,8 @@ class GroupNormalization(Layer):
     """Normalize each example over groups of ``groups`` channels (of ``axis``) and the other non-batch
     axes, then scale by gamma and shift by beta (one per channel), as Keras 3's."""
 
+    supports_masking = True
+
     def __init__(self, groups=32, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
@@ -204,6 +206,8 @@ class GroupNormalization(Layer):
 
 class UnitNormalization(Layer):
     """Scale each example to unit L2 norm over ``axis``: ``x * min(rsqrt(sum(x^2)), 1e12)``, as Keras 3's."""
+
+    supports_masking = True
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
