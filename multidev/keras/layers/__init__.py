@@ -12,6 +12,8 @@ from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
 from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
+from multidev.keras.layers.discretization import Discretization
+from multidev.keras.layers.hashing import Hashing
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
@@ -40,7 +42,7 @@ __all__ = [
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
-    "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
+    "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding", "Discretization", "Hashing",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?
