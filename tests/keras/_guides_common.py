@@ -27,6 +27,8 @@ def scope(replicas):
 
 def rnd(value, digits=5):
     """A tensor, array or number as nested lists of floats rounded to ``digits``."""
+    if not isinstance(value, (np.ndarray, list, float, int)):
+        value = ops.convert_to_numpy(value)   # a tensor (md's may require grad)
     return np.round(np.asarray(value, "float64"), digits).tolist()
 
 

@@ -44,7 +44,8 @@ class Node:
 
     @property
     def input_tensors(self) -> list:
-        return flatten(self.inputs)
+        """The KerasTensors this call reads: its inputs, then those of keyword arguments (``initial_state=``)."""
+        return flatten(self.inputs) + [t for t in flatten(list(self.kwargs.values())) if isinstance(t, KerasTensor)]
 
 
 def flatten(structure) -> list:
@@ -84,6 +85,7 @@ def _layer_device(layer):
 def _run_dummy(layer, inputs, kwargs, size):
     device = _layer_device(layer)
     concrete = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, inputs)
+    kwargs = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, kwargs)
     with torch.no_grad():
         return layer(concrete, **{**kwargs, "training": False} if layer._call_accepts_training() else kwargs)
 

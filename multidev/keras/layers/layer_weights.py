@@ -56,6 +56,28 @@ class KerasParameter(nn.Parameter):
         return self
 
 
+class KerasBuffer(torch.Tensor):
+    """A non-trainable weight outside a strategy: a buffer with the variable API of ``KerasParameter``
+    (``assign_add`` in ``call``, as the guides' ``ComputeSum`` does; ``numpy``, ``value``). Results of
+    ops on it are plain tensors (torch function dispatch is off, as ``nn.Parameter``'s)."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __new__(cls, data):
+        return torch.Tensor._make_subclass(cls, data, False)
+
+    def __reduce_ex__(self, proto):
+        return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
+
+    value = KerasParameter.value
+    numpy = KerasParameter.numpy
+    read_value = KerasParameter.read_value
+    assign = KerasParameter.assign
+    assign_add = KerasParameter.assign_add
+    assign_sub = KerasParameter.assign_sub
+    _update = KerasParameter._update
+
+
 def _module_weights(module: nn.Module, trainable: bool):
     """``(weight, is_trainable)`` of a sub-module: a Layer's own listing, else the module's parameters
     (trainable with its parent) and buffers, then its children's (a Layer among them counts its flag)."""
@@ -100,7 +122,7 @@ class LayerWeights:
         if trainable:
             self.register_parameter(name, KerasParameter(value, requires_grad=self.trainable))
         else:
-            self.register_buffer(name, value)
+            self.register_buffer(name, KerasBuffer(value))
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 

@@ -28,7 +28,7 @@ class _RNN(Layer):
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
                  dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, unroll=False, **kwargs):
+                 go_backwards=False, stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
         super().__init__(**kwargs)
         if activations.get(activation) is not torch.tanh or activations.get(recurrent_activation) not in (torch.sigmoid, activations.sigmoid):
             raise ValueError(f"{type(self).__name__} runs torch's fused kernel, which needs activation='tanh' and "
@@ -38,6 +38,7 @@ class _RNN(Layer):
                              f"(received recurrent_dropout={recurrent_dropout!r}, stateful={stateful!r}).")
         self.units, self.use_bias, self.dropout = int(units), use_bias, float(dropout)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
+        self.zero_output_for_mask = bool(zero_output_for_mask)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
@@ -68,14 +69,15 @@ class _RNN(Layer):
         return [out, *final] if self.return_state else out
 
     def _run_masked(self, x, states, mask):
-        """Step by step (Keras's masked RNN): a masked step keeps the states and repeats the last output."""
+        """Step by step (Keras's masked RNN): a masked step keeps the states and repeats the last output
+        (zeros with ``zero_output_for_mask``, which Bidirectional sets when returning sequences)."""
         outputs, prev = [], x.new_zeros(x.shape[0], self.units)
         for t in range(x.shape[1]):
             step, new = self._run(x[:, t:t + 1], states)
             keep = mask[:, t].unsqueeze(-1)
             prev = torch.where(keep, step[:, 0], prev)
             states = [torch.where(keep, n, s[0]).unsqueeze(0) for n, s in zip(new, states)]
-            outputs.append(prev)
+            outputs.append(torch.where(keep, prev, torch.zeros_like(prev)) if self.zero_output_for_mask else prev)
         return torch.stack(outputs, dim=1), [s[0] for s in states]
 
     def compute_mask(self, inputs, mask=None):
@@ -94,7 +96,7 @@ class _RNN(Layer):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "use_bias": self.use_bias, "dropout": self.dropout,
                 "return_sequences": self.return_sequences, "return_state": self.return_state,
-                "go_backwards": self.go_backwards,
+                "go_backwards": self.go_backwards, "zero_output_for_mask": self.zero_output_for_mask,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
@@ -183,6 +185,8 @@ class Bidirectional(Layer):
             backward_layer = type(layer).from_config({**config, "name": f"backward_{layer.name}",
                                                       "go_backwards": not config.get("go_backwards", False)})
         self.backward_layer = backward_layer
+        for sub in (self.forward_layer, self.backward_layer):   # Keras 3: masked steps give zeros in sequences
+            sub.zero_output_for_mask = bool(getattr(sub, "return_sequences", False))
         self.merge_mode = merge_mode
         self.return_sequences = config.get("return_sequences", False)
         self.return_state = config.get("return_state", False)
@@ -199,6 +203,9 @@ class Bidirectional(Layer):
         if not self.return_state:
             return out
         return (out if isinstance(out, list) else [out]) + list(fwd_states) + list(bwd_states)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.return_sequences else None   # as Keras 3 (merged outputs)
 
     def _merge(self, a, b):
         if self.merge_mode == "concat":

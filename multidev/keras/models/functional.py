@@ -128,7 +128,8 @@ class Functional(Model):
             if isinstance(node.layer, InputLayer):
                 continue
             args = map_structure(lambda t: values[id(t)], node.inputs)
-            out = node.layer(args, **node.kwargs)
+            kwargs = map_structure(lambda t: values[id(t)] if isinstance(t, KerasTensor) else t, node.kwargs)
+            out = node.layer(args, **kwargs)
             for kt, v in zip(node.outputs, flatten(out)):
                 values[id(kt)] = v
         return map_structure(lambda t: values[id(t)], self._outputs)
