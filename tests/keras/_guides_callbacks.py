@@ -39,8 +39,8 @@ def every_hook(r):
     callback = CustomCallback()
     model.fit(X, Y, batch_size=4, epochs=2, verbose=0, shuffle=False, validation_data=(X[:6], Y[:6]),
               validation_batch_size=4, callbacks=[callback])
-    model.evaluate(X, Y, batch_size=5, verbose=0, callbacks=[callback])
-    model.predict(X, batch_size=5, verbose=0, callbacks=[callback])
+    model.evaluate(X, Y, batch_size=4, verbose=0, callbacks=[callback])
+    model.predict(X, batch_size=4, verbose=0, callbacks=[callback])
     return callback.seen
 
 

@@ -29,7 +29,8 @@ def rnd(value, digits=5):
     """A tensor, array or number as nested lists of floats rounded to ``digits``."""
     if not isinstance(value, (np.ndarray, list, float, int)):
         value = ops.convert_to_numpy(value)   # a tensor (md's may require grad)
-    return np.round(np.asarray(value, "float64"), digits).tolist()
+    rounded = np.round(np.asarray(value, "float64"), digits)
+    return np.where(np.isnan(rounded), None, rounded).tolist()   # NaN (the guide's 0/0) as null: JSON has no NaN
 
 
 def ints(value):

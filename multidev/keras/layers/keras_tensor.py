@@ -72,8 +72,14 @@ def is_symbolic(structure) -> bool:
 
 
 def _dummy(kt: KerasTensor, size: int, device) -> torch.Tensor:
+    """Zeros shaped like ``kt``; an all-true mask if the layer that made it gave a mask (a masked layer
+    that needs ``mask`` in ``call``, as the masking guide's TemporalSoftmax, sees one symbolically too)."""
     shape = [_DUMMY_BATCH if i == 0 else (size if d is None else d) for i, d in enumerate(kt.shape)]
-    return torch.zeros(shape, dtype=kt.dtype, device=device)
+    out = torch.zeros(shape, dtype=kt.dtype, device=device)
+    mask_rank = getattr(kt, "_mask_rank", None)
+    if mask_rank is not None:
+        out._keras_mask = torch.ones(shape[:mask_rank], dtype=torch.bool, device=device)
+    return out
 
 
 def _layer_device(layer):
@@ -101,7 +107,11 @@ def infer_output(layer, inputs, kwargs):
 
     def to_kt(a, b):
         shape = tuple(None if i == 0 or a.shape[i] != b.shape[i] else a.shape[i] for i in range(a.ndim))
-        return KerasTensor(shape, a.dtype)
+        out = KerasTensor(shape, a.dtype)
+        mask = getattr(a, "_keras_mask", None)
+        if isinstance(mask, torch.Tensor):
+            out._mask_rank = mask.ndim
+        return out
 
     if isinstance(out_a, (list, tuple)):
         return type(out_a)(to_kt(a, b) for a, b in zip(out_a, out_b))

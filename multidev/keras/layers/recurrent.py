@@ -33,9 +33,14 @@ class _RNN(Layer):
         if activations.get(activation) is not torch.tanh or activations.get(recurrent_activation) not in (torch.sigmoid, activations.sigmoid):
             raise ValueError(f"{type(self).__name__} runs torch's fused kernel, which needs activation='tanh' and "
                              f"recurrent_activation='sigmoid'. Received: {activation!r}, {recurrent_activation!r}")
-        if recurrent_dropout or stateful:
-            raise ValueError(f"{type(self).__name__}: recurrent_dropout and stateful=True are not supported "
-                             f"(received recurrent_dropout={recurrent_dropout!r}, stateful={stateful!r}).")
+        if stateful:
+            raise ValueError(f"{type(self).__name__}(stateful=True) is not supported by md.keras: its layers keep no "
+                             "state between calls (and TF's MirroredStrategy fails a stateful RNN whose per-replica "
+                             "batch differs from the state's batch). Carry the states yourself with "
+                             "return_state=True and initial_state=, or run the program with Keras 3 on multidev.")
+        if recurrent_dropout:
+            raise ValueError(f"{type(self).__name__}: recurrent_dropout is not supported by torch's fused kernel "
+                             f"(received recurrent_dropout={recurrent_dropout!r}); use dropout= instead.")
         self.units, self.use_bias, self.dropout = int(units), use_bias, float(dropout)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
         self.zero_output_for_mask = bool(zero_output_for_mask)
