@@ -37,7 +37,8 @@ def mask_into_loss(r):
     y = np.cos(np.arange(20.0)).reshape(4, 5, 1).astype("float32")
     out = {}
     for name, rnn in (("lstm", lambda: L.LSTM(4, return_sequences=True)), ("gru", lambda: L.GRU(4, return_sequences=True)),
-                      ("bidirectional", lambda: L.Bidirectional(L.LSTM(2, return_sequences=True)))):
+                      ("bidirectional", lambda: L.Bidirectional(L.LSTM(2, return_sequences=True))),
+                      ("simple_rnn_cell", lambda: L.Bidirectional(L.SimpleRNN(2, return_sequences=True)))):
         model = _masked_sequence_model(r, rnn(), metrics=["mae"])
         first = model.predict(TOKENS, verbose=0)
         h = model.fit(TOKENS, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
@@ -213,6 +214,12 @@ def rnn_cells(r):
         model = K.Sequential([K.Input((5, 3)), L.RNN(L.LSTMCell(4)), L.Dense(1)])
         deterministic(model)
     out["lstm_cell"] = rnd(model(SEQ))
+    with scope(r):
+        inputs = K.Input((5, 3))
+        seq, state = L.RNN(L.GRUCell(3), return_sequences=True, return_state=True, go_backwards=True)(inputs)
+        model = K.Model(inputs, [seq, state])
+        deterministic(model)
+    out["gru_cell_backwards"] = [rnd(v) for v in model(SEQ)]
     return out
 
 

@@ -31,8 +31,6 @@ TF_2_21_TWO_REPLICAS = {
 #: What multidev refuses (both replica counts unless said): snippet -> (exception type, words of its message).
 MD_REFUSES = {
     "lookup_inside_model_fit": ("ValueError", "has no string inputs"),   # TF 2.21 trains it on one device
-    "simple_rnn": ("AttributeError", "Keras 3 has `keras.layers.SimpleRNN`"),
-    "rnn_cells": ("AttributeError", "Keras 3 has `keras.layers.RNN`"),
     "stateful": ("ValueError", "stateful=True) is not supported"),
 }
 

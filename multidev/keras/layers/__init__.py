@@ -30,6 +30,8 @@ from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, A
                                            MaxPooling1D, MaxPooling2D)
 from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, Rescaling
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
+from multidev.keras.layers.rnn import RNN, SimpleRNN
+from multidev.keras.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 from multidev.keras.layers.text_vectorization import TextVectorization
 from multidev.keras.layers.lookup import IntegerLookup, StringLookup
 
@@ -43,6 +45,7 @@ __all__ = [
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
     "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding", "Discretization", "Hashing",
+    "RNN", "SimpleRNN", "SimpleRNNCell", "LSTMCell", "GRUCell",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?
