@@ -230,12 +230,20 @@ def stateful(r):
         lstm_layer = L.LSTM(4, stateful=True)
         lstm_layer(SEQ[:, :2])
         deterministic(lstm_layer)
+    lstm_layer.reset_states()   # the call that built it carried states from the random weights
     output = lstm_layer(SEQ[:, :2])
     output = lstm_layer(SEQ[:, 2:4])
     output = lstm_layer(SEQ[:, 4:])
     out["streamed"] = rnd(output)
     lstm_layer.reset_states()
     out["after_reset"] = rnd(lstm_layer(SEQ[:, 4:]))
+    with scope(r):
+        rnn = L.SimpleRNN(3, stateful=True, return_sequences=True)
+        rnn(SEQ[:, :2])
+        deterministic(rnn)
+    rnn.reset_states()
+    first, second = rnn(SEQ[:, :2]), rnn(SEQ[:, 2:])
+    out["simple_rnn"] = [rnd(first), rnd(second), rnd(rnn.states[0])]
     with scope(r):
         model = K.Sequential([K.Input((5, 3), batch_size=2), L.LSTM(4, stateful=True), L.Dense(1)])
         deterministic(model)

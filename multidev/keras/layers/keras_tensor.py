@@ -6,6 +6,8 @@ infers its output shape by running it on small zero tensors, and records a ``Nod
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 _DUMMY_BATCH = 2
@@ -88,7 +90,23 @@ def _layer_device(layer):
     return None
 
 
+_INFERRING = threading.local()
+
+
+def inferring() -> bool:
+    """Whether this thread is running a layer on zeros to infer shapes (no state may change then)."""
+    return getattr(_INFERRING, "depth", 0) > 0
+
+
 def _run_dummy(layer, inputs, kwargs, size):
+    _INFERRING.depth = getattr(_INFERRING, "depth", 0) + 1
+    try:
+        return _run_dummy_inner(layer, inputs, kwargs, size)
+    finally:
+        _INFERRING.depth -= 1
+
+
+def _run_dummy_inner(layer, inputs, kwargs, size):
     device = _layer_device(layer)
     concrete = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, inputs)
     kwargs = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, kwargs)

@@ -18,6 +18,7 @@ from torch import _VF
 from multidev.keras import activations, initializers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.rnn_state import StatefulStates
 
 
 class _RNN(Layer):
@@ -33,17 +34,14 @@ class _RNN(Layer):
         if activations.get(activation) is not torch.tanh or activations.get(recurrent_activation) not in (torch.sigmoid, activations.sigmoid):
             raise ValueError(f"{type(self).__name__} runs torch's fused kernel, which needs activation='tanh' and "
                              f"recurrent_activation='sigmoid'. Received: {activation!r}, {recurrent_activation!r}")
-        if stateful:
-            raise ValueError(f"{type(self).__name__}(stateful=True) is not supported by md.keras: its layers keep no "
-                             "state between calls (and TF's MirroredStrategy fails a stateful RNN whose per-replica "
-                             "batch differs from the state's batch). Carry the states yourself with "
-                             "return_state=True and initial_state=, or run the program with Keras 3 on multidev.")
         if recurrent_dropout:
             raise ValueError(f"{type(self).__name__}: recurrent_dropout is not supported by torch's fused kernel "
                              f"(received recurrent_dropout={recurrent_dropout!r}); use dropout= instead.")
         self.units, self.use_bias, self.dropout = int(units), use_bias, float(dropout)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
         self.zero_output_for_mask = bool(zero_output_for_mask)
+        self.stateful = bool(stateful)
+        self._carried = StatefulStates(self.name) if stateful else None
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
@@ -65,11 +63,17 @@ class _RNN(Layer):
         if training and self.dropout:
             drop = F.dropout(x.new_ones(x.shape[0], 1, x.shape[2]), self.dropout, training=True)
             x = x * drop
-        states = self._initial_states(x, initial_state)
+        if self._carried is not None and initial_state is None:
+            states = [s.unsqueeze(0) for s in self._carried.initial(
+                x.shape[0], lambda: [z[0] for z in self._initial_states(x, None)])]
+        else:
+            states = self._initial_states(x, initial_state)
         if mask is None:
             seq, final = self._run(x, states)
         else:
             seq, final = self._run_masked(x, states, mask.flip(1) if self.go_backwards else mask)
+        if self._carried is not None:
+            self._carried.remember(final)
         out = seq if self.return_sequences else seq[:, -1]
         return [out, *final] if self.return_state else out
 
@@ -88,6 +92,18 @@ class _RNN(Layer):
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None   # as Keras (also with go_backwards)
 
+    @property
+    def states(self) -> list | None:
+        """A stateful layer's carried states (None before its first call or when not stateful)."""
+        return None if self._carried is None else self._carried.states
+
+    def reset_states(self):
+        """Zero a stateful layer's carried states (Keras's ``reset_states``/``reset_state``)."""
+        if self._carried is not None:
+            self._carried.reset()
+
+    reset_state = reset_states
+
     def _initial_states(self, x, initial_state):
         n = len(self._state_names())
         if initial_state is None:
@@ -101,7 +117,7 @@ class _RNN(Layer):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "use_bias": self.use_bias, "dropout": self.dropout,
                 "return_sequences": self.return_sequences, "return_state": self.return_state,
-                "go_backwards": self.go_backwards, "zero_output_for_mask": self.zero_output_for_mask,
+                "go_backwards": self.go_backwards, "stateful": self.stateful, "zero_output_for_mask": self.zero_output_for_mask,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}

@@ -18,6 +18,7 @@ import torch
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.rnn_cells import SimpleRNNCell
+from multidev.keras.layers.rnn_state import StatefulStates
 
 
 def _sizes(state_size) -> list:
@@ -33,15 +34,14 @@ class RNN(Layer):
         if isinstance(cell, (list, tuple)):
             raise ValueError("md.keras's RNN takes one cell; stacked cells (a list, StackedRNNCells) are not "
                              f"supported. Received: {cell!r}. Stack RNN layers instead.")
-        if stateful:
-            raise ValueError(f"{type(self).__name__}(stateful=True) is not supported by md.keras: its layers keep no "
-                             "state between calls. Carry the states with return_state=True and initial_state=.")
         if not hasattr(cell, "state_size") or not callable(getattr(cell, "call", None)):
             raise ValueError(f"Argument `cell` should have a `call` method and a `state_size` attribute. "
                              f"Received: cell={cell!r}")
         self.cell = cell
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
         self.zero_output_for_mask = bool(zero_output_for_mask)
+        self.stateful = bool(stateful)
+        self._carried = StatefulStates(self.name) if stateful else None
         self.input_spec = InputSpec(ndim=3)
         self.supports_masking = True
         self._cell_takes_training = "training" in inspect.signature(type(cell).call).parameters
@@ -64,7 +64,10 @@ class RNN(Layer):
         x = inputs.flip(1) if self.go_backwards else inputs
         if mask is not None and self.go_backwards:
             mask = mask.flip(1)
-        states = self._initial_states(x, initial_state)
+        if self._carried is not None and initial_state is None:
+            states = list(self._carried.initial(x.shape[0], lambda: self._initial_states(x, None)))
+        else:
+            states = self._initial_states(x, initial_state)
         extra = {"training": training} if self._cell_takes_training else {}
         outputs, prev = [], None
         for t in range(x.shape[1]):
@@ -80,6 +83,8 @@ class RNN(Layer):
                     out = torch.where(keep, out, torch.zeros_like(out))
             outputs.append(out)
             states = new
+        if self._carried is not None:
+            self._carried.remember(states)
         last = prev if mask is not None else outputs[-1]
         result = torch.stack(outputs, dim=1) if self.return_sequences else last
         return [result, *states] if self.return_state else result
@@ -87,13 +92,22 @@ class RNN(Layer):
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None
 
+    @property
+    def states(self) -> list | None:
+        """A stateful layer's carried states (None before its first call or when not stateful)."""
+        return None if self._carried is None else self._carried.states
+
     def reset_states(self):
-        """Nothing to reset: md.keras's RNNs keep no state between calls (stateful=True is refused)."""
+        """Zero a stateful layer's carried states (Keras's ``reset_states``/``reset_state``)."""
+        if self._carried is not None:
+            self._carried.reset()
+
+    reset_state = reset_states
 
     def get_config(self):
         from multidev.keras.saving.serialization import serialize_layer
         return {**super().get_config(), "cell": serialize_layer(self.cell), "return_sequences": self.return_sequences,
-                "return_state": self.return_state, "go_backwards": self.go_backwards,
+                "return_state": self.return_state, "go_backwards": self.go_backwards, "stateful": self.stateful,
                 "zero_output_for_mask": self.zero_output_for_mask}
 
     @classmethod
