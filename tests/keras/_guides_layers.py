@@ -230,4 +230,23 @@ def sequential_model(r):
     return out
 
 
-SNIPPETS = [layer_weights_and_state, non_trainable_state_in_fit, add_loss, vae_fit, sequential_model]
+def functional_layer_order(r):
+    """Branching graphs list layers (and weights) in Keras's order: by depth, then first visit from the outputs."""
+    def shapes(model):
+        return [[type(layer).__name__, [list(w.shape) for w in layer.get_weights()]] for layer in model.layers]
+
+    out = {}
+    with scope(r):
+        a, b = K.Input((4,)), K.Input((3,))
+        y = L.Dense(2)(L.Dense(6)(b))
+        out["two_inputs"] = shapes(K.Model([a, b], L.Dense(1)(L.Concatenate()([L.Dense(5)(a), y]))))
+        i = K.Input((4,))
+        h = L.Dense(4)(i)
+        h2 = L.Dense(4)(h)
+        out["skip_two_outputs"] = shapes(K.Model(i, [L.Dense(1)(L.Dense(3)(L.Add()([h, h2]))), h2]))
+        shared, a, b = L.Dense(3), K.Input((3,)), K.Input((3,))
+        out["shared"] = shapes(K.Model([a, b], L.Add()([shared(a), shared(L.Dense(3)(b))])))
+    return out
+
+
+SNIPPETS = [functional_layer_order, layer_weights_and_state, non_trainable_state_in_fit, add_loss, vae_fit, sequential_model]
