@@ -47,6 +47,16 @@ def mask_into_loss(r):
     return out
 
 
+def mask_with_temporal_sample_weight(r):
+    """Masks and (batch, timesteps) sample weights together, over batches of 3 (the last one of 1)."""
+    y = np.cos(np.arange(20.0)).reshape(4, 5, 1).astype("float32")
+    model = _masked_sequence_model(r, L.LSTM(4, return_sequences=True), metrics=["mae"])
+    h = model.fit(TOKENS, y, batch_size=3, epochs=2, shuffle=False, verbose=0,
+                  sample_weight=np.linspace(0.5, 2.0, 20).reshape(4, 5))
+    return {"h": history(h), "w": fingerprint(model.get_weights()),
+            "evaluate": rnd(model.evaluate(TOKENS, y, batch_size=3, verbose=0))}
+
+
 def mask_last_output(r):
     """A masked LSTM without return_sequences gives the last unmasked step's output."""
     model = _masked_sequence_model(r, L.LSTM(4))
@@ -253,6 +263,6 @@ def stateful(r):
     return out
 
 
-SNIPPETS = [padding_and_masks, mask_into_loss, mask_last_output, custom_mask_layers, rnn_outputs, simple_rnn,
+SNIPPETS = [padding_and_masks, mask_into_loss, mask_with_temporal_sample_weight, mask_last_output, custom_mask_layers, rnn_outputs, simple_rnn,
             initial_state,
             rnn_cells, stateful]

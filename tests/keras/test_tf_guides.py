@@ -22,6 +22,7 @@ PROGRAM = os.path.join(HERE, "_tf_guides_program.py")
 TF_2_21_TWO_REPLICAS = {
     "mask_into_loss": "TF divides each replica's masked loss sum by that replica's own count of unmasked steps; "
                       "multidev divides by the global batch's count, so 2 replicas train as one device",
+    "mask_with_temporal_sample_weight": "TF fails a batch of 3 split [2, 1] over the replicas (AddN of unequal shapes)",
     "non_trainable_state_in_fit": "TF's assign_add on a non-trainable weight in a replica updates that replica's "
                                   "copy only (aggregation NONE; the total read after fit is replica 0's)",
     "stateful": "TF fails a stateful LSTM whose per-replica batch (1) is not the state's batch (2)",
