@@ -108,9 +108,15 @@ class Functional(Model):
             available.update(id(t) for t in node.outputs)
 
     def _ordered_layers(self) -> list:
-        """Keras's order (``map_graph``): by depth from the outputs, deepest first; a tie by first visit
-        of the depth-first walk from the outputs. So ``weights``/``get_weights`` list as Keras does."""
-        return _keras_layer_order(self._inputs, self._outputs, self._nodes)
+        """The input layers (in the model's input order), then the other layers in Keras's order
+        (``map_graph``: by depth from the outputs, deepest first; a tie by first visit of the
+        depth-first walk from the outputs), so ``weights``/``get_weights`` list as Keras does.
+        (Keras may interleave an input layer later, e.g. one feeding a Concatenate directly; input
+        layers have no weights, so only ``layers`` indices can differ from Keras's.)"""
+        inputs = [kt._keras_history[0] for kt in flatten(self._inputs)]
+        rest = [l for l in _keras_layer_order(self._inputs, self._outputs, self._nodes)
+                if not any(l is i for i in inputs)]
+        return inputs + rest
 
     @property
     def layers(self) -> list:
