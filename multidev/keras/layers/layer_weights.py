@@ -49,7 +49,11 @@ class KerasParameter(nn.Parameter):
         with torch.no_grad():
             tensor = value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
             tensor = tensor.to(dtype=self.dtype, device=self.device)
-            if torch.broadcast_shapes(tensor.shape, self.shape) != self.shape:
+            try:
+                broadcast = torch.broadcast_shapes(tensor.shape, self.shape)
+            except RuntimeError:   # torch's "cannot broadcast": TF's is a ValueError naming both shapes
+                broadcast = None
+            if broadcast != self.shape:
                 raise ValueError(f"Cannot assign a value of shape {tuple(tensor.shape)} to a weight of shape "
                                  f"{tuple(self.shape)}; pass a value of the weight's shape.")
             op(self, tensor)
