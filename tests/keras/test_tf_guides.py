@@ -10,10 +10,10 @@ there multidev gives the one-device result. What multidev refuses is in ``MD_REF
 """
 
 import json
-import math
 import os
 
 from tests.conftest import run_fresh
+from tests.keras.test_tf_idioms import _differences
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "_tf_guides_program.py")
@@ -40,19 +40,6 @@ MD_TWO_REPLICAS_GAPS = {
     "non_trainable_state_in_fit": ("AttributeError", "a non-trainable weight read in a replica is a plain tensor "
                                    "(no assign_add); TF updates the replica's copy"),
 }
-
-
-def _differences(want, got, path=""):
-    """Paths where ``got`` differs from ``want`` (numbers to 2e-4 relative: float32, other kernels)."""
-    if isinstance(want, dict) and isinstance(got, dict):
-        if set(want) != set(got):
-            return [f"{path}: keys {sorted(want)} != {sorted(got)}: {json.dumps(got)[:300]}"]
-        return [d for k in want for d in _differences(want[k], got[k], f"{path}/{k}")]
-    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
-        return [d for i, (a, b) in enumerate(zip(want, got)) for d in _differences(a, b, f"{path}[{i}]")]
-    if isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
-        return [] if math.isclose(want, got, rel_tol=2e-4, abs_tol=2e-5) else [f"{path}: TF {want} != {got}"]
-    return [] if want == got else [f"{path}: TF {json.dumps(want)[:200]} != {json.dumps(got)[:200]}"]
 
 
 def _problems(tf, md, replicas):

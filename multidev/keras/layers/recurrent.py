@@ -18,10 +18,10 @@ from torch import _VF
 from multidev.keras import activations, initializers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
-from multidev.keras.layers.rnn_state import StatefulStates
+from multidev.keras.layers.rnn_state import StatefulLayerMixin, StatefulStates
 
 
-class _RNN(Layer):
+class _RNN(StatefulLayerMixin, Layer):
     """Shared single-layer RNN over (batch, timesteps, features)."""
 
     gates = 4
@@ -89,20 +89,6 @@ class _RNN(Layer):
             outputs.append(torch.where(keep, prev, torch.zeros_like(prev)) if self.zero_output_for_mask else prev)
         return torch.stack(outputs, dim=1), [s[0] for s in states]
 
-    def compute_mask(self, inputs, mask=None):
-        return mask if self.return_sequences else None   # as Keras (also with go_backwards)
-
-    @property
-    def states(self) -> list | None:
-        """A stateful layer's carried states (None before its first call or when not stateful)."""
-        return None if self._carried is None else self._carried.states
-
-    def reset_states(self):
-        """Zero a stateful layer's carried states (Keras's ``reset_states``/``reset_state``)."""
-        if self._carried is not None:
-            self._carried.reset()
-
-    reset_state = reset_states
 
     def _initial_states(self, x, initial_state):
         n = len(self._state_names())

@@ -18,14 +18,14 @@ import torch
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.rnn_cells import SimpleRNNCell
-from multidev.keras.layers.rnn_state import StatefulStates
+from multidev.keras.layers.rnn_state import StatefulLayerMixin, StatefulStates
 
 
 def _sizes(state_size) -> list:
     return list(state_size) if isinstance(state_size, (list, tuple)) else [state_size]
 
 
-class RNN(Layer):
+class RNN(StatefulLayerMixin, Layer):
     """Loop ``cell`` over axis 1 of (batch, timesteps, features) inputs."""
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
@@ -89,20 +89,6 @@ class RNN(Layer):
         result = torch.stack(outputs, dim=1) if self.return_sequences else last
         return [result, *states] if self.return_state else result
 
-    def compute_mask(self, inputs, mask=None):
-        return mask if self.return_sequences else None
-
-    @property
-    def states(self) -> list | None:
-        """A stateful layer's carried states (None before its first call or when not stateful)."""
-        return None if self._carried is None else self._carried.states
-
-    def reset_states(self):
-        """Zero a stateful layer's carried states (Keras's ``reset_states``/``reset_state``)."""
-        if self._carried is not None:
-            self._carried.reset()
-
-    reset_state = reset_states
 
     def get_config(self):
         from multidev.keras.saving.serialization import serialize_layer

@@ -50,3 +50,23 @@ class StatefulStates:
     def reset(self) -> None:
         if self.states is not None:
             self.states = [torch.zeros_like(s) for s in self.states]
+
+
+class StatefulLayerMixin:
+    """What md.keras's RNN layers share: the output mask, ``states`` and ``reset_states`` (needs ``_carried``:
+    a ``StatefulStates`` or None, and ``return_sequences``)."""
+
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.return_sequences else None   # as Keras (also with go_backwards)
+
+    @property
+    def states(self) -> list | None:
+        """A stateful layer's carried states (None before its first call or when not stateful)."""
+        return None if self._carried is None else self._carried.states
+
+    def reset_states(self):
+        """Zero a stateful layer's carried states (Keras's ``reset_states``/``reset_state``)."""
+        if self._carried is not None:
+            self._carried.reset()
+
+    reset_state = reset_states
