@@ -210,6 +210,18 @@ def sequential_model(r):
         model.pop()
     out["after_pop"] = [len(model.layers), len(model.weights)]
     with scope(r):
+        layer = L.Dense(3)
+        unbuilt = [len(layer.weights)]
+        layer(ops.ones((1, 4)))
+        model = K.Sequential([L.Dense(2, activation="relu"), L.Dense(3, activation="relu"), L.Dense(4)])
+        unbuilt += [len(layer.weights), len(model.weights)]
+        model.build((None, 4))
+        unbuilt += [len(model.weights), [list(w.shape) for w in model.weights]]
+        model = K.Sequential()
+        model.add(L.Dense(2, activation="relu", input_shape=(4,)))
+        unbuilt += [len(model.weights), list(model.output_shape)]
+    out["build"] = unbuilt
+    with scope(r):
         initial_model = K.Sequential([K.Input(shape=(4,)), L.Dense(3, activation="relu", name="first"),
                                       L.Dense(3, activation="relu", name="my_intermediate_layer"), L.Dense(1)])
         deterministic(initial_model)
