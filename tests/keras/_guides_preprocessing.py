@@ -169,6 +169,41 @@ def lookup_inside_model_fit(r):
             "predict": rnd(model.predict(tf.data.Dataset.from_tensor_slices(words[:3]).batch(2), verbose=0))}
 
 
-SNIPPETS = [normalization_adapt, normalization_in_model_fit, normalization_in_dataset_fit, discretization,
+def readapt_and_steps(r):
+    """A second adapt replaces the first one's state; ``steps`` stops early on a repeated dataset."""
+    out = {}
+    with scope(r):
+        norm = L.Normalization()
+    norm.adapt(DATA)
+    norm.adapt(DATA * 2.0 + 1.0)
+    out["normalization"] = rnd(norm(DATA))
+    norm = L.Normalization()
+    norm.adapt(tf.data.Dataset.from_tensor_slices(DATA).batch(2).take(1))   # Keras 3: no steps= here
+    out["normalization_steps"] = rnd(norm(DATA))
+    lookup = L.StringLookup()
+    lookup.adapt(WORDS)
+    lookup.adapt(np.array([["x"], ["y"], ["y"]]))
+    out["lookup"] = lookup.get_vocabulary()
+    vectorizer = L.TextVectorization(max_tokens=6)
+    vectorizer.adapt(tf.data.Dataset.from_tensor_slices(TEXTS).batch(1).repeat(), steps=2)
+    out["text_steps"] = vectorizer.get_vocabulary()
+    return out
+
+
+def text_vectorization_in_dataset_fit(r):
+    """The text guide's pipeline: TextVectorization in ds.map, then Embedding -> pooling -> Dense on the strategy."""
+    vectorizer = L.TextVectorization(max_tokens=20, output_sequence_length=6)
+    vectorizer.adapt(TEXTS)
+    labels = np.array([[1.0], [0.0], [1.0], [0.0]], "float32")
+    ds = tf.data.Dataset.from_tensor_slices((TEXTS, labels)).batch(2).map(lambda x, y: (vectorizer(x), y))
+    with scope(r):
+        model = K.Sequential([K.Input((6,), dtype="int64"), L.Embedding(20, 3, mask_zero=True),
+                              L.GlobalAveragePooling1D(), L.Dense(1, activation="sigmoid")])
+        deterministic(model)
+        model.compile(optimizer=K.optimizers.SGD(0.5), loss="binary_crossentropy", metrics=["accuracy"])
+    return {"w": fingerprint(model.trainable_weights), "h": history(model.fit(ds, epochs=2, verbose=0))}
+
+
+SNIPPETS = [readapt_and_steps, text_vectorization_in_dataset_fit, normalization_adapt, normalization_in_model_fit, normalization_in_dataset_fit, discretization,
             category_encoding, hashing, string_lookup, integer_lookup, text_vectorization, lookup_in_dataset_fit,
             lookup_inside_model_fit]

@@ -82,7 +82,11 @@ class TextVectorization(Layer):
     def adapt(self, data, batch_size=None, steps=None):
         """Learn the vocabulary (and document frequencies for 'tf_idf') from texts or batches of texts."""
         batches = [data] if isinstance(data, (list, tuple, np.ndarray, str, bytes)) else data
-        docs = [self._documents(b) for i, b in enumerate(batches) if steps is None or i < steps]
+        docs = []
+        for i, batch in enumerate(batches):   # a repeated Dataset ends at `steps`
+            if steps is not None and i >= steps:
+                break
+            docs.append(self._documents(batch))
         width = max((d.shape[1] for d in docs), default=1)
         padded = [np.pad(d, ((0, 0), (0, width - d.shape[1])), constant_values="") for d in docs]
         self._lookup.adapt(np.concatenate(padded) if padded else np.full((0, 1), "", dtype=object))
