@@ -17,6 +17,7 @@ import torch
 from multidev.keras.layers._fingerprint import fingerprint64
 from multidev.keras.layers._siphash import siphash24
 from multidev.keras.layers.base import Layer
+from multidev.keras.layers.host_inputs import HostInputs
 from multidev.keras.layers.category_encoding import CategoryEncoding
 
 _MODES = ("int", "one_hot", "multi_hot", "count")
@@ -32,7 +33,7 @@ def _as_strings(inputs) -> np.ndarray:
     return out
 
 
-class Hashing(Layer):
+class Hashing(HostInputs, Layer):
     """Hash each value into ``[0, num_bins)`` (Keras 3's ``Hashing``; ``output_mode`` as CategoryEncoding's)."""
 
     def __init__(self, num_bins, mask_value=None, salt=None, output_mode="int", sparse=False, **kwargs):
@@ -73,13 +74,6 @@ class Hashing(Layer):
             ids = [0 if m else i + 1 for i, m in zip(ids, mask)]
         out = torch.tensor(ids, dtype=torch.int64).reshape(values.shape)
         return out if self._encoder is None else self._encoder(out)
-
-    def _convert_inputs(self, inputs):
-        return inputs
-
-    @staticmethod
-    def _device_type(inputs) -> str:
-        return "cpu"
 
     def get_config(self):
         return {**super().get_config(), "num_bins": self.num_bins, "salt": self.salt, "mask_value": self.mask_value,

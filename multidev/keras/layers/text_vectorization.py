@@ -14,13 +14,14 @@ import numpy as np
 import torch
 
 from multidev.keras.layers.base import Layer
+from multidev.keras.layers.host_inputs import HostInputs
 from multidev.keras.layers.lookup import StringLookup
 from multidev.keras.preprocessing.text import text_to_word_sequence
 
 _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", None)
 
 
-class TextVectorization(Layer):
+class TextVectorization(HostInputs, Layer):
     """Standardize, split on whitespace, add ``ngrams``, and map tokens through a ``StringLookup``.
 
     ``output_mode`` 'int' (padded ids, '' -> 0 and '[UNK]' -> 1), or 'multi_hot', 'count', 'tf_idf'
@@ -113,13 +114,6 @@ class TextVectorization(Layer):
         docs = docs[:, :length] if docs.shape[1] >= length else np.pad(
             docs, ((0, 0), (0, length - docs.shape[1])), constant_values="")
         return self._lookup(docs)
-
-    def _convert_inputs(self, inputs):
-        return inputs
-
-    @staticmethod
-    def _device_type(inputs) -> str:
-        return "cpu"
 
     def get_config(self):
         return {**super().get_config(), "max_tokens": self.max_tokens, "output_mode": self.output_mode,
