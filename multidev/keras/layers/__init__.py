@@ -19,6 +19,8 @@ from multidev.keras.layers.conv_extra import (Conv1DTranspose, Conv2DTranspose, 
                                               Convolution2DTranspose, DepthwiseConv1D, DepthwiseConv2D,
                                               SeparableConv1D, SeparableConv2D, SeparableConvolution1D,
                                               SeparableConvolution2D)
+from multidev.keras.layers.discretization import Discretization
+from multidev.keras.layers.hashing import Hashing
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
@@ -39,6 +41,8 @@ from multidev.keras.layers.pooling import (AveragePooling3D, AvgPool3D, GlobalAv
                                            GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool3D, MaxPooling3D)
 from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, Rescaling
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
+from multidev.keras.layers.rnn import RNN, SimpleRNN
+from multidev.keras.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 from multidev.keras.layers.text_vectorization import TextVectorization
 from multidev.keras.layers.lookup import IntegerLookup, StringLookup
 
@@ -60,6 +64,8 @@ __all__ = [
     "SeparableConvolution1D", "SeparableConvolution2D", "MaxPooling3D", "MaxPool3D", "AveragePooling3D",
     "AvgPool3D", "GlobalAveragePooling3D", "GlobalAvgPool3D", "GlobalMaxPooling3D", "GlobalMaxPool3D",
     "Attention", "AdditiveAttention", "Resizing", "CenterCrop", "TimeDistributed",
+    # kerasguides: preprocessing and RNN guides (tests/keras/test_tf_guides.py)
+    "Discretization", "Hashing", "RNN", "SimpleRNN", "SimpleRNNCell", "LSTMCell", "GRUCell",
 ]
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

@@ -142,7 +142,7 @@ class Embedding(Layer):
 
     def compute_mask(self, inputs, mask=None):
         """``inputs != 0`` when ``mask_zero`` (id 0 is padding), else no mask."""
-        return torch.ne(inputs, 0) if self.mask_zero else None
+        return torch.ne(torch.as_tensor(inputs), 0) if self.mask_zero else None
 
     def call(self, inputs):
         ids = inputs if inputs.dtype in (torch.int64, torch.int32) else inputs.long()

@@ -20,11 +20,12 @@ import torch
 
 from multidev._core.errors import InvalidArgumentError
 from multidev.keras.layers.base import Layer
+from multidev.keras.layers.host_inputs import HostInputs
 
 OUTPUT_MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 
 
-class IndexLookup(Layer):
+class IndexLookup(HostInputs, Layer):
     """Maps tokens to indices through a vocabulary (see the module doc); base of the lookup layers."""
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=None, vocabulary=None,
@@ -244,13 +245,6 @@ class IndexLookup(Layer):
             idf[:self._idf.numel()] = self._idf
             return counts * idf
         return counts
-
-    def _convert_inputs(self, inputs):
-        return inputs
-
-    @staticmethod
-    def _device_type(inputs) -> str:
-        return "cpu"
 
     def get_config(self) -> dict:
         return {**super().get_config(), "max_tokens": self.max_tokens, "num_oov_indices": self.num_oov_indices,

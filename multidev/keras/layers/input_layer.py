@@ -21,6 +21,12 @@ class InputLayer(Layer):
             batch_input_shape = (batch_size,) + tuple(input_shape)
         name = name or backend.unique_name("input")
         super().__init__(name=name, batch_input_shape=batch_input_shape, **kwargs)
+        if dtype in ("string", "str", str, object):
+            raise ValueError(
+                f"md.keras has no string inputs (Input(dtype={dtype!r})): its tensors are torch tensors, which "
+                "hold numbers only. Map strings to ids before the model, in the dataset: `ds.map(lambda x, y: "
+                "(lookup(x), y))` with the adapted StringLookup/TextVectorization/Hashing, and give the model an "
+                "Input(dtype='int64'). (TF's MirroredStrategy fails a model with string inputs too.)")
         self._input_dtype = backend.as_dtype(dtype or "float32")
         self.built = True
         tensor = KerasTensor(self._batch_input_shape, self._input_dtype, history=(self, 0, 0), name=self.name)

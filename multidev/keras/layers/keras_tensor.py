@@ -6,6 +6,8 @@ infers its output shape by running it on small zero tensors, and records a ``Nod
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 _DUMMY_BATCH = 2
@@ -44,7 +46,8 @@ class Node:
 
     @property
     def input_tensors(self) -> list:
-        return flatten(self.inputs)
+        """The KerasTensors this call reads: its inputs, then those of keyword arguments (``initial_state=``)."""
+        return flatten(self.inputs) + [t for t in flatten(list(self.kwargs.values())) if isinstance(t, KerasTensor)]
 
 
 def flatten(structure) -> list:
@@ -71,8 +74,14 @@ def is_symbolic(structure) -> bool:
 
 
 def _dummy(kt: KerasTensor, size: int, device) -> torch.Tensor:
+    """Zeros shaped like ``kt``; an all-true mask if the layer that made it gave a mask (a masked layer
+    that needs ``mask`` in ``call``, as the masking guide's TemporalSoftmax, sees one symbolically too)."""
     shape = [_DUMMY_BATCH if i == 0 else (size if d is None else d) for i, d in enumerate(kt.shape)]
-    return torch.zeros(shape, dtype=kt.dtype, device=device)
+    out = torch.zeros(shape, dtype=kt.dtype, device=device)
+    mask_rank = getattr(kt, "_mask_rank", None)
+    if mask_rank is not None:
+        out._keras_mask = torch.ones(shape[:mask_rank], dtype=torch.bool, device=device)
+    return out
 
 
 def _layer_device(layer):
@@ -81,9 +90,26 @@ def _layer_device(layer):
     return None
 
 
+_INFERRING = threading.local()
+
+
+def inferring() -> bool:
+    """Whether this thread is running a layer on zeros to infer shapes (no state may change then)."""
+    return getattr(_INFERRING, "depth", 0) > 0
+
+
 def _run_dummy(layer, inputs, kwargs, size):
+    _INFERRING.depth = getattr(_INFERRING, "depth", 0) + 1
+    try:
+        return _run_dummy_inner(layer, inputs, kwargs, size)
+    finally:
+        _INFERRING.depth -= 1
+
+
+def _run_dummy_inner(layer, inputs, kwargs, size):
     device = _layer_device(layer)
     concrete = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, inputs)
+    kwargs = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, kwargs)
     with torch.no_grad():
         return layer(concrete, **{**kwargs, "training": False} if layer._call_accepts_training() else kwargs)
 
@@ -99,7 +125,11 @@ def infer_output(layer, inputs, kwargs):
 
     def to_kt(a, b):
         shape = tuple(None if i == 0 or a.shape[i] != b.shape[i] else a.shape[i] for i in range(a.ndim))
-        return KerasTensor(shape, a.dtype)
+        out = KerasTensor(shape, a.dtype)
+        mask = getattr(a, "_keras_mask", None)
+        if isinstance(mask, torch.Tensor):
+            out._mask_rank = mask.ndim
+        return out
 
     if isinstance(out_a, (list, tuple)):
         return type(out_a)(to_kt(a, b) for a, b in zip(out_a, out_b))

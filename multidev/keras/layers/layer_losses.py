@@ -71,8 +71,12 @@ def mask_of(x):
 
 
 def attach_mask(outputs, mask) -> None:
-    """Let ``outputs`` carry ``mask`` to the next layer."""
+    """Let ``outputs`` carry ``mask`` to the next layer (a list of masks: one per output, as Keras)."""
     if isinstance(outputs, torch.Tensor):
         outputs._keras_mask = mask
+    elif isinstance(outputs, (list, tuple)) and isinstance(mask, (list, tuple)):
+        for out, m in zip(outputs, mask):
+            if isinstance(out, torch.Tensor) and m is not None:
+                out._keras_mask = m
     elif isinstance(outputs, (list, tuple)) and outputs and isinstance(outputs[0], torch.Tensor):
         outputs[0]._keras_mask = mask

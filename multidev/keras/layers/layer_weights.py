@@ -49,11 +49,37 @@ class KerasParameter(nn.Parameter):
         with torch.no_grad():
             tensor = value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
             tensor = tensor.to(dtype=self.dtype, device=self.device)
-            if torch.broadcast_shapes(tensor.shape, self.shape) != self.shape:
+            try:
+                broadcast = torch.broadcast_shapes(tensor.shape, self.shape)
+            except RuntimeError:   # torch's "cannot broadcast": TF's is a ValueError naming both shapes
+                broadcast = None
+            if broadcast != self.shape:
                 raise ValueError(f"Cannot assign a value of shape {tuple(tensor.shape)} to a weight of shape "
                                  f"{tuple(self.shape)}; pass a value of the weight's shape.")
             op(self, tensor)
         return self
+
+
+class KerasBuffer(torch.Tensor):
+    """A non-trainable weight outside a strategy: a buffer with the variable API of ``KerasParameter``
+    (``assign_add`` in ``call``, as the guides' ``ComputeSum`` does; ``numpy``, ``value``). Results of
+    ops on it are plain tensors (torch function dispatch is off, as ``nn.Parameter``'s)."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __new__(cls, data):
+        return torch.Tensor._make_subclass(cls, data, False)
+
+    def __reduce_ex__(self, proto):
+        return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
+
+    value = KerasParameter.value
+    numpy = KerasParameter.numpy
+    read_value = KerasParameter.read_value
+    assign = KerasParameter.assign
+    assign_add = KerasParameter.assign_add
+    assign_sub = KerasParameter.assign_sub
+    _update = KerasParameter._update
 
 
 def _module_weights(module: nn.Module, trainable: bool):
@@ -100,7 +126,7 @@ class LayerWeights:
         if trainable:
             self.register_parameter(name, KerasParameter(value, requires_grad=self.trainable))
         else:
-            self.register_buffer(name, value)
+            self.register_buffer(name, KerasBuffer(value))
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 

@@ -40,10 +40,15 @@ class Rescaling(Layer):
         return {**super().get_config(), "scale": self.scale, "offset": self.offset}
 
 
-def _as_tensor(data) -> torch.Tensor:
+def _as_tensor(data, steps=None) -> torch.Tensor:
+    """An array, or the first ``steps`` batches of a Dataset/iterable (all of them when None), as one tensor."""
     if hasattr(data, "as_numpy_iterator") or hasattr(data, "__iter__") and not isinstance(data, (np.ndarray,
                                                                                                   torch.Tensor, list)):
-        batches = [b[0] if isinstance(b, (tuple, list)) else b for b in data]
+        batches = []
+        for i, b in enumerate(data):
+            if steps is not None and i >= steps:
+                break
+            batches.append(b[0] if isinstance(b, (tuple, list)) else b)
         return torch.cat([torch.as_tensor(np.asarray(b)) for b in batches])
     return torch.as_tensor(np.asarray(data))
 
@@ -91,8 +96,10 @@ class Normalization(Layer):
             self._weight_specs = [spec for spec in self._weight_specs if spec[0] not in ("mean", "variance")]
 
     def adapt(self, data, batch_size=None, steps=None):
-        """Set mean and variance (biased, as Keras) from ``data`` (array, tensor or Dataset of batches)."""
-        x = _as_tensor(data).to(torch.float64)
+        """Set mean and variance (biased, as Keras) from ``data`` (array, tensor or Dataset of batches;
+        ``steps`` batches of it if given: Keras 3's Normalization takes no ``steps``, a repeated Dataset
+        would never end)."""
+        x = _as_tensor(data, steps).to(torch.float64)
         shape, axes = self._stat_shape(tuple(x.shape))
         if not self.built:
             self.build(tuple(x.shape))

@@ -18,9 +18,10 @@ from torch import _VF
 from multidev.keras import activations, initializers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.rnn_state import StatefulLayerMixin, StatefulStates
 
 
-class _RNN(Layer):
+class _RNN(StatefulLayerMixin, Layer):
     """Shared single-layer RNN over (batch, timesteps, features)."""
 
     gates = 4
@@ -28,16 +29,19 @@ class _RNN(Layer):
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
                  dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, unroll=False, **kwargs):
+                 go_backwards=False, stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
         super().__init__(**kwargs)
         if activations.get(activation) is not torch.tanh or activations.get(recurrent_activation) not in (torch.sigmoid, activations.sigmoid):
             raise ValueError(f"{type(self).__name__} runs torch's fused kernel, which needs activation='tanh' and "
                              f"recurrent_activation='sigmoid'. Received: {activation!r}, {recurrent_activation!r}")
-        if recurrent_dropout or stateful:
-            raise ValueError(f"{type(self).__name__}: recurrent_dropout and stateful=True are not supported "
-                             f"(received recurrent_dropout={recurrent_dropout!r}, stateful={stateful!r}).")
+        if recurrent_dropout:
+            raise ValueError(f"{type(self).__name__}: recurrent_dropout is not supported by torch's fused kernel "
+                             f"(received recurrent_dropout={recurrent_dropout!r}); use dropout= instead.")
         self.units, self.use_bias, self.dropout = int(units), use_bias, float(dropout)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
+        self.zero_output_for_mask = bool(zero_output_for_mask)
+        self.stateful = bool(stateful)
+        self._carried = StatefulStates(self.name) if stateful else None
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
@@ -59,27 +63,32 @@ class _RNN(Layer):
         if training and self.dropout:
             drop = F.dropout(x.new_ones(x.shape[0], 1, x.shape[2]), self.dropout, training=True)
             x = x * drop
-        states = self._initial_states(x, initial_state)
+        if self._carried is not None and initial_state is None:
+            states = [s.unsqueeze(0) for s in self._carried.initial(
+                x.shape[0], lambda: [z[0] for z in self._initial_states(x, None)])]
+        else:
+            states = self._initial_states(x, initial_state)
         if mask is None:
             seq, final = self._run(x, states)
         else:
             seq, final = self._run_masked(x, states, mask.flip(1) if self.go_backwards else mask)
+        if self._carried is not None:
+            self._carried.remember(final)
         out = seq if self.return_sequences else seq[:, -1]
         return [out, *final] if self.return_state else out
 
     def _run_masked(self, x, states, mask):
-        """Step by step (Keras's masked RNN): a masked step keeps the states and repeats the last output."""
+        """Step by step (Keras's masked RNN): a masked step keeps the states and repeats the last output
+        (zeros with ``zero_output_for_mask``, which Bidirectional sets when returning sequences)."""
         outputs, prev = [], x.new_zeros(x.shape[0], self.units)
         for t in range(x.shape[1]):
             step, new = self._run(x[:, t:t + 1], states)
             keep = mask[:, t].unsqueeze(-1)
             prev = torch.where(keep, step[:, 0], prev)
             states = [torch.where(keep, n, s[0]).unsqueeze(0) for n, s in zip(new, states)]
-            outputs.append(prev)
+            outputs.append(torch.where(keep, prev, torch.zeros_like(prev)) if self.zero_output_for_mask else prev)
         return torch.stack(outputs, dim=1), [s[0] for s in states]
 
-    def compute_mask(self, inputs, mask=None):
-        return mask if self.return_sequences else None   # as Keras (also with go_backwards)
 
     def _initial_states(self, x, initial_state):
         n = len(self._state_names())
@@ -94,7 +103,7 @@ class _RNN(Layer):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "use_bias": self.use_bias, "dropout": self.dropout,
                 "return_sequences": self.return_sequences, "return_state": self.return_state,
-                "go_backwards": self.go_backwards,
+                "go_backwards": self.go_backwards, "stateful": self.stateful, "zero_output_for_mask": self.zero_output_for_mask,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
@@ -183,6 +192,8 @@ class Bidirectional(Layer):
             backward_layer = type(layer).from_config({**config, "name": f"backward_{layer.name}",
                                                       "go_backwards": not config.get("go_backwards", False)})
         self.backward_layer = backward_layer
+        for sub in (self.forward_layer, self.backward_layer):   # Keras 3: masked steps give zeros in sequences
+            sub.zero_output_for_mask = bool(getattr(sub, "return_sequences", False))
         self.merge_mode = merge_mode
         self.return_sequences = config.get("return_sequences", False)
         self.return_state = config.get("return_state", False)
@@ -199,6 +210,9 @@ class Bidirectional(Layer):
         if not self.return_state:
             return out
         return (out if isinstance(out, list) else [out]) + list(fwd_states) + list(bwd_states)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.return_sequences else None   # as Keras 3 (merged outputs)
 
     def _merge(self, a, b):
         if self.merge_mode == "concat":

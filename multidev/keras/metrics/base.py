@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from multidev.keras import backend, initializers, step_inputs
+from multidev.keras import backend, initializers, loss_masks, step_inputs
 from multidev.keras.state_variable import StateVariable
 from multidev.keras.step_inputs import metric_store
 from multidev.values import context
@@ -277,7 +277,7 @@ class MeanMetricWrapper(Mean):
         y_true = as_tensor(y_true, y_pred.device)
         with torch.no_grad():     # y_pred itself, not a detached copy: it may carry its logits (sigmoid)
             values = self._fn(y_true, y_pred, **self._fn_kwargs)
-        super().update_state(values, sample_weight)
+        super().update_state(values, loss_masks.metric_weight(loss_masks.mask_of(y_pred), values, sample_weight))
 
     def get_config(self):
         return {**super().get_config(), **self._fn_kwargs}

@@ -18,6 +18,7 @@ from multidev import nn
 from multidev.keras import losses as losses_mod
 from multidev.keras import metrics as metrics_mod
 from multidev.keras import step_inputs
+from multidev.keras import loss_masks
 from multidev.keras.metrics import mean_metrics as acc
 
 
@@ -82,7 +83,11 @@ class LossesContainer:
                 continue
             per = self._per_sample(fn, yt, yp)
             sw = sample_weight[i] if isinstance(sample_weight, (list, tuple)) else sample_weight
-            value = self._reduce(per, sw, divisor)
+            mask = loss_masks.mask_of(yp)
+            if mask is not None and per.ndim > 0:
+                value = loss_masks.masked_loss(per, mask, sw)
+            else:
+                value = self._reduce(per, sw, divisor)
             if self.output_trackers and batch:
                 self.output_trackers[i].update_state(value.detach() * scale, sample_weight=batch)
             total = value * w if total is None else total + value * w

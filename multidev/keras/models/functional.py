@@ -36,6 +36,45 @@ def _toposort(outputs) -> list:
     return order
 
 
+def _parents(node) -> list:
+    return [kt._keras_history[0]._inbound_nodes[kt._keras_history[1]] for kt in node.input_tensors]
+
+
+def _keras_layer_order(inputs, outputs, nodes) -> list:
+    """Layers sorted by (-depth, first-visit index), as Keras 3's ``map_graph`` sorts operations."""
+    index: dict = {}
+
+    def visit(kt, seen):
+        layer, node_index, _ = kt._keras_history
+        node = layer._inbound_nodes[node_index]
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        index.setdefault(id(layer), len(index))
+        for t in node.input_tensors:
+            visit(t, seen)
+
+    seen: set = set()
+    for kt in flatten(outputs):
+        visit(kt, seen)
+    in_graph = {id(n) for n in nodes}
+    node_depth: dict = {}
+    layer_depth: dict = {}
+    layers: dict = {}
+    for node in reversed(nodes):
+        depth = max(node_depth.setdefault(id(node), 0), layer_depth.get(id(node.layer), 0))
+        layer_depth[id(node.layer)], node_depth[id(node)] = depth, depth
+        layers[id(node.layer)] = node.layer
+        for parent in _parents(node):
+            if id(parent) in in_graph:
+                node_depth[id(parent)] = max(depth + 1, node_depth.get(id(parent), 0))
+    for kt in flatten(inputs):   # an input no output depends on
+        layer = kt._keras_history[0]
+        if id(layer) not in layer_depth:
+            layer_depth[id(layer)], index[id(layer)], layers[id(layer)] = 0, -1, layer
+    return sorted(layers.values(), key=lambda l: (-layer_depth[id(l)], index[id(l)]))
+
+
 class Functional(Model):
     """A Model defined by ``inputs`` and ``outputs`` KerasTensors (one or several of each)."""
 
@@ -69,11 +108,15 @@ class Functional(Model):
             available.update(id(t) for t in node.outputs)
 
     def _ordered_layers(self) -> list:
-        layers = [kt._keras_history[0] for kt in flatten(self._inputs)]
-        for node in self._nodes:
-            if not any(node.layer is l for l in layers):
-                layers.append(node.layer)
-        return layers
+        """The input layers (in the model's input order), then the other layers in Keras's order
+        (``map_graph``: by depth from the outputs, deepest first; a tie by first visit of the
+        depth-first walk from the outputs), so ``weights``/``get_weights`` list as Keras does.
+        (Keras may interleave an input layer later, e.g. one feeding a Concatenate directly; input
+        layers have no weights, so only ``layers`` indices can differ from Keras's.)"""
+        inputs = [kt._keras_history[0] for kt in flatten(self._inputs)]
+        rest = [l for l in _keras_layer_order(self._inputs, self._outputs, self._nodes)
+                if not any(l is i for i in inputs)]
+        return inputs + rest
 
     @property
     def layers(self) -> list:
@@ -128,7 +171,8 @@ class Functional(Model):
             if isinstance(node.layer, InputLayer):
                 continue
             args = map_structure(lambda t: values[id(t)], node.inputs)
-            out = node.layer(args, **node.kwargs)
+            kwargs = map_structure(lambda t: values[id(t)] if isinstance(t, KerasTensor) else t, node.kwargs)
+            out = node.layer(args, **kwargs)
             for kt, v in zip(node.outputs, flatten(out)):
                 values[id(kt)] = v
         return map_structure(lambda t: values[id(t)], self._outputs)

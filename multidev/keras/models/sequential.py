@@ -94,6 +94,13 @@ class Sequential(Model):
         """``[output KerasTensor]`` of the symbolic run over the layers, or [] before the input is known."""
         return [self.__dict__["_last_output"]] if self._has_symbolic() else []
 
+    @property
+    def output_shape(self):
+        """The last layer's output shape once the input is known (Keras 3: from the symbolic graph)."""
+        if self._output_shape is None and self._has_symbolic():
+            return tuple(self.__dict__["_last_output"].shape)
+        return super().output_shape
+
     def _has_symbolic(self) -> bool:
         return (self._input_batch_shape is not None and bool(self.layers)
                 and self.__dict__.get("_first_input") is not None)
