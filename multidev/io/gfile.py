@@ -24,8 +24,9 @@ def _local(path) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
-def _not_found(path) -> errors.NotFoundError:
-    return errors.NotFoundError(f"{path!r}; No such file or directory")
+def _not_found(message: str) -> errors.NotFoundError:
+    """TF's messages, per function (its C++ file system's wording)."""
+    return errors.NotFoundError(message)
 
 
 def exists(path) -> bool:
@@ -39,7 +40,7 @@ def isdir(path) -> bool:
 def listdir(path) -> list[str]:
     path = _local(path)
     if not os.path.isdir(path):
-        raise _not_found(path)
+        raise _not_found(f"Could not find directory {path}")
     return os.listdir(path)
 
 
@@ -59,7 +60,7 @@ def mkdir(path) -> None:
 def remove(path) -> None:
     path = _local(path)
     if not os.path.isfile(path) and not os.path.islink(path):
-        raise _not_found(path)
+        raise _not_found(f"{path}; No such file or directory")
     os.remove(path)
 
 
@@ -67,5 +68,5 @@ def rmtree(path) -> None:
     """Deletes the directory ``path`` and everything under it; ``NotFoundError`` when it is missing."""
     path = _local(path)
     if not os.path.isdir(path):
-        raise _not_found(path)
+        raise _not_found(f"{path} not found")
     shutil.rmtree(path)

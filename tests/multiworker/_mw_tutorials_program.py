@@ -93,6 +93,47 @@ def keras_section(strategy, num_workers):
             "weights": fingerprint(multi_worker_model)}
 
 
+# ---- (1b) Fault tolerance with BackupAndRestore (the Keras tutorial's last section) -------------------------
+
+class Interrupted(Exception):
+    """Stands for the tutorial's killed worker: every worker stops after the same global batch."""
+
+
+class Interrupt(tf.keras.callbacks.Callback):
+    def __init__(self, after_batches):
+        super().__init__()
+        self.after, self.seen = after_batches, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        if self.seen == self.after:
+            raise Interrupted(f"stopped after {self.seen} batches")
+
+
+def backup_section(strategy, num_workers, save_freq):
+    """``fit`` stopped after batch 7 (epoch 1, step 2), then a new model's ``fit`` resumes from the backup."""
+    global_batch_size = 64 * num_workers
+    multi_worker_dataset = mnist_dataset(global_batch_size)
+    backup_dir = os.path.join(OUT, f'backup_{save_freq}')
+    with strategy.scope():
+        multi_worker_model = build_and_compile_cnn_model()
+        shared_weights(multi_worker_model, 3)
+    callbacks = [tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq=save_freq), Interrupt(7)]
+    try:
+        multi_worker_model.fit(multi_worker_dataset, epochs=3, steps_per_epoch=STEPS_FIT, callbacks=callbacks,
+                               verbose=0)
+    except Interrupted:
+        pass
+    with strategy.scope():
+        multi_worker_model = build_and_compile_cnn_model()
+        shared_weights(multi_worker_model, 4)
+    callbacks = [tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq=save_freq)]
+    history = multi_worker_model.fit(multi_worker_dataset, epochs=3, steps_per_epoch=STEPS_FIT,
+                                     callbacks=callbacks, verbose=0)
+    return {"history": {k: [float(v) for v in vs] for k, vs in sorted(history.history.items())},
+            "weights": fingerprint(multi_worker_model), "iterations": int(multi_worker_model.optimizer.iterations.numpy())}
+
+
 # ---- (2) Dataset sharding: which examples each worker reads -------------------------------------------------
 
 def shard_section(strategy, num_workers):
@@ -241,6 +282,8 @@ def main():
     num_workers = len(tf_config['cluster']['worker'])
     result = {"keras": keras_section(strategy, num_workers), "shard": shard_section(strategy, num_workers),
               "ctl": ctl_section(strategy, tf_config)}
+    for save_freq in ("epoch", 3):
+        result[f"backup_{save_freq}"] = backup_section(strategy, num_workers, save_freq)
     with open(os.path.join(OUT, f"worker{tf_config['task']['index']}.json"), "w") as f:
         json.dump(result, f)
 

@@ -28,6 +28,13 @@ def free_ports(n):
     return ports
 
 
+def backups_left(out):
+    """What each BackupAndRestore directory holds after the job (a completed fit deletes its backup)."""
+    return {name: sorted(os.path.relpath(os.path.join(d, f), os.path.join(out, name))
+                         for d, _, files in os.walk(os.path.join(out, name)) for f in files)
+            for name in sorted(os.listdir(out)) if name.startswith("backup_")}
+
+
 def main():
     out = tempfile.mkdtemp(prefix="mw_tutorials_tf_")
     cluster = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
@@ -41,7 +48,7 @@ def main():
         raise SystemExit(f"TF workers exited with {codes}")
     result = {"tensorflow": __import__("tensorflow").__version__,
               "workers": [json.load(open(os.path.join(out, f"worker{i}.json"))) for i in range(2)],
-              "ckpt_files": sorted(os.listdir(os.path.join(out, "ckpt")))}
+              "ckpt_files": sorted(os.listdir(os.path.join(out, "ckpt"))), "backups_left": backups_left(out)}
     with open(os.path.join(HERE, "mw_tutorials_tf.json"), "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")

@@ -94,7 +94,11 @@ def test_gfile_makedirs_rmtree_as_tf(tmp_path):
     assert gfile.exists(target) and gfile.isdir(target) and gfile.listdir(target) == ["f"]
     gfile.rmtree(str(tmp_path / "a"))
     assert not gfile.exists(tmp_path / "a")
-    with pytest.raises(md.errors.NotFoundError, match="No such file"):
+    with pytest.raises(md.errors.NotFoundError, match="a not found"):      # TF 2.21's messages
         gfile.rmtree(str(tmp_path / "a"))
+    with pytest.raises(md.errors.NotFoundError, match="Could not find directory"):
+        gfile.listdir(tmp_path / "a")
+    with pytest.raises(md.errors.NotFoundError, match="No such file or directory"):
+        gfile.remove(tmp_path / "a")
     with pytest.raises(md.errors.UnimplementedError, match="local paths only"):
         gfile.makedirs("gs://bucket/dir")
