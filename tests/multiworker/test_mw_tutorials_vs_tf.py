@@ -5,7 +5,8 @@ program printed as 2 TensorFlow 2.21 worker processes (``record_mw_tutorials.py`
 tf_keras 2.21, TF_USE_LEGACY_KERAS=1: Keras 3's ``fit`` fails under MultiWorkerMirroredStrategy with
 "unsupported type PerReplica"). Compared: the Keras tutorial's per-epoch loss/accuracy and final
 weights; the example ids each worker reads under AUTO and OFF auto-sharding (a wrong shard is a silent
-divergence); the custom loop's per-epoch accuracy and loss, its weights and its chief-only checkpoint.
+divergence); the custom loop's per-epoch accuracy and loss, its weights and its chief-only checkpoint;
+``BackupAndRestore`` after a fit stopped mid-epoch (resume epoch and step, numbers).
 """
 
 from __future__ import annotations
@@ -84,6 +85,37 @@ def test_custom_loop_checkpoint_is_the_chiefs_only(runs):
         [f for f in expected["ckpt_files"] if not f.startswith("ckpt-2.data")] == ["checkpoint", "ckpt-2.index"]
     assert md.train.latest_checkpoint(str(out / "ckpt")).endswith("ckpt-2")
     assert os.listdir(out / "workertemp_1") == []      # the non-chief's rmtree'd write dir, as in TF
+
+
+def _files_left(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+
+
+@pytest.mark.parametrize("worker", [0, 1])
+def test_backup_and_restore_resumes_where_tf_does(runs, worker):
+    """Stopped after batch 7 (epoch 1, step 2); a new model's fit resumes: in epoch 1 both sides
+    (history of epochs 1-2), after 15 optimizer steps in all, and leaves no backup behind."""
+    out, got, expected = runs
+    for case in ("backup_epoch", "backup_3"):
+        g, w = got[worker][case], expected["workers"][worker][case]
+        assert len(g["history"]["loss"]) == len(w["history"]["loss"]) == 2, case
+        assert g["iterations"] == w["iterations"] == 15, case
+        assert _files_left(out / case) == expected["backups_left"][case] == [], case
+    g, w = got[worker]["backup_3"], expected["workers"][worker]["backup_3"]   # save_freq=3: step 1 of epoch 1
+    _close(g["history"]["loss"], w["history"]["loss"], 1e-5)
+    _close(g["history"]["accuracy"], w["history"]["accuracy"], 1e-6)
+    _close(g["weights"], w["weights"], 1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "design difference (docs/multi_worker.md, BackupAndRestore): multidev's resumed fit continues the "
+    "input where the backup left it (the uninterrupted run's batches); tf_keras 2.21 starts a fresh "
+    "iterator over the dataset (epoch 1 re-reads batches 0-4). Same only when the input restarts at the epoch."))
+def test_backup_and_restore_at_epoch_end_gives_tf_numbers(runs):
+    _, got, expected = runs
+    g, w = got[0]["backup_epoch"], expected["workers"][0]["backup_epoch"]
+    _close(g["history"]["loss"], w["history"]["loss"], 1e-5)
+    _close(g["weights"], w["weights"], 1e-5)
 
 
 def test_gfile_makedirs_rmtree_as_tf(tmp_path):
