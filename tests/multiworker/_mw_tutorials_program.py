@@ -139,17 +139,31 @@ def backup_section(strategy, num_workers, save_freq):
 def shard_section(strategy, num_workers):
     """Example ids in this worker's first 3 batches, for the fit's default (AUTO) and the tutorial's OFF."""
     ids = tf.data.Dataset.from_tensor_slices(np.arange(N_FIT, dtype=np.int64)).repeat().batch(8 * num_workers)
+    return {name: first_batches(strategy, with_policy(ids, name)) for name in ("AUTO", "OFF", "DATA")}
+
+
+def with_policy(dataset, name):
     options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-    out = {}
-    for name, dataset in (("AUTO", ids), ("OFF", ids.with_options(options))):
-        iterator = iter(strategy.experimental_distribute_dataset(dataset))
-        batches = []
-        for _ in range(3):
-            local = strategy.experimental_local_results(next(iterator))
-            batches.append([np.asarray(v).tolist() for v in local])
-        out[name] = batches
-    return out
+    options.experimental_distribute.auto_shard_policy = getattr(tf.data.experimental.AutoShardPolicy, name)
+    return dataset if name == "AUTO" else dataset.with_options(options)
+
+
+def first_batches(strategy, dataset):
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    batches = []
+    for _ in range(3):
+        local = strategy.experimental_local_results(next(iterator))
+        batches.append([np.asarray(v).tolist() for v in local])
+    return batches
+
+
+def file_policy_probe(strategy):
+    """FILE sharding of an in-memory dataset: TF refuses it (no file reader to shard); the error's type."""
+    ids = tf.data.Dataset.from_tensor_slices(np.arange(N_FIT, dtype=np.int64)).batch(16)
+    try:
+        return first_batches(strategy, with_policy(ids, "FILE"))
+    except Exception as err:   # the type is what is compared
+        return type(err).__name__
 
 
 # ---- (3) Custom training loop with Keras and MultiWorkerMirroredStrategy -----------------------------------
@@ -284,6 +298,7 @@ def main():
               "ctl": ctl_section(strategy, tf_config)}
     for save_freq in ("epoch", 3):
         result[f"backup_{save_freq}"] = backup_section(strategy, num_workers, save_freq)
+    result["file_policy"] = file_policy_probe(strategy)     # last: an input error must not disturb the rest
     with open(os.path.join(OUT, f"worker{tf_config['task']['index']}.json"), "w") as f:
         json.dump(result, f)
 

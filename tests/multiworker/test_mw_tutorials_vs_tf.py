@@ -59,11 +59,17 @@ def test_keras_fit_gives_tf_losses_accuracies_and_weights(runs, worker):
     _close(got["weights"], want["weights"], 1e-5)                           # sum, sum of squares
 
 
-@pytest.mark.parametrize("policy", ["AUTO", "OFF"])
+@pytest.mark.parametrize("policy", ["AUTO", "OFF", "DATA"])
 def test_each_worker_reads_the_examples_tf_gives_it(runs, policy):
     _, got, expected = runs
     for worker in (0, 1):
         assert got[worker]["shard"][policy] == expected["workers"][worker]["shard"][policy], (worker, policy)
+
+
+def test_file_sharding_of_in_memory_data_fails_as_in_tf(runs):
+    _, got, expected = runs
+    for worker in (0, 1):
+        assert got[worker]["file_policy"] == expected["workers"][worker]["file_policy"] == "NotFoundError"
 
 
 @pytest.mark.parametrize("worker", [0, 1])
