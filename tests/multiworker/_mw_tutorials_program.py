@@ -93,6 +93,20 @@ def keras_section(strategy, num_workers):
             "weights": fingerprint(multi_worker_model)}
 
 
+def no_auto_shard_fit(strategy, num_workers):
+    """``fit`` on the tutorial's ``dataset_no_auto_shard`` (OFF: every worker reads the whole dataset)."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    multi_worker_dataset = mnist_dataset(batch_size=64 * num_workers)
+    dataset_no_auto_shard = multi_worker_dataset.with_options(options)
+    with strategy.scope():
+        multi_worker_model = build_and_compile_cnn_model()
+        shared_weights(multi_worker_model, 1)
+    history = multi_worker_model.fit(dataset_no_auto_shard, epochs=1, steps_per_epoch=3, verbose=0)
+    return {"history": {k: [float(v) for v in vs] for k, vs in sorted(history.history.items())},
+            "weights": fingerprint(multi_worker_model)}
+
+
 # ---- (1b) Fault tolerance with BackupAndRestore (the Keras tutorial's last section) -------------------------
 
 class Interrupted(Exception):
@@ -298,6 +312,7 @@ def main():
               "ctl": ctl_section(strategy, tf_config)}
     for save_freq in ("epoch", 3):
         result[f"backup_{save_freq}"] = backup_section(strategy, num_workers, save_freq)
+    result["keras_no_auto_shard"] = no_auto_shard_fit(strategy, num_workers)
     result["file_policy"] = file_policy_probe(strategy)     # last: an input error must not disturb the rest
     with open(os.path.join(OUT, f"worker{tf_config['task']['index']}.json"), "w") as f:
         json.dump(result, f)
