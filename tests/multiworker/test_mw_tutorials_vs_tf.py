@@ -59,6 +59,17 @@ def test_keras_fit_gives_tf_losses_accuracies_and_weights(runs, worker):
     _close(got["weights"], want["weights"], 1e-5)                           # sum, sum of squares
 
 
+@pytest.mark.parametrize("worker", [0, 1])
+def test_fit_on_the_no_auto_shard_dataset_gives_tf_numbers(runs, worker):
+    """OFF: each worker trains on its own rebatched stream (the same examples on both), not its
+    slices of every global batch; reading global batches here gave other numbers (fixed)."""
+    _, got, expected = runs
+    got, want = got[worker]["keras_no_auto_shard"], expected["workers"][worker]["keras_no_auto_shard"]
+    _close(got["history"]["loss"], want["history"]["loss"], 1e-5)
+    _close(got["history"]["accuracy"], want["history"]["accuracy"], 1e-6)
+    _close(got["weights"], want["weights"], 1e-5)
+
+
 @pytest.mark.parametrize("policy", ["AUTO", "OFF", "DATA"])
 def test_each_worker_reads_the_examples_tf_gives_it(runs, policy):
     _, got, expected = runs
