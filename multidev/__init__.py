@@ -31,6 +31,7 @@ from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_value, c
                                 reduce_prod, reshape, round, shape, sigmoid, sign, size, split, sqrt, square, squeeze,
                                 stack, subtract, tanh, tile, transpose, unstack, where, zeros, zeros_like)
 from multidev import saved_model
+from multidev import io  # tf.io.gfile (multi-worker tutorials: mwtutorials)
 from multidev.module import Module
 from multidev.data.spec import TensorSpec
 from multidev.tensor_shape import TensorShape   # distributed-input guide (tfinput)
