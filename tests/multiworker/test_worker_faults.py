@@ -109,9 +109,10 @@ report(**out)
         kind, msg, steps = r["arrays"]
         assert kind == "InvalidArgumentError" and "training inputs differ in length: worker 0 has 5, worker 1 has 2 batches" in msg, r
         assert steps == 0, r                                 # caught before any step
-        kind, msg, steps = r["unknown"]
-        assert kind == "InvalidArgumentError" and "Worker(s) [1] ran out of training data after 2" in msg, r
-        assert steps == 2, r                                 # both stopped at the same step
-        assert r["even"] == ["ok", 6], r                     # 3 steps per epoch on both, 2 epochs
+        # OFF: each worker trains on its own stream rebatched to 8 / 2 workers, as TensorFlow's fit
+        # does (tests/multiworker/test_mw_tutorials_vs_tf.py); the worker that runs out first takes
+        # part with empty batches, as in a custom loop, so both finish alike: 40 / 4 = 10 steps an epoch
+        assert r["unknown"] == ["ok", 20], r
+        assert r["even"] == ["ok", 12], r                    # 24 / 4 = 6 steps per epoch on both, 2 epochs
         kind, msg = r["evaluate"]
         assert kind == "InvalidArgumentError" and "Worker(s) [0] ran out of evaluation data after 3" in msg, r
