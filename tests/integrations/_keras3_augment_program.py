@@ -1,0 +1,107 @@
+"""Keras 3's random augmentation layers (and seeded ``keras.random`` draws over the batch) in ``fit``: what each
+replica's half of a global batch was given, on one device and on 2 replicas (logical CPUs).
+
+Prints one JSON line: ``{case: {"one": [...], "two": [...], "halves": [...], "weights": [...], ...}}`` where
+``one`` is the batches a recording layer saw on one device, ``two`` the same global batches put together from
+the replicas' halves (replica 0's rows first), ``halves`` how far the two replicas' halves of each batch lie
+apart (the halves hold the same images: 0 means correlated, the same draw on both replicas). Run in a fresh interpreter (it configures logical devices);
+``KERAS3_RANDOM_OFF=1`` undoes multidev's global draws (to see what a replica draws by itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "torch")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import multidev as md  # noqa: E402
+
+L = keras.layers
+
+
+class Recorder(L.Layer):
+    """Keeps what it was given while training, per replica (the identity otherwise)."""
+
+    def __init__(self, log, **kwargs):
+        super().__init__(**kwargs)
+        object.__setattr__(self, "log", log)   # not Keras's tracked copy of the dict
+
+    def call(self, x, training=False):
+        if training:
+            replica = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+            self.log.setdefault(replica, []).append(keras.ops.convert_to_numpy(x).copy())
+        return x
+
+
+class Noise(L.Layer):
+    """``keras.random.normal`` over the batch, with an int seed (stateless) or a layer's SeedGenerator."""
+
+    def __init__(self, seed, **kwargs):
+        super().__init__(**kwargs)
+        self.seed = seed if isinstance(seed, int) else keras.random.SeedGenerator(3)
+
+    def call(self, x, training=False):
+        if not training:
+            return x
+        return x + keras.random.normal(keras.ops.shape(x), stddev=0.1, seed=self.seed)
+
+
+def augmentation(seeded):
+    """keras.io's image classification example's pipeline and the other per-image augmentations."""
+    seeds = iter(range(1, 6)) if seeded else iter([None] * 5)
+    return keras.Sequential([L.RandomFlip("horizontal", seed=next(seeds)), L.RandomRotation(0.1, seed=next(seeds)),
+                             L.RandomZoom(0.2, seed=next(seeds)), L.RandomContrast(0.3, seed=next(seeds)),
+                             L.RandomTranslation(0.1, 0.1, seed=next(seeds))])
+
+
+CASES = {
+    "augment_seeded": lambda: augmentation(True),
+    "augment_unseeded": lambda: augmentation(False),
+    "flip_only": lambda: L.RandomFlip("horizontal"),
+    "normal_int_seed": lambda: Noise(42),
+    "normal_seed_generator": lambda: Noise("generator"),
+}
+
+
+def run(case, strategy, x, y):
+    log = {}
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input(x.shape[1:]), CASES[case](), Recorder(log), L.Flatten(),
+                                  L.Dense(2, kernel_initializer="ones")])
+        model.compile(optimizer=keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+    history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    replicas = sorted(log)
+    batches = [np.concatenate([log[r][i] for r in replicas]) for i in range(len(log[0]))]
+    halves = [float(np.abs(log[0][i] - log[1][i]).max()) for i in range(len(log[0]))] if len(replicas) == 2 else []
+    return {"batches": [b.tolist() for b in batches], "halves": halves, "loss": history.history["loss"],
+            "weights": [np.asarray(w).tolist() for w in model.get_weights()]}
+
+
+def main():
+    cpu = md.config.list_physical_devices("CPU")[0]
+    md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
+    rng = np.random.RandomState(0)
+    images = rng.rand(8, 6, 6, 3).astype("float32")
+    x = np.concatenate([images[:4], images[:4], images[4:], images[4:]])   # each batch's halves: the same images
+    y = rng.randint(0, 2, 16)
+    if os.environ.get("KERAS3_RANDOM_OFF"):
+        from multidev.integrations import keras3, keras3_random
+        keras3._patch(keras)
+        module = __import__("keras.src.backend.torch.random", fromlist=["normal"])
+        for name in keras3_random.DRAWS:
+            setattr(module, name, getattr(module, name)._multidev_original)
+    out = {}
+    for case in CASES:
+        one = run(case, md.distribute.get_strategy(), x, y)
+        two = run(case, md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), x, y)
+        out[case] = {"one": one, "two": two}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
