@@ -1,4 +1,4 @@
-"""Keras 3's random augmentation layers (and seeded ``keras.random`` draws over the batch) in ``fit``: what each
+"""Keras 3's (and md.keras's) random augmentation layers and seeded random draws over the batch in ``fit``: what each
 replica's half of a global batch was given, on one device and on 2 replicas (logical CPUs).
 
 Prints one JSON line: ``{case: {"one": [...], "two": [...], "halves": [...], "weights": [...], ...}}`` where
@@ -58,6 +58,33 @@ def augmentation(seeded):
                              L.RandomTranslation(0.1, 0.1, seed=next(seeds))])
 
 
+def md_cases():
+    """The same on md.keras (its RandomFlip/RandomRotation, md.keras.random with an int seed)."""
+    K = md.keras
+
+    class MdRecorder(K.layers.Layer):
+        def __init__(self, log, **kwargs):
+            super().__init__(**kwargs)
+            object.__setattr__(self, "log", log)
+
+        def call(self, x, training=False):
+            if training:
+                replica = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+                self.log.setdefault(replica, []).append(x.detach().cpu().numpy().copy())
+            return x
+
+    class MdNoise(K.layers.Layer):
+        def call(self, x, training=False):
+            return x + K.random.normal(tuple(x.shape), stddev=0.1, seed=42) if training else x
+
+    def pipeline(seeded):
+        return K.Sequential([K.layers.RandomFlip("horizontal", seed=1 if seeded else None),
+                             K.layers.RandomRotation(0.1, seed=2 if seeded else None)])
+
+    return K, MdRecorder, {"md_augment_seeded": lambda: pipeline(True), "md_augment_unseeded": lambda: pipeline(False),
+                           "md_normal_int_seed": MdNoise}
+
+
 CASES = {
     "augment_seeded": lambda: augmentation(True),
     "augment_unseeded": lambda: augmentation(False),
@@ -67,13 +94,14 @@ CASES = {
 }
 
 
-def run(case, strategy, x, y):
+def run(case, strategy, x, y, front=None):
+    K, recorder, cases = front or (keras, Recorder, CASES)
     log = {}
-    keras.utils.set_random_seed(0)
+    K.utils.set_random_seed(0)
     with strategy.scope():
-        model = keras.Sequential([keras.Input(x.shape[1:]), CASES[case](), Recorder(log), L.Flatten(),
-                                  L.Dense(2, kernel_initializer="ones")])
-        model.compile(optimizer=keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+        model = K.Sequential([K.Input(x.shape[1:]), cases[case](), recorder(log), K.layers.Flatten(),
+                              K.layers.Dense(2, activation="softmax")])
+        model.compile(optimizer=K.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
     history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     replicas = sorted(log)
     batches = [np.concatenate([log[r][i] for r in replicas]) for i in range(len(log[0]))]
@@ -96,9 +124,11 @@ def main():
         for name in keras3_random.DRAWS:
             setattr(module, name, getattr(module, name)._multidev_original)
     out = {}
-    for case in CASES:
-        one = run(case, md.distribute.get_strategy(), x, y)
-        two = run(case, md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), x, y)
+    front = md_cases()
+    for case in [*CASES, *front[2]]:
+        chosen = front if case.startswith("md_") else None
+        one = run(case, md.distribute.get_strategy(), x, y, chosen)
+        two = run(case, md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), x, y, chosen)
         out[case] = {"one": one, "two": two}
     print(json.dumps(out))
 

@@ -4,6 +4,9 @@ give one device's numbers: the global batch's draw, each replica its rows (``int
 Before, each replica drew its own slice: augmentation layers (a ``SeedGenerator`` each) from per-replica streams
 (independent, not one device's), and ``keras.random.normal(shape, seed=42)`` the same rows on both replicas
 (two halves holding the same images came out identical: correlated noise, a silently wrong run).
+md.keras (``md_*`` cases, ``multidev/keras/batch_draw.py``): its unseeded ``RandomFlip``/``RandomRotation`` and
+``md.keras.random.normal(seed=42)`` gave both halves the same flips, angles and noise; seeded layers shared one
+generator between the replicas' threads (rows in thread order). Now one device's draws as well.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ if importlib.util.find_spec("keras") is None:
     pytest.skip("Keras 3 is not installed (pip install 'multidev[keras3]')", allow_module_level=True)
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_keras3_augment_program.py")
-CASES = ["augment_seeded", "augment_unseeded", "flip_only", "normal_int_seed", "normal_seed_generator"]
+CASES = ["augment_seeded", "augment_unseeded", "flip_only", "normal_int_seed", "normal_seed_generator",
+         "md_augment_seeded", "md_augment_unseeded", "md_normal_int_seed"]
 
 
 @pytest.fixture(scope="module")
