@@ -296,6 +296,7 @@ def _keras_names(keras: Any) -> tuple:
         for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
             getattr(Variable, attr)
         getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
+        getattr(keras.Model, "_compute_loss")  # keras3_fit: an override of compute_loss without `training`
         getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
         getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
         torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
