@@ -1,12 +1,13 @@
 """md.keras's random draws inside a ``fit`` step on a strategy: one device's numbers, each replica its rows.
 
-On one device ``RandomFlip``'s coins, ``RandomRotation``'s angles or ``md.keras.random.normal((batch, d),
-seed=...)`` are drawn once for the batch. On replicas (threads) each would draw its slice from one shared
-generator in whatever order the threads reach it (a layer's seeded generator, torch's global one), or, with
-an int seed, the *same* rows on every replica. Here a replica's draw in a Keras step goes through one
+On one device ``Dropout``'s mask, ``RandomFlip``'s coins, ``RandomRotation``'s angles or ``md.keras.random.normal((batch, d),
+seed=...)`` are drawn once for the batch. On replicas (threads) each would draw its slice: from one shared
+seeded generator in whatever order the threads reach it, or the *same* rows on every replica (torch's global
+generator, whose per-replica streams start alike as DDP ranks' do: ``replica_random``; an int seed). Here a replica's draw in a Keras step goes through one
 ``merge_call``: when the replicas' leading sizes add up to the step's global batch, the global batch's draw
 is made once (one device's numbers) and each replica keeps its rows; otherwise every replica's draw is made
-in replica order (deterministic, never the same numbers twice for a generator). Outside a step on several
+in replica order (deterministic, never the same numbers twice for a generator). Drawn in cross-replica context,
+torch's default generator is the device's own (``replica_random``), as on one device. Outside a step on several
 replicas of one worker (one device, a custom loop, several workers) the draw is made as it is.
 
 Example (a layer's call):
@@ -24,15 +25,20 @@ from multidev.values import context
 from multidev.values.distributed import PerReplica
 
 
+def in_step() -> bool:
+    """Whether a draw here goes through ``rows``'s global draw (a Keras step on several replicas of one worker)."""
+    ctx = context.current_replica_context()
+    return (step_inputs.current() is not None and ctx is not None and ctx.num_replicas_in_sync > 1
+            and ctx.strategy.extended.num_workers == 1)
+
+
 def rows(draw: Callable[[int], torch.Tensor], size: int) -> torch.Tensor:
     """``draw(size)``, or inside a step on several replicas this replica's rows of one draw for the global batch
     (``draw(n)`` must return a tensor whose leading dimension is ``n``; every replica passes an equivalent one)."""
-    step = step_inputs.current()
-    ctx = context.current_replica_context()
-    if step is None or ctx is None or ctx.num_replicas_in_sync == 1 or ctx.strategy.extended.num_workers != 1:
+    if not in_step():
         return draw(size)
-    out = ctx.merge_call(_draw_for_replicas, args=(draw, torch.tensor(int(size)), step.global_batch_size))
-    return out
+    return context.current_replica_context().merge_call(
+        _draw_for_replicas, args=(draw, torch.tensor(int(size)), step_inputs.current().global_batch_size))
 
 
 def _draw_for_replicas(strategy: Any, draw: Any, size: Any, global_size: Any) -> PerReplica:

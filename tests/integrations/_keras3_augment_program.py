@@ -59,7 +59,7 @@ def augmentation(seeded):
 
 
 def md_cases():
-    """The same on md.keras (its RandomFlip/RandomRotation, md.keras.random with an int seed)."""
+    """The same on md.keras (its RandomFlip/RandomRotation, md.keras.random with an int seed, Dropout)."""
     K = md.keras
 
     class MdRecorder(K.layers.Layer):
@@ -82,7 +82,7 @@ def md_cases():
                              K.layers.RandomRotation(0.1, seed=2 if seeded else None)])
 
     return K, MdRecorder, {"md_augment_seeded": lambda: pipeline(True), "md_augment_unseeded": lambda: pipeline(False),
-                           "md_normal_int_seed": MdNoise}
+                           "md_normal_int_seed": MdNoise, "md_dropout": lambda: K.layers.Dropout(0.5)}
 
 
 CASES = {

@@ -5,8 +5,9 @@ Before, each replica drew its own slice: augmentation layers (a ``SeedGenerator`
 (independent, not one device's), and ``keras.random.normal(shape, seed=42)`` the same rows on both replicas
 (two halves holding the same images came out identical: correlated noise, a silently wrong run).
 md.keras (``md_*`` cases, ``multidev/keras/batch_draw.py``): its unseeded ``RandomFlip``/``RandomRotation`` and
-``md.keras.random.normal(seed=42)`` gave both halves the same flips, angles and noise; seeded layers shared one
-generator between the replicas' threads (rows in thread order). Now one device's draws as well.
+``md.keras.random.normal(seed=42)`` gave both halves the same flips, angles and noise, and its ``Dropout`` the same
+mask (torch's per-replica streams start alike, as DDP ranks'); seeded layers shared one generator between the
+replicas' threads (rows in thread order). Now one device's draws as well.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if importlib.util.find_spec("keras") is None:
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_keras3_augment_program.py")
 CASES = ["augment_seeded", "augment_unseeded", "flip_only", "normal_int_seed", "normal_seed_generator",
-         "md_augment_seeded", "md_augment_unseeded", "md_normal_int_seed"]
+         "md_augment_seeded", "md_augment_unseeded", "md_normal_int_seed", "md_dropout"]
 
 
 @pytest.fixture(scope="module")
