@@ -49,6 +49,10 @@ MASKED_MEAN = ("Keras 3 divides a masked loss by the unmasked entries of the bat
                "apply_mask): each replica by its own count, then weighted by its share of the examples, as Keras 3 "
                "on TensorFlow's MirroredStrategy does (checked with tensorflow 2.21: a mask_zero Embedding model's "
                "losses differ there too); without padding the program equals one device")
+OWN_DRAWS = ("the GAN step's label noise (keras.random.uniform over the labels of the concatenated fake and real "
+             "images) and the discriminator's Dropout on those images are draws over twice the replica's slice, not "
+             "rows of the global batch: each replica draws its own (per-replica seed streams), as TensorFlow's "
+             "replicas draw their own numbers; without those two draws the program equals one device")
 BATCH_TENSORDOT = ("keras.io's RecommenderNet contracts the batch axis too (ops.tensordot(user_vector, "
                    "movie_vector, 2) adds one number summed over the whole batch to every prediction), so each "
                    "replica sums its own half, as TensorFlow's MirroredStrategy does; with a per-example dot "
@@ -89,6 +93,7 @@ EXPECT = {
         "out of range", "md.keras infers a layer's output shape over a None sequence length by running it on zeros "
                         "of longer dummy lengths, which the PositionalEmbedding's position Embedding "
                         "(input_dim=sequence_length) refuses; on one device too")},
+    "p21_dcgan_overriding_train_step": {"keras3": RUNS, "md2": md_lacks("Conv2DTranspose"), "k3md2": differs(OWN_DRAWS)},
 }
 
 
