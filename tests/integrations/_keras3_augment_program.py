@@ -82,7 +82,8 @@ def md_cases():
                              K.layers.RandomRotation(0.1, seed=2 if seeded else None)])
 
     return K, MdRecorder, {"md_augment_seeded": lambda: pipeline(True), "md_augment_unseeded": lambda: pipeline(False),
-                           "md_normal_int_seed": MdNoise, "md_dropout": lambda: K.layers.Dropout(0.5)}
+                           "md_normal_int_seed": MdNoise, "md_dropout": lambda: K.layers.Dropout(0.5),
+                           "md_dropout_uneven": lambda: K.layers.Dropout(0.5)}
 
 
 CASES = {
@@ -91,6 +92,7 @@ CASES = {
     "flip_only": lambda: L.RandomFlip("horizontal"),
     "normal_int_seed": lambda: Noise(42),
     "normal_seed_generator": lambda: Noise("generator"),
+    "augment_uneven": lambda: augmentation(True),
 }
 
 
@@ -102,10 +104,12 @@ def run(case, strategy, x, y, front=None):
         model = K.Sequential([K.Input(x.shape[1:]), cases[case](), recorder(log), K.layers.Flatten(),
                               K.layers.Dense(2, activation="softmax")])
         model.compile(optimizer=K.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
-    history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    replicas = sorted(log)
-    batches = [np.concatenate([log[r][i] for r in replicas]) for i in range(len(log[0]))]
-    halves = [float(np.abs(log[0][i] - log[1][i]).max()) for i in range(len(log[0]))] if len(replicas) == 2 else []
+    uneven = case.endswith("_uneven")   # batches of 5 split [3, 2]; the last one (1 example) [1, 0]; one epoch
+    history = model.fit(x, y, batch_size=5 if uneven else 8, epochs=1 if uneven else 2, shuffle=False, verbose=0)
+    steps = log[0]   # a replica with an empty slice runs no forward pass: its log is shorter
+    batches = [np.concatenate([log[r][i] for r in sorted(log) if i < len(log[r])]) for i in range(len(steps))]
+    halves = ([] if uneven or len(log) < 2 else
+              [float(np.abs(log[0][i] - log[1][i]).max()) for i in range(len(steps))])
     return {"batches": [b.tolist() for b in batches], "halves": halves, "loss": history.history["loss"],
             "weights": [np.asarray(w).tolist() for w in model.get_weights()]}
 

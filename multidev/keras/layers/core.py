@@ -101,8 +101,8 @@ class Dropout(Layer):
 class Flatten(Layer):
     """Flattens all but the batch axis."""
 
-    def call(self, inputs):
-        return inputs.reshape(inputs.shape[0], -1)
+    def call(self, inputs):   # (no -1: an empty slice of a small last batch on replicas has 0 rows)
+        return inputs.reshape(inputs.shape[0], math.prod(inputs.shape[1:]))
 
 
 class Reshape(Layer):
