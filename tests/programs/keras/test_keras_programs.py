@@ -51,8 +51,9 @@ MASKED_MEAN = ("Keras 3 divides a masked loss by the unmasked entries of the bat
                "losses differ there too); without padding the program equals one device")
 OWN_DRAWS = ("the GAN step's label noise (keras.random.uniform over the labels of the concatenated fake and real "
              "images) and the discriminator's Dropout on those images are draws over twice the replica's slice, not "
-             "rows of the global batch: each replica draws its own (per-replica seed streams), as TensorFlow's "
-             "replicas draw their own numbers; without those two draws the program equals one device")
+             "rows of the global batch: each replica draws its own (per-replica seed streams), as tf.keras's replicas "
+             "draw on TensorFlow's MirroredStrategy (Keras 3 on TensorFlow draws the same numbers on every "
+             "replica); without those two draws the program equals one device")
 BATCH_TENSORDOT = ("keras.io's RecommenderNet contracts the batch axis too (ops.tensordot(user_vector, "
                    "movie_vector, 2) adds one number summed over the whole batch to every prediction), so each "
                    "replica sums its own half, as TensorFlow's MirroredStrategy does; with a per-example dot "
