@@ -110,7 +110,8 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
         size = _leading(x)
         if size == 0:
             return
-        y_pred = model(x, training=False)
+        with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
+            y_pred = model(x, training=False)   # (a VAE's Sampling draws in evaluate too: keras3_random)
         loss = model._compute_loss(x, y, y_pred, sample_weight, training=False)
         loss_tracker.update_state(loss, sample_weight=size)
         model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
@@ -131,7 +132,8 @@ def predict_function(keras: Any, model: Any, strategy: Any) -> Any:
     split = _Splitter(strategy)
 
     def replica_step(local: Any) -> Any:
-        return model.predict_step(local)  # Keras's or the model's own; an empty slice gives an empty output
+        with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
+            return model.predict_step(local)  # Keras's or the model's own; an empty slice gives an empty output
 
     def step(data: Any) -> Any:
         parts, _ = split(data[0])

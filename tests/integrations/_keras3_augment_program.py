@@ -50,6 +50,17 @@ class Noise(L.Layer):
         return x + keras.random.normal(keras.ops.shape(x), stddev=0.1, seed=self.seed)
 
 
+class Sampling(L.Layer):
+    """As a VAE's: noise from its SeedGenerator at every call (no ``training`` argument), evaluate and predict too."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seed_generator = keras.random.SeedGenerator(1337)
+
+    def call(self, x):
+        return x + keras.random.normal(keras.ops.shape(x), stddev=0.1, seed=self.seed_generator)
+
+
 def augmentation(seeded):
     """keras.io's image classification example's pipeline and the other per-image augmentations."""
     seeds = iter(range(1, 6)) if seeded else iter([None] * 5)
@@ -93,6 +104,7 @@ CASES = {
     "normal_int_seed": lambda: Noise(42),
     "normal_seed_generator": lambda: Noise("generator"),
     "augment_uneven": lambda: augmentation(True),
+    "sampling_evaluate_predict": Sampling,
 }
 
 
@@ -110,8 +122,12 @@ def run(case, strategy, x, y, front=None):
     batches = [np.concatenate([log[r][i] for r in sorted(log) if i < len(log[r])]) for i in range(len(steps))]
     halves = ([] if uneven or len(log) < 2 else
               [float(np.abs(log[0][i] - log[1][i]).max()) for i in range(len(steps))])
-    return {"batches": [b.tolist() for b in batches], "halves": halves, "loss": history.history["loss"],
-            "weights": [np.asarray(w).tolist() for w in model.get_weights()]}
+    out = {"batches": [b.tolist() for b in batches], "halves": halves, "loss": history.history["loss"],
+           "weights": [np.asarray(w).tolist() for w in model.get_weights()]}
+    if case.startswith("sampling"):   # batches of 6 over 16 examples: slices [3, 3] and a last [2, 2]
+        out["evaluate"] = model.evaluate(x, y, batch_size=6, verbose=0)
+        out["predict"] = np.asarray(model.predict(x, batch_size=6, verbose=0)).tolist()
+    return out
 
 
 def main():

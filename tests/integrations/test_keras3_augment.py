@@ -27,7 +27,7 @@ if importlib.util.find_spec("keras") is None:
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_keras3_augment_program.py")
 CASES = ["augment_seeded", "augment_unseeded", "flip_only", "normal_int_seed", "normal_seed_generator",
-         "augment_uneven", "md_augment_seeded", "md_augment_unseeded", "md_normal_int_seed", "md_dropout",
+         "augment_uneven", "sampling_evaluate_predict", "md_augment_seeded", "md_augment_unseeded", "md_normal_int_seed", "md_dropout",
          "md_dropout_uneven"]   # *_uneven: batches of 5 split [3, 2], the last one [1, 0] (replica 1 idle)
 
 
@@ -57,3 +57,11 @@ def test_the_two_halves_are_not_augmented_alike(observed, case):
     # Each global batch's halves hold the same 4 images: different draws make them differ (4 coin flips
     # alone could agree by chance, hence every step at once).
     assert max(observed[case]["two"]["halves"]) > 0.05
+
+
+def test_a_vaes_sampling_draws_one_devices_noise_in_evaluate_and_predict_too(observed):
+    one, two = observed["sampling_evaluate_predict"]["one"], observed["sampling_evaluate_predict"]["two"]
+    np.testing.assert_allclose(two["evaluate"], one["evaluate"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(two["predict"], one["predict"], rtol=1e-5, atol=1e-7)   # (the trained weights' rounding)
+    # the noise itself is one device's: a per-replica stream would move predictions by ~0.1, not by rounding
+
