@@ -83,7 +83,7 @@ EXPECT = {
     "p15_image_classification_from_scratch": {"keras3": RUNS, "md2": md_lacks("SeparableConv2D"),
                                               "k3md2": differs(BN)},   # the augmentation: test_keras3_augment.py
     "p16_variational_autoencoder": {"keras3": RUNS, "md2": md_lacks("Conv2DTranspose"), "k3md2": EQUAL},
-    "p17_knowledge_distillation": {"keras3": RUNS, "md2": md_lacks("KLDivergence"), "k3md2": EQUAL},
+    "p17_knowledge_distillation": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p18_collaborative_filtering_movielens": {"keras3": RUNS, "md2": differs(BATCH_TENSORDOT),
                                               "k3md2": differs(BATCH_TENSORDOT)},
     "p19_lstm_character_level_text_generation": {"keras3": RUNS, "k3md2": EQUAL, "md2": fails(
