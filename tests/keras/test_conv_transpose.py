@@ -1,0 +1,55 @@
+"""``md.keras.layers.Conv2DTranspose`` (keras.io's VAE and DCGAN use it) gives Keras 3's shapes and numbers for
+kernels 1-5, strides 1-3, "same" and "valid", a dilation; its config round-trips; ``output_padding`` is refused."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+import multidev as md
+from tests.conftest import run_fresh
+
+COMPARE = """
+import json, os
+os.environ["KERAS_BACKEND"] = "torch"
+import keras, numpy as np, torch
+from multidev.keras.layers import Conv2DTranspose
+rng = np.random.RandomState(0)
+worst, shapes = 0.0, []
+for k in (1, 2, 3, 4, 5):
+    for s in (1, 2, 3):
+        for pad in ("same", "valid"):
+            for d in ((1, 1), (2, 1)) if s == 1 else ((1, 1),):
+                x = rng.rand(2, 5, 4, 3).astype("float32")
+                ref = keras.layers.Conv2DTranspose(4, k, strides=s, padding=pad, dilation_rate=d,
+                                                   bias_initializer="random_normal")
+                want = ref(x).detach().numpy()
+                ours = Conv2DTranspose(4, k, strides=s, padding=pad, dilation_rate=d)
+                ours(torch.from_numpy(x))
+                ours.set_weights([np.asarray(w) for w in ref.get_weights()])
+                got = ours(torch.from_numpy(x)).detach().numpy()
+                shapes.append([list(got.shape), list(want.shape)])
+                if got.shape == want.shape:
+                    worst = max(worst, float(np.abs(got - want).max()))
+print(json.dumps({"worst": worst, "shapes": shapes}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("keras") is None, reason="Keras 3 is not installed")
+def test_same_numbers_and_shapes_as_keras_3():
+    out = json.loads(run_fresh(COMPARE, timeout=300).stdout.strip().splitlines()[-1])
+    assert len(out["shapes"]) == 40 and all(ours == theirs for ours, theirs in out["shapes"])
+    assert out["worst"] < 1e-5
+
+
+def test_config_round_trip_and_refusals():
+    layer = md.keras.layers.Conv2DTranspose(3, 4, strides=2, padding="same", activation="relu")
+    y = layer(torch.zeros(2, 5, 5, 2))
+    assert tuple(y.shape) == (2, 10, 10, 3) and layer.kernel.shape == (4, 4, 3, 2)
+    again = md.keras.layers.Conv2DTranspose.from_config(layer.get_config())
+    assert again.get_config() == layer.get_config()
+    with pytest.raises(NotImplementedError, match="output_padding"):
+        md.keras.layers.Conv2DTranspose(3, 3, output_padding=1)
+    with pytest.raises(ValueError, match="Invalid padding 'causal'"):
+        md.keras.layers.Conv2DTranspose(3, 3, padding="causal")
