@@ -130,6 +130,37 @@ def run(case, strategy, x, y, front=None):
     return out
 
 
+class _SynchronizedBatchNorm:
+    """``keras`` for a program, except that its ``layers.BatchNormalization()`` is synchronized."""
+
+    def __init__(self, module, layers=None):
+        self._module, self._layers = module, layers
+
+    def __getattr__(self, name):
+        if name == "layers" and self._layers is None:
+            return _SynchronizedBatchNorm(self._module.layers, layers=True)
+        if name == "BatchNormalization" and self._layers:
+            return lambda *args, **kwargs: self._module.BatchNormalization(*args, synchronized=True, **kwargs)
+        return getattr(self._module, name)
+
+
+def image_classification_program():
+    """keras.io's image classification from scratch (tests/programs/keras/p15) on 2 replicas with synchronized
+    BatchNormalization against Keras 3 on one device: its augmentation inside the model is one device's."""
+    from tests.programs.keras import _harness
+    from tests.programs.keras import p15_image_classification_from_scratch as program
+
+    def results(front, strategy):
+        out = program.run(front, strategy, None)
+        out.pop("_model")
+        return {"ok": True, "results": _harness._flatten(out)}
+
+    one = results(keras, md.distribute.get_strategy())
+    two = results(_SynchronizedBatchNorm(keras), md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    equal, worst, first = _harness.compare(two, one)
+    return {"equal": equal, "worst": worst, "differs_at": first}
+
+
 def main():
     cpu = md.config.list_physical_devices("CPU")[0]
     md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
@@ -150,6 +181,7 @@ def main():
         one = run(case, md.distribute.get_strategy(), x, y, chosen)
         two = run(case, md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), x, y, chosen)
         out[case] = {"one": one, "two": two}
+    out["p15_synchronized_bn"] = image_classification_program()
     print(json.dumps(out))
 
 

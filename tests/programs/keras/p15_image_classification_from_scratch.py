@@ -2,7 +2,7 @@
 ``data_augmentation`` Sequential of ``RandomFlip("horizontal")`` and ``RandomRotation(0.1)``, "option 1"), then
 the example's small Xception-like network (``Rescaling``, ``SeparableConv2D`` residual blocks, BatchNormalization).
 
-Shrunk: synthetic 16x16 RGB "cats and dogs" (48 images), block sizes [8, 16] instead of [256, 512, 728], 8/32
+Shrunk: synthetic 16x16 RGB "cats and dogs" (32 images), block sizes [8, 16] instead of [256, 512, 728], 8/32
 filters instead of 128/1024, 1 epoch; Dropout rate 0. The augmentation's draws over the two replicas' halves
 are checked by ``tests/integrations/test_keras3_augment.py`` (BatchNormalization makes this whole run differ).
 """
@@ -16,8 +16,8 @@ def run(keras, strategy, workdir, scale=1):
     layers = keras.layers
     image_size = (16, 16)
     rng = np.random.RandomState(0)
-    x = (rng.rand(48 * scale, *image_size, 3) * 255).astype("float32")
-    y = rng.randint(0, 2, 48 * scale).astype("float32")
+    x = (rng.rand(32 * scale, *image_size, 3) * 255).astype("float32")
+    y = rng.randint(0, 2, 32 * scale).astype("float32")
 
     def make_model(input_shape, num_classes):
         data_augmentation = keras.Sequential([layers.RandomFlip("horizontal"), layers.RandomRotation(0.1)])

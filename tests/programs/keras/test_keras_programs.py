@@ -85,7 +85,7 @@ EXPECT = {
         "(fn/fp/tn/tp; apparently result() hands back the state tensor itself, which the validation pass then resets and refills); multidev reports the "
         "training counts, which sum to the 96 training examples")},
     "p15_image_classification_from_scratch": {"keras3": RUNS, "md2": md_lacks("SeparableConv2D"),
-                                              "k3md2": differs(BN)},   # the augmentation: test_keras3_augment.py
+                                              "k3md2": differs(BN)},   # with synchronized BN equal: test_keras3_augment.py
     "p16_variational_autoencoder": {"keras3": RUNS, "k3md2": EQUAL, "md2": fails(
         "only one element tensors", "md.keras hands fit(x)'s train_step the tuple (x,) where tf.keras and Keras 3 "
                                     "hand x itself (checked with tf_keras 2.21), and keras.io's Keras 3 VAE feeds "
