@@ -146,7 +146,8 @@ class _SynchronizedBatchNorm:
 
 def image_classification_program():
     """keras.io's image classification from scratch (tests/programs/keras/p15) on 2 replicas with synchronized
-    BatchNormalization against Keras 3 on one device: its augmentation inside the model is one device's."""
+    BatchNormalization against one device, on Keras 3 and on md.keras: its augmentation inside the model is one
+    device's."""
     from tests.programs.keras import _harness
     from tests.programs.keras import p15_image_classification_from_scratch as program
 
@@ -155,10 +156,13 @@ def image_classification_program():
         out.pop("_model")
         return {"ok": True, "results": _harness._flatten(out)}
 
-    one = results(keras, md.distribute.get_strategy())
-    two = results(_SynchronizedBatchNorm(keras), md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-    equal, worst, first = _harness.compare(two, one)
-    return {"equal": equal, "worst": worst, "differs_at": first}
+    out = {}
+    for name, front in (("keras3", keras), ("md", md.keras)):
+        one = results(front, md.distribute.get_strategy())
+        two = results(_SynchronizedBatchNorm(front), md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+        equal, worst, first = _harness.compare(two, one)
+        out[name] = {"equal": equal, "worst": worst, "differs_at": first}
+    return out
 
 
 def main():

@@ -13,6 +13,7 @@ from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
 from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
 from multidev.keras.layers.conv_transpose import Conv2DTranspose, Convolution2DTranspose
+from multidev.keras.layers.separable_conv import SeparableConv2D, SeparableConvolution2D
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
@@ -43,6 +44,7 @@ __all__ = [
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
     "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
 ]
-__all__ += ["Conv2DTranspose", "Convolution2DTranspose"]   # keras.io's VAE and DCGAN
+__all__ += ["Conv2DTranspose", "Convolution2DTranspose",   # keras.io's VAE and DCGAN
+            "SeparableConv2D", "SeparableConvolution2D"]   # keras.io's image classification from scratch
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

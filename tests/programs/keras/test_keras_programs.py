@@ -40,11 +40,6 @@ BN = ("BatchNormalization normalises each replica's half of the batch (TensorFlo
 NEEDS_TF = "Keras 3's text_dataset_from_directory/TextVectorization need TensorFlow, which is not installed"
 
 
-def md_lacks(name):                           # md.keras has no such name: its error points to Keras 3 on multidev
-    return fails(name.lower(), f"md.keras has no {name}; the AttributeError says so and names Keras 3 on multidev, "
-                               "which runs the program")
-
-
 MASKED_MEAN = ("Keras 3 divides a masked loss by the unmasked entries of the batch it sees (losses/loss.py "
                "apply_mask): each replica by its own count, then weighted by its share of the examples, as Keras 3 "
                "on TensorFlow's MirroredStrategy does (checked with tensorflow 2.21: a mask_zero Embedding model's "
@@ -84,8 +79,8 @@ EXPECT = {
         "Keras 3 (torch backend) on one device reports the validation counts under the training keys "
         "(fn/fp/tn/tp; apparently result() hands back the state tensor itself, which the validation pass then resets and refills); multidev reports the "
         "training counts, which sum to the 96 training examples")},
-    "p15_image_classification_from_scratch": {"keras3": RUNS, "md2": md_lacks("SeparableConv2D"),
-                                              "k3md2": differs(BN)},   # with synchronized BN equal: test_keras3_augment.py
+    "p15_image_classification_from_scratch": {"keras3": RUNS, "md2": differs(BN),   # with synchronized BN
+                                              "k3md2": differs(BN)},   # both equal: test_keras3_augment.py
     "p16_variational_autoencoder": {"keras3": RUNS, "k3md2": EQUAL, "md2": fails(
         "only one element tensors", "md.keras hands fit(x)'s train_step the tuple (x,) where tf.keras and Keras 3 "
                                     "hand x itself (checked with tf_keras 2.21), and keras.io's Keras 3 VAE feeds "

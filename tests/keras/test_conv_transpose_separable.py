@@ -1,5 +1,6 @@
-"""``md.keras.layers.Conv2DTranspose`` (keras.io's VAE and DCGAN use it) gives Keras 3's shapes and numbers for
-kernels 1-5, strides 1-3, "same" and "valid", a dilation; its config round-trips; ``output_padding`` is refused."""
+"""``md.keras.layers.Conv2DTranspose`` (keras.io's VAE and DCGAN use it) and ``SeparableConv2D`` (its image
+classification from scratch) give Keras 3's shapes and numbers: kernels 1-5, strides 1-3, "same" and "valid",
+a dilation, depth multipliers; their configs round-trip; ``output_padding`` is refused."""
 
 import importlib.util
 import json
@@ -32,6 +33,22 @@ for k in (1, 2, 3, 4, 5):
                 shapes.append([list(got.shape), list(want.shape)])
                 if got.shape == want.shape:
                     worst = max(worst, float(np.abs(got - want).max()))
+from multidev.keras.layers import SeparableConv2D
+for k in (1, 2, 3, 4):
+    for s in (1, 2, 3):
+        for pad in ("same", "valid"):
+            for dm in (1, 2):
+                x = rng.rand(2, 7, 6, 3).astype("float32")
+                ref = keras.layers.SeparableConv2D(4, k, strides=s, padding=pad, depth_multiplier=dm,
+                                                   bias_initializer="random_normal")
+                want = ref(x).detach().numpy()
+                ours = SeparableConv2D(4, k, strides=s, padding=pad, depth_multiplier=dm)
+                ours(torch.from_numpy(x))
+                ours.set_weights([np.asarray(w) for w in ref.get_weights()])
+                got = ours(torch.from_numpy(x)).detach().numpy()
+                shapes.append([list(got.shape), list(want.shape)])
+                if got.shape == want.shape:
+                    worst = max(worst, float(np.abs(got - want).max()))
 print(json.dumps({"worst": worst, "shapes": shapes}))
 """
 
@@ -39,7 +56,7 @@ print(json.dumps({"worst": worst, "shapes": shapes}))
 @pytest.mark.skipif(importlib.util.find_spec("keras") is None, reason="Keras 3 is not installed")
 def test_same_numbers_and_shapes_as_keras_3():
     out = json.loads(run_fresh(COMPARE, timeout=300).stdout.strip().splitlines()[-1])
-    assert len(out["shapes"]) == 40 and all(ours == theirs for ours, theirs in out["shapes"])
+    assert len(out["shapes"]) == 40 + 48 and all(ours == theirs for ours, theirs in out["shapes"])
     assert out["worst"] < 1e-5
 
 
@@ -53,3 +70,8 @@ def test_config_round_trip_and_refusals():
         md.keras.layers.Conv2DTranspose(3, 3, output_padding=1)
     with pytest.raises(ValueError, match="Invalid padding 'causal'"):
         md.keras.layers.Conv2DTranspose(3, 3, padding="causal")
+    sep = md.keras.layers.SeparableConv2D(4, 3, strides=2, padding="same", depth_multiplier=2)
+    assert tuple(sep(torch.zeros(2, 7, 7, 3)).shape) == (2, 4, 4, 4)
+    assert [tuple(w.shape) for w in sep.get_weights()] == [(3, 3, 3, 2), (1, 1, 6, 4), (4,)]
+    assert md.keras.layers.SeparableConv2D.from_config(sep.get_config()).get_config() == sep.get_config()
+
