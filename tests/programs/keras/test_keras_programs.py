@@ -88,10 +88,7 @@ EXPECT = {
     "p17_knowledge_distillation": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p18_collaborative_filtering_movielens": {"keras3": RUNS, "md2": differs(BATCH_TENSORDOT),
                                               "k3md2": differs(BATCH_TENSORDOT)},
-    "p19_lstm_character_level_text_generation": {"keras3": RUNS, "k3md2": EQUAL, "md2": fails(
-        "bool != float", "md.keras's LSTM gets keras.io's bool one-hot windows as they are (Keras 3 casts a model's "
-                         "inputs to its Input's float32), and torch refuses the bool-by-float product; md.keras on "
-                         "one device fails alike (a gap of md.keras's, not of its replicas)")},
+    "p19_lstm_character_level_text_generation": {"keras3": RUNS, "k3md2": EQUAL, "md2": EQUAL},
     "p20_neural_machine_translation_with_transformer": {"keras3": RUNS, "k3md2": differs(MASKED_MEAN), "md2": fails(
         "out of range", "md.keras infers a layer's output shape over a None sequence length by running it on zeros "
                         "of longer dummy lengths, which the PositionalEmbedding's position Embedding "
