@@ -12,6 +12,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import torch
 
 from multidev.keras import backend, batch_draw
@@ -34,11 +37,30 @@ class SeedGenerator:
         return int(torch.randint(0, 2**62, (1,), generator=self.generator))
 
 
+#: Set while a pass must leave every stream as it found it (``unconsumed``).
+_UNCONSUMED: contextvars.ContextVar[bool] = contextvars.ContextVar("md_keras_random_unconsumed", default=False)
+
+
+@contextlib.contextmanager
+def unconsumed():
+    """``md.keras.random`` draws inside leave their streams where they were (a ``SeedGenerator`` or torch's global
+    generator lends a copy of its state). For a pass one device never makes: the forward pass that builds a
+    lazily-built model before its first distributed step (a VAE's ``Sampling`` would otherwise shift its noise);
+    the weights it initializes still draw from torch's generator, as one device's first step does."""
+    token = _UNCONSUMED.set(True)
+    try:
+        yield
+    finally:
+        _UNCONSUMED.reset(token)
+
+
 def _generator(seed):
     """The torch generator for a Keras ``seed`` (None: the global one)."""
     if seed is None:
-        return None
+        return torch.Generator().set_state(torch.get_rng_state()) if _UNCONSUMED.get() else None
     if isinstance(seed, SeedGenerator):
+        if _UNCONSUMED.get():
+            return torch.Generator().set_state(seed.generator.get_state())
         return seed.generator
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"Argument `seed` must be an int, a keras.random.SeedGenerator or None. Received: seed={seed!r}")
