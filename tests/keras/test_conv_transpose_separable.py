@@ -15,40 +15,29 @@ COMPARE = """
 import json, os
 os.environ["KERAS_BACKEND"] = "torch"
 import keras, numpy as np, torch
-from multidev.keras.layers import Conv2DTranspose
+from multidev.keras import layers as md_layers
 rng = np.random.RandomState(0)
 worst, shapes = 0.0, []
-for k in (1, 2, 3, 4, 5):
-    for s in (1, 2, 3):
-        for pad in ("same", "valid"):
-            for d in ((1, 1), (2, 1)) if s == 1 else ((1, 1),):
-                x = rng.rand(2, 5, 4, 3).astype("float32")
-                ref = keras.layers.Conv2DTranspose(4, k, strides=s, padding=pad, dilation_rate=d,
-                                                   bias_initializer="random_normal")
-                want = ref(x).detach().numpy()
-                ours = Conv2DTranspose(4, k, strides=s, padding=pad, dilation_rate=d)
-                ours(torch.from_numpy(x))
-                ours.set_weights([np.asarray(w) for w in ref.get_weights()])
-                got = ours(torch.from_numpy(x)).detach().numpy()
-                shapes.append([list(got.shape), list(want.shape)])
-                if got.shape == want.shape:
-                    worst = max(worst, float(np.abs(got - want).max()))
-from multidev.keras.layers import SeparableConv2D
-for k in (1, 2, 3, 4):
-    for s in (1, 2, 3):
-        for pad in ("same", "valid"):
-            for dm in (1, 2):
-                x = rng.rand(2, 7, 6, 3).astype("float32")
-                ref = keras.layers.SeparableConv2D(4, k, strides=s, padding=pad, depth_multiplier=dm,
-                                                   bias_initializer="random_normal")
-                want = ref(x).detach().numpy()
-                ours = SeparableConv2D(4, k, strides=s, padding=pad, depth_multiplier=dm)
-                ours(torch.from_numpy(x))
-                ours.set_weights([np.asarray(w) for w in ref.get_weights()])
-                got = ours(torch.from_numpy(x)).detach().numpy()
-                shapes.append([list(got.shape), list(want.shape)])
-                if got.shape == want.shape:
-                    worst = max(worst, float(np.abs(got - want).max()))
+
+def compare(name, combos, shape, **fixed):
+    global worst
+    for kwargs in combos:
+        x = rng.rand(*shape).astype("float32")
+        ref = getattr(keras.layers, name)(4, bias_initializer="random_normal", **fixed, **kwargs)
+        want = ref(x).detach().numpy()
+        ours = getattr(md_layers, name)(4, **fixed, **kwargs)
+        ours(torch.from_numpy(x))
+        ours.set_weights([np.asarray(w) for w in ref.get_weights()])
+        got = ours(torch.from_numpy(x)).detach().numpy()
+        shapes.append([list(got.shape), list(want.shape)])
+        if got.shape == want.shape:
+            worst = max(worst, float(np.abs(got - want).max()))
+
+compare("Conv2DTranspose", [dict(kernel_size=k, strides=s, padding=p, dilation_rate=d) for k in (1, 2, 3, 4, 5)
+                            for s in (1, 2, 3) for p in ("same", "valid")
+                            for d in (((1, 1), (2, 1)) if s == 1 else ((1, 1),))], (2, 5, 4, 3))
+compare("SeparableConv2D", [dict(kernel_size=k, strides=s, padding=p, depth_multiplier=m) for k in (1, 2, 3, 4)
+                            for s in (1, 2, 3) for p in ("same", "valid") for m in (1, 2)], (2, 7, 6, 3))
 print(json.dumps({"worst": worst, "shapes": shapes}))
 """
 

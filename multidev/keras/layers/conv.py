@@ -30,6 +30,18 @@ def _tuple(value, rank, what):
     return value
 
 
+def pad_same_strided(x, kernel_size, strides, dilation_rate):
+    """``x`` (channels-first) padded as TensorFlow's "same" pads for a strided convolution (extra on the end)."""
+    pads = []
+    for i in reversed(range(len(kernel_size))):
+        size = x.shape[2 + i]
+        eff = (kernel_size[i] - 1) * dilation_rate[i] + 1
+        out = -(-size // strides[i])
+        total = max((out - 1) * strides[i] + eff - size, 0)
+        pads += [total // 2, total - total // 2]
+    return F.pad(x, pads)
+
+
 class _Conv(Layer):
     """Shared N-d convolution (N = 1 or 2) over channels-last inputs."""
 
@@ -78,14 +90,7 @@ class _Conv(Layer):
         return self.activation(out.movedim(1, -1))
 
     def _pad_same_strided(self, x):
-        pads = []
-        for i in reversed(range(self.rank)):
-            size = x.shape[2 + i]
-            eff = (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
-            out = -(-size // self.strides[i])
-            total = max((out - 1) * self.strides[i] + eff - size, 0)
-            pads += [total // 2, total - total // 2]
-        return F.pad(x, pads)
+        return pad_same_strided(x, self.kernel_size, self.strides, self.dilation_rate)
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters, "kernel_size": list(self.kernel_size),

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from multidev.keras import activations, initializers, regularizers
 from multidev.keras.layers.base import Layer
-from multidev.keras.layers.conv import _tuple
+from multidev.keras.layers.conv import _tuple, pad_same_strided
 from multidev.keras.layers.input_spec import InputSpec
 
 
@@ -62,21 +62,11 @@ class SeparableConv2D(Layer):
         depthwise = self.depthwise_kernel.permute(2, 3, 0, 1).reshape(channels * self.depth_multiplier, 1, kh, kw)
         padding = self.padding
         if padding == "same" and any(s > 1 for s in self.strides):
-            x, padding = self._pad_same_strided(x), "valid"
+            x, padding = pad_same_strided(x, self.kernel_size, self.strides, self.dilation_rate), "valid"
         x = F.conv2d(x, depthwise, None, self.strides, padding, self.dilation_rate, channels)
         pointwise = self.pointwise_kernel.permute(3, 2, 0, 1)       # (filters, in * multiplier, 1, 1)
         out = F.conv2d(x, pointwise, self.bias if self.use_bias else None)
         return self.activation(out.movedim(1, -1))
-
-    def _pad_same_strided(self, x):
-        pads = []
-        for i in (1, 0):                                            # F.pad lists the last dimension first
-            size = x.shape[2 + i]
-            eff = (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
-            out = -(-size // self.strides[i])
-            total = max((out - 1) * self.strides[i] + eff - size, 0)
-            pads += [total // 2, total - total // 2]
-        return F.pad(x, pads)
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters, "kernel_size": list(self.kernel_size),
