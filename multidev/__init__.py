@@ -33,6 +33,8 @@ from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_value, c
 from multidev import saved_model
 from multidev.module import Module
 from multidev.data.spec import TensorSpec
+from multidev.tensor_shape import TensorShape   # distributed-input guide (tfinput)
+from multidev.printing import print  # noqa: A004  (tf.print; the guide prints per-replica values)
 from multidev.dtypes import (bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32,
                              int64, uint8)
 
@@ -60,6 +62,8 @@ __all__ = [
     "saved_model",
     "Module",
     "TensorSpec",
+    "TensorShape",
+    "print",
     "bfloat16", "bool", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8",
     "random",
@@ -77,3 +81,9 @@ def __getattr__(name: str):
     from multidev._core.missing import missing_attribute
 
     raise missing_attribute("multidev", name, f"tf.{name}")
+
+
+# ----- TensorFlow's short names for Keras modules (`tf.metrics` is `tf.keras.metrics`: the save_and_load
+# tutorial writes `tf.metrics.SparseCategoricalAccuracy()`) -----
+metrics, losses, optimizers = keras.metrics, keras.losses, keras.optimizers
+__all__ += ["metrics", "losses", "optimizers"]

@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     for epoch in range(args.epochs):
         total_loss, num_batches = 0.0, 0
         for x in train_dist_dataset:
-            total_loss += distributed_train_step(x).item()
+            total_loss += distributed_train_step(x)   # as printed: a value, no graph kept
             num_batches += 1
         train_loss = total_loss / num_batches
         for x in test_dist_dataset:
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         total_loss, num_batches = 0.0, 0
         train_iter = iter(train_dist_dataset)
         for _ in range(4):
-            total_loss += distributed_train_step(next(train_iter)).item()
+            total_loss += distributed_train_step(next(train_iter))
             num_batches += 1
         print(f"Iterator: Loss: {total_loss / num_batches:.6f}, Accuracy: {float(train_accuracy.result()) * 100:.4f}")
         train_accuracy.reset_states()

@@ -4,7 +4,8 @@ A Keras model trained under ``MirroredStrategy`` (2 logical CPUs) is saved and l
 ``model.save``/``md.keras.models.load_model`` (loaded with no strategy and under ``OneDeviceStrategy``
 and trained on), ``md.saved_model.save``/``md.saved_model.load`` (its ``serving_default`` signature
 called directly and inside ``strategy.run`` under another ``MirroredStrategy``), and an object-based
-``md.train.Checkpoint`` restored under another strategy. Last, the tutorial's caveat: a subclassed
+``md.train.Checkpoint`` restored under another strategy; saved and loaded "from a local device"
+(``SaveOptions``/``LoadOptions(experimental_io_device='/job:localhost')``). Last, the tutorial's caveat: a subclassed
 model with no defined inputs, and an ``md.Module`` whose ``md.function`` has an input signature.
 
     python examples/tutorials/save_and_load.py [--epochs 2] [--workdir DIR]
@@ -68,6 +69,20 @@ def saved_model_api(model, path, eval_dataset) -> None:
             print("In strategy.run, per replica:", [list(p.shape) for p in parts],
                   "equals the direct call:", bool(torch.allclose(torch.cat(parts), logits, atol=1e-5)))
             break
+
+
+def local_device(model, workdir, eval_dataset) -> None:
+    """The tutorial's "Saving/Loading from a local device": the files go through this process's own
+    filesystem ('/job:localhost'), which is where multidev always reads and writes."""
+    print("== Saving/Loading from a local device")
+    saved_model_path = os.path.join(workdir, "tf_save_local.keras")
+    save_options = md.saved_model.SaveOptions(experimental_io_device="/job:localhost")
+    model.save(saved_model_path, options=save_options)
+    another_strategy = md.distribute.MirroredStrategy()
+    with another_strategy.scope():
+        load_options = md.saved_model.LoadOptions(experimental_io_device="/job:localhost")
+        loaded = md.keras.models.load_model(saved_model_path, options=load_options)
+        print("Loaded from /job:localhost (MirroredStrategy) eval:", fmt(loaded.evaluate(eval_dataset, verbose=0)))
 
 
 def checkpoint_api(model, directory, eval_dataset) -> None:
@@ -141,6 +156,7 @@ def main(argv=None) -> int:
 
     keras_api(model, os.path.join(workdir, "keras_save.keras"), train_dataset, eval_dataset, args.epochs)
     saved_model_api(model, os.path.join(workdir, "tf_save"), eval_dataset)
+    local_device(model, workdir, eval_dataset)
     checkpoint_api(model, os.path.join(workdir, "checkpoints"), eval_dataset)
     caveats(workdir)
     return 0

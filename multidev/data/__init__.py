@@ -26,6 +26,7 @@ from multidev.data import experimental
 from multidev.data.cardinality import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from multidev.data.dataset import AUTOTUNE, Dataset
 from multidev.data.files import TextLineDataset
+from multidev.data.grouping import DatasetSpec
 from multidev.data.iterator import Iterator, Optional
 from multidev.data.options import Options, ThreadingOptions
 from multidev.data.spec import TensorSpec
@@ -34,6 +35,7 @@ __all__ = [
     "Dataset",
     "TextLineDataset",
     "TensorSpec",
+    "DatasetSpec",
     "Iterator",
     "Optional",
     "Options",

@@ -30,11 +30,10 @@ def positive(name: str, value: Any) -> int:
 
 
 def count_or_all(name: str, value: Any) -> int:
-    """An int >= -1 (-1 meaning 'all'/'forever'), else InvalidArgumentError."""
+    """An int, any negative one becoming -1 ('all'/'forever'): TensorFlow's take, skip and repeat
+    treat every negative count as -1."""
     n = as_int(name, value)
-    if n < -1:
-        raise InvalidArgumentError(f"{name} must be >= -1 (-1 means all), got {name}={n!r}.")
-    return n
+    return -1 if n < 0 else n
 
 
 def parallelism(name: str, value: Any) -> int | None:

@@ -182,7 +182,7 @@ def _pad_component(parts: list, shape: Any, value: Any, index: int) -> Any:
         for d, want in enumerate(dims):
             if want is not None:
                 if target[d] > want:
-                    raise InvalidArgumentError(
+                    raise InvalidArgumentError(   # TF 2.21 raises DataLossError here
                         f"Attempted to pad to a smaller size than the input element: component {index} "
                         f"dimension {d} has size {target[d]} but padded_shapes asks for {want}."
                     )
@@ -194,8 +194,23 @@ def _pad_component(parts: list, shape: Any, value: Any, index: int) -> Any:
     return out
 
 
+def _has_scalar_component(dataset: Dataset) -> bool:
+    """True when the element spec (if it can be known without data) has a rank-0 component."""
+    try:
+        leaves = structure.flatten(dataset.element_spec)
+    except (ValueError, TypeError):   # an empty input (or one whose spec needs its data): nothing to check
+        return False
+    return any(isinstance(leaf, TensorSpec) and leaf.shape == () for leaf in leaves)
+
+
 class UnbatchDataset(_UnaryDataset):
     """Each batch split into its rows."""
+
+    def __init__(self, input_dataset: Dataset):
+        super().__init__(input_dataset)
+        if _has_scalar_component(input_dataset):
+            raise ValueError("Cannot unbatch an input with scalar components: unbatch splits batches "
+                             f"(rank >= 1), and this dataset's elements are {input_dataset.element_spec!r}.")
 
     def _iterate(self):
         for batch in self._input._iterate():
@@ -232,6 +247,9 @@ class RebatchDataset(_UnaryDataset):
                 f"positive, got batch_size={batch_size!r}."
             )
         self._drop_remainder = _check_bool("drop_remainder", drop_remainder)
+        if _has_scalar_component(input_dataset):
+            raise ValueError("Invalid `batch_sizes`. Expected dataset with rank of >= 1 but found a dataset with "
+                             "scalar elements. Fix the issue by adding the `batch` transformation to the dataset.")
 
     @property
     def batch_sizes(self) -> list[int]:

@@ -23,6 +23,7 @@ import torch
 
 from multidev.data import cardinality as _card
 from multidev.data import structure
+from multidev.data.dataset_methods import DatasetMethods
 from multidev.data.iterator import Iterator
 from multidev.data.options import Options
 from multidev.data.spec import TensorSpec
@@ -47,7 +48,7 @@ def is_peeking() -> bool:
     return _PEEKING.get()
 
 
-class Dataset(abc.ABC):
+class Dataset(DatasetMethods, abc.ABC):
     """Base of every dataset node; the TF transformation methods live here."""
 
     _inputs: tuple = ()
@@ -167,11 +168,15 @@ class Dataset(abc.ABC):
         return GeneratorDataset(generator, output_types, output_shapes, args, output_signature)
 
     @staticmethod
-    def range(*args: int, dtype: torch.dtype = torch.int64, name: str | None = None) -> "Dataset":
-        """Like Python's ``range``, as int64 scalars: ``Dataset.range(2, 10, 3)`` -> 2, 5, 8."""
+    def range(*args: int, output_type: torch.dtype = torch.int64, name: str | None = None,
+              dtype: torch.dtype | None = None) -> "Dataset":
+        """Like Python's ``range``, as int64 scalars: ``Dataset.range(2, 10, 3)`` -> 2, 5, 8.
+
+        ``output_type`` is TensorFlow's keyword for another dtype (``dtype`` is accepted too).
+        """
         from multidev.data.sources import RangeDataset
 
-        return RangeDataset(*args, dtype=dtype)
+        return RangeDataset(*args, dtype=output_type if dtype is None else dtype)
 
     @staticmethod
     def zip(*datasets: Any, name: str | None = None) -> "Dataset":
@@ -352,10 +357,15 @@ class Dataset(abc.ABC):
         return result
 
     def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
-        """Fold the elements: ``state = reduce_func(state, element)``."""
-        state = structure.to_element(initial_state, "initial_state")
+        """Fold the elements: ``state = reduce_func(state, element)``; the state keeps the structure
+        of ``initial_state`` and the dtypes of its tensors (TypeError otherwise, as TF); a Python
+        number's dtype follows the result (TF would raise TypeError for ``reduce(0, ...)`` of int64)."""
+        from multidev.data.stateful import check_same_state, weak_leaves
+
+        state, weak = structure.to_element(initial_state, "initial_state"), weak_leaves(initial_state)
         for element in self:
-            state = structure.to_element(reduce_func(state, element), "reduce_func output")
+            state = check_same_state(state, structure.to_element(reduce_func(state, element), "reduce_func output"),
+                                     "reduce_func", weak)
         return state
 
 

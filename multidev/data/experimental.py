@@ -11,12 +11,68 @@ from multidev.data.cardinality import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from multidev.data.dataset import AUTOTUNE, Dataset
 from multidev.data.device import copy_to_device, prefetch_to_device
 from multidev.data.options import AutoShardPolicy, DistributeOptions, OptimizationOptions, ThreadingOptions
+from multidev.data.stateful import assert_cardinality, choose_from_datasets, sample_from_datasets
 from multidev.data.transforms import SHARD_HINT
 
 
 def cardinality(dataset: Dataset) -> int:
     """``dataset.cardinality()`` (TF 1's ``tf.data.experimental.cardinality``)."""
     return dataset.cardinality()
+
+
+# TF's experimental transformations: functions of a dataset, for ``dataset.apply(...)``.
+
+def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes=None,
+                              padding_values=None, pad_to_bucket_boundary=False, no_padding=False,
+                              drop_remainder=False):
+    """``dataset.apply(bucket_by_sequence_length(...))``: see ``Dataset.bucket_by_sequence_length``."""
+    return lambda dataset: dataset.bucket_by_sequence_length(
+        element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes, padding_values,
+        pad_to_bucket_boundary, no_padding, drop_remainder)
+
+
+def group_by_window(key_func, reduce_func, window_size=None, window_size_func=None):
+    """``dataset.apply(group_by_window(...))``: see ``Dataset.group_by_window``."""
+    return lambda dataset: dataset.group_by_window(key_func, reduce_func, window_size, window_size_func)
+
+
+def scan(initial_state, scan_func):
+    """``dataset.apply(scan(...))``: see ``Dataset.scan``."""
+    return lambda dataset: dataset.scan(initial_state, scan_func)
+
+
+def take_while(predicate):
+    """``dataset.apply(take_while(...))``: see ``Dataset.take_while``."""
+    return lambda dataset: dataset.take_while(predicate)
+
+
+def unique():
+    """``dataset.apply(unique())``: see ``Dataset.unique``."""
+    return lambda dataset: dataset.unique()
+
+
+def unbatch():
+    """``dataset.apply(unbatch())``: see ``Dataset.unbatch``."""
+    return lambda dataset: dataset.unbatch()
+
+
+def enumerate_dataset(start=0):
+    """``dataset.apply(enumerate_dataset())``: see ``Dataset.enumerate``."""
+    return lambda dataset: dataset.enumerate(start)
+
+
+def get_single_element(dataset):
+    """``dataset.get_single_element()``."""
+    return dataset.get_single_element()
+
+
+def __getattr__(name: str):
+    """``md.data.experimental.X`` that multidev lacks: an AttributeError listing what it has."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: multidev does not implement "
+                         f"tf.data.experimental.{name}. md.data.experimental offers: {', '.join(sorted(__all__))}; "
+                         "md.data.Dataset has the stable tf.data methods.")
 
 
 __all__ = [
@@ -29,6 +85,17 @@ __all__ = [
     "UNKNOWN_CARDINALITY",
     "SHARD_HINT",
     "cardinality",
+    "assert_cardinality",
+    "bucket_by_sequence_length",
+    "choose_from_datasets",
+    "enumerate_dataset",
+    "get_single_element",
+    "group_by_window",
+    "sample_from_datasets",
+    "scan",
+    "take_while",
+    "unbatch",
+    "unique",
     "copy_to_device",
     "prefetch_to_device",
 ]

@@ -54,6 +54,10 @@ class Iterator:
     def __iter__(self) -> "Iterator":
         return self
 
+    def next(self) -> Any:
+        """``next(iterator)`` as a method (TF's iterators have both)."""
+        return self.__next__()
+
     def __next__(self) -> Any:
         if self._done:
             raise StopIteration

@@ -95,7 +95,7 @@ class TensorSpec:
 
 
 def _normalize_shape(shape: Any) -> tuple | None:
-    if shape is None:
+    if shape is None or getattr(shape, "rank", 0) is None:   # None or an unknown-rank md.TensorShape
         return None
     if isinstance(shape, int):
         raise TypeError(f"TensorSpec shape must be a sequence of ints/None, got {shape!r}; did you mean ({shape},)?")

@@ -20,83 +20,31 @@ from multidev.data import graph
 from multidev.data.dataset import Dataset
 from multidev.data.iterator import Iterator as DataIterator
 from multidev.data.options import AutoShardPolicy
+from multidev.data.spec import TensorSpec
 from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
-from multidev.distribute.input_options import InputContext, InputOptions, InputReplicationMode
+from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
+                                               check_for_datasets_from_function)
+from multidev.distribute.batch_split import leading_size, split_element
+from multidev.distribute.torch_sampler import PIPELINES, equal_on_every_worker, reads_worker_share
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
 
-def replica_batch_sizes(global_batch_size: int, num_replicas: int) -> list[int]:
-    """How many examples each replica gets from a full global batch."""
-    base, extra = divmod(global_batch_size, num_replicas)
-    return [base + (1 if r < extra else 0) for r in range(num_replicas)]
-
-
-def _leading_size(element: Any) -> int:
-    sizes = set()
-    for leaf in flatten(element):
-        if isinstance(leaf, torch.Tensor):
-            if leaf.dim() == 0:
-                raise ValueError(
-                    "Cannot distribute a dataset of scalars across replicas: each element must be a batch. "
-                    "Call dataset.batch(global_batch_size) before distributing it."
-                )
-            sizes.add(leaf.shape[0])
-        elif hasattr(leaf, "__len__"):
-            sizes.add(len(leaf))
-    if len(sizes) != 1:
-        raise ValueError(
-            f"Components of a dataset element have different batch sizes {sorted(sizes)} (their dimension 0); "
-            "cannot split it. multidev splits every tensor of a global batch along dimension 0, as TensorFlow does: "
-            "make sequence-first data batch-first (e.g. x.transpose(0, 1), batch_first=True) and flatten targets "
-            "after the split, inside the step.")
-    return sizes.pop()
-
-
-def partial_batch_sizes(batch_size: int, num_replicas: int) -> list[int]:
-    """How many examples each replica gets from a partial (last) global batch, as TensorFlow splits it.
-
-    TensorFlow's rebatching cuts a short batch into consecutive slices of ``ceil(B / n)`` rows, so
-    the examples are spread over the replicas instead of filling the first ones: 4 over 2 replicas
-    gives ``[2, 2]``, 5 gives ``[3, 2]``, 4 over 3 gives ``[2, 2, 0]``.
-    """
-    per = -(-batch_size // num_replicas)
-    return [max(0, min(per, batch_size - r * per)) for r in range(num_replicas)]
-
-
-def filled_batch_sizes(batch_size: int, full_sizes: list[int]) -> list[int]:
-    """A partial batch cut into the full batch's slice sizes in replica order, the rule of TensorFlow's
-    rebatching when auto-sharding is OFF, FILE or HINT on one worker: 5 rows of an 8-row batch over 2
-    replicas give ``[4, 1]``, 2 rows of a 4-row batch ``[2, 0]``."""
-    out, left = [], batch_size
-    for size in full_sizes:
-        out.append(min(size, left))
-        left -= out[-1]
-    return out
-
-
-def split_sizes(size: int, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[int]:
-    """Rows per replica for one global batch of ``size`` rows (``static_batch_size``: the dataset's
-    batch size, <= 0 when unknown): a full batch as ``replica_batch_sizes``, a partial one as
-    ``partial_batch_sizes`` (``filled_batch_sizes`` with ``fill_in_order``)."""
-    if 0 < size < static_batch_size:
-        if fill_in_order:
-            return filled_batch_sizes(size, replica_batch_sizes(static_batch_size, num_replicas))
-        return partial_batch_sizes(size, num_replicas)
-    return replica_batch_sizes(size, num_replicas)
-
-
-def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[Any]:
-    """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``)."""
-    bounds = [0]
-    for c in split_sizes(_leading_size(element), num_replicas, static_batch_size, fill_in_order):
-        bounds.append(bounds[-1] + c)
-    return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(num_replicas)]
-
-
 def _per_replica_spec(spec: Any, num_replicas: int) -> Any:
     return spec if num_replicas == 1 else map_structure(lambda s: PerReplicaSpec(*(s,) * num_replicas), spec)
+
+
+def _replica_slice_spec(spec: Any, num_replicas_in_sync: int) -> Any:
+    """The spec of one replica's slice of a global batch described by ``spec``: a known batch size
+    the replicas divide becomes its share, any other becomes None (TF's rebatched spec)."""
+    def leaf(s: Any) -> Any:
+        if not isinstance(s, TensorSpec) or not s.shape:
+            return s
+        batch = s.shape[0]
+        share = batch // num_replicas_in_sync if batch is not None and batch % num_replicas_in_sync == 0 else None
+        return TensorSpec((share,) + s.shape[1:], s.dtype, s.name)
+    return map_structure(leaf, spec)
 
 
 def _to_device(element: Any, device: torch.device) -> Any:
@@ -109,6 +57,20 @@ def _to_device(element: Any, device: torch.device) -> Any:
 def _empty_like(element: Any) -> Any:
     """No examples shaped like ``element`` (an unbatched scalar element gives an empty vector)."""
     return map_structure(lambda leaf: leaf.reshape(-1)[:0] if leaf.dim() == 0 else leaf[:0], element)
+
+
+def _empty_as_spec(spec: Any, element: Any) -> Any:
+    """TF's batch for a replica past the end: no rows, the other dimensions of ``spec`` (unknown
+    ones 0, as TF 2.21 fills them), ``element``'s dtypes; ``_empty_like`` where the spec has no rank."""
+    specs, leaves = flatten(spec), flatten(element)
+    if len(specs) != len(leaves):
+        return _empty_like(element)
+
+    def empty(s: Any, leaf: Any) -> Any:
+        if isinstance(s, TensorSpec) and s.shape and isinstance(leaf, torch.Tensor) and leaf.dim() == len(s.shape):
+            return torch.zeros((0, *[d or 0 for d in s.shape[1:]]), dtype=leaf.dtype, device=leaf.device)
+        return _empty_like(leaf)
+    return pack_as(element, [empty(s, leaf) for s, leaf in zip(specs, leaves)])
 
 
 def _check_not_in_replica(what: str) -> None:
@@ -186,6 +148,14 @@ class _DistributedBase:
         _check_not_in_replica("Iterating a distributed dataset")
         return DistributedIterator(self)
 
+    def reduce(self, initial_state: Any, reduce_fn: Callable[[Any, Any], Any]) -> Any:
+        """``state = reduce_fn(state, element)`` over the distributed elements (each a ``PerReplica``
+        structure), as TF's ``DistributedDataset.reduce``; returns the final state."""
+        state = initial_state
+        for element in self:
+            state = reduce_fn(state, element)
+        return state
+
 
 class DistributedIterator(DataIterator):
     """Iterator over a distributed dataset: ``next()``, ``get_next()`` (``OutOfRangeError`` at the
@@ -234,12 +204,16 @@ class DistributedDataset(_DistributedBase):
         extended = strategy.extended
         self._num_workers, self._worker_index = extended.num_workers, extended.worker_index
         self._global_batch_size = graph.compute_batch_size(dataset)
-        self._every_batch, self._dataset = _worker_input(dataset, self._num_workers, self._worker_index)
+        # A DistributedSampler's loader (DDP's input): each batch is this worker's share, as under DDP.
+        self._worker_share = reads_worker_share(dataset, self._num_workers, self._worker_index,
+                                                "experimental_distribute_dataset")
+        self._every_batch, self._dataset = ((False, dataset) if self._worker_share
+                                            else _worker_input(dataset, self._num_workers, self._worker_index))
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
-        self._lockstep = self._num_workers > 1 and not self._every_batch
+        self._lockstep = self._num_workers > 1 and not self._every_batch and not equal_on_every_worker(dataset)
 
     def _fetch_ahead(self) -> bool:
         return not self._lockstep and super()._fetch_ahead()   # lockstep collectives: caller's thread only
@@ -276,6 +250,9 @@ class DistributedDataset(_DistributedBase):
         total = n * self._num_workers
         first = self._worker_index * n
         for element in self._dataset:
+            if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
+                yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
+                continue
             if total == 1:
                 yield [element]
                 continue
@@ -285,19 +262,35 @@ class DistributedDataset(_DistributedBase):
             else:  # FILE/HINT/OFF: this worker's own batches, n replica slices per step
                 for i in range(0, total, n):
                     group = chunks[i:i + n]
-                    if any(_leading_size(c) for c in group):
+                    if any(leading_size(c) for c in group):
                         yield group
 
     @property
     def element_spec(self) -> Any:
-        """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
-        return _per_replica_spec(self._dataset.element_spec, len(self._devices))
+        """``PerReplicaSpec`` leaves of each replica's slice with several replicas (the dataset's spec
+        with one), as TF."""
+        if len(self._devices) == 1 and self._strategy.num_replicas_in_sync == 1:
+            return self._dataset.element_spec
+        return _per_replica_spec(_replica_slice_spec(self._dataset.element_spec, self._strategy.num_replicas_in_sync),
+                                 len(self._devices))
 
+    @property
     def cardinality(self) -> int:
+        """The number of global batches (a property, as TF's ``DistributedDataset.cardinality``),
+        or ``md.data.INFINITE_CARDINALITY`` / ``UNKNOWN_CARDINALITY``."""
         return self._dataset.cardinality()
 
     def __len__(self) -> int:
         return len(self._dataset)
+
+
+def _pipeline_input(dataset_fn: Callable[[InputContext], Any], ctx: InputContext) -> Dataset:
+    """``dataset_fn(ctx)`` as a Dataset; a DistributedSampler in it must be this pipeline's (else it
+    would feed several pipelines the same examples)."""
+    raw = dataset_fn(ctx)
+    what = "distribute_datasets_from_function"
+    reads_worker_share(raw, ctx.num_input_pipelines, ctx.input_pipeline_id, what, PIPELINES)
+    return _check_dataset(raw, what)
 
 
 class DistributedDatasetsFromFunction(_DistributedBase):
@@ -307,19 +300,16 @@ class DistributedDatasetsFromFunction(_DistributedBase):
         super().__init__(strategy, options)
         if not callable(dataset_fn):
             raise TypeError(f"distribute_datasets_from_function needs a callable dataset_fn, got {dataset_fn!r}.")
+        check_for_datasets_from_function(self._options)
         extended = strategy.extended
         n = len(self._devices)
         if self._options.experimental_replication_mode is InputReplicationMode.PER_WORKER:
-            ctx = InputContext(extended.num_workers, extended.worker_index, strategy.num_replicas_in_sync)
-            self._datasets = [_check_dataset(dataset_fn(ctx), "distribute_datasets_from_function")]
+            contexts = [InputContext(extended.num_workers, extended.worker_index, strategy.num_replicas_in_sync)]
         else:
             pipelines = extended.num_workers * n
-            self._datasets = [
-                _check_dataset(dataset_fn(InputContext(pipelines, extended.worker_index * n + r,
-                                                       strategy.num_replicas_in_sync)),
-                               "distribute_datasets_from_function")
-                for r in range(n)
-            ]
+            contexts = [InputContext(pipelines, extended.worker_index * n + r, strategy.num_replicas_in_sync)
+                        for r in range(n)]
+        self._datasets = [_pipeline_input(dataset_fn, ctx) for ctx in contexts]
 
     def _per_replica_stream(self) -> Iterator[list]:
         n = len(self._devices)
@@ -337,7 +327,7 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                 if len(parts) < n:   # replicas past the end get no examples
                     if any(leaf.dim() == 0 for leaf in flatten(parts[-1])):
                         return   # unbatched elements: TensorFlow drops the last, incomplete round
-                    parts += [_empty_like(parts[-1])] * (n - len(parts))
+                    parts += [_empty_as_spec(self._datasets[0].element_spec, parts[-1])] * (n - len(parts))
                 yield parts
         else:
             iterators: list[Iterator | None] = [iter(d) for d in self._datasets]
@@ -355,9 +345,15 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                 if not alive:
                     return
                 template = next(p for p in parts if p is not None)
-                yield [p if p is not None else _empty_like(template) for p in parts]
+                empty = _empty_as_spec(self._datasets[0].element_spec, template)
+                yield [p if p is not None else empty for p in parts]
 
     @property
     def element_spec(self) -> Any:
         """``PerReplicaSpec`` leaves with several replicas (the dataset's spec with one), as TF."""
         return _per_replica_spec(self._datasets[0].element_spec, len(self._devices))
+
+    @property
+    def cardinality(self) -> int:
+        """The cardinality of the (first) dataset ``dataset_fn`` built, as TF reports it."""
+        return self._datasets[0].cardinality()

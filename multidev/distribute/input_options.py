@@ -41,17 +41,30 @@ class InputOptions:
         size = self.experimental_per_replica_buffer_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"experimental_per_replica_buffer_size must be a positive integer, got {size!r}.")
-        if self.experimental_place_dataset_on_device and self.experimental_fetch_to_device:
-            raise ValueError(
-                "`experimental_place_dataset_on_device` can not be set to True when "
-                "experimental_fetch_to_device is True (its default): a dataset placed on the device is already "
-                "there. Pass experimental_fetch_to_device=False with it."
-            )
-        if (self.experimental_place_dataset_on_device
-                and self.experimental_replication_mode is not InputReplicationMode.PER_REPLICA):
-            raise ValueError(
-                "`experimental_place_dataset_on_device` needs experimental_replication_mode=PER_REPLICA."
-            )
+
+
+def check_for_datasets_from_function(options: InputOptions) -> None:
+    """TensorFlow's checks of ``experimental_place_dataset_on_device`` for
+    ``distribute_datasets_from_function``, in its order. They live here, not in ``InputOptions``:
+    TensorFlow builds any combination and ``experimental_distribute_dataset`` ignores the flag.
+
+    Raises:
+        ValueError: placement on the device without PER_REPLICA mode, or with fetch_to_device.
+    """
+    if not options.experimental_place_dataset_on_device:
+        return
+    if options.experimental_replication_mode is not InputReplicationMode.PER_REPLICA:
+        raise ValueError(
+            "When `experimental_place_dataset_on_device` is set for dataset placement, you must also specify "
+            "`PER_REPLICA` for the replication mode: pass experimental_replication_mode="
+            "md.distribute.InputReplicationMode.PER_REPLICA (and experimental_fetch_to_device=False)."
+        )
+    if options.experimental_fetch_to_device:
+        raise ValueError(
+            "`experimental_place_dataset_on_device` can not be set to True when experimental_fetch_to_device is "
+            "True and replication mode is set to `PER_REPLICA`: a dataset placed on the device is already there. "
+            "Pass experimental_fetch_to_device=False with it."
+        )
 
 
 class InputContext:

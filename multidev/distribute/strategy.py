@@ -124,14 +124,16 @@ class Strategy:
 
         MEAN with an ``axis`` divides by the total number of elements along that axis, so uneven
         per-replica batches are averaged exactly. MEAN of integers divides as TensorFlow's ``/``
-        (int32 ids 0 and 1 give 0.5 as float64).
+        (int32 ids 0 and 1 give 0.5 as float64). The result is a value, outside autograd, as in
+        TensorFlow (a tape's gradient through it is None): ``loss.numpy()`` works and
+        ``total_loss += strategy.reduce(...)`` keeps no step's graph alive.
         """
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.reduce must be called in cross-replica context (outside strategy.run).")
         op = ReduceOp.from_value(reduce_op)
         check_reduce_arguments("strategy.reduce", value, axis)
         leaves = flatten(value)
-        return pack_as(value, [self._reduce_leaf(op, leaf, axis) for leaf in leaves])
+        return pack_as(value, [_value_of(self._reduce_leaf(op, leaf, axis)) for leaf in leaves])
 
     def _reduce_leaf(self, op: ReduceOp, value: Any, axis: int | None) -> torch.Tensor:
         parts = self._components_of(value)
@@ -189,7 +191,8 @@ class Strategy:
         return None
 
     def gather(self, value: Any, axis: int) -> Any:
-        """Concatenate the replicas' values along ``axis`` (shapes may differ only along ``axis``)."""
+        """Concatenate the replicas' values along ``axis`` (shapes may differ only along ``axis``); a
+        value outside autograd, as ``reduce``'s."""
         if context.current_replica_id() is not None:
             raise RuntimeError("strategy.gather must be called in cross-replica context (outside strategy.run).")
         check_reduce_arguments("strategy.gather", value, axis, axis_required=True)
@@ -208,7 +211,7 @@ class Strategy:
                     )
             return self._extended.worker_collective.gather(torch.cat([p.to(parts[0].device) for p in parts], dim=axis), axis)
 
-        return pack_as(value, [gather_leaf(leaf) for leaf in flatten(value)])
+        return pack_as(value, [_value_of(gather_leaf(leaf)) for leaf in flatten(value)])
 
     def experimental_local_results(self, value: Any) -> tuple:
         """The per-replica components of ``value`` as a tuple (a one-tuple for plain values)."""
@@ -239,6 +242,10 @@ class Strategy:
 
         return DistributedDatasetsFromFunction(self, dataset_fn, options)
 
+    def experimental_distribute_datasets_from_function(self, dataset_fn: Callable, options: Any = None) -> Any:
+        """TF's deprecated name of :meth:`distribute_datasets_from_function` (same behaviour)."""
+        return self.distribute_datasets_from_function(dataset_fn, options)
+
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
         """Build a ``PerReplica`` value by calling ``value_fn(ValueContext)`` for each replica."""
         n = self.num_replicas_in_sync
@@ -255,3 +262,9 @@ class Strategy:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} devices={self._extended.worker_devices}>"
+
+
+def _value_of(result: Any) -> Any:
+    """A cross-replica result as TensorFlow returns it: a value no gradient flows through (its tape
+    gives None there), so it neither fails ``.numpy()`` nor keeps the replicas' graphs alive."""
+    return result.detach() if isinstance(result, torch.Tensor) else result

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from multidev._core.enums import ReduceOp
-from multidev.distribute.input_lib import split_element
+from multidev.distribute.batch_split import split_element
 from multidev.integrations import keras3_batch_norm, keras3_dropout
 from multidev.values import context
 from multidev.values.distributed import PerReplica

@@ -44,9 +44,55 @@ def softmax(x, axis=-1):
     return keep_logits(torch.softmax(x, dim=axis), x)
 
 
-def relu(x):
-    """max(x, 0)."""
-    return F.relu(x)
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Keras's relu: ``x`` above ``threshold`` (capped at ``max_value``), ``negative_slope * (x - threshold)``
+    below; computed in Keras's steps so that the gradients at the kinks (``x == threshold``) are TF's."""
+    if max_value is None and threshold == 0:
+        return F.relu(x) if negative_slope == 0 else F.leaky_relu(x, negative_slope)
+    negative = F.relu(threshold - x) if negative_slope != 0 else None
+    if threshold != 0:
+        out = x * (x > threshold).to(x.dtype)
+    elif max_value == 6:
+        out, max_value = F.relu6(x), None
+    else:
+        out = F.relu(x)
+    if max_value is not None:
+        out = torch.clamp(out, 0.0, max_value)
+    return out if negative is None else out - negative_slope * negative
+
+
+def leaky_relu(x, negative_slope=0.2):
+    """``x`` if positive, ``negative_slope * x`` otherwise (Keras 3's default slope 0.2, not torch's 0.01)."""
+    return F.leaky_relu(x, negative_slope)
+
+
+def elu(x, alpha=1.0):
+    """``x`` if positive, ``alpha * (exp(x) - 1)`` otherwise."""
+    return F.elu(x, alpha)
+
+
+def selu(x):
+    """Scaled ELU; its gradient at 0 is TF's ``scale`` (the positive branch; torch's takes the negative one)."""
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return torch.where(x < 0, (scale * alpha) * torch.expm1(x), scale * x)
+
+
+def gelu(x, approximate=False):
+    """Gaussian error linear unit, exact by default; ``approximate=True`` is the tanh form (Keras's flag)."""
+    if not isinstance(approximate, bool):
+        raise TypeError(f"`approximate` must be a bool (True: the tanh approximation). Received: "
+                        f"approximate={approximate!r}")
+    return F.gelu(x, approximate="tanh" if approximate else "none")
+
+
+def hard_silu(x):
+    """``x * relu6(x + 3) / 6`` (Keras's hard_silu / hard_swish)."""
+    return F.hardswish(x)
+
+
+def log_softmax(x, axis=-1):
+    """Log of the softmax over ``axis``."""
+    return torch.log_softmax(x, dim=axis)
 
 
 def sigmoid(x):
@@ -56,17 +102,17 @@ def sigmoid(x):
 
 _BY_NAME = {
     "linear": linear, "relu": relu, "softmax": softmax, "sigmoid": sigmoid, "tanh": torch.tanh,
-    "elu": F.elu, "selu": F.selu, "gelu": F.gelu, "softplus": F.softplus, "softsign": F.softsign,
-    "swish": F.silu, "silu": F.silu, "relu6": F.relu6, "leaky_relu": F.leaky_relu,
-    "exponential": torch.exp, "log_softmax": lambda x: torch.log_softmax(x, dim=-1),
-    "hard_sigmoid": F.hardsigmoid, "mish": F.mish,
+    "elu": elu, "selu": selu, "gelu": gelu, "softplus": F.softplus, "softsign": F.softsign,
+    "swish": F.silu, "silu": F.silu, "relu6": F.relu6, "leaky_relu": leaky_relu,
+    "exponential": torch.exp, "log_softmax": log_softmax, "hard_sigmoid": F.hardsigmoid, "mish": F.mish,
+    "hard_silu": hard_silu, "hard_swish": hard_silu,
 }
 
 # Keras 3's names, as attributes too (``keras.activations.gelu``), not only through ``get``.
-(sigmoid, tanh, elu, selu, gelu, softplus, softsign, swish, silu, relu6, leaky_relu, exponential, log_softmax,
- hard_sigmoid, mish) = (_BY_NAME[n] for n in ("sigmoid", "tanh", "elu", "selu", "gelu", "softplus", "softsign",
-                                             "swish", "silu", "relu6", "leaky_relu", "exponential", "log_softmax",
-                                             "hard_sigmoid", "mish"))
+(tanh, softplus, softsign, swish, silu, relu6, exponential, hard_sigmoid, mish) = (
+    _BY_NAME[n] for n in ("tanh", "softplus", "softsign", "swish", "silu", "relu6", "exponential", "hard_sigmoid",
+                          "mish"))
+hard_swish = hard_silu
 
 
 def get(identifier):

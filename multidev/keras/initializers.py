@@ -113,6 +113,13 @@ class VarianceScaling(Initializer):
     """Keras VarianceScaling: scale / fan, uniform or (truncated) normal."""
 
     def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+        if mode not in ("fan_in", "fan_out", "fan_avg"):
+            raise ValueError(f"Invalid `mode` argument: {mode!r}. Valid values: ['fan_in', 'fan_out', 'fan_avg'].")
+        distribution = str(distribution).lower()
+        distribution = "truncated_normal" if distribution == "normal" else distribution   # Keras's alias
+        if distribution not in ("truncated_normal", "untruncated_normal", "uniform"):
+            raise ValueError(f"Invalid `distribution` argument: {distribution!r}. Valid values: "
+                             "['truncated_normal', 'untruncated_normal', 'uniform'].")
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
 
     def _fill(self, t):
@@ -170,6 +177,38 @@ class HeUniform(VarianceScaling):
         return {"seed": self.seed}
 
 
+class TruncatedNormal(Initializer):
+    """Normal with ``mean`` and ``stddev``, redrawn outside two ``stddev`` (Keras default 0, 0.05): the
+    values' own spread is about 0.88 ``stddev``, as TF's."""
+
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+
+    def _fill(self, t):
+        tinit.trunc_normal_(t, self.mean, self.stddev, self.mean - 2 * self.stddev, self.mean + 2 * self.stddev,
+                            generator=_gen(self.seed))
+
+
+class LecunNormal(VarianceScaling):
+    """LeCun truncated normal (scale 1, fan_in)."""
+
+    def __init__(self, seed=None):
+        super().__init__(1.0, "fan_in", "truncated_normal", seed)
+
+    def get_config(self):
+        return {"seed": self.seed}
+
+
+class LecunUniform(VarianceScaling):
+    """LeCun uniform (scale 1, fan_in)."""
+
+    def __init__(self, seed=None):
+        super().__init__(1.0, "fan_in", "uniform", seed)
+
+    def get_config(self):
+        return {"seed": self.seed}
+
+
 class Orthogonal(Initializer):
     """Orthogonal matrix (Keras default for recurrent kernels)."""
 
@@ -188,7 +227,8 @@ _BY_NAME = {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_uniform": RandomUniform,
     "uniform": RandomUniform, "random_normal": RandomNormal, "normal": RandomNormal,
     "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
-    "he_normal": HeNormal, "he_uniform": HeUniform, "orthogonal": Orthogonal,
+    "he_normal": HeNormal, "he_uniform": HeUniform, "orthogonal": Orthogonal, "truncated_normal": TruncatedNormal,
+    "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
 }
 _CLASSES = {cls.__name__: cls for cls in _BY_NAME.values()}
 

@@ -13,7 +13,10 @@ taken when ``strategy.run`` starts (``ReplicaStreams.fork``). Equal per-replica 
 give every replica the same masks, as DDP ranks get, and a program ported from DDP draws the same
 numbers; a re-seed, or draws in the caller between steps, reach every replica at the next run, as
 they reach every DDP rank. Replicas on distinct devices (one per GPU) already have their own
-generator and get no stream (no cost).
+generator and get no stream (no cost). A program's own ``torch.Generator`` passed as ``generator=``
+(torchvision's mixup, a seeded augmentation) follows the same rule: each DDP rank holds an
+identically seeded copy, so the first replica draws from the object itself and every other replica
+from its own copy of the state the object had when the run first drew from it.
 
 The seam is a ``TorchFunctionMode`` in the replica's thread that intercepts the ops that draw
 (by name: torch's random factories and in-place samplers, dropout in all its forms, recurrent ops
@@ -63,11 +66,16 @@ class ReplicaStream:
     every replica) it draws from the device's generator, as code outside ``strategy.run`` does,
     whichever replica's thread runs it."""
 
-    def __init__(self, device: torch.device, owner: bool, in_replica: Callable[[], bool] = lambda: True):
+    def __init__(self, device: torch.device, owner: bool, in_replica: Callable[[], bool] = lambda: True,
+                 run_states: dict | None = None):
         self.device = device
         self.owner = owner
         self.state: torch.Tensor | None = None
         self._in_replica = in_replica
+        # A program's generators this run: id -> (generator, state before the run's first draw),
+        # shared by the replicas of a strategy; ``copies`` holds this replica's private copies.
+        self.run_states: dict = {} if run_states is None else run_states
+        self.copies: dict[int, torch.Generator] = {}
 
     def draw(self, func, args: tuple, kwargs: dict) -> Any:
         """Run the random op ``func`` on this stream (under the lock every replica's draw takes)."""
@@ -83,6 +91,22 @@ class ReplicaStream:
                 self.state = generator.get_state()
                 generator.set_state(saved)
 
+    def draw_from(self, func, args: tuple, kwargs: dict, generator: torch.Generator) -> Any:
+        """Run ``func`` with the program's own ``generator=``: on the object itself for the first
+        replica (and in a ``merge_call``), on this replica's copy of its state at the run's first
+        draw otherwise, whichever thread reaches it first."""
+        with _LOCK:
+            key = id(generator)
+            if key not in self.run_states:
+                self.run_states[key] = (generator, generator.get_state())
+            if self.owner or not self._in_replica():
+                return func(*args, **kwargs)
+            copy = self.copies.get(key)
+            if copy is None:
+                copy = self.copies[key] = torch.Generator(device=generator.device)
+                copy.set_state(self.run_states[key][1])
+            return func(*args, **{**kwargs, "generator": copy})
+
 
 class ReplicaRandomMode(TorchFunctionMode):
     """Routes the random ops of a replica's thread to its ``ReplicaStream``; every other op passes."""
@@ -94,8 +118,11 @@ class ReplicaRandomMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         # Every torch op and tensor attribute access of the replica's thread comes through here
         # (about 1 us each, most of it torch's own dispatch to the mode): no allocation on the way.
-        if getattr(func, "__name__", None) in RANDOM_OP_NAMES and (not kwargs or kwargs.get("generator") is None):
-            return self.stream.draw(func, args, kwargs or {})
+        if getattr(func, "__name__", None) in RANDOM_OP_NAMES:
+            generator = kwargs.get("generator") if kwargs else None
+            if generator is None:
+                return self.stream.draw(func, args, kwargs or {})
+            return self.stream.draw_from(func, args, kwargs, generator)
         return func(*args, **kwargs) if kwargs else func(*args)
 
 
@@ -105,17 +132,22 @@ class ReplicaStreams:
     def __init__(self, torch_devices: Sequence[torch.device], in_replica: Callable[[], bool]):
         seen: set = set()
         shared = {d for d in torch_devices if sum(1 for e in torch_devices if e == d) > 1}
+        self.run_states: dict = {}
         self.streams: list[ReplicaStream | None] = []
         for d in torch_devices:
-            self.streams.append(ReplicaStream(d, d not in seen, in_replica) if d in shared else None)
+            self.streams.append(ReplicaStream(d, d not in seen, in_replica, self.run_states) if d in shared else None)
             seen.add(d)
 
     def fork(self) -> None:
         """At the start of a run (caller thread): every non-owner stream takes its device generator's
-        current state, as every identically seeded DDP rank starts the step from the same state."""
+        current state, as every identically seeded DDP rank starts the step from the same state; the
+        program's own generators are forked at their first draw of the run."""
+        self.run_states.clear()
         for stream in self.streams:
-            if stream is not None and not stream.owner:
-                stream.state = _default_generator(stream.device).get_state()
+            if stream is not None:
+                stream.copies.clear()
+                if not stream.owner:
+                    stream.state = _default_generator(stream.device).get_state()
 
     def mode_for(self, replica_id: int) -> ReplicaRandomMode | None:
         """The mode replica ``replica_id``'s thread enters for its task (None: it needs none)."""

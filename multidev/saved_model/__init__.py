@@ -10,7 +10,8 @@ Portable: the traced computation and weights of each signature, on any machine w
 reads the same export format, under any strategy's scope or none. Not portable: Python logic that
 depends on values (traced once), training behaviour (dropout, batch statistics: the export is in
 inference mode), optimizer state (use ``md.train.Checkpoint`` or ``model.save``) and methods that
-are not signatures.
+are not signatures. ``options`` (``SaveOptions``/``LoadOptions``, e.g. ``experimental_io_device=
+'/job:localhost'``) are accepted and change nothing: files are read and written by the calling process.
 
 Example:
     md.saved_model.save(model, "/tmp/export")
@@ -20,5 +21,6 @@ Example:
 
 from multidev.saved_model.export import DEFAULT_SERVING_SIGNATURE_DEF_KEY, save
 from multidev.saved_model.loader import load
+from multidev.saved_model.options import LoadOptions, SaveOptions
 
-__all__ = ["save", "load", "DEFAULT_SERVING_SIGNATURE_DEF_KEY"]
+__all__ = ["save", "load", "DEFAULT_SERVING_SIGNATURE_DEF_KEY", "SaveOptions", "LoadOptions"]

@@ -21,7 +21,10 @@ from multidev._core import checked_safetensors
 from multidev._core.atomic_files import atomic_directory, atomic_write, atomic_write_text
 
 from multidev.saved_model import serde
-from multidev.saved_model.signatures import DEFAULT_SERVING_SIGNATURE_DEF_KEY, Signature, is_keras, resolve
+from multidev.saved_model.options import SaveOptions
+from multidev.saved_model.options import check as check_options
+from multidev.saved_model.signatures import (DEFAULT_SERVING_SIGNATURE_DEF_KEY, Signature, is_keras,
+                                             keras_serving_signature, resolve)
 
 FORMAT = "multidev.saved_model"
 VERSION = 1
@@ -89,13 +92,28 @@ def save(obj, export_dir, signatures=None, options=None):
     Example:
         md.saved_model.save(model, "/tmp/export")
     """
-    if options is not None:
-        raise TypeError(f"md.saved_model.save does not take options; received options={options!r}.")
-    export_dir = os.fspath(export_dir)
-    resolved = resolve(obj, signatures)
+    check_options(options, SaveOptions, "md.saved_model.save")
+    _write(os.fspath(export_dir), resolve(obj, signatures))
+
+
+def export_keras(model, export_dir, input_signature=None) -> None:
+    """Keras 3's ``model.export(path)``: the inference call as the endpoint ``serve`` (``loaded.serve(x)``)
+    and as the signature ``serving_default``, as TensorFlow 2.21 exports it."""
+    signature = keras_serving_signature(model, input_signature)
+    _write(os.fspath(export_dir), {"serve": signature, DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature},
+           endpoints=["serve"])
+
+
+def _write(export_dir: str, resolved: dict, endpoints=()) -> None:
     meta = {"format": FORMAT, "version": VERSION, "signatures": {},
-            "default": DEFAULT_SERVING_SIGNATURE_DEF_KEY if DEFAULT_SERVING_SIGNATURE_DEF_KEY in resolved else None}
-    traced = {name: _trace(signature) for name, signature in resolved.items()}   # before touching the disk
+            "default": DEFAULT_SERVING_SIGNATURE_DEF_KEY if DEFAULT_SERVING_SIGNATURE_DEF_KEY in resolved else None,
+            "endpoints": list(endpoints)}
+    by_id: dict = {}                      # a signature exported under two names is traced once
+    traced = {}                           # (all before touching the disk)
+    for name, signature in resolved.items():
+        if id(signature) not in by_id:
+            by_id[id(signature)] = _trace(signature)
+        traced[name] = by_id[id(signature)]
     with atomic_directory(export_dir) as staging:
         os.makedirs(os.path.join(staging, "programs"))
         os.makedirs(os.path.join(staging, "variables"))

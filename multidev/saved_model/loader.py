@@ -12,6 +12,8 @@ from multidev._core import checked_safetensors
 from multidev.data.spec import TensorSpec
 from multidev.saved_model import serde
 from multidev.saved_model.export import FORMAT, VERSION, example_input
+from multidev.saved_model.options import LoadOptions
+from multidev.saved_model.options import check as check_options
 
 
 class ConcreteFunction:
@@ -76,11 +78,16 @@ def load(export_dir, tags=None, options=None) -> Any:
         loaded = md.saved_model.load("/tmp/export")
         predictions = loaded.signatures["serving_default"](x)
     """
+    check_options(options, LoadOptions, "md.saved_model.load")
     export_dir = os.fspath(export_dir)
     meta_path = os.path.join(export_dir, "saved_model.json")
     if not os.path.isfile(meta_path):
-        raise OSError(f"SavedModel file does not exist at: {export_dir!r} (no saved_model.json). Write one with "
-                      "md.saved_model.save(obj, export_dir).")
+        keras = os.path.isfile(os.path.join(export_dir, "config.json")) or export_dir.endswith(".keras")
+        hint = (" It holds a Keras model written by model.save(): load it with md.keras.models.load_model, or "
+                "write a SavedModel with model.export(path) or md.saved_model.save(model, path) (tf.keras 2's "
+                "model.save(dir) wrote one; Keras 3's does not)." if keras and os.path.exists(export_dir)
+                else " Write one with md.saved_model.save(obj, export_dir).")
+        raise OSError(f"SavedModel file does not exist at: {export_dir!r} (no saved_model.json)." + hint)
     with open(meta_path) as f:
         meta = json.load(f)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
@@ -98,4 +105,18 @@ def load(export_dir, tags=None, options=None) -> Any:
         example = tuple(example_input(i["shape"], getattr(torch, i["dtype"])) for i in spec["inputs"])
         program = serde.from_json_and_tensors(program_json, tensors, example)
         signatures[name] = ConcreteFunction(name, program.module(), spec["inputs"], spec["outputs"])
-    return Loaded(signatures, meta.get("default"))
+    loaded = Loaded(signatures, meta.get("default"))
+    for name in meta.get("endpoints", []):       # model.export's `serve`: called for its output, not a dict
+        setattr(loaded, name, _Endpoint(signatures[name]))
+    return loaded
+
+
+class _Endpoint:
+    """An exported endpoint (``loaded.serve(x)``): the signature's single output, or a list of them."""
+
+    def __init__(self, function: ConcreteFunction):
+        self._function = function
+
+    def __call__(self, *args, **kwargs):
+        values = list(self._function(*args, **kwargs).values())
+        return values[0] if len(values) == 1 else values

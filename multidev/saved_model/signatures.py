@@ -90,6 +90,18 @@ def _keras_signature(model: Any) -> Signature:
     return Signature(call, specs, names, _generic_output_names, model)
 
 
+def keras_serving_signature(model: Any, input_signature=None) -> Signature:
+    """A Keras model's inference call, on its known inputs or on ``input_signature`` (``model.export``)."""
+    if input_signature is None:
+        return _keras_signature(model)
+    specs = _flat_specs(input_signature, "input_signature")
+    names = tuple(spec.name or f"input_{i + 1}" for i, spec in enumerate(specs))
+
+    def call(*xs):
+        return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+    return Signature(call, specs, names, _generic_output_names, model)
+
+
 def _decorated_methods(obj: Any) -> dict[str, Callable]:
     found = {}
     for name in dir(type(obj)):

@@ -12,10 +12,11 @@ from multidev.distribute.cluster_spec import ClusterSpec
 from multidev.train.checkpoint import Checkpoint
 from multidev.train import keras_weights  # noqa: F401  (model.save_weights("ckpt"): registers the format)
 from multidev.train.manager import CheckpointManager
+from multidev.train.options import CheckpointOptions
 from multidev.train.reader import CheckpointReader, list_variables, load_checkpoint, load_variable
 from multidev.train.state_file import CheckpointState, get_checkpoint_state, latest_checkpoint
 from multidev.train.status import CheckpointLoadStatus, InitializationOnlyStatus
 
-__all__ = ["ClusterSpec", "Checkpoint", "CheckpointManager", "CheckpointState", "get_checkpoint_state",
+__all__ = ["ClusterSpec", "Checkpoint", "CheckpointManager", "CheckpointOptions", "CheckpointState", "get_checkpoint_state",
            "latest_checkpoint", "CheckpointLoadStatus", "InitializationOnlyStatus", "CheckpointReader",
            "list_variables", "load_checkpoint", "load_variable"]

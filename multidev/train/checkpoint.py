@@ -23,7 +23,8 @@ import torch
 
 from multidev._core.errors import NotFoundError
 from multidev.distribute.context_api import get_strategy
-from multidev.train import files, restorer, saver, state_file
+from multidev.train import containers, files, restorer, saver, state_file
+from multidev.train import options as ckpt_options
 from multidev.train import trackables as T
 from multidev.train.status import CheckpointLoadStatus, InitializationOnlyStatus
 from multidev.values.variables import DistributedVariable, Variable
@@ -43,8 +44,8 @@ class Checkpoint:
     Raises:
         ValueError: a keyword's value cannot be tracked (the message names the keyword).
 
-    ``options`` arguments (TF's ``CheckpointOptions``) are accepted and ignored: files are written
-    by the calling process, on its own filesystem.
+    ``options`` arguments (``md.train.CheckpointOptions``) are checked; files are written by the
+    calling process, on its own filesystem, and the write callbacks run after ``save``/``write``.
 
     Example:
         >>> ckpt = md.train.Checkpoint(step=md.Variable(1))
@@ -71,6 +72,7 @@ class Checkpoint:
             return
         if name == "save_counter":
             raise AttributeError("save_counter is managed by the Checkpoint (it counts save() calls).")
+        value = containers.wrap(value)
         T.check_trackable(name, value)
         self._children[name] = value
         object.__setattr__(self, name, value)
@@ -108,8 +110,10 @@ class Checkpoint:
     # ----- writing --------------------------------------------------------------------------------
     def write(self, file_prefix, options=None) -> str:
         """Write a checkpoint at exactly ``file_prefix``; returns it. No numbering, no ``checkpoint`` index."""
+        ckpt_options.check(options)
         path = self._write_files(file_prefix)
         workers_meet(self)
+        ckpt_options.after_write(options, path)
         return path
 
     def _write_files(self, file_prefix) -> str:
@@ -124,17 +128,20 @@ class Checkpoint:
     def save(self, file_prefix, options=None) -> str:
         """Write ``<file_prefix>-<n>`` (``n`` = ``save_counter`` after incrementing) and record it as the
         latest checkpoint of its directory; returns the path."""
+        ckpt_options.check(options)
         file_prefix = _prefix(file_prefix)
         self.save_counter.assign_add(1)
         path = self._write_files(f"{file_prefix}-{int(self.save_counter)}")
         if _is_chief(self):
             state_file.update_checkpoint_state(os.path.dirname(file_prefix) or ".", path, [path])
         workers_meet(self)
+        ckpt_options.after_write(options, path)
         return path
 
     # ----- reading --------------------------------------------------------------------------------
     def read(self, save_path, options=None) -> CheckpointLoadStatus:
         """Restore a checkpoint written by ``write`` (``save_counter`` is not created or expected)."""
+        ckpt_options.check(options)
         save_path = _resolve(save_path)
         graph, tensors = files.read(save_path)
         status = CheckpointLoadStatus(save_path, tensors.keys(), [])
@@ -144,6 +151,7 @@ class Checkpoint:
     def restore(self, save_path, options=None):
         """Restore a checkpoint written by ``save`` (``save_counter`` included); ``None`` restores
         nothing. Values for objects created later are restored when they are created."""
+        ckpt_options.check(options)
         if save_path is None:
             return InitializationOnlyStatus()
         self._maybe_create_save_counter()

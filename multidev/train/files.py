@@ -73,10 +73,13 @@ def read(prefix: str) -> tuple[dict, dict[str, torch.Tensor]]:
     """The object graph and tensors of the checkpoint at ``prefix``."""
     prefix = os.fspath(prefix)
     if not exists(prefix):
-        raise NotFoundError(
-            f"Failed to restore from checkpoint {prefix!r}: {index_path(prefix)!r} does not exist. Pass the "
-            "prefix that Checkpoint.save/write returned (e.g. 'ckpt/ckpt-3', without a file suffix), or use "
-            "md.train.latest_checkpoint(directory).")
+        stem = next((prefix[:-len(sfx)] for sfx in (INDEX_SUFFIX, DATA_SUFFIX) if prefix.endswith(sfx)), None)
+        hint = (f"Pass the prefix {stem!r}, without the file suffix." if stem and exists(stem) else
+                "Pass the prefix that Checkpoint.save/write returned (e.g. 'ckpt/ckpt-3', without a file suffix), "
+                "or use md.train.latest_checkpoint(directory).")
+        raise NotFoundError(f"Failed to restore from checkpoint {prefix!r}: {index_path(prefix)!r} does not exist. "
+                            + hint)
+    _refuse_tensorflow_checkpoint(prefix)
     try:
         with open(index_path(prefix), encoding="utf-8") as f:
             graph = json.load(f)
@@ -90,6 +93,17 @@ def read(prefix: str) -> tuple[dict, dict[str, torch.Tensor]]:
                             "checksum its index records (a write to this prefix was interrupted, or the file "
                             "was changed). Restore an earlier checkpoint.")
     return graph, st_load(data)
+
+
+def _refuse_tensorflow_checkpoint(prefix: str) -> None:
+    """A checkpoint TensorFlow wrote (its binary index beside ``<prefix>.data-00000-of-0000N``, found
+    through the ``checkpoint`` file both write) is refused by name, not as damaged data."""
+    directory, base = os.path.split(prefix)
+    shards = [n for n in os.listdir(directory or ".") if n.startswith(base + ".data-") and "-of-" in n]
+    if shards and not os.path.exists(data_path(prefix)):
+        raise DataLossError(f"Checkpoint {prefix!r} was written by TensorFlow (its files: {base}.index, "
+                            f"{sorted(shards)[0]}); multidev reads only its own checkpoints (safetensors + JSON). "
+                            "Load it with TensorFlow and save the values again with md.train.Checkpoint.")
 
 
 def _check_index(prefix: str, graph) -> None:

@@ -23,6 +23,7 @@ import os
 import time
 
 from multidev.train import files, state_file
+from multidev.train import options as ckpt_options
 from multidev.train.checkpoint import Checkpoint, _is_chief, workers_meet
 
 
@@ -117,7 +118,9 @@ class CheckpointManager:
         Args:
             checkpoint_number: number for the file name (default: the checkpoint's ``save_counter``).
             check_interval: False saves even within ``checkpoint_interval``.
+            options: ``md.train.CheckpointOptions`` (its write callbacks run after the save).
         """
+        ckpt_options.check(options)
         if self._checkpoint_interval is not None:
             step = int(self._step_counter)
             if self._last_checkpoint_step is not None:
@@ -140,6 +143,7 @@ class CheckpointManager:
         if chief:
             self._record_state()
         workers_meet(self._checkpoint)
+        ckpt_options.after_write(options, path)
         return path
 
     def _sweep(self, delete: bool) -> None:

@@ -3,7 +3,9 @@
 
 Names are the checkpoint's storage keys: ``<object path>:<name in the object>``, e.g.
 ``model:layers.0.kernel``, ``optimizer:iterations``, ``optimizer:model:layers.0.kernel/exp_avg``,
-``save_counter:value`` (TensorFlow's own names, ``.../.ATTRIBUTES/VARIABLE_VALUE``, differ).
+``save_counter:value``. TensorFlow's names for the same values (``model/layers/0/kernel/.ATTRIBUTES/
+VARIABLE_VALUE``, ``save_counter/.ATTRIBUTES/VARIABLE_VALUE``: ``tf_names``) are accepted wherever
+a name is looked up: ``get_tensor``, ``has_tensor``, ``load_variable``, the maps' ``[...]``.
 
 Example:
     >>> md.train.list_variables(md.train.latest_checkpoint("/tmp/ckpts"))
@@ -18,6 +20,7 @@ import torch
 
 from multidev._core.errors import NotFoundError
 from multidev.train import files, state_file
+from multidev.train.tf_names import tf_names
 
 
 def _prefix(ckpt_dir_or_file) -> str:
@@ -42,22 +45,49 @@ class CheckpointReader:
     def __init__(self, prefix: str):
         self._prefix = prefix
         self._graph, self._tensors = files.read(prefix)
+        self._tf_names = tf_names(self._graph["objects"])
+
+    def _key(self, name: str) -> str | None:
+        """The storage key of ``name`` (a storage key, or TensorFlow's name for the value)."""
+        return name if name in self._tensors else self._tf_names.get(name)
 
     def get_tensor(self, name: str) -> torch.Tensor:
         """The stored value of ``name``; NotFoundError listing the names when it is absent."""
-        if name not in self._tensors:
+        key = self._key(name)
+        if key is None:
             raise NotFoundError(f"Key {name!r} not found in checkpoint {self._prefix!r}; it holds "
-                                f"{sorted(self._tensors)}.")
-        return self._tensors[name].clone()
+                                f"{sorted(self._tensors)} (TensorFlow's names for them: {sorted(self._tf_names)}).")
+        return self._tensors[key].clone()
 
     def has_tensor(self, name: str) -> bool:
-        return name in self._tensors
+        return self._key(name) is not None
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
-        return {k: list(t.shape) for k, t in self._tensors.items()}
+        return _KeyMap({k: list(t.shape) for k, t in self._tensors.items()}, self._key)
 
     def get_variable_to_dtype_map(self) -> dict[str, torch.dtype]:
-        return {k: t.dtype for k, t in self._tensors.items()}
+        return _KeyMap({k: t.dtype for k, t in self._tensors.items()}, self._key)
+
+
+class _KeyMap(dict):
+    """The reader's maps, keyed by storage keys; ``[name]``, ``get`` and ``in`` also take TensorFlow's
+    name for a value (the checkpoint guide's ``shape_from_key['net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE']``)."""
+
+    def __init__(self, items: dict, resolve):
+        super().__init__(items)
+        self._resolve = resolve
+
+    def __missing__(self, name):
+        key = self._resolve(name) if isinstance(name, str) else None
+        if key is None or key == name:
+            raise KeyError(name)
+        return self[key]
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and self._resolve(name) is not None)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
 
 
 def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:

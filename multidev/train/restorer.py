@@ -17,6 +17,7 @@ import dataclasses
 
 import torch
 
+from multidev._core.errors import InvalidArgumentError
 from multidev.train import deferred
 from multidev.train import trackables as T
 from multidev.values.variables import Variable
@@ -40,10 +41,15 @@ class PendingChild:
 
     key: str                 # the attribute's path; every value stored under it waits
     done: bool = False
+    keys: frozenset | None = None   # the values waiting, where they are not stored under the path (module parts)
 
     def waiting_keys(self, unused: set) -> set:
         """The unconsumed keys stored under this attribute."""
-        return set() if self.done else {k for k in unused if k.startswith((self.key + ":", self.key + "/"))}
+        if self.done:
+            return set()
+        if self.keys is not None:
+            return set(self.keys) & unused
+        return {k for k in unused if k.startswith((self.key + ":", self.key + "/"))}
 
 
 def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> None:
@@ -54,6 +60,7 @@ def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> 
         saved = lookup(objects, node.path)
         if saved is not None and node.kind == T.CHECKPOINT and saved.get("kind") == T.MODULE:
             status._matched.add(node.path)     # a Checkpoint standing for a saved module: children match by path
+            _plan_module_view(node, saved, plan)
             continue
         if saved is None or saved.get("kind") != node.kind:
             if node.kind != T.CHECKPOINT or node.path:
@@ -72,8 +79,8 @@ def restore(root, objects: dict, tensors: dict, status, base_path: str = "") -> 
     for module, name, pending in plan.defers:
         deferred.defer(module, name, pending)
         status._pending.append(pending)
-    for ckpt, name, path in plan.children:
-        child = PendingChild(path)
+    for ckpt, name, path, keys in plan.children:
+        child = PendingChild(path, keys=keys)
         status._pending.append(child)
         ckpt._defer_child(name, lambda obj, p=path, c=child: _restore_child(obj, p, c, objects, tensors, status))
     status._unmatched.extend(plan.unmatched)
@@ -112,18 +119,42 @@ def _restore_child(obj, path, child, objects, tensors, status) -> None:
 
 
 def _check_shapes(plan: _Plan) -> None:
+    """Every value fits its variable (shape, then dtype: TensorFlow never casts a restored value, it
+    raises InvalidArgumentError); a mismatch raises before anything is assigned."""
     bad = [f"{key}: checkpoint {tuple(value.shape)} vs variable {tuple(target.shape)}"
            for target, value, key in plan.assignments if tuple(target.shape) != tuple(value.shape)]
     if bad:
         raise ValueError("Received incompatible tensor shapes when restoring from a checkpoint; nothing was "
                          "restored:\n  " + "\n  ".join(bad) + "\nBuild the same architecture that was saved.")
+    bad = [f"{key}: expected dtype {_name(target.dtype)} does not equal original dtype {_name(value.dtype)}"
+           for target, value, key in plan.assignments if target.dtype != value.dtype]
+    if bad:
+        raise InvalidArgumentError("Received tensors of another dtype than their variables' when restoring from a "
+                                   "checkpoint; nothing was restored:\n  " + "\n  ".join(bad) + "\nCreate the "
+                                   "variables with the dtypes they were saved with (a checkpoint never casts).")
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _plan_checkpoint(node, saved, tensors, plan, status) -> None:
     live = node.obj._trackable_children()
     for name in saved.get("children", []):
         if name not in live:
-            plan.children.append((node.obj, name, T.child_path(node.path, name)))
+            plan.children.append((node.obj, name, T.child_path(node.path, name), None))
+
+
+def _plan_module_view(node, saved, plan) -> None:
+    """A ``Checkpoint`` standing for a saved module (the guide's ``fake_layer``): a part of the module
+    (``kernel``, ``l1``) not assigned to it yet waits, and lands when assigned (TF's delayed restoration)."""
+    live = node.obj._trackable_children()
+    parts: dict = collections.defaultdict(set)
+    for local, key in saved["tensors"].items():
+        parts[local.split(".", 1)[0]].add(key)
+    for name, keys in parts.items():
+        if name not in live:
+            plan.children.append((node.obj, name, T.child_path(node.path, name), frozenset(keys)))
 
 
 def _plan_variable(node, saved, tensors, plan, status) -> None:

@@ -1,6 +1,7 @@
 """What a ``Checkpoint`` can track, and how each kind of object is found in the object graph.
 
-Kinds: nested ``Checkpoint`` (children by attribute name), ``torch.nn.Module`` (md.keras models
+Kinds: nested ``Checkpoint`` (children by attribute name; lists, dicts and tuples assigned to
+one are wrapped (``containers``) and are of this kind, children by index or key), ``torch.nn.Module`` (md.keras models
 and layers included: its ``state_dict``; a compiled model's optimizer is its child ``optimizer``), md.keras optimizers, ``torch.optim`` optimizers,
 variables (``md.Variable``, distributed variables, any ``torch.nn.Parameter``) and md.data /
 distributed iterators. ``walk`` lists the graph breadth-first from the root; an object reachable
@@ -24,7 +25,8 @@ from multidev.keras.saving.weights_io import variable_dict
 
 CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR, TENSORS = (
     "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator", "tensors")
-ACCEPTED = ("md.train.Checkpoint, torch.nn.Module (md.keras models and layers), md.keras optimizers, "
+ACCEPTED = ("md.train.Checkpoint, lists/dicts/tuples of trackables, torch.nn.Module (md.keras models and "
+            "layers), md.keras optimizers, "
             "torch.optim optimizers, md.Variable / torch.nn.Parameter, md.data and distributed iterators, "
             "Keras 3 models, layers and optimizers")
 _TENSOR_SOURCES: list = []  # (accepts(obj) -> bool, tensors(obj) -> {name: tensor}), registered by front ends
@@ -45,8 +47,9 @@ def named_tensors(obj) -> dict[str, torch.Tensor]:
 def kind_of(obj) -> str | None:
     """The trackable kind of ``obj``; None when a checkpoint cannot track it."""
     from multidev.train.checkpoint import Checkpoint
+    from multidev.train.containers import DictWrapper, ListWrapper, TupleWrapper
 
-    if isinstance(obj, Checkpoint):
+    if isinstance(obj, (Checkpoint, ListWrapper, DictWrapper, TupleWrapper)):
         return CHECKPOINT
     if any(accepts(obj) for accepts, _ in _TENSOR_SOURCES):
         return TENSORS

@@ -78,6 +78,7 @@ class DistributedVariable(Variable):
     # mirrored trainable variables, except Keras 3's (Keras's optimizer.apply sums them); set once hooked.
     _reduce_in_backward = True
     _backward_hooked = False
+    _data_handed_out = False   # p.data was read in cross-replica context: the next run copies the primary
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
@@ -117,7 +118,10 @@ class DistributedVariable(Variable):
 
     @property
     def values(self) -> tuple:
-        """The per-replica components, in replica order."""
+        """The per-replica components, in replica order (a write through ``p.data`` in cross-replica
+        context reaches them here, or at the next run)."""
+        if self._data_handed_out and context.current_replica_id() is None:
+            self._sync_if_stale()
         return self._components
 
     @property
@@ -173,8 +177,9 @@ class DistributedVariable(Variable):
         """Copy the primary into the other components if it was written outside our update paths
         (``load_state_dict``, in-place edits in cross-replica context, initialisers)."""
         version = self._components[0]._version
-        if version == self._synced_version:
+        if version == self._synced_version and not self._data_handed_out:
             return
+        self._data_handed_out = False
         if not self._share_storage:
             with torch.no_grad():
                 for c in self._components[1:]:
@@ -299,7 +304,21 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
     var._mark_synced()
 
 
+def _get_data(var: DistributedVariable) -> torch.Tensor:
+    """``p.data``: a replica's copy's in a replica; in cross-replica context the primary's, and the
+    next run copies the primary to every replica, since a write through it (``m.bias.data.fill_(0.01)``
+    in a model's ``__init__``, as pytorch/examples' siamese network does) leaves torch's version
+    counter, which ``_sync_if_stale`` watches, alone."""
+    replica_id = context.current_replica_id()
+    with DisableTorchFunctionSubclass():
+        if replica_id is not None:
+            return torch.Tensor.data.__get__(var._view_for(replica_id))
+        var._data_handed_out = True
+        return torch.Tensor.data.__get__(var._view_for(None))
+
+
 _WHOLE_VARIABLE: dict = {
+    torch.Tensor.data.__get__: _get_data,
     torch.Tensor.requires_grad_: _requires_grad_,
     torch.Tensor.requires_grad.__set__: _requires_grad_,
     torch.Tensor.data.__set__: _set_data,

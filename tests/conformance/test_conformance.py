@@ -48,9 +48,17 @@ KNOWN: dict[str, str] = {
     "loop_train.slots_made_in_function": "a Keras optimizer whose slots are first made inside a tf.function step on "
                                          "a MirroredStrategy fails in TF 2.21 (InvalidArgumentError: 'You must feed a "
                                          "value for placeholder tensor'); multidev trains (see SAME_AS)",
+    "checkpoint_guide.distributed_iterator_position": "md.train.Checkpoint saves a distributed iterator's position "
+                                                      "and resumes it; TF 2.21 refuses the eager DistributedIterator "
+                                                      "(ValueError: not a trackable object)",
     "loop_values.replica_id_times_float": "replica_id_in_sync_group is an int32 torch tensor and torch promotes "
                                           "int32 * float32 to float32; TF 2.21 refuses the mixed dtypes "
                                           "(InvalidArgumentError)",
+    "data_pipeline.reduce_python_initial": "a Python-number initial state of reduce/scan takes the dtype of the "
+                                           "result (reduce(0, add) of int64 works); TF 2.21 fixes it at int32 and "
+                                           "raises TypeError",
+    "data_pipeline.map_element_spec_varying_shape": "map's element_spec is read off the first element (TF traces "
+                                                    "map_func): a dimension that varies shows its first size, not None",
 }
 
 #: case that TF 2.21 fails -> the case whose TF result multidev must give instead (the idiom with TF's

@@ -94,9 +94,11 @@ def test_input_options_validation():
     assert opts.experimental_replication_mode is md.distribute.InputReplicationMode.PER_WORKER
     with pytest.raises(ValueError, match="positive integer"):
         md.distribute.InputOptions(experimental_per_replica_buffer_size=0)
+    # TensorFlow builds any combination; distribute_datasets_from_function refuses the invalid ones.
+    both = md.distribute.InputOptions(experimental_place_dataset_on_device=True, experimental_fetch_to_device=True,
+                                      experimental_replication_mode=md.distribute.InputReplicationMode.PER_REPLICA)
     with pytest.raises(ValueError, match="can not be set to True"):
-        md.distribute.InputOptions(experimental_place_dataset_on_device=True, experimental_fetch_to_device=True,
-                                   experimental_replication_mode=md.distribute.InputReplicationMode.PER_REPLICA)
+        md.distribute.get_strategy().distribute_datasets_from_function(lambda ctx: md.data.Dataset.range(2), both)
 
 
 def test_input_context():

@@ -69,7 +69,9 @@ print("CALLER_CONTINUES_REPLICA0", torch.equal(after_run, after_one))
 
 def test_each_run_starts_every_replica_from_the_callers_state():
     # Draws in the caller between runs, and a re-seed, reach every replica at the next run (as every
-    # DDP rank runs the same driver code); an explicit generator is left alone.
+    # DDP rank runs the same driver code). A program's own generator (torchvision's mixup) is one
+    # identically seeded copy per DDP rank: every replica draws the same numbers, the object advances
+    # as rank 0's, and no replica's draw depends on the order the threads ran in.
     proc = run_fresh(_SETUP + """
 strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
 torch.manual_seed(5)
@@ -79,11 +81,20 @@ torch.manual_seed(5); torch.rand(7)
 expected = [torch.rand(2), torch.rand(2)]
 print("EVERY_REPLICA", all(torch.equal(v, e) for run, e in zip(runs, expected) for v in run.values))
 g = torch.Generator().manual_seed(3)
-own = strategy.run(lambda: torch.rand(2, generator=g))
-print("EXPLICIT_GENERATOR_SHARED", len({tuple(v.tolist()) for v in own.values}) == 3)
+def mixup():
+    lam = torch.rand(1, generator=g)
+    perm = torch.randperm(4, generator=g)
+    return torch.cat([lam, perm.float(), torch.empty(2).uniform_(0, 1, generator=g)])
+own = [strategy.run(mixup) for _ in range(2)]
+rank = torch.Generator().manual_seed(3)
+ranks = [torch.cat([torch.rand(1, generator=rank), torch.randperm(4, generator=rank).float(),
+                    torch.empty(2).uniform_(0, 1, generator=rank)]) for _ in range(2)]
+print("EXPLICIT_GENERATOR_PER_RANK", all(torch.equal(v, r) for run, r in zip(own, ranks) for v in run.values))
+print("EXPLICIT_GENERATOR_ADVANCED", torch.equal(g.get_state(), rank.get_state()))
 """)
     assert "EVERY_REPLICA True" in proc.stdout, proc.stdout
-    assert "EXPLICIT_GENERATOR_SHARED True" in proc.stdout, proc.stdout
+    assert "EXPLICIT_GENERATOR_PER_RANK True" in proc.stdout, proc.stdout
+    assert "EXPLICIT_GENERATOR_ADVANCED True" in proc.stdout, proc.stdout
 
 
 def _free_port() -> int:

@@ -163,3 +163,30 @@ def test_cpu_memory_info_is_zeros_as_tensorflow():
     assert md.config.experimental.reset_memory_stats("CPU:0") is None
     with pytest.raises(ValueError, match="GPU:5"):
         md.config.experimental.get_memory_info("GPU:5")
+
+
+# --- cross-replica results are values (TF 2.21: a tape's gradient through reduce/gather is None) ---
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_reduce_and_gather_results_are_values_as_in_tensorflow(replicas):
+    """The custom-training tutorial as printed: ``total_loss += distributed_train_step(x)`` then
+    ``loss.numpy()``; the replicas' losses require grad, the reduced value does not (TF's gradient
+    through ``strategy.reduce``/``gather``, with a tape watching, is None)."""
+    strategy = md.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
+    with strategy.scope():
+        w = md.Variable(2.0)
+
+    def step(x):
+        return md.reshape(w * x, [1])
+
+    x = torch.tensor(3.0)
+    total_loss = 0.0
+    for _ in range(2):
+        per_replica = strategy.run(step, args=(x,))
+        assert all(t.requires_grad for t in strategy.experimental_local_results(per_replica))
+        total_loss += strategy.reduce(md.distribute.ReduceOp.SUM, per_replica, axis=None)
+    assert total_loss.grad_fn is None and not total_loss.requires_grad
+    assert total_loss.numpy() == pytest.approx(12.0 * replicas)
+    for reduced in (strategy.reduce("MEAN", per_replica, axis=0), strategy.gather(per_replica, axis=0),
+                    strategy.reduce("SUM", {"a": per_replica}, axis=None)["a"]):
+        assert not reduced.requires_grad
+        reduced.numpy()

@@ -153,6 +153,8 @@ def test_save_and_load(tmp_path):
         assert accuracy == trained[1], label
         assert float(loss) == pytest.approx(float(trained[0]), rel=1e-5), label
     assert out.count("Epoch 2/2") == 3                           # trained, then each loaded model trained on
+    local = re.search(r"^Loaded from /job:localhost \(MirroredStrategy\) eval: loss (\S+), accuracy (\S+)$", out, re.M)
+    assert local.group(2) == trained[1] and float(local.group(1)) == pytest.approx(float(trained[0]), rel=1e-5)
     assert "serving_default output 'output_0': shape [64, 10]; equals model(batch): True" in out   # TF 2.21's key
     assert "In strategy.run, per replica: [[32, 10], [32, 10]] equals the direct call: True" in out
     assert "Unbuilt subclassed model saved; signatures: []" in out   # TF 2.21 saves it with none

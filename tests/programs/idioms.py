@@ -16,11 +16,17 @@ from torch import nn
 from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
+    from gpt import GPT_PROGRAMS
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from torchvision_recipe import TORCHVISION_PROGRAMS
     from utilities import UTILITIES
+    from vision_examples import VISION_EXAMPLES
 except ImportError:
+    from tests.programs.gpt import GPT_PROGRAMS
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from tests.programs.torchvision_recipe import TORCHVISION_PROGRAMS
     from tests.programs.utilities import UTILITIES
+    from tests.programs.vision_examples import VISION_EXAMPLES
 
 sched = torch.optim.lr_scheduler
 
@@ -320,6 +326,28 @@ def _reload_after(state, i):
         state["opt"] = fresh
 
 
+def _mixup_build():
+    state = _with(_opt(torch.optim.SGD, lr=0.1))()
+    state["mix_gen"] = torch.Generator().manual_seed(11)   # one per DDP rank, seeded alike
+    return state
+
+
+def _mixup_step(state, batch, carry):
+    """Mixup drawn inside the step from the program's own generator (timm's and torchvision's mixup
+    draw per process): every DDP rank draws the same lambda and permutes its own batch alike, so the
+    result is DDP's, not one device's (one permutation of the whole batch)."""
+    x, y = batch
+    gen = state["mix_gen"]
+    lam = float(torch.rand((), generator=gen, dtype=F64))
+    perm = torch.randperm(x.shape[0], generator=gen)
+    state["opt"].zero_grad()
+    out = state["model"](lam * x + (1 - lam) * x[perm])
+    loss = lam * F.cross_entropy(out, y) + (1 - lam) * F.cross_entropy(out, y[perm])
+    loss.backward()
+    state["opt"].step()
+    return loss.detach(), carry
+
+
 def _opt(cls, **kw):
     return lambda model: cls(model.parameters(), **kw)
 
@@ -381,6 +409,7 @@ IDIOMS = [
     Program("manual_ema", _ema_build, _batches(), _ema_step, models=("model", "ema")),
     Program("optimizer_state_reload", _with(_opt(torch.optim.Adam, lr=0.05)), _batches(), _plain_step,
             after_step=_reload_after),
+    Program("mixup_own_generator", _mixup_build, _batches(), _mixup_step, compare_one_device=False),
 ]
 
-ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES
+ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES

@@ -56,6 +56,7 @@ class Program:
     workers_refused: str = ""  # MultiWorkerMirroredStrategy refuses it where MirroredStrategy trains (a regex)
     ddp_refused: str = ""      # DDP refuses it (a regular expression its error matches)
     observe: Callable[[dict], list] | None = None   # numbers recorded after each step (cross-replica), compared exactly
+    ddp_kwargs: dict = field(default_factory=dict)   # DistributedDataParallel's options (broadcast_buffers=False)
 
 
 # --- pytorch/examples mnist: CNN, Adadelta, nll_loss ------------------------------------------------------

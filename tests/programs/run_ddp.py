@@ -17,12 +17,13 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from programs import GLOBAL_BATCH, parameters_of  # noqa: E402
 from idioms import ALL_PROGRAMS  # noqa: E402
+import tutorial  # noqa: E402
 
 
 def run(program, rank: int, world: int) -> dict:
     state = program.build()
     for name in program.models:
-        state[name] = DDP(state[name])
+        state[name] = DDP(state[name], **program.ddp_kwargs)
     carry = program.initial_carry(GLOBAL_BATCH // world)
     losses, observed = [], []
     for i, batch in enumerate(program.batches()):
@@ -63,6 +64,7 @@ def main(out_dir: str) -> None:
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     results = {program.name: _recorded(program, rank, world) for program in ALL_PROGRAMS}
+    results["tutorial"] = tutorial.ddp(out_dir)   # the DDP tutorial's Trainer (LOCAL_RANK, a DistributedSampler)
     if rank == 0:
         with open(os.path.join(out_dir, "ddp.json"), "w") as f:
             json.dump(results, f)

@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import multidev as md  # noqa: E402
 from programs import GLOBAL_BATCH, parameters_of  # noqa: E402
 from idioms import ALL_PROGRAMS  # noqa: E402
+import tutorial  # noqa: E402
+from tutorial_port import run_cases  # noqa: E402
 
 PR = md.distribute.PerReplica
 
@@ -87,6 +89,10 @@ def main(out_dir: str) -> None:
     for program in ALL_PROGRAMS:
         results[program.name] = {"one_device": _recorded(one_device, program),
                                  "multidev": _recorded(on_strategy, program, strategy)}
+    results["tutorial"] = dict(run_cases(strategy, out_dir, _recorded), one_device=tutorial.one_device(),
+                               one_device_1=tutorial.one_device(1),   # one worker: its sampler has every example
+                               one_device_no_set_epoch=tutorial.one_device(set_epoch=False),
+                               one_device_in_order=tutorial.one_device_in_order(8))
     with open(os.path.join(out_dir, "multidev.json"), "w") as f:
         json.dump(results, f)
 

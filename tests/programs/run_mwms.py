@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import multidev as md  # noqa: E402
 from idioms import ALL_PROGRAMS  # noqa: E402
 from run_multidev import on_strategy  # noqa: E402   (the same loop as MirroredStrategy's)
+from tutorial_port import run_cases  # noqa: E402
 
 TIMEOUT_S = 30
 
@@ -29,6 +30,15 @@ def _recorded(program, strategy) -> dict:
     """The program's result, or the error it raised (the test says whether one was expected)."""
     try:
         result = on_strategy(program, strategy)
+    except Exception as e:   # noqa: BLE001 - recorded, and checked by the test
+        result = {"error": f"{type(e).__name__}: {e}"}
+    return _agreed(result, strategy)
+
+
+def _recorded_call(fn, strategy, *args) -> dict:
+    """``fn(strategy, *args)``'s result or error, agreed between the workers."""
+    try:
+        result = fn(strategy, *args)
     except Exception as e:   # noqa: BLE001 - recorded, and checked by the test
         result = {"error": f"{type(e).__name__}: {e}"}
     return _agreed(result, strategy)
@@ -49,6 +59,7 @@ def main(out_dir: str) -> None:
     strategy = md.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     ext = strategy.extended
     results = {program.name: _recorded(program, strategy) for program in ALL_PROGRAMS}
+    results["tutorial"] = run_cases(strategy, out_dir, _recorded_call)
     name = f"mwms_{ext.num_local_replicas}x{ext.num_workers}_w{ext.worker_index}.json"
     with open(os.path.join(out_dir, name), "w") as f:
         json.dump(results, f)

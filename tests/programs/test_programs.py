@@ -6,6 +6,9 @@ MultiWorkerMirroredStrategy, 2 worker processes of 1 and of 2 logical CPUs (2 an
 all), give one device's result too (or MirroredStrategy's refusal), every worker holding the same
 weights.
 
+The DDP tutorial's Trainer (``tutorial.py``, its port ``tutorial_port.py``) reads its input through
+a DataLoader with a DistributedSampler: its tests compare the port's weights and snapshot with DDP's.
+
 All multidev cases run in one fresh interpreter, all DDP cases in one 2-process job and the
 MultiWorkerMirroredStrategy cases in one 2-process job per layout, all started together; each
 writes its results to a temporary directory, and the tests compare them.
@@ -64,7 +67,8 @@ def results(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("programs"))
     port = str(_free_port())
     procs = [_start("run_multidev.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("run_ddp.py", out, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    procs += [_start("run_ddp.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT=port)
               for r in range(2)]
     for layout in WORKER_LAYOUTS:
         procs += _start_workers(layout, out)
@@ -150,3 +154,57 @@ def test_program_on_workers_equals_one_device(results, program, layout):
         _close(program, first, _no_error(ours[program.name]["one_device"]))
     elif layout == "1x2":
         _close(program, first, _no_error(ours[program.name]["multidev"]))
+
+
+# --- the DDP tutorial series' Trainer and its port (tutorial.py, tutorial_port.py) ------------------------
+def _params_difference(a: list, b: list) -> float:
+    assert [len(p) for p in a] == [len(p) for p in b]
+    return max(abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q))
+
+
+@pytest.mark.parametrize("case", ["ddp_tutorial", "ddp_tutorial_keras_fit"])
+def test_ddp_tutorial_port_equals_ddp(results, case):
+    """A DataLoader with a DistributedSampler of the job's workers, set_epoch each epoch (the Trainer's
+    loop, or Keras's fit with a callback): each worker's batches are its share of DDP's global batch
+    (never sharded again), on 2 workers of 1 or 2 replicas; worker 0's snapshot holds the trained
+    weights. One worker (MirroredStrategy): its sampler of 1 gives every example, as one device."""
+    ours, ddp, workers = results
+    tutorial, theirs = ours["tutorial"], _no_error(ddp["tutorial"])
+    assert _params_difference(theirs["params"], tutorial["one_device"]) <= 1e-12   # DDP = one device on the union
+    assert theirs["snapshot"] == theirs["params"]
+    assert _params_difference(tutorial["one_device_no_set_epoch"], tutorial["one_device"]) > 1e-6, "set_epoch matters"
+    mirrored = _no_error(tutorial[case])
+    assert mirrored["replica_spread"] == 0.0 and mirrored.get("snapshot", mirrored["params"]) == mirrored["params"]
+    assert _params_difference(mirrored["params"], tutorial["one_device_1"]) <= 1e-12
+    for layout in WORKER_LAYOUTS:
+        got = [_no_error(w["tutorial"][case]) for w in workers[layout]]
+        assert all(g["replica_spread"] == 0.0 and g["params"] == got[0]["params"] for g in got)
+        assert _params_difference(got[0]["params"], theirs["params"]) <= 1e-12, layout
+        if case == "ddp_tutorial":   # only worker 0 saves (the tutorial's `if self.gpu_id == 0`)
+            assert got[0]["snapshot"] == got[0]["params"] and not any(g["saved_here"] for g in got[1:])
+
+
+def test_ddp_tutorial_sampler_of_another_layout_is_refused(results):
+    """A sampler sliced per replica (num_replicas=num_replicas_in_sync) where the job's workers are
+    fewer: a ValueError naming the sampler and both fixes, on every worker; where the two agree
+    (2 workers of 1 replica) it trains as the port does."""
+    ours, _, workers = results
+    pattern = (r"DistributedSampler\(num_replicas={n}, rank=\d\) gives it 1/{n} of the data, but this job has {w} "
+               r"worker.*num_replicas={w}, rank=\d.*drop the sampler")
+    error = ours["tutorial"]["ddp_tutorial_sampler_per_replica"].get("error", "")
+    assert error.startswith("ValueError") and re.search(pattern.format(n=2, w=1), error), error
+    for result in workers["2x2"]:
+        error = result["tutorial"]["ddp_tutorial_sampler_per_replica"].get("error", "")
+        assert error.startswith("ValueError") and re.search(pattern.format(n=4, w=2), error), error
+    same = [_no_error(w["tutorial"]["ddp_tutorial_sampler_per_replica"]) for w in workers["1x2"]]
+    assert same[0]["params"] == _no_error(workers["1x2"][0]["tutorial"]["ddp_tutorial"])["params"]
+
+
+def test_keras_fit_on_a_distributed_dataset_of_workers_equals_one_device(results):
+    """``fit(strategy.experimental_distribute_dataset(dataset))``: each worker's batches are already its
+    slices, also with one replica per worker (plain tensors then, once split again: half its share)."""
+    ours, _, workers = results
+    want = ours["tutorial"]["one_device_in_order"]
+    for got in [ours["tutorial"]] + [w["tutorial"] for layout in WORKER_LAYOUTS for w in workers[layout]]:
+        result = _no_error(got["keras_fit_distributed_dataset"])
+        assert result["replica_spread"] == 0.0 and _params_difference(result["params"], want) <= 1e-12

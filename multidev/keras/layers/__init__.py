@@ -7,27 +7,36 @@ Example:
 
 from multidev.keras._missing import missing_names
 from multidev.keras.layers import experimental
-from multidev.keras.layers.activation_layers import ELU, LeakyReLU, ReLU, Softmax
+from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
+from multidev.keras.layers.dot_attention import AdditiveAttention, Attention
+from multidev.keras.layers.image_layers import CenterCrop, Resizing
+from multidev.keras.layers.time_distributed import TimeDistributed
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
-from multidev.keras.layers.conv import Conv1D, Conv2D, Convolution1D, Convolution2D
-from multidev.keras.layers.conv_transpose import Conv2DTranspose, Convolution2DTranspose
-from multidev.keras.layers.separable_conv import SeparableConv2D, SeparableConvolution2D
+from multidev.keras.layers.conv import Conv1D, Conv2D, Conv3D, Convolution1D, Convolution2D, Convolution3D
+from multidev.keras.layers.conv_extra import (Conv1DTranspose, Conv2DTranspose, Convolution1DTranspose,
+                                              Convolution2DTranspose, DepthwiseConv1D, DepthwiseConv2D,
+                                              SeparableConv1D, SeparableConv2D, SeparableConvolution1D,
+                                              SeparableConvolution2D)
 from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.keras_tensor import KerasTensor
 from multidev.keras.layers.masking import Masking
-from multidev.keras.layers.merge import (Add, Average, Concatenate, Maximum, Multiply, Subtract, add,
+from multidev.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
                                          concatenate)
-from multidev.keras.layers.normalization import (BatchNormalization, LayerNormalization,
-                                                 SyncBatchNormalization)
+from multidev.keras.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization,
+                                                 SyncBatchNormalization, UnitNormalization)
+from multidev.keras.layers.reshaping import (Cropping1D, Cropping2D, Permute, RepeatVector, UpSampling1D,
+                                             UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
                                            GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAvgPool1D,
                                            GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D,
                                            GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPool2D,
                                            MaxPooling1D, MaxPooling2D)
+from multidev.keras.layers.pooling import (AveragePooling3D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool3D,
+                                           GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool3D, MaxPooling3D)
 from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, Rescaling
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
 from multidev.keras.layers.text_vectorization import TextVectorization
@@ -43,8 +52,14 @@ __all__ = [
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
     "RandomRotation", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
+    # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
+    "PReLU", "Dot", "Minimum", "GroupNormalization", "UnitNormalization", "Permute", "RepeatVector",
+    "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D",
+    "Conv3D", "Convolution3D", "Conv1DTranspose", "Conv2DTranspose", "Convolution1DTranspose",
+    "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
+    "SeparableConvolution1D", "SeparableConvolution2D", "MaxPooling3D", "MaxPool3D", "AveragePooling3D",
+    "AvgPool3D", "GlobalAveragePooling3D", "GlobalAvgPool3D", "GlobalMaxPooling3D", "GlobalMaxPool3D",
+    "Attention", "AdditiveAttention", "Resizing", "CenterCrop", "TimeDistributed",
 ]
-__all__ += ["Conv2DTranspose", "Convolution2DTranspose",   # keras.io's VAE and DCGAN
-            "SeparableConv2D", "SeparableConvolution2D"]   # keras.io's image classification from scratch
 
 __getattr__ = missing_names(__name__, 'layers', globals())  # unknown names: does Keras 3 have them?

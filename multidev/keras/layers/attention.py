@@ -112,9 +112,11 @@ class MultiHeadAttention(Layer):
         k, v = self._project(key, "key"), self._project(value, "value")
         scores = torch.einsum("btnh,bsnh->bnts", q, k)
         mask = self._mask(query, value, key, attention_mask, use_causal_mask)
-        if mask is not None:   # Keras's masked softmax: a large negative logit where attention is not allowed
-            scores = scores.masked_fill(~mask[:, None], torch.finfo(scores.dtype).min / 2)
+        if mask is not None:   # Keras 3's masked softmax: -1e9 where not allowed, then those weights zeroed
+            scores = scores.masked_fill(~mask[:, None], -3e4 if scores.dtype == torch.float16 else -1e9)
         probs = torch.softmax(scores, dim=-1)
+        if mask is not None:   # a query allowed nothing attends to nothing (TF's output: the output bias)
+            probs = probs.masked_fill(~mask[:, None], 0.0)
         attended = F.dropout(probs, self.dropout, training=bool(training)) if self.dropout else probs
         out = torch.einsum("bnts,bsnh->btnh", attended, v)
         out = torch.einsum("btnh,nhd->btd", out, self.output_kernel)

@@ -1,4 +1,4 @@
-"""Convolution layers, channels-last: Conv1D (batch, steps, channels), Conv2D (batch, h, w, channels).
+"""Convolution layers, channels-last: Conv1D (batch, steps, channels), Conv2D (batch, h, w, channels), Conv3D.
 
 Kernels are stored in Keras layout ``(*kernel_size, in_channels, filters)`` so ``get_weights``
 matches Keras; the call permutes to torch's layout and uses ``torch.nn.functional.conv*d``.
@@ -30,8 +30,8 @@ def _tuple(value, rank, what):
     return value
 
 
-def pad_same_strided(x, kernel_size, strides, dilation_rate):
-    """``x`` (channels-first) padded as TensorFlow's "same" pads for a strided convolution (extra on the end)."""
+def _pad_same_strided(x, kernel_size, strides, dilation_rate):
+    """TF's SAME padding for strided convolutions: the odd extra row/column goes at the end."""
     pads = []
     for i in reversed(range(len(kernel_size))):
         size = x.shape[2 + i]
@@ -42,8 +42,18 @@ def pad_same_strided(x, kernel_size, strides, dilation_rate):
     return F.pad(x, pads)
 
 
+def conv_nd(x, weight, bias, strides, padding, dilation_rate, groups, kernel_size):
+    """TF's N-d convolution (valid, same, causal) of channels-first ``x`` with a torch-layout ``weight``."""
+    if padding == "causal":
+        x, padding = F.pad(x, (dilation_rate[0] * (kernel_size[0] - 1), 0)), "valid"
+    if padding == "same" and any(s > 1 for s in strides):
+        x, padding = _pad_same_strided(x, kernel_size, strides, dilation_rate), "valid"
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[len(kernel_size)]
+    return conv(x, weight, bias, strides, padding, dilation_rate, groups)
+
+
 class _Conv(Layer):
-    """Shared N-d convolution (N = 1 or 2) over channels-last inputs."""
+    """Shared N-d convolution (N = 1, 2 or 3) over channels-last inputs."""
 
     rank = 1
 
@@ -77,20 +87,10 @@ class _Conv(Layer):
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
 
     def call(self, inputs):
-        x = inputs.movedim(-1, 1)                                  # channels-last -> channels-first
         weight = self.kernel.permute(self.rank + 1, self.rank, *range(self.rank))
-        padding = self.padding
-        if padding == "causal":
-            x = F.pad(x, (self.dilation_rate[0] * (self.kernel_size[0] - 1), 0))
-            padding = "valid"
-        if padding == "same" and any(s > 1 for s in self.strides):
-            x, padding = self._pad_same_strided(x), "valid"
-        conv = F.conv1d if self.rank == 1 else F.conv2d
-        out = conv(x, weight, self.bias if self.use_bias else None, self.strides, padding, self.dilation_rate, self.groups)
+        out = conv_nd(inputs.movedim(-1, 1), weight, self.bias if self.use_bias else None, self.strides,
+                      self.padding, self.dilation_rate, self.groups, self.kernel_size)
         return self.activation(out.movedim(1, -1))
-
-    def _pad_same_strided(self, x):
-        return pad_same_strided(x, self.kernel_size, self.strides, self.dilation_rate)
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters, "kernel_size": list(self.kernel_size),
@@ -114,5 +114,12 @@ class Conv2D(_Conv):
     rank = 2
 
 
+class Conv3D(_Conv):
+    """3-D convolution over (batch, depth, height, width, channels); kernel (kd, kh, kw, in, filters)."""
+
+    rank = 3
+
+
 Convolution1D = Conv1D
 Convolution2D = Conv2D
+Convolution3D = Conv3D

@@ -39,8 +39,15 @@ class BatchNormalization(Layer):
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", moving_mean_initializer="zeros",
-                 moving_variance_initializer="ones", synchronized=False, **kwargs):
+                 moving_variance_initializer="ones", synchronized=False, renorm=False, **kwargs):
+        for arg in ("renorm_clipping", "renorm_momentum"):
+            kwargs.pop(arg, None)
         super().__init__(**kwargs)
+        if renorm:
+            raise NotImplementedError(
+                "BatchNormalization(renorm=True) (batch renormalization) is not implemented in md.keras: its "
+                "r/d corrections and renorm moving statistics would be missing and training would silently "
+                "differ from TF's. Use renorm=False, or run the model with Keras 3 on multidev (KERAS_BACKEND=torch).")
         self.axis, self.momentum, self.epsilon = axis, float(momentum), float(epsilon)
         self.center, self.scale, self.synchronized = center, scale, bool(synchronized)
         self.beta_initializer = initializers.get(beta_initializer)
@@ -108,11 +115,13 @@ class LayerNormalization(Layer):
 
     supports_masking = True
 
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False, beta_initializer="zeros",
                  gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
         self.axis = [axis] if isinstance(axis, int) else list(axis)
-        self.epsilon, self.center, self.scale = float(epsilon), center, scale
+        self.epsilon, self.rms_scaling = float(epsilon), bool(rms_scaling)
+        # Keras 3: rms_scaling keeps gamma whatever ``scale`` says, and drops beta.
+        self.center, self.scale = center and not self.rms_scaling, scale or self.rms_scaling
         self.beta_initializer = initializers.get(beta_initializer)
         self.gamma_initializer = initializers.get(gamma_initializer)
 
@@ -127,6 +136,10 @@ class LayerNormalization(Layer):
 
     def call(self, inputs):
         rank = inputs.ndim
+        if self.rms_scaling:   # Keras 3.15's: x / sqrt(var + eps) * gamma, the mean not subtracted
+            var = torch.var(inputs, dim=self._axes, keepdim=True, unbiased=False)
+            gamma = self.gamma.reshape([inputs.shape[d] if d in self._axes else 1 for d in range(rank)])
+            return inputs * torch.rsqrt(var + self.epsilon) * gamma
         if self._axes == list(range(rank - len(self._axes), rank)):   # trailing axes: torch's fused kernel
             shape = inputs.shape[rank - len(self._axes):]
             return F.layer_norm(inputs, shape, self.gamma if self.scale else None,
@@ -142,4 +155,67 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon, "center": self.center,
-                "scale": self.scale}
+                "scale": self.scale, "rms_scaling": self.rms_scaling}
+
+
+class GroupNormalization(Layer):
+    """Normalize each example over groups of ``groups`` channels (of ``axis``) and the other non-batch
+    axes, then scale by gamma and shift by beta (one per channel), as Keras 3's."""
+
+    supports_masking = True
+
+    def __init__(self, groups=32, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", **kwargs):
+        super().__init__(**kwargs)
+        self.groups, self.axis, self.epsilon = int(groups), int(axis), float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+
+    def build(self, input_shape):
+        dim = input_shape[self.axis]
+        if dim < self.groups or dim % self.groups:
+            raise ValueError(f"Number of groups ({self.groups}) must be a divisor of the number of channels "
+                             f"({dim}) and not exceed it. Input shape: {tuple(input_shape)}")
+        if self.scale:
+            self.add_weight("gamma", (dim,), self.gamma_initializer)
+        if self.center:
+            self.add_weight("beta", (dim,), self.beta_initializer)
+
+    def call(self, inputs):
+        axis = self.axis % inputs.ndim
+        shape = list(inputs.shape)
+        grouped_shape = shape[:axis] + [self.groups, shape[axis] // self.groups] + shape[axis + 1:]
+        x = inputs.float().reshape(grouped_shape)
+        dims = [d for d in range(1, x.ndim) if d != axis]
+        var, mean = torch.var_mean(x, dim=dims, keepdim=True, unbiased=False)
+        bshape = [1] * x.ndim
+        bshape[axis], bshape[axis + 1] = self.groups, shape[axis] // self.groups
+        inv = torch.rsqrt(var + self.epsilon)
+        if self.scale:
+            inv = inv * self.gamma.reshape(bshape)
+        res = -mean * inv
+        if self.center:
+            res = res + self.beta.reshape(bshape)
+        return (x * inv + res).reshape(shape).to(inputs.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "groups": self.groups, "axis": self.axis, "epsilon": self.epsilon,
+                "center": self.center, "scale": self.scale}
+
+
+class UnitNormalization(Layer):
+    """Scale each example to unit L2 norm over ``axis``: ``x * min(rsqrt(sum(x^2)), 1e12)``, as Keras 3's."""
+
+    supports_masking = True
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = [axis] if isinstance(axis, int) else list(axis)
+
+    def call(self, inputs):
+        inv = torch.clamp(torch.rsqrt((inputs * inputs).sum(self.axis, keepdim=True)), max=1e12)
+        return inputs * inv
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
 from multidev.keras.layers.base import Layer
@@ -15,6 +16,19 @@ from multidev.keras.layers.input_spec import InputSpec
 
 def _tuple(value, rank):
     return (value,) * rank if isinstance(value, int) else tuple(value)
+
+
+def _max_pool3d_tf_ties(x, pool_size, strides):
+    """3-D max pooling whose gradient is TF's MaxPool3DGrad: every element equal to its window's maximum
+    gets the window's whole gradient (torch's, like TF's 1-D/2-D pooling, gives it to the first only).
+    Built on the windows (``unfold``): memory ``prod(pool_size)`` times the input's."""
+    windows = x
+    for dim, (k, s) in enumerate(zip(pool_size, strides)):
+        windows = windows.unfold(2 + dim, k, s)
+    windows = windows.flatten(-3)
+    top = windows.detach().amax(-1, keepdim=True)
+    picked = torch.where(windows.detach() == top, windows - windows.detach(), torch.zeros_like(windows))
+    return top.squeeze(-1) + picked.sum(-1)
 
 
 class _Pooling(Layer):
@@ -37,11 +51,13 @@ class _Pooling(Layer):
         x = inputs.movedim(-1, 1)
         if self.padding == "same":
             x = self._pad_same(x)
-        if self.kind == "max":
-            fn = F.max_pool1d if self.rank == 1 else F.max_pool2d
+        if self.kind == "max" and self.rank == 3:
+            out = _max_pool3d_tf_ties(x, self.pool_size, self.strides)
+        elif self.kind == "max":
+            fn = (F.max_pool1d, F.max_pool2d)[self.rank - 1]
             out = fn(x, self.pool_size, self.strides)
         else:
-            fn = F.avg_pool1d if self.rank == 1 else F.avg_pool2d
+            fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[self.rank - 1]
             out = fn(x, self.pool_size, self.strides) if self.padding == "valid" else self._avg_same(x, fn)
         return out.movedim(1, -1)
 
@@ -96,6 +112,18 @@ class AveragePooling2D(_Pooling):
     rank, kind = 2, "avg"
 
 
+class MaxPooling3D(_Pooling):
+    """Max over (d, h, w) windows."""
+
+    rank, kind = 3, "max"
+
+
+class AveragePooling3D(_Pooling):
+    """Average over (d, h, w) windows."""
+
+    rank, kind = 3, "avg"
+
+
 class _GlobalPooling(Layer):
     """Reduce all spatial axes (1..-2) with mean or max; ``keepdims`` keeps them as size 1."""
 
@@ -103,6 +131,8 @@ class _GlobalPooling(Layer):
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
+        if data_format not in (None, "channels_last"):   # it would silently reduce the wrong axes
+            raise ValueError(f"Only data_format='channels_last' is supported. Received: data_format={data_format!r}")
         self.keepdims = keepdims
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
@@ -147,7 +177,19 @@ class GlobalMaxPooling2D(_GlobalPooling):
     rank, kind = 2, "max"
 
 
-MaxPool1D, MaxPool2D = MaxPooling1D, MaxPooling2D
-AvgPool1D, AvgPool2D = AveragePooling1D, AveragePooling2D
-GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
-GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
+class GlobalAveragePooling3D(_GlobalPooling):
+    """Mean over depth, height and width."""
+
+    rank, kind = 3, "avg"
+
+
+class GlobalMaxPooling3D(_GlobalPooling):
+    """Max over depth, height and width."""
+
+    rank, kind = 3, "max"
+
+
+MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
+AvgPool1D, AvgPool2D, AvgPool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
+GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D = GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D
+GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D = GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D

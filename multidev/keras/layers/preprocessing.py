@@ -51,8 +51,8 @@ def _as_tensor(data) -> torch.Tensor:
 class Normalization(Layer):
     """``(inputs - mean) / sqrt(variance)`` per feature of ``axis`` (``invert=True`` undoes it).
 
-    Give ``mean`` and ``variance``, or call ``adapt(data)`` before training: the statistics are
-    non-trainable weights, saved with the model and the same on every replica.
+    Give ``mean`` and ``variance`` (constants, as Keras 3's: no weights), or call ``adapt(data)``
+    before training (non-trainable weights, saved with the model); the same on every replica.
 
     Example:
         >>> norm = md.keras.layers.Normalization()
@@ -86,6 +86,9 @@ class Normalization(Layer):
                 np.asarray(self._init_mean), dtype=torch.float32).expand(shape))
             backend.set_value(self._registered_weight("variance"), torch.as_tensor(
                 np.asarray(self._init_variance), dtype=torch.float32).expand(shape))
+            # Given statistics are constants in Keras 3, not weights: get_weights() is [] as TF's, so
+            # set_weights(tf_layer.get_weights()) fits; they still follow the layer's device and replicas.
+            self._weight_specs = [spec for spec in self._weight_specs if spec[0] not in ("mean", "variance")]
 
     def adapt(self, data, batch_size=None, steps=None):
         """Set mean and variance (biased, as Keras) from ``data`` (array, tensor or Dataset of batches)."""
@@ -103,7 +106,7 @@ class Normalization(Layer):
 
     def call(self, inputs):
         x = inputs if inputs.is_floating_point() else inputs.to(self._compute_torch_dtype)
-        std = torch.sqrt(torch.clamp(self.variance, min=1e-7)).to(x.dtype)
+        std = torch.clamp(torch.sqrt(self.variance), min=1e-7).to(x.dtype)   # Keras: max(sqrt(var), epsilon)
         mean = self.mean.to(x.dtype)
         return x * std + mean if self.invert else (x - mean) / std
 

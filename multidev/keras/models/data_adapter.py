@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from multidev.keras.layers.keras_tensor import flatten, map_structure
+from multidev.values.distributed import PerReplica, map_structure as map_leaves
 
 
 def to_tensor(x):
@@ -142,6 +143,7 @@ class IterableAdapter:
     def __init__(self, data):
         self.data = data
         self.length = known_length(data)
+        self.worker_part = _worker_part(data)
 
     def __len__(self) -> int:
         if self.length is None:
@@ -150,7 +152,21 @@ class IterableAdapter:
 
     def __iter__(self):
         for item in self.data:
-            yield tuple(item) if isinstance(item, list) else item
+            item = tuple(item) if isinstance(item, list) else item
+            # already this worker's part: one replica's PerReplica, never split across the workers again
+            yield map_leaves(lambda t: PerReplica((t,)), item) if self.worker_part else item
+
+
+def _worker_part(data) -> bool:
+    """Whether ``data`` is a distributed dataset (or its iterator) of several workers with one replica
+    each: its batches are plain tensors, but only this worker's part of the global batch."""
+    from multidev.distribute import input_lib
+
+    owner = data._dataset if isinstance(data, input_lib.DistributedIterator) else data
+    if not isinstance(owner, (input_lib.DistributedDataset, input_lib.DistributedDatasetsFromFunction)):
+        return False
+    extended = owner._strategy.extended
+    return extended.num_workers > 1 and extended.num_local_replicas == 1
 
 
 def known_length(data):

@@ -175,10 +175,28 @@ class Model(Trainer, Layer):
         from multidev.keras.saving import weights_io
         return weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
-    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, **_):
-        """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``."""
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, options=None, **_):
+        """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``.
+        ``options`` (``md.saved_model.SaveOptions``, tf.keras 2's argument) is checked and changes nothing:
+        the calling process writes the files."""
         from multidev.keras.saving import model_io
+        from multidev.saved_model.options import SaveOptions, check
+        check(options, SaveOptions, "Model.save")
         model_io.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None, **kwargs):
+        """Keras 3's export for serving: an ``md.saved_model`` at ``filepath`` whose ``serve`` endpoint and
+        ``serving_default`` signature run the inference call (``md.saved_model.load(filepath).serve(x)``).
+
+        Raises:
+            ValueError: another ``format`` (Keras 3's 'onnx', 'openvino', 'litert' are not written by multidev),
+                or a model whose input shape is unknown (build it first).
+        """
+        if format != "tf_saved_model":
+            raise ValueError(f"Model.export writes format='tf_saved_model' only (an md.saved_model); received "
+                             f"format={format!r}. Keras 3's 'onnx', 'openvino' and 'litert' exports are not available.")
+        from multidev.saved_model.export import export_keras
+        export_keras(self, filepath, input_signature)
 
     def get_config(self) -> dict:
         raise NotImplementedError(

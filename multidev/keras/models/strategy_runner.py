@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from multidev.distribute.input_lib import split_element
+from multidev.distribute.batch_split import split_element
 from multidev.keras.metrics.base import result_of, sum_states_across_workers
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value

@@ -24,6 +24,7 @@ from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
+from multidev.keras.models.sampler_input import per_worker_input
 from multidev.keras.models.worker_input import worker_input_check
 from multidev.keras.models.resume import worker_rng_sync
 
@@ -199,7 +200,7 @@ class Trainer:
         if coordinated_fit.applies(self, x):
             return coordinated_fit.fit(self, x, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
                                        verbose=verbose, validation_data=validation_data, initial_epoch=initial_epoch)
-        x = coordinated_fit.local_input(x)
+        x = per_worker_input(self, coordinated_fit.local_input(x))
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = da.split_for_validation(x, y, sample_weight, validation_split)
         train = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, shuffle), steps_per_epoch,
@@ -264,7 +265,7 @@ class Trainer:
                                  f"val_sample_weights) items, however it contains {len(validation_data)} items.")
             adapter = da.ArrayAdapter(*validation_data, batch_size=batch_size)
         else:
-            adapter = da.make_adapter(validation_data)
+            adapter = da.make_adapter(per_worker_input(self, validation_data))
         return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"))
 
     def _evaluate_loop(self, iterator, cbs) -> dict:
@@ -288,7 +289,7 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `evaluate()`: {sorted(kwargs)!r}.")
         self._assert_compiled("evaluating it")
-        iterator = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, False), steps,
+        iterator = EpochIterator(da.make_adapter(per_worker_input(self, x), y, sample_weight, batch_size, False), steps,
                                  worker_check=worker_input_check(self, "evaluation"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
@@ -298,7 +299,7 @@ class Trainer:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         """Predictions for ``x`` as numpy arrays (concatenated over batches)."""
-        iterator = EpochIterator(da.make_adapter(x, None, None, batch_size, False), steps,
+        iterator = EpochIterator(da.make_adapter(per_worker_input(self, x), None, None, batch_size, False), steps,
                                  worker_check=worker_input_check(self, "prediction"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,

@@ -110,14 +110,23 @@ def _read_members(path) -> dict:
                 return {n: zf.read(n) for n in zf.namelist() if n in (CONFIG, WEIGHTS, OPTIMIZER)}
         except zipfile.BadZipFile as err:
             raise ValueError(f"{path!r} is not a saved model (not a directory or a .keras archive): {err}") from err
-    raise FileNotFoundError(f"No model found at {path!r}: save one with model.save({path!r}).")
+    raise ModelNotFoundError(f"No model found at {path!r}: save one with model.save({path!r}).")
 
 
-def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, verify_checksum=True):
+class ModelNotFoundError(FileNotFoundError, ValueError):
+    """``load_model`` of a path that does not exist: Keras 3 (TensorFlow 2.21's tf.keras) raises ValueError
+    ("File not found"), Keras 2 an OSError; this is both, so either ``except`` catches it."""
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, verify_checksum=True, options=None):
     """Rebuild a model saved by ``model.save`` (architecture, weights, compile state, optimizer state).
 
     ``verify_checksum=False`` skips the weights files' SHA-256 check (faster for very large models).
+    ``options`` (``md.saved_model.LoadOptions``, tf.keras 2's argument: the save_and_load tutorial's
+    ``experimental_io_device='/job:localhost'``) is checked and changes nothing: this process reads the files.
     """
+    from multidev.saved_model.options import LoadOptions, check
+    check(options, LoadOptions, "load_model")
     path = os.fspath(filepath)
     members = _read_members(path)
     if CONFIG not in members or WEIGHTS not in members:

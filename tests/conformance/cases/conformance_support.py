@@ -127,3 +127,18 @@ def loop_replica_step(tf, model, optimizer, global_batch_size: int):
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
     return train_step
+
+
+class InTempDirectory:
+    """Run in a fresh temporary working directory (cases whose checkpoint paths are relative, as the
+    guides write them)."""
+
+    def __enter__(self):
+        import os
+        import tempfile
+        self.cwd = os.getcwd()
+        os.chdir(tempfile.mkdtemp())
+
+    def __exit__(self, *exc):
+        import os
+        os.chdir(self.cwd)

@@ -4,22 +4,11 @@ restored into a model built with no strategy, under another number of replicas, 
 continued from it equals training without the interruption."""
 
 import os
-import tempfile
 
-from conformance_support import loop_dataset, loop_model, loop_replica_step, one_cpu, two_cpus, val, weights
+from conformance_support import (InTempDirectory, loop_dataset, loop_model, loop_replica_step, one_cpu, two_cpus, val,
+                                 weights)
 
 GLOBAL_BATCH = 4
-
-
-class _InDirectory:
-    """Run in a fresh temporary working directory (the manager's directory is relative)."""
-
-    def __enter__(self):
-        self.cwd = os.getcwd()
-        os.chdir(tempfile.mkdtemp())
-
-    def __exit__(self, *exc):
-        os.chdir(self.cwd)
 
 
 def _build(tf, s=None, build=True):
@@ -59,7 +48,7 @@ def _saved_after_one_epoch(tf, s):
 
 
 def _resumed(tf, saved_on, restore_on, build=True):
-    with _InDirectory():
+    with InTempDirectory():
         path, uninterrupted = _saved_after_one_epoch(tf, saved_on)
         model, optimizer, checkpoint = _build(tf, restore_on, build)
         status = checkpoint.restore(tf.train.latest_checkpoint("ckpts"))
@@ -91,7 +80,7 @@ def case_resume_slots_not_built(tf):
 
 
 def case_manager_files(tf):
-    with _InDirectory():
+    with InTempDirectory():
         s = two_cpus(tf)
         model, optimizer, checkpoint = _build(tf, s)
         manager = tf.train.CheckpointManager(checkpoint, "ckpts", max_to_keep=2)
@@ -99,3 +88,16 @@ def case_manager_files(tf):
         with open(os.path.join("ckpts", "checkpoint")) as f:   # paths, not timestamps
             state = [line for line in f.read().splitlines() if "checkpoint_path" in line]
         return [paths, manager.checkpoints, manager.latest_checkpoint, tf.train.latest_checkpoint("ckpts"), state]
+
+
+def _one_device(tf):
+    return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+def case_resume_on_one_device_strategy(tf):
+    """The save_and_load tutorial's move: trained on two replicas, continued under OneDeviceStrategy."""
+    return _resumed(tf, two_cpus(tf), _one_device(tf))
+
+
+def case_resume_one_device_strategy_on_two_replicas(tf):
+    return _resumed(tf, _one_device(tf), two_cpus(tf))

@@ -1,0 +1,94 @@
+"""A torch ``DataLoader`` whose sampler already shards the data by process (``DistributedSampler``,
+the input of PyTorch's DDP tutorials) given to a strategy's input functions.
+
+Under DDP each process's loader yields that process's share of the global batch. Splitting such a
+batch as a global batch (every worker keeping its slice of its own batch) would train each worker
+on ``1 / num_workers`` of its share, silently. So a loader whose sampler has the job's workers
+(``num_replicas == num_workers``, ``rank == worker_index``) is read as DDP reads it: each batch is
+this worker's share, split across its local replicas only (``distribute_datasets_from_function``'s
+rule). A sampler of any other layout raises ``ValueError`` naming the sampler and both fixes.
+``set_epoch`` works as under DDP: every pass over the distributed dataset iterates the loader
+afresh, which asks the sampler for the current epoch's order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.utils.data as tud
+
+from multidev.data import graph
+from multidev.data.dataset import Dataset
+from multidev.data.torch_source import TorchDataset
+
+
+def _is_distributed(sampler: Any) -> bool:
+    """torch's ``DistributedSampler`` (or a subclass), or a sampler built like it (``num_replicas`` and
+    ``rank`` integers, as timm's and other libraries' distributed samplers have)."""
+    if isinstance(sampler, tud.DistributedSampler):
+        return True
+    return all(isinstance(getattr(sampler, a, None), int) for a in ("num_replicas", "rank"))
+
+
+def distributed_sampler(loader: tud.DataLoader) -> Any | None:
+    """The loader's distributed sampler (given as ``sampler=`` or inside its ``batch_sampler``), or None."""
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    for candidate in (getattr(loader, "sampler", None), batch_sampler, getattr(batch_sampler, "sampler", None)):
+        if candidate is not None and _is_distributed(candidate):
+            return candidate
+    return None
+
+
+def samplers_of(dataset: Any) -> list:
+    """The distributed samplers of the DataLoaders that ``dataset`` reads (itself, or nodes of its graph)."""
+    if isinstance(dataset, tud.DataLoader):
+        loaders = [dataset]
+    elif isinstance(dataset, Dataset):
+        loaders = [n._data for n in graph.nodes(dataset) if isinstance(n, TorchDataset) and isinstance(n._data, tud.DataLoader)]
+    else:
+        return []
+    return [s for s in map(distributed_sampler, loaders) if s is not None]
+
+
+def equal_on_every_worker(dataset: Any) -> bool:
+    """Whether ``dataset`` is a DataLoader read as is (``from_torch``, no transformation after it) whose
+    sampler is torch's ``DistributedSampler``: it gives every rank ``num_samples`` examples (padded or
+    dropped to that), so every worker's loader yields as many batches and the workers need not agree
+    on each step (they may fetch ahead)."""
+    return (isinstance(dataset, TorchDataset) and isinstance(dataset._data, tud.DataLoader)
+            and isinstance(distributed_sampler(dataset._data), tud.DistributedSampler))
+
+
+_WORKERS = ("worker process(es)", "worker", "strategy.extended.num_workers and strategy.extended.worker_index; under "
+            "`multidev launch` also WORLD_SIZE and RANK")
+PIPELINES = ("input pipeline(s)", "pipeline", "input_context.num_input_pipelines and input_context.input_pipeline_id")
+
+
+def reads_worker_share(dataset: Any, num_workers: int, worker_index: int, what: str, names: tuple = _WORKERS) -> bool:
+    """True when ``dataset``'s batches are this worker's share of each global batch (a loader whose
+    distributed sampler has the job's ``num_workers`` replicas and this worker's rank); False when
+    it reads no distributed sampler.
+
+    Raises:
+        ValueError: a distributed sampler of another layout (the strategy would shard its batches a
+            second time, or the job would train on part of the data).
+    """
+    samplers = samplers_of(dataset)
+    for sampler in samplers:
+        if (sampler.num_replicas, sampler.rank) != (num_workers, worker_index):
+            raise ValueError(_mismatch(sampler, num_workers, worker_index, what, names))
+    return bool(samplers)
+
+
+def _mismatch(sampler: Any, num_workers: int, worker_index: int, what: str, names: tuple) -> str:
+    name, (many, one, where) = type(sampler).__name__, names
+    return (
+        f"{what} got a torch DataLoader whose sampler {name}(num_replicas={sampler.num_replicas!r}, "
+        f"rank={sampler.rank!r}) gives it 1/{sampler.num_replicas} of the data, but this job has "
+        f"{num_workers!r} {many} and this is {one} {worker_index!r}: its batches would be sharded again or cover "
+        f"part of the data. Either give the sampler the job's layout, {name}(dataset, num_replicas={num_workers}, "
+        f"rank={worker_index}) ({where}): each loader batch is then this {one}'s share of the global batch, as "
+        "under DDP; or drop the sampler and give every worker the same global batches, DataLoader(dataset, "
+        "batch_size=GLOBAL_BATCH_SIZE, shuffle=True, generator=torch.Generator().manual_seed(SEED)): the "
+        "strategy splits each across all replicas."
+    )
