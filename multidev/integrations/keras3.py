@@ -41,7 +41,7 @@ from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_dropout,
-                                   keras3_layers, keras3_split)
+                                   keras3_layers, keras3_random, keras3_split)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -296,8 +296,12 @@ def _keras_names(keras: Any) -> tuple:
         for attr in ("_initialize", "_direct_assign", "_maybe_autocast"):
             getattr(Variable, attr)
         getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
+        getattr(keras.Model, "_compute_loss")  # keras3_fit: an override of compute_loss without `training`
         getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
         getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
+        torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
+        for name in keras3_random.DRAWS:
+            getattr(torch_random, name)
         if not isinstance(Variable.__dict__.get("value"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
@@ -341,6 +345,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
     _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
+    keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))

@@ -7,7 +7,8 @@ cross-replica context (summed over every replica's examples). Each replica's los
 scaled by its share of the global batch, so the summed gradients are the global batch's, exactly,
 uneven last batch included. ``predict`` gathers every replica's outputs (all workers') in order;
 shuffled ``fit`` across workers starts each epoch from the chief's RNG state. Only public Keras
-names here, plus ``keras3.loss_tracker``.
+names here, plus ``keras3.loss_tracker`` and ``Model._compute_loss`` (Keras's own steps call it: it drops
+``training`` for a ``compute_loss`` override written without it, as keras.io's knowledge distillation's).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
         else:
             with keras3_dropout.batch_slice(sizes, context.current_replica_context()._global_replica_id):
                 y_pred = model(x, training=True)
-            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+            loss = model._compute_loss(x, y, y_pred, sample_weight, training=True)   # Keras's step calls it so
             loss_tracker.update_state(loss, sample_weight=size)
             model.optimizer.scale_loss(loss * (size / global_size)).backward()
             grads = [t.grad for t in values]
@@ -109,8 +110,9 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
         size = _leading(x)
         if size == 0:
             return
-        y_pred = model(x, training=False)
-        loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
+            y_pred = model(x, training=False)   # (a VAE's Sampling draws in evaluate too: keras3_random)
+        loss = model._compute_loss(x, y, y_pred, sample_weight, training=False)
         loss_tracker.update_state(loss, sample_weight=size)
         model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
@@ -130,7 +132,8 @@ def predict_function(keras: Any, model: Any, strategy: Any) -> Any:
     split = _Splitter(strategy)
 
     def replica_step(local: Any) -> Any:
-        return model.predict_step(local)  # Keras's or the model's own; an empty slice gives an empty output
+        with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
+            return model.predict_step(local)  # Keras's or the model's own; an empty slice gives an empty output
 
     def step(data: Any) -> Any:
         parts, _ = split(data[0])

@@ -77,6 +77,15 @@ def huber(y_true, y_pred, delta=1.0):
     return F.huber_loss(y_pred, y_true, reduction="none", delta=delta).mean(dim=-1)
 
 
+def kl_divergence(y_true, y_pred):
+    """Kullback-Leibler divergence ``sum(y_true * log(y_true / y_pred))`` over the last axis, both clipped to
+    [epsilon, 1] as Keras clips them (keras.io's knowledge distillation compares softened predictions)."""
+    y_true, y_pred = _float(y_true, y_pred)
+    y_true = y_true.clamp(backend.epsilon(), 1.0)
+    y_pred = y_pred.clamp(backend.epsilon(), 1.0)
+    return torch.sum(y_true * torch.log(y_true / y_pred), dim=-1)
+
+
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     """Cross-entropy of independent 0/1 targets; probabilities are clipped to [eps, 1-eps].
 
@@ -258,6 +267,13 @@ class Huber(LossFunctionWrapper):
         super().__init__(huber, reduction, name, delta=delta)
 
 
+class KLDivergence(LossFunctionWrapper):
+    """Kullback-Leibler divergence between two probability distributions (last axis)."""
+
+    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence"):
+        super().__init__(kl_divergence, reduction, name)
+
+
 class BinaryCrossentropy(LossFunctionWrapper):
     """Binary cross-entropy (``from_logits`` for raw scores)."""
 
@@ -287,14 +303,16 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
 
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
+kld = KLD = kl_divergence
 
 _FUNCTIONS = {
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error, "MSE": mean_squared_error,
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error, "MAE": mean_absolute_error,
     "binary_crossentropy": binary_crossentropy, "categorical_crossentropy": categorical_crossentropy,
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy, "huber": huber, "huber_loss": huber,
+    "kl_divergence": kl_divergence, "kld": kl_divergence, "KLD": kl_divergence,
 }
-_CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError, Huber, BinaryCrossentropy,
+_CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError, Huber, KLDivergence, BinaryCrossentropy,
                                     CategoricalCrossentropy, SparseCategoricalCrossentropy)}
 
 

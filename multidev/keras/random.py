@@ -12,9 +12,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import torch
 
-from multidev.keras import backend
+from multidev.keras import backend, batch_draw
 from multidev.keras._missing import missing_names
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 
@@ -34,11 +37,30 @@ class SeedGenerator:
         return int(torch.randint(0, 2**62, (1,), generator=self.generator))
 
 
+#: Set while a pass must leave every stream as it found it (``unconsumed``).
+_UNCONSUMED: contextvars.ContextVar[bool] = contextvars.ContextVar("md_keras_random_unconsumed", default=False)
+
+
+@contextlib.contextmanager
+def unconsumed():
+    """``md.keras.random`` draws inside leave their streams where they were (a ``SeedGenerator`` or torch's global
+    generator lends a copy of its state). For a pass one device never makes: the forward pass that builds a
+    lazily-built model before its first distributed step (a VAE's ``Sampling`` would otherwise shift its noise);
+    the weights it initializes still draw from torch's generator, as one device's first step does."""
+    token = _UNCONSUMED.set(True)
+    try:
+        yield
+    finally:
+        _UNCONSUMED.reset(token)
+
+
 def _generator(seed):
     """The torch generator for a Keras ``seed`` (None: the global one)."""
     if seed is None:
-        return None
+        return torch.Generator().set_state(torch.get_rng_state()) if _UNCONSUMED.get() else None
     if isinstance(seed, SeedGenerator):
+        if _UNCONSUMED.get():
+            return torch.Generator().set_state(seed.generator.get_state())
         return seed.generator
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"Argument `seed` must be an int, a keras.random.SeedGenerator or None. Received: seed={seed!r}")
@@ -56,33 +78,48 @@ def _shape(shape):
     return tuple(int(s) for s in shape) if isinstance(shape, (list, tuple)) else (int(shape),)
 
 
+def _over_batch(draw, shape):
+    """``draw(shape)``; inside a Keras step on replicas, this replica's rows of the global batch's draw
+    (``batch_draw``: one device's numbers, never the same rows on two replicas)."""
+    shape = _shape(shape)
+    if not shape:
+        return draw(shape)
+    return batch_draw.rows(lambda n: draw((n, *shape[1:])), shape[0])
+
+
 def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Samples of N(mean, stddev**2)."""
-    out = torch.randn(_shape(shape), generator=_generator(seed), dtype=_float_dtype(dtype))
+    generator, dtype = _generator(seed), _float_dtype(dtype)
+    out = _over_batch(lambda s: torch.randn(s, generator=generator, dtype=dtype), shape)
     return out * stddev + mean
 
 
 def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     """Samples of U[minval, maxval)."""
-    out = torch.rand(_shape(shape), generator=_generator(seed), dtype=_float_dtype(dtype))
+    generator, dtype = _generator(seed), _float_dtype(dtype)
+    out = _over_batch(lambda s: torch.rand(s, generator=generator, dtype=dtype), shape)
     return out * (maxval - minval) + minval
 
 
 def randint(shape, minval, maxval, dtype="int32", seed=None):
     """Integers in [minval, maxval)."""
-    return torch.randint(int(minval), int(maxval), _shape(shape), generator=_generator(seed),
-                         dtype=standardize_dtype(dtype))
+    generator, dtype = _generator(seed), standardize_dtype(dtype)
+    return _over_batch(lambda s: torch.randint(int(minval), int(maxval), s, generator=generator, dtype=dtype), shape)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """N(mean, stddev**2) samples redrawn until within two standard deviations of the mean."""
     generator, dtype = _generator(seed), _float_dtype(dtype)
-    out = torch.randn(_shape(shape), generator=generator, dtype=dtype)
-    outside = out.abs() > 2
-    while outside.any():
-        out[outside] = torch.randn(int(outside.sum()), generator=generator, dtype=dtype)
+
+    def draw(s):
+        out = torch.randn(s, generator=generator, dtype=dtype)
         outside = out.abs() > 2
-    return out * stddev + mean
+        while outside.any():
+            out[outside] = torch.randn(int(outside.sum()), generator=generator, dtype=dtype)
+            outside = out.abs() > 2
+        return out
+
+    return _over_batch(draw, shape) * stddev + mean
 
 
 def dropout(inputs, rate, noise_shape=None, seed=None):

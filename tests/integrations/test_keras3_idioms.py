@@ -63,9 +63,6 @@ RAISED_ALIKE = {"steps_per_execution": "ValueError"}
 KNOWN_DIFFERENCES = {
     "batch_norm": "a BatchNormalization without synchronized=True normalizes each replica's slice with its own "
                   "moments, as TensorFlow's MirroredStrategy does (synchronized=True: batch_norm_synchronized)",
-    "random_in_a_layer": "keras.random.normal with a layer's SeedGenerator: replica r > 0 draws from a seed stream "
-                         "offset by r (one device draws once for the whole batch); the seed state advances alike. "
-                         "(Dropout draws the global batch's mask once and each replica keeps its rows)",
 }
 
 

@@ -29,7 +29,8 @@ class Recording(models.Model):
 
     def _record(self, data):
         step = step_inputs.current()
-        self.seen.append((step.kind, step.global_batch_size, len(step.metric_states), int(data[0].shape[0]),
+        x, _, _ = md.keras.utils.unpack_x_y_sample_weight(data)   # predict's data is x itself, as in Keras
+        self.seen.append((step.kind, step.global_batch_size, len(step.metric_states), int(x.shape[0]),
                           replica_env().replica_id))
 
     def train_step(self, data):

@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from multidev.keras import activations, initializers, regularizers
+from multidev.keras import activations, batch_draw, initializers, regularizers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 
@@ -86,6 +86,12 @@ class Dropout(Layer):
         self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
 
     def call(self, inputs, training=False):
+        if training and 0 < self.rate < 1 and inputs.dim() > 0 and batch_draw.in_step():
+            # On replicas in fit: the rows of one device's mask for the global batch (not one mask per replica)
+            shape, dtype, device = tuple(inputs.shape[1:]), inputs.dtype, inputs.device
+            noise = batch_draw.rows(lambda n: F.dropout(torch.ones((n, *shape), dtype=dtype, device=device),
+                                                        self.rate, training=True), inputs.shape[0])
+            return inputs * noise.to(inputs.device)
         return F.dropout(inputs, self.rate, training=bool(training))
 
     def get_config(self):
@@ -95,8 +101,8 @@ class Dropout(Layer):
 class Flatten(Layer):
     """Flattens all but the batch axis."""
 
-    def call(self, inputs):
-        return inputs.reshape(inputs.shape[0], -1)
+    def call(self, inputs):   # (no -1: an empty slice of a small last batch on replicas has 0 rows)
+        return inputs.reshape(inputs.shape[0], math.prod(inputs.shape[1:]))
 
 
 class Reshape(Layer):

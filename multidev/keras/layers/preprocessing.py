@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from multidev.keras import backend
+from multidev.keras import backend, batch_draw
 from multidev.keras.layers.base import Layer
 
 
@@ -146,7 +146,7 @@ class RandomFlip(Layer):
         self._rng = _generator(seed)
 
     def _flip(self, x, axis):
-        coin = torch.rand(x.shape[0], generator=self._rng) < 0.5
+        coin = batch_draw.rows(lambda n: torch.rand(n, generator=self._rng), x.shape[0]) < 0.5   # one device's coins
         coin = coin.to(x.device).view(-1, *([1] * (x.dim() - 1)))
         return torch.where(coin, x.flip(axis), x)
 
@@ -199,7 +199,7 @@ class RandomRotation(Layer):
             return inputs
         x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
         n = x.shape[0]
-        u = torch.rand(n, generator=self._rng, dtype=torch.float64)
+        u = batch_draw.rows(lambda k: torch.rand(k, generator=self._rng, dtype=torch.float64), n)
         angle = ((self.lower + (self.upper - self.lower) * u) * 2 * math.pi).to(x.dtype).to(x.device)
         cos, sin = torch.cos(angle), torch.sin(angle)
         zero = torch.zeros_like(cos)

@@ -48,6 +48,25 @@ def _replicated_strategy():
     return strategy if extended.num_local_replicas > 1 or extended.num_workers > 1 else None
 
 
+def _tagging_result(result):
+    """``result`` that, inside a Keras step on a strategy, tags the tensor it returns with its metric: a custom
+    ``train_step`` returning ``{"loss": self.total_loss_tracker.result()}`` (keras.io's VAE) names it otherwise,
+    and the step's logs read that metric once merged (``strategy_runner._logs``), not the replica's own part."""
+    def tagged(self, *args, **kwargs):
+        out = result(self, *args, **kwargs)
+        if isinstance(out, torch.Tensor) and metric_store() is not None:
+            out._md_result_of = self
+        return out
+
+    tagged.__doc__, tagged.__name__, tagged.__qualname__ = result.__doc__, result.__name__, result.__qualname__
+    return tagged
+
+
+def result_of(value):
+    """The metric whose ``result()`` (in a Keras step on a strategy) ``value`` is, or None."""
+    return getattr(value, "_md_result_of", None)
+
+
 def sum_states_across_workers(extended, states: list[dict]) -> None:
     """Replace every tensor of ``states`` by its sum over the workers: one flat all-reduce
     (float64, so counts stay exact). Every worker must call it with the same structure."""
@@ -63,6 +82,11 @@ def sum_states_across_workers(extended, states: list[dict]) -> None:
 
 class Metric:
     """Base class: ``update_state`` accumulates, ``result`` reads, ``reset_state`` zeroes, ``merge_state`` sums."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "result" in cls.__dict__:
+            cls.result = _tagging_result(cls.__dict__["result"])
 
     def __init__(self, name=None, dtype=None):
         self.name = name or backend.to_snake_case(type(self).__name__)

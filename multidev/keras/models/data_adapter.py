@@ -73,9 +73,11 @@ def unpack_x_y_sample_weight(data):
 
 
 def pack_x_y_sample_weight(x, y=None, sample_weight=None):
-    """Inverse of ``unpack_x_y_sample_weight``."""
+    """Inverse of ``unpack_x_y_sample_weight``. Without ``y``: ``x`` itself unless it is a tuple or list (then
+    ``(x,)``), as tf.keras and Keras 3 pack it, so ``fit(x)``'s ``train_step(data)`` gets the images themselves
+    (keras.io's Keras 3 VAE feeds ``data`` to its encoder as it is)."""
     if y is None:
-        return (x,)
+        return (x,) if isinstance(x, (tuple, list)) else x
     return (x, y) if sample_weight is None else (x, y, sample_weight)
 
 

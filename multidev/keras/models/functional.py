@@ -14,6 +14,7 @@ from torch import nn
 from multidev.keras import backend
 from multidev.keras.layers.input_layer import InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor, flatten, map_structure
+from multidev.keras.models import input_dtypes
 from multidev.keras.models.model import Model
 
 
@@ -166,7 +167,8 @@ class Functional(Model):
         return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
     def call(self, inputs, training=None):
-        values = {id(kt): v for kt, v in zip(flatten(self._inputs), self._flatten_inputs(inputs))}
+        values = {id(kt): input_dtypes.conform(v, kt.dtype)
+                  for kt, v in zip(flatten(self._inputs), self._flatten_inputs(inputs))}
         for node in self._nodes:
             if isinstance(node.layer, InputLayer):
                 continue

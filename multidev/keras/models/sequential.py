@@ -18,6 +18,7 @@ from multidev.keras import backend
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor
+from multidev.keras.models import input_dtypes
 from multidev.keras.models.model import Model
 
 
@@ -130,7 +131,7 @@ class Sequential(Model):
     def call(self, inputs, training=None):
         if not self.layers:
             raise ValueError(f'Sequential model "{self.name}" has no layers: add layers before calling it.')
-        x = inputs
+        x = input_dtypes.conform(inputs, self._input_dtype)
         for layer in self.layers:
             x = layer(x)
         return x

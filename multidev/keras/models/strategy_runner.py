@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from multidev.distribute.batch_split import split_element
-from multidev.keras.metrics.base import sum_states_across_workers
+from multidev.keras.metrics.base import result_of, sum_states_across_workers
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
@@ -103,7 +103,14 @@ def _logs(model, metrics: list, returned: Any) -> dict:
     flat = {}
     for key, value in returned.items():
         flat.update(value if isinstance(value, dict) else {key: value})   # compile_metrics: its entries
-    return {key: merged.get(key, value) for key, value in flat.items()}
+    return {key: merged[key] if key in merged else _merged_result(value) for key, value in flat.items()}
+
+
+def _merged_result(value):
+    """A returned value that is a metric's ``result()`` under another name ({"loss": tracker.result()}): that
+    metric's result once every replica's part is merged; any other value as replica 0 returned it."""
+    metric = result_of(value)
+    return value if metric is None else metric.result()
 
 
 def _is_distributed(data: Any) -> bool:
@@ -117,9 +124,11 @@ def ensure_built(model, strategy, data) -> None:
         return
     from multidev.keras.models.data_adapter import unpack_x_y_sample_weight
 
+    from multidev.keras import random
+
     x, _, _ = unpack_x_y_sample_weight(data)
     sample = _first_examples(x)
-    with strategy.scope(), torch.no_grad():
+    with strategy.scope(), torch.no_grad(), random.unconsumed():   # one device makes no such pass: draw nothing
         model(sample, training=False)
 
 

@@ -3,7 +3,9 @@ g_optimizer, loss_fn)`` (two optimizers, two ``Mean`` trackers), latent vectors 
 the model's ``SeedGenerator``, label noise, a discriminator with ``Dropout(0.2)`` and a ``Conv2DTranspose``
 generator. keras.io's step uses ``tf.GradientTape``; here it is the torch backend's form from keras.io's guide
 "Customizing what happens in fit() with PyTorch" (its GAN: ``zero_grad``, ``backward``, ``optimizer.apply``,
-``keras.random.uniform`` label noise, ``self.built = True``).
+``keras.random.uniform`` label noise, ``self.built = True``). One change: the noisy labels are capped at 1
+(torch's binary cross-entropy refuses targets above 1: keras.io's line raises "all elements of target should be
+between 0 and 1" on one device with the torch backend).
 
 Shrunk: 8x8 RGB synthetic "faces" (32 images), 4/8 filters, latent_dim 4, 1 epoch of batch 8.
 """
@@ -52,6 +54,7 @@ def run(keras, strategy, workdir, scale=1):
             labels = ops.concatenate([ops.ones((batch_size, 1)), ops.zeros((batch_size, 1))], axis=0)
             # Add random noise to the labels - important trick!
             labels += 0.05 * keras.random.uniform(ops.shape(labels), seed=self.seed_generator)
+            labels = ops.minimum(labels, 1.0)   # (the one change: see the module docstring)
             # Train the discriminator
             self.zero_grad()
             predictions = self.discriminator(combined_images)
