@@ -1,7 +1,9 @@
 """Keras losses (classes with reductions, and function forms returning per-sample losses).
 
 Function forms average over the last axis and return one value per sample; classes apply
-``sample_weight`` and a reduction: 'sum_over_batch_size' (default, also 'auto'), 'sum' or 'none'.
+``sample_weight`` and a reduction, Keras 3's: 'sum_over_batch_size' (default) or 'mean', 'sum',
+'mean_with_sample_weight', 'none' or None (Keras 2's 'auto' raises, as in TensorFlow 2.21). More losses:
+``losses_extra``.
 
 Example:
     loss = md.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -14,6 +16,7 @@ from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
+from multidev._core.errors import InvalidArgumentError
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.keras import backend, step_inputs
@@ -21,18 +24,23 @@ from multidev.keras.activations import take_logits
 
 
 class Reduction:
-    """Names of the loss reductions."""
+    """Names of the loss reductions Keras 3 accepts (``None`` = 'none'); Keras 2's 'auto' is refused."""
 
     AUTO = "auto"
     NONE = "none"
     SUM = "sum"
     SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
-    _ALL = (AUTO, NONE, SUM, SUM_OVER_BATCH_SIZE)
+    MEAN = "mean"
+    MEAN_WITH_SAMPLE_WEIGHT = "mean_with_sample_weight"
+    _ALL = (SUM_OVER_BATCH_SIZE, SUM, NONE, None, MEAN, MEAN_WITH_SAMPLE_WEIGHT)
 
     @classmethod
     def validate(cls, reduction):
         if reduction not in cls._ALL:
-            raise ValueError(f"Invalid Reduction Key: {reduction!r}. Expected keys are {list(cls._ALL)}.")
+            hint = (" 'auto' was Keras 2's default; Keras 3 (TensorFlow 2.21's tf.keras) removed it: use "
+                    "'sum_over_batch_size'." if reduction == cls.AUTO else "")
+            raise ValueError(f"Invalid Reduction Key: {reduction!r}. Expected keys are {list(cls._ALL)} "
+                             f"(Keras 3's).{hint}")
 
 
 def _as_tensor(x, like=None):
@@ -43,12 +51,13 @@ def _as_tensor(x, like=None):
 
 
 def _align(y_true, y_pred):
-    """Squeeze or expand ``y_true`` by one trailing size-1 axis to match ``y_pred``'s rank (Keras rule)."""
+    """Keras's rule: when the ranks differ by one and the longer ends in 1, squeeze that axis (or, when
+    the other is rank 1, expand the other)."""
     y_true, y_pred = _as_tensor(y_true, y_pred if isinstance(y_pred, torch.Tensor) else None), _as_tensor(y_pred)
-    if y_true.ndim == y_pred.ndim - 1 and y_pred.shape[-1] == 1:
-        y_true = y_true.unsqueeze(-1)
-    elif y_pred.ndim == y_true.ndim - 1 and y_true.shape[-1] == 1:
-        y_true = y_true.squeeze(-1)
+    if y_pred.ndim == y_true.ndim + 1 and y_pred.shape[-1] == 1:
+        return (y_true.unsqueeze(-1), y_pred) if y_true.ndim == 1 else (y_true, y_pred.squeeze(-1))
+    if y_true.ndim == y_pred.ndim + 1 and y_true.shape[-1] == 1:
+        return (y_true, y_pred.unsqueeze(-1)) if y_pred.ndim == 1 else (y_true.squeeze(-1), y_pred)
     return y_true, y_pred
 
 
@@ -155,7 +164,11 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1, 
     else:
         logp = torch.log(y_pred.clamp(backend.epsilon(), 1.0 - backend.epsilon()))
     loss = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    return loss if valid is None else loss * valid
+    if valid is None:
+        return loss
+    loss = torch.where(valid, loss, torch.zeros_like(loss))
+    loss._keras_mask = valid      # a mean reduction averages over the kept entries, as Keras 3's
+    return loss
 
 
 class Loss:
@@ -175,7 +188,7 @@ class Loss:
         summed gradients equal one device's (Keras 3 on TensorFlow divides by the replica count)."""
         losses = self.call(y_true, y_pred)
         reduced = reduce_weighted(losses, sample_weight, self.reduction)
-        if self.reduction in (Reduction.NONE, Reduction.SUM) or losses.ndim == 0:
+        if self.reduction in (Reduction.NONE, None, Reduction.SUM) or reduced.ndim > 0 or losses.ndim == 0:
             return reduced
         batch = int(losses.shape[0])
         share = step_inputs.replica_share(batch)
@@ -206,8 +219,65 @@ def _scaled_for_distribution(loss):
     return loss / replicas
 
 
-def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size"):
-    """Multiply per-sample ``losses`` by ``sample_weight`` (broadcast) and reduce."""
+def _same_rank(values, weights):
+    """Keras's rule: when ranks differ by one and the longer ends in 1, squeeze it (or expand a rank-1
+    other side); any other mismatch is left to broadcasting."""
+    if weights.ndim == values.ndim + 1 and weights.shape[-1] == 1:
+        return (values.unsqueeze(-1), weights) if values.ndim == 1 else (values, weights.squeeze(-1))
+    if values.ndim == weights.ndim + 1 and values.shape[-1] == 1:
+        return (values, weights.unsqueeze(-1)) if weights.ndim == 1 else (values.squeeze(-1), weights)
+    return values, weights
+
+
+def _weights_with_mask(sample_weight, mask, losses, reduction):
+    """A Keras mask on the losses (``ignore_class``) folded into the weights: with a mean reduction a
+    kept entry weighs ``total / kept``, so the mean is over the kept entries, as in Keras 3."""
+    if mask is None:
+        return sample_weight
+    mask = mask.to(losses.dtype)
+    if reduction in ("mean", "sum_over_batch_size"):
+        kept = mask.sum()
+        mask = mask * torch.where(kept > 0, mask.numel() / kept, torch.zeros_like(kept))
+    if sample_weight is None:
+        return mask
+    return _multiply(*_same_rank(mask, sample_weight))
+
+
+def _multiply(losses, weights):
+    """losses * weights, a shape mismatch raising TensorFlow's InvalidArgumentError with a hint."""
+    try:
+        return losses * weights
+    except RuntimeError as e:
+        raise InvalidArgumentError(
+            f"Incompatible shapes: losses {list(losses.shape)} and sample_weight {list(weights.shape)}: a "
+            "sample_weight must match the losses' shape or broadcast to it (for a sequence output, give "
+            "one weight per timestep, shape (batch, timesteps)).") from e
+
+
+def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size", mask=None):
+    """Weight per-sample ``losses`` and reduce them as Keras 3 does: a weight of one rank more or less
+    ending in 1 is squeezed or expanded, anything else must broadcast (else InvalidArgumentError, as
+    TensorFlow's); 'mean_with_sample_weight' divides by the weights' sum, the means by the count."""
+    if mask is None:
+        mask = getattr(losses, "_keras_mask", None)
+    sw = sample_weight if sample_weight is None else _as_tensor(sample_weight, losses).to(losses.dtype)
+    sw = _weights_with_mask(sw, mask, losses, reduction)
+    if sw is not None:
+        losses, sw = _same_rank(losses, sw)
+        losses = _multiply(losses, sw)
+    if reduction in (None, "none") or losses.ndim == 0 or tuple(losses.shape) == (0,):
+        return losses
+    total = losses.sum()
+    if reduction == "sum":
+        return total
+    divisor = sw.sum() if reduction == "mean_with_sample_weight" and sw is not None else losses.numel()
+    divisor = torch.as_tensor(divisor, dtype=total.dtype, device=total.device)
+    return torch.where(divisor != 0, total / divisor, torch.zeros_like(total))   # Keras's divide_no_nan
+
+
+def reduce_weighted_lenient(losses, sample_weight=None, reduction="sum_over_batch_size"):
+    """The compiled loss's weighting: a (batch,) weight also weighs every timestep of a sequence
+    loss (Keras 3 refuses that shape; multidev's ``fit`` kept accepting it)."""
     if sample_weight is not None:
         sw = _as_tensor(sample_weight, losses).to(losses.dtype)
         while sw.ndim > losses.ndim and sw.shape[-1] == 1:
@@ -218,9 +288,7 @@ def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size")
     if reduction == "none":
         return losses
     total = losses.sum()
-    if reduction == "sum":
-        return total
-    return total / max(losses.numel(), 1)
+    return total if reduction == "sum" else total / max(losses.numel(), 1)
 
 
 class LossFunctionWrapper(Loss):
@@ -279,10 +347,10 @@ class CategoricalCrossentropy(LossFunctionWrapper):
 class SparseCategoricalCrossentropy(LossFunctionWrapper):
     """Cross-entropy for integer labels."""
 
-    def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
+    def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size", axis=-1,
                  name="sparse_categorical_crossentropy"):
         super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits,
-                         ignore_class=ignore_class)
+                         ignore_class=ignore_class, axis=axis)
 
 
 mse = MSE = mean_squared_error
@@ -302,27 +370,46 @@ def get(identifier):
     """Resolve a loss name ('mse', 'sparse_categorical_crossentropy', 'MeanSquaredError', ...), object or callable."""
     if identifier is None or isinstance(identifier, Loss) or callable(identifier) and not isinstance(identifier, type):
         return identifier
+    functions, classes = _registries()
     if isinstance(identifier, dict):
-        return _CLASSES[identifier["class_name"]].from_config(identifier.get("config", {}))
+        return classes[identifier["class_name"]].from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
-        if identifier in _FUNCTIONS:
-            return _FUNCTIONS[identifier]
-        if identifier in _CLASSES:
-            return _CLASSES[identifier]()
+        if identifier in functions:
+            return functions[identifier]
+        if identifier in classes:
+            return classes[identifier]()
     raise ValueError(f"Could not interpret loss identifier: {identifier!r}. Valid names: "
-                     f"{sorted(set(_FUNCTIONS) | set(_CLASSES))}, a Loss instance or a callable(y_true, y_pred).")
+                     f"{sorted(set(functions) | set(classes))}, a Loss instance or a callable(y_true, y_pred).")
+
+
+def _registries():
+    """Names of this module's losses and ``losses_extra``'s (imported late: it builds on this module)."""
+    from multidev.keras import losses_extra
+
+    return {**_FUNCTIONS, **losses_extra.FUNCTIONS}, {**_CLASSES, **losses_extra.CLASSES}
 
 
 def serialize(loss):
     """Config form of a loss (a name for functions, class_name/config for built-in classes)."""
     if isinstance(loss, str):
         return loss
-    if isinstance(loss, Loss) and type(loss).__name__ in _CLASSES:
+    functions, classes = _registries()
+    if isinstance(loss, Loss) and type(loss).__name__ in classes:
         config = loss.get_config()
         return {"class_name": type(loss).__name__, "config": config}
-    for name, fn in _FUNCTIONS.items():
+    for name, fn in functions.items():
         if fn is loss:
             return name
     return getattr(loss, "__name__", None)
 
-__getattr__ = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?
+_missing = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?
+
+
+def __getattr__(name):
+    """Keras 3's other losses live in ``losses_extra``; any other name: does Keras 3 have it?"""
+    if not name.startswith("__"):
+        from multidev.keras import losses_extra
+
+        if hasattr(losses_extra, name) and not name.startswith("_"):
+            return getattr(losses_extra, name)
+    return _missing(name)

@@ -16,6 +16,11 @@ from multidev.keras.metrics.mean_metrics import (Accuracy, BinaryAccuracy, Binar
                                              SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy)
 from multidev.keras.metrics.base import Mean, MeanMetricWrapper, Metric, Reduce, Sum
 from multidev.keras.metrics.confusion import AUC, Precision, Recall
+from multidev.keras.metrics.error_metrics import (CategoricalHinge, CosineSimilarity, Hinge, KLDivergence,
+                                                  LogCoshError, MeanAbsolutePercentageError,
+                                                  MeanSquaredLogarithmicError, Poisson, RootMeanSquaredError,
+                                                  SquaredHinge)
+from multidev.keras.metrics import error_metrics as _error_metrics
 from multidev.keras.metrics.counts import FalseNegatives, FalsePositives, TrueNegatives, TruePositives
 from multidev.keras.metrics.functions import (accuracy, binary_accuracy, categorical_accuracy,
                                               sparse_categorical_accuracy, sparse_top_k_categorical_accuracy,
@@ -25,7 +30,7 @@ _CLASSES = {c.__name__: c for c in (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, MeanSquaredError, MeanAbsoluteError, Mean, Sum, Precision, Recall, AUC,
     BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, TruePositives, FalsePositives,
-    TrueNegatives, FalseNegatives)}
+    TrueNegatives, FalseNegatives, *_error_metrics.CLASSES)}
 _NAMES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "mae": MeanAbsoluteError,
     "mean_absolute_error": MeanAbsoluteError, "binary_accuracy": BinaryAccuracy,
@@ -36,6 +41,11 @@ _NAMES = {
     "true_negatives": TrueNegatives, "false_negatives": FalseNegatives, "binary_crossentropy": BinaryCrossentropy,
     "categorical_crossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
+    "mape": MeanAbsolutePercentageError, "mean_absolute_percentage_error": MeanAbsolutePercentageError,
+    "msle": MeanSquaredLogarithmicError, "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
+    "cosine_similarity": CosineSimilarity, "logcosh": LogCoshError, "log_cosh": LogCoshError,
+    "kl_divergence": KLDivergence, "kld": KLDivergence, "poisson": Poisson, "hinge": Hinge,
+    "squared_hinge": SquaredHinge, "categorical_hinge": CategoricalHinge,
 }
 # Resolved from the loss and the shapes at the first batch (see models.compile_utils).
 SHAPE_DEPENDENT = ("accuracy", "acc", "crossentropy", "ce")
@@ -71,7 +81,9 @@ __all__ = [
     "SparseCategoricalCrossentropy", "accuracy", "binary_accuracy", "categorical_accuracy",
     "sparse_categorical_accuracy", "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",
     "mean_squared_error", "mean_absolute_error", "mse", "mae", "binary_crossentropy", "categorical_crossentropy",
-    "sparse_categorical_crossentropy", "get", "serialize",
+    "sparse_categorical_crossentropy", "get", "serialize", "MeanAbsolutePercentageError",
+    "MeanSquaredLogarithmicError", "CosineSimilarity", "LogCoshError", "KLDivergence", "Poisson", "Hinge",
+    "SquaredHinge", "CategoricalHinge", "RootMeanSquaredError",
 ]
 
 __getattr__ = missing_names(__name__, 'metrics', globals())  # unknown names: does Keras 3 have them?

@@ -213,7 +213,14 @@ def broadcast_weights(sample_weight, values):
         sw = sw.squeeze(-1)
     while sw.ndim < values.ndim:
         sw = sw.unsqueeze(-1)
-    return torch.broadcast_to(sw, values.shape)
+    try:
+        return torch.broadcast_to(sw, values.shape)
+    except RuntimeError as e:
+        from multidev._core.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"Incompatible shapes: sample_weight {list(sw.shape)} does not broadcast to "
+                                   f"the metric's values {list(values.shape)}: give one weight per sample "
+                                   "(or per timestep for sequence outputs).") from e
 
 
 class Reduce(Metric):

@@ -59,7 +59,7 @@ class LossesContainer:
     def _reduce(per, sample_weight, divisor):
         if per.ndim == 0:                  # a user function that already reduced
             return per
-        summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
+        summed = losses_mod.reduce_weighted_lenient(per, sample_weight, "sum")
         return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
 
     def __call__(self, y_true, y_pred, sample_weight=None, regularization=None, regularization_losses=None,
