@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from multidev.distribute.replica_update import register_elementwise
-from multidev.keras.optimizers.rules import KerasRule, _slot
+from multidev.keras.optimizers.rules import KerasRule, _slot, moment_, scalar_type
 
 
 class AdadeltaRule(KerasRule):
@@ -51,14 +51,17 @@ class AdamaxRule(KerasRule):
         return ("momentum", "norm")
 
     def _update(self, group, params, grads, states):
-        beta_1 = group["beta_1"]
+        f = scalar_type(params[0].dtype)
         steps = self._next_steps(states)
         m, u = _slot(states, "momentum"), _slot(states, "norm")
-        torch._foreach_lerp_(m, grads, 1 - beta_1)
+        moment_(m, grads, 1 - group["beta_1"])
         torch._foreach_mul_(u, group["beta_2"])
         torch._foreach_maximum_(u, torch._foreach_abs(grads))
-        denom = torch._foreach_add(u, group["epsilon"])
-        torch._foreach_addcdiv_(params, m, denom, [-group["lr"] / (1 - beta_1 ** t) for t in steps])
+        denom = torch._foreach_add(u, group["epsilon"])     # (1 - b1^t) (u + eps), TensorFlow's order
+        torch._foreach_mul_(denom, [float(f(1) - f(group["beta_1"]) ** f(t)) for t in steps])
+        update = torch._foreach_mul(m, group["lr"])
+        torch._foreach_div_(update, denom)
+        torch._foreach_sub_(params, update)
 
 
 class FtrlRule(KerasRule):
