@@ -15,6 +15,7 @@ import threading
 import torch
 
 from multidev import nn
+from multidev.values import context
 from multidev.keras import losses as losses_mod
 from multidev.keras import metrics as metrics_mod
 from multidev.keras import step_inputs
@@ -56,9 +57,20 @@ class LossesContainer:
         return fn.call(y_true, y_pred) if isinstance(fn, losses_mod.Loss) else fn(y_true, y_pred)
 
     @staticmethod
-    def _reduce(per, sample_weight, divisor):
+    def _reduce(per, sample_weight, divisor, fn=None):
+        """This replica's part of the batch loss. A mean divides by the global batch; a Loss's 'sum'
+        sums (the replicas' sums add up to the batch's); a mean over a Keras mask (``ignore_class``) or
+        'mean_with_sample_weight' divides by this replica's own count, times 1/replicas, as Keras 3
+        on TensorFlow does (its 2-replica result then differs from its one-device one)."""
         if per.ndim == 0:                  # a user function that already reduced
             return per
+        reduction = fn.reduction if isinstance(fn, losses_mod.Loss) else "sum_over_batch_size"
+        if reduction == "sum":
+            return losses_mod.reduce_weighted_lenient(per, sample_weight, "sum")
+        masked = getattr(per, "_keras_mask", None) is not None
+        if reduction == "mean_with_sample_weight" and sample_weight is not None or masked and reduction in (
+                "sum_over_batch_size", "mean"):
+            return losses_mod.reduce_weighted(per, sample_weight, reduction) / _replicas()
         summed = losses_mod.reduce_weighted_lenient(per, sample_weight, "sum")
         return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
 
@@ -82,7 +94,7 @@ class LossesContainer:
                 continue
             per = self._per_sample(fn, yt, yp)
             sw = sample_weight[i] if isinstance(sample_weight, (list, tuple)) else sample_weight
-            value = self._reduce(per, sw, divisor)
+            value = self._reduce(per, sw, divisor, fn)
             if self.output_trackers and batch:
                 self.output_trackers[i].update_state(value.detach() * scale, sample_weight=batch)
             total = value * w if total is None else total + value * w
@@ -104,6 +116,12 @@ class LossesContainer:
     @property
     def metrics(self) -> list:
         return [self.tracker] + self.output_trackers
+
+
+def _replicas() -> int:
+    """The replica count of the running step (1 outside a strategy)."""
+    env = context.replica_env()
+    return env.replica_context.num_replicas_in_sync if env is not None else 1
 
 
 def _divisor(batch: int) -> int:
