@@ -389,6 +389,11 @@ def _registries():
     return {**_FUNCTIONS, **losses_extra.FUNCTIONS}, {**_CLASSES, **losses_extra.CLASSES}
 
 
+def deserialize(config):
+    """A loss from ``serialize``'s form (a name or ``{"class_name", "config"}``)."""
+    return get(config)
+
+
 def serialize(loss):
     """Config form of a loss (a name for functions, class_name/config for built-in classes)."""
     if isinstance(loss, str):

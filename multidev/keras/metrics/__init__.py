@@ -20,7 +20,15 @@ from multidev.keras.metrics.error_metrics import (CategoricalHinge, CosineSimila
                                                   LogCoshError, MeanAbsolutePercentageError,
                                                   MeanSquaredLogarithmicError, Poisson, RootMeanSquaredError,
                                                   SquaredHinge)
+from multidev.keras.losses import huber
+from multidev.keras.losses_extra import (binary_focal_crossentropy, categorical_focal_crossentropy, categorical_hinge,
+                                         hinge, kl_divergence, log_cosh, mean_absolute_percentage_error,
+                                         mean_squared_logarithmic_error, poisson, squared_hinge)
 from multidev.keras.metrics import error_metrics as _error_metrics
+from multidev.keras.metrics import scores as _scores
+from multidev.keras.metrics.scores import (IoU, BinaryIoU, F1Score, FBetaScore, MeanIoU, OneHotIoU, OneHotMeanIoU,
+                                           PrecisionAtRecall, R2Score, RecallAtPrecision, SensitivityAtSpecificity,
+                                           SpecificityAtSensitivity)
 from multidev.keras.metrics.counts import FalseNegatives, FalsePositives, TrueNegatives, TruePositives
 from multidev.keras.metrics.functions import (accuracy, binary_accuracy, categorical_accuracy,
                                               sparse_categorical_accuracy, sparse_top_k_categorical_accuracy,
@@ -30,7 +38,7 @@ _CLASSES = {c.__name__: c for c in (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, MeanSquaredError, MeanAbsoluteError, Mean, Sum, Precision, Recall, AUC,
     BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, TruePositives, FalsePositives,
-    TrueNegatives, FalseNegatives, *_error_metrics.CLASSES)}
+    TrueNegatives, FalseNegatives, *_error_metrics.CLASSES, *_scores.CLASSES)}
 _NAMES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "mae": MeanAbsoluteError,
     "mean_absolute_error": MeanAbsoluteError, "binary_accuracy": BinaryAccuracy,
@@ -69,6 +77,11 @@ def get(identifier, name=None) -> Metric:
                      "callable(y_true, y_pred).")
 
 
+def deserialize(config: dict) -> Metric:
+    """A metric from ``serialize``'s form (or a name)."""
+    return get(config)
+
+
 def serialize(metric: Metric) -> dict:
     """Config form of a built-in metric."""
     return {"class_name": type(metric).__name__, "config": metric.get_config()}
@@ -83,7 +96,11 @@ __all__ = [
     "mean_squared_error", "mean_absolute_error", "mse", "mae", "binary_crossentropy", "categorical_crossentropy",
     "sparse_categorical_crossentropy", "get", "serialize", "MeanAbsolutePercentageError",
     "MeanSquaredLogarithmicError", "CosineSimilarity", "LogCoshError", "KLDivergence", "Poisson", "Hinge",
-    "SquaredHinge", "CategoricalHinge", "RootMeanSquaredError",
+    "SquaredHinge", "CategoricalHinge", "RootMeanSquaredError", "IoU", "MeanIoU", "BinaryIoU", "OneHotIoU",
+    "OneHotMeanIoU", "FBetaScore", "F1Score", "R2Score", "PrecisionAtRecall", "RecallAtPrecision",
+    "SensitivityAtSpecificity", "SpecificityAtSensitivity", "deserialize", "huber", "binary_focal_crossentropy",
+    "categorical_focal_crossentropy", "categorical_hinge", "hinge", "kl_divergence", "log_cosh",
+    "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "poisson", "squared_hinge",
 ]
 
 __getattr__ = missing_names(__name__, 'metrics', globals())  # unknown names: does Keras 3 have them?

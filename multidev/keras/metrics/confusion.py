@@ -140,18 +140,6 @@ class AUC(Metric):
 
     _COUNTS = ("true_positives", "false_positives", "true_negatives", "false_negatives")
 
-    def _build_labels(self, labels: int):
-        """Multi-label counts, one column per label: sized at the first update when ``num_labels`` is unset."""
-        shape = (self.num_thresholds, labels)
-        if self._initial["true_positives"].shape != shape:
-            for n in self._COUNTS:
-                self._initial[n] = torch.zeros(shape, dtype=self.dtype)
-                self._own[n] = torch.zeros(shape, dtype=self.dtype)
-        state = self._state()
-        for n in self._COUNTS:
-            if state[n].shape != shape:
-                state[n] = torch.zeros(shape, dtype=self.dtype)
-
     def update_state(self, y_true, y_pred, sample_weight=None):
         label_weights = None if self.multi_label else self.label_weights
         labels, preds, w = _prepare(y_true, y_pred, sample_weight, label_weights=label_weights,
@@ -159,7 +147,7 @@ class AUC(Metric):
         if self.from_logits:
             preds = torch.sigmoid(preds)
         if self.multi_label:
-            self._build_labels(preds.shape[-1])
+            self._shape_state(self._COUNTS, (self.num_thresholds, preds.shape[-1]))   # per label
         self._to_device(preds.device)
         tp, fp, tn, fn = _confusion(labels, preds, w, self.thresholds.to(preds.device))
         with torch.no_grad():
