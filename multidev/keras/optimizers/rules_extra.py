@@ -86,22 +86,22 @@ class FtrlRule(KerasRule):
         return super()._init_slot(name, param, group)
 
     def _update(self, group, params, grads, states):
-        lr, power = group["lr"], -group["learning_rate_power"]
+        lr, power = group["lr"], -group["learning_rate_power"]      # TensorFlow's order throughout
         l1 = group["l1_regularization_strength"]
-        l2 = group["l2_regularization_strength"] + group["beta"] / (2.0 * lr)
+        f = scalar_type(params[0].dtype)
+        l2 = float(f(group["l2_regularization_strength"]) + f(group["beta"]) / (f(2.0) * f(lr)))
         shrinkage = group["l2_shrinkage_regularization_strength"]
         acc, linear = _slot(states, "accumulator"), _slot(states, "linear")
-        new_acc = torch._foreach_addcmul(acc, grads, grads)
+        new_acc = torch._foreach_add(acc, torch._foreach_mul(grads, grads))
         new_pow = torch._foreach_pow(new_acc, power)
         change = torch._foreach_sub(new_pow, torch._foreach_pow(acc, power))
         torch._foreach_div_(change, lr)
         torch._foreach_mul_(change, params)
-        torch._foreach_add_(linear, grads)
-        if shrinkage:
-            torch._foreach_add_(linear, params, alpha=2 * shrinkage)
-        torch._foreach_sub_(linear, change)
+        step = torch._foreach_add(grads, torch._foreach_mul(params, 2 * shrinkage)) if shrinkage else list(grads)
+        step = torch._foreach_sub(step, change)
+        torch._foreach_add_(linear, step)
         quadratic = torch._foreach_div(new_pow, lr)
-        torch._foreach_add_(quadratic, 2 * l2)
+        torch._foreach_add_(quadratic, float(f(2) * f(l2)))
         value = torch._foreach_clamp_max(torch._foreach_clamp_min(linear, -l1), l1)
         torch._foreach_sub_(value, linear)
         torch._foreach_div_(value, quadratic)
