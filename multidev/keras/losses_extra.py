@@ -124,6 +124,52 @@ def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_l
     return (torch.pow(1.0 - output, gamma) * alpha * cce).sum(dim=axis)
 
 
+def dice(y_true, y_pred, axis=None):
+    """1 - 2 sum(y_true y_pred) / (sum(y_true) + sum(y_pred) + eps) over ``axis`` (None: everything)."""
+    y_true, y_pred = _float(y_true, y_pred)
+    total = lambda x: x.sum() if axis is None else x.sum(dim=axis)
+    return 1 - 2.0 * total(y_true * y_pred) / (total(y_true) + total(y_pred) + backend.epsilon())
+
+
+def tversky(y_true, y_pred, alpha=0.5, beta=0.5, axis=None):
+    """1 - TP / (TP + alpha FP + beta FN + eps) with soft counts over ``axis`` (None: everything)."""
+    y_true, y_pred = _float(y_true, y_pred)
+    total = lambda x: x.sum() if axis is None else x.sum(dim=axis)
+    tp = total(y_true * y_pred)
+    fp, fn = total((1 - y_pred) * y_true), total(y_pred * (1 - y_true))
+    return 1 - tp / (tp + fp * alpha + fn * beta + backend.epsilon())
+
+
+def categorical_generalized_cross_entropy(y_true, y_pred, q):
+    """(1 - p^q) / q with p the predicted probability of the integer label (robust to noisy labels)."""
+    y_pred = torch.as_tensor(y_pred)
+    y_pred = y_pred if y_pred.is_floating_point() else y_pred.float()
+    labels = torch.as_tensor(y_true, device=y_pred.device).long()
+    p = (y_pred * F.one_hot(labels, y_pred.shape[-1]).to(y_pred.dtype)).sum(-1)
+    return (1 - torch.pow(p, q)) / q
+
+
+def pearson_correlation(y_true, y_pred, axis=-1):
+    """Pearson's correlation along ``axis`` (population standard deviations)."""
+    y_true, y_pred = _float(y_true, y_pred)
+    t = y_true - y_true.mean(dim=axis, keepdim=True)
+    p = y_pred - y_pred.mean(dim=axis, keepdim=True)
+    t = t / t.std(dim=axis, keepdim=True, correction=0)
+    p = p / p.std(dim=axis, keepdim=True, correction=0)
+    return (t * p).mean(dim=axis)
+
+
+def concordance_correlation(y_true, y_pred, axis=-1):
+    """Lin's concordance correlation along ``axis``, in Keras 3's formula."""
+    y_true, y_pred = _float(y_true, y_pred)
+    t_mean, p_mean = y_true.mean(dim=axis, keepdim=True), y_pred.mean(dim=axis, keepdim=True)
+    t_var = (y_true - t_mean).var(dim=axis, keepdim=True, correction=0)
+    p_var = (y_pred - p_mean).var(dim=axis, keepdim=True, correction=0)
+    covar = (y_true - p_mean) * (y_pred - p_mean)
+    norm = t_var + p_var + torch.square(t_mean - p_mean)
+    return (2 * covar / (norm + backend.epsilon())).mean(dim=axis)
+
+
 def _wrapper(fn, default_name, doc, **defaults):
     """A LossFunctionWrapper subclass around ``fn`` whose constructor takes ``defaults`` as keywords."""
 
@@ -163,6 +209,20 @@ CategoricalFocalCrossentropy = _loss_class(
     "CategoricalFocalCrossentropy", categorical_focal_crossentropy, "categorical_focal_crossentropy",
     "Focal categorical cross-entropy.", alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1)
 
+Dice = _loss_class("Dice", dice, "dice", "Dice loss (1 - soft Dice coefficient).", axis=None)
+Tversky = _loss_class("Tversky", tversky, "tversky", "Tversky loss (1 - soft Tversky index).", alpha=0.5, beta=0.5,
+                      axis=None)
+
+
+class CategoricalGeneralizedCrossEntropy(LossFunctionWrapper):
+    """Generalized cross-entropy for integer labels, ``q`` in (0, 1) (q -> 0: cross-entropy; 1: MAE)."""
+
+    def __init__(self, q=0.5, reduction="sum_over_batch_size", name="categorical_generalized_cross_entropy"):
+        if not 0 < q < 1:
+            raise ValueError(f"q must be in the interval (0, 1). Received: q={q!r}")
+        super().__init__(categorical_generalized_cross_entropy, reduction, name, q=q)
+
+
 mape = MAPE = mean_absolute_percentage_error
 msle = MSLE = mean_squared_logarithmic_error
 kld = KLD = kullback_leibler_divergence = kl_divergence
@@ -170,12 +230,14 @@ logcosh = log_cosh
 
 CLASSES = {c.__name__: c for c in (
     MeanAbsolutePercentageError, MeanSquaredLogarithmicError, CosineSimilarity, LogCosh, KLDivergence, Poisson,
-    Hinge, SquaredHinge, CategoricalHinge, BinaryFocalCrossentropy, CategoricalFocalCrossentropy)}
+    Hinge, SquaredHinge, CategoricalHinge, BinaryFocalCrossentropy, CategoricalFocalCrossentropy, Dice, Tversky,
+    CategoricalGeneralizedCrossEntropy)}
 FUNCTIONS = {
     "mean_absolute_percentage_error": mape, "mape": mape, "MAPE": mape,
     "mean_squared_logarithmic_error": msle, "msle": msle, "MSLE": msle, "cosine_similarity": cosine_similarity,
     "log_cosh": log_cosh, "logcosh": log_cosh, "kl_divergence": kld, "kld": kld, "KLD": kld,
     "kullback_leibler_divergence": kld, "poisson": poisson, "hinge": hinge, "squared_hinge": squared_hinge,
     "categorical_hinge": categorical_hinge, "binary_focal_crossentropy": binary_focal_crossentropy,
-    "categorical_focal_crossentropy": categorical_focal_crossentropy,
+    "categorical_focal_crossentropy": categorical_focal_crossentropy, "dice": dice, "tversky": tversky,
+    "categorical_generalized_cross_entropy": categorical_generalized_cross_entropy,
 }

@@ -76,6 +76,9 @@ LOSSES = [
     ("BinaryFocalCrossentropy", {"apply_class_balancing": True, "gamma": 1.5, "from_logits": True},
      ["bin_logits"]),
     ("CategoricalFocalCrossentropy", {}, ["cat"]),
+    ("Dice", {}, ["bin"]), ("Dice", {"axis": -1}, ["bin", "bin3"]), ("Tversky", {"alpha": 0.3, "beta": 0.7}, ["bin"]),
+    ("Tversky", {"axis": -1}, ["bin"]), ("CategoricalGeneralizedCrossEntropy", {}, ["sparse"]),
+    ("CategoricalGeneralizedCrossEntropy", {"q": 0.2}, ["sparse_i32"]),
     ("CategoricalFocalCrossentropy", {"alpha": 0.5, "from_logits": True, "label_smoothing": 0.1},
      ["cat_logits"]),
 ]
@@ -116,6 +119,12 @@ METRICS = [
     ("OneHotMeanIoU", {"num_classes": 3}, ["cat"]),
     ("F1Score", {}, ["bin"]), ("F1Score", {"average": "macro", "threshold": 0.5}, ["cat"]),
     ("FBetaScore", {"beta": 2.0, "average": "micro", "threshold": 0.4}, ["bin"]), ("R2Score", {}, ["reg"]),
+    ("PearsonCorrelation", {}, ["reg"]), ("ConcordanceCorrelation", {}, ["reg", "reg3"]),
+    ("PearsonCorrelation", {"axis": 0}, ["reg"]), ("F1Score", {"average": "weighted"}, ["bin"]),
+    ("IoU", {"num_classes": 3, "target_class_ids": [1], "ignore_class": 0}, ["ids"]),
+    ("AUC", {"multi_label": True, "label_weights": [0.2, 0.5, 0.3]}, ["bin"]),
+    ("AUC", {"label_weights": [1, 2, 0]}, ["bin"]),
+    ("R2Score", {"class_aggregation": "variance_weighted_average", "num_regressors": 1}, ["reg"]),
     ("Mean", {}, ["vals"]), ("Sum", {}, ["vals"]), ("MeanTensor", {}, ["vals"]),
 ]
 

@@ -16,6 +16,8 @@ from multidev.keras.metrics.mean_metrics import (Accuracy, BinaryAccuracy, Binar
                                              SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy)
 from multidev.keras.metrics.base import Mean, MeanMetricWrapper, Metric, Reduce, Sum
 from multidev.keras.metrics.confusion import AUC, Precision, Recall
+from multidev.keras.losses_extra import concordance_correlation, pearson_correlation
+from multidev.keras.metrics.error_metrics import ConcordanceCorrelation, PearsonCorrelation
 from multidev.keras.metrics.error_metrics import (CategoricalHinge, CosineSimilarity, Hinge, KLDivergence,
                                                   LogCoshError, MeanAbsolutePercentageError,
                                                   MeanSquaredLogarithmicError, Poisson, RootMeanSquaredError,
@@ -101,6 +103,7 @@ __all__ = [
     "SensitivityAtSpecificity", "SpecificityAtSensitivity", "deserialize", "huber", "binary_focal_crossentropy",
     "categorical_focal_crossentropy", "categorical_hinge", "hinge", "kl_divergence", "log_cosh",
     "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "poisson", "squared_hinge",
+    "PearsonCorrelation", "ConcordanceCorrelation", "pearson_correlation", "concordance_correlation",
 ]
 
 __getattr__ = missing_names(__name__, 'metrics', globals())  # unknown names: does Keras 3 have them?

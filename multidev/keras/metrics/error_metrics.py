@@ -46,6 +46,12 @@ SquaredHinge = _metric_class("SquaredHinge", lx.squared_hinge, "squared_hinge", 
 CategoricalHinge = _metric_class("CategoricalHinge", lx.categorical_hinge, "categorical_hinge", "down",
                                  "Running mean of the categorical hinge loss.")
 
+PearsonCorrelation = _metric_class("PearsonCorrelation", lx.pearson_correlation, "pearson_correlation", "up",
+                                   "Running mean of Pearson's correlation along ``axis``.", axis=-1)
+ConcordanceCorrelation = _metric_class("ConcordanceCorrelation", lx.concordance_correlation,
+                                       "concordance_correlation", "up",
+                                       "Running mean of the concordance correlation along ``axis``.", axis=-1)
+
 
 class RootMeanSquaredError(MeanMetricWrapper):
     """sqrt of the running weighted mean of squared errors (the mean is over every element)."""
@@ -65,4 +71,5 @@ def _squared_error(y_true, y_pred):
 
 
 CLASSES = (MeanAbsolutePercentageError, MeanSquaredLogarithmicError, CosineSimilarity, LogCoshError, KLDivergence,
-           Poisson, Hinge, SquaredHinge, CategoricalHinge, RootMeanSquaredError)
+           Poisson, Hinge, SquaredHinge, CategoricalHinge, RootMeanSquaredError, PearsonCorrelation,
+           ConcordanceCorrelation)
