@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 import numpy as np
