@@ -60,13 +60,20 @@ def rounded(value):
     return float(f"{float(value):.6g}") if value.ndim == 0 else rounded(value.tolist())
 
 
-def fitted(replicas, units, activation, loss, metrics, y, seq=False, **fit):
+def fitted(replicas, units, activation, loss, metrics, y, seq=False, optimizer=None, **fit):
     with scope(replicas):
         m = model(units, activation, seq)
-        m.compile(K.optimizers.SGD(0.1), loss=loss, metrics=metrics)
+        m.compile(optimizer() if optimizer else K.optimizers.SGD(0.1), loss=loss, metrics=metrics)
     history = m.fit(X_SEQ if seq else X, y, batch_size=4, epochs=2, shuffle=False, verbose=0, **fit)
     evaluated = m.evaluate(X_SEQ if seq else X, y, batch_size=4, verbose=0, return_dict=True)
-    return {"h": rounded(history.history), "e": rounded(evaluated)}
+    weights = [rounded(float(np.abs(w).sum())) for w in m.get_weights()]
+    return {"h": rounded(history.history), "e": rounded(evaluated), "w": weights}
+
+
+def excluding_bias():
+    opt = K.optimizers.AdamW(0.05, weight_decay=0.5)
+    opt.exclude_from_weight_decay(var_names=["bias"])
+    return opt
 
 
 CASES = {
@@ -88,6 +95,11 @@ CASES = {
                                [K.metrics.F1Score(average="macro", threshold=0.4), K.metrics.OneHotMeanIoU(3),
                                 K.metrics.AUC(multi_label=True), K.metrics.RecallAtPrecision(0.3)], Y_ONEHOT),
     "r2": lambda r: fitted(r, 1, None, "mse", [K.metrics.R2Score(), K.metrics.CosineSimilarity()], Y_REG),
+    "adamw_exclude_bias": lambda r: fitted(r, 1, None, "mse", [], Y_REG, optimizer=excluding_bias),
+    "nadam_clipnorm": lambda r: fitted(r, 1, None, "mse", [], Y_REG,
+                                       optimizer=lambda: K.optimizers.Nadam(0.05, global_clipnorm=0.5)),
+    "adam_ema": lambda r: fitted(r, 1, None, "mse", [], Y_REG,
+                                 optimizer=lambda: K.optimizers.Adam(0.05, use_ema=True, ema_momentum=0.5)),
     "huber_logcosh": lambda r: fitted(r, 1, None, K.losses.Huber(delta=0.5), [K.metrics.LogCoshError()], Y_REG),
     "label_smoothing": lambda r: fitted(r, 3, "softmax", K.losses.CategoricalCrossentropy(label_smoothing=0.2),
                                         ["accuracy"], Y_ONEHOT),

@@ -46,6 +46,12 @@ def _differences(want, got, path=""):
     return [] if want == got else [f"{path}: TF {want!r} != {got!r}"]
 
 
+#: Where multidev's 2-replica result is knowingly not TF's: TF clips each replica's part of the gradient
+#: (docs/keras_optimizers.md; multidev clips the sum, giving TF's one-device numbers), and use_ema is
+#: kept on one replica only (NotImplementedError under several).
+TWO_REPLICAS = {"nadam_clipnorm": "one device", "adam_ema": "NotImplementedError"}
+
+
 @pytest.fixture(scope="module")
 def observed():
     proc = run_fresh(f"import runpy, sys; sys.argv = [{PROGRAM!r}, 'md']; runpy.run_path({PROGRAM!r}, "
@@ -55,13 +61,20 @@ def observed():
 
 @pytest.mark.parametrize("replicas", ["1", "2"])
 def test_cases_give_tensorflows_results(observed, replicas):
-    problems = [p for case in TF_2_21[replicas]
+    problems = [p for case in TF_2_21[replicas] if not (replicas == "2" and case in TWO_REPLICAS)
                 for p in _differences(TF_2_21[replicas][case], observed[replicas].get(case), f"{replicas}/{case}")]
     assert not problems, "\n".join(problems)
+
+
+def test_the_known_two_replica_differences(observed):
+    assert not _differences(TF_2_21["1"]["nadam_clipnorm"], observed["2"]["nadam_clipnorm"])
+    assert _differences(TF_2_21["2"]["nadam_clipnorm"], TF_2_21["1"]["nadam_clipnorm"])   # TF's own differ
+    assert observed["2"]["adam_ema"]["raises"] == "NotImplementedError"
+    assert "use_ema" in observed["2"]["adam_ema"]["message"]
 
 
 def test_two_replicas_give_the_one_device_history_where_tensorflow_does(observed):
     """Metrics aggregate over replicas exactly: every case but the masked mean reads the same."""
     for case, one in observed["1"].items():
-        if case != "sequence_ignore_class":
+        if case not in ("sequence_ignore_class", "adam_ema"):
             assert not _differences(one, observed["2"][case], case), case

@@ -350,9 +350,11 @@ def _check_options(kwargs: dict, clipnorm, clipvalue, global_clipnorm) -> None:
 
 
 def _name(variable) -> str:
-    """A variable's name as Keras matches it (``kernel``; md's ``kernel:0`` loses its suffix)."""
-    name = getattr(variable, "path", None) or getattr(variable, "name", None) or ""
-    return name[:-2] if isinstance(name, str) and name.endswith(":0") else str(name)
+    """A variable's name as Keras matches it: ``kernel`` (a layer weight's ``Dense.kernel:0`` under a
+    strategy loses its layer and suffix)."""
+    name = str(getattr(variable, "_keras_name", None) or getattr(variable, "name", None) or "")
+    name = name[:-2] if name.endswith(":0") else name
+    return re.split(r"[./]", name)[-1] if hasattr(variable, "_keras_name") or "." in name else name
 
 
 def _grads(pairs, kind):
