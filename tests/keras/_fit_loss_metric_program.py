@@ -79,6 +79,8 @@ def excluding_bias():
 CASES = {
     "sparse_acc_names": lambda r: fitted(r, 3, "softmax", "sparse_categorical_crossentropy",
                                          ["acc", "accuracy", K.metrics.SparseTopKCategoricalAccuracy(k=2)], Y_IDS),
+    "crossentropy_name": lambda r: fitted(r, 3, "softmax", "sparse_categorical_crossentropy", ["crossentropy"], Y_IDS),
+    "ce_name": lambda r: fitted(r, 1, "sigmoid", "binary_crossentropy", ["ce"], Y_BIN),
     "sparse_logits_metrics": lambda r: fitted(r, 3, None, K.losses.SparseCategoricalCrossentropy(from_logits=True),
                                               ["accuracy", K.metrics.SparseCategoricalCrossentropy(from_logits=True)],
                                               Y_IDS),
@@ -124,6 +126,11 @@ def early_stopping_missing_metric(replicas):
         warnings.simplefilter("always")
         out = fitted(replicas, 1, None, "mse", [], Y_REG, callbacks=[stop])
     messages = [str(w.message) for w in caught if "val_missing" in str(w.message)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted(replicas, 1, None, "mse", [], Y_REG, callbacks=[
+            K.callbacks.ReduceLROnPlateau(monitor="val_missing", mode="min")])
+    messages += [str(w.message) for w in caught if "val_missing" in str(w.message)]
     return {**out, "warnings": messages}
 
 

@@ -57,8 +57,9 @@ _NAMES = {
     "kl_divergence": KLDivergence, "kld": KLDivergence, "poisson": Poisson, "hinge": Hinge,
     "squared_hinge": SquaredHinge, "categorical_hinge": CategoricalHinge,
 }
-# Resolved from the loss and the shapes at the first batch (see models.compile_utils).
-SHAPE_DEPENDENT = ("accuracy", "acc", "crossentropy", "ce")
+# Resolved from the loss and the shapes at the first batch (see models.compile_utils). Keras 2's
+# 'crossentropy' / 'ce' are unknown to Keras 3 (TensorFlow 2.21 raises ValueError): so here.
+SHAPE_DEPENDENT = ("accuracy", "acc")
 
 
 def get(identifier, name=None) -> Metric:
@@ -74,7 +75,9 @@ def get(identifier, name=None) -> Metric:
             return _CLASSES[identifier]()
     elif callable(identifier):
         return MeanMetricWrapper(identifier, name=name or identifier.__name__)
-    raise ValueError(f"Unknown metric function: {identifier!r}. Valid names: "
+    hint = (" Keras 3 (TensorFlow 2.21) dropped Keras 2's 'crossentropy'/'ce': name the loss's metric, e.g. "
+            "'sparse_categorical_crossentropy'." if identifier in ("crossentropy", "ce") else "")
+    raise ValueError(f"Unknown metric function: {identifier!r}.{hint} Valid names: "
                      f"{sorted(set(_NAMES) | set(_CLASSES) | set(SHAPE_DEPENDENT))}, a Metric instance or a "
                      "callable(y_true, y_pred).")
 

@@ -139,15 +139,12 @@ def _as_list(value, n):
 
 
 def _resolve_shape_dependent(name, loss_fn, y_true, y_pred):
-    """Keras's choice of accuracy / crossentropy variant from the loss and the shapes."""
+    """Keras's choice of accuracy variant from the loss and the shapes."""
     binary = y_pred.shape[-1] == 1 or loss_fn in (losses_mod.binary_crossentropy,) or isinstance(loss_fn, losses_mod.BinaryCrossentropy)
     sparse = (y_true.ndim == y_pred.ndim - 1 or (y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1)
               or loss_fn is losses_mod.sparse_categorical_crossentropy
               or isinstance(loss_fn, losses_mod.SparseCategoricalCrossentropy))
-    if name in ("accuracy", "acc"):
-        cls = acc.BinaryAccuracy if binary else acc.SparseCategoricalAccuracy if sparse else acc.CategoricalAccuracy
-    else:
-        cls = acc.BinaryCrossentropy if binary else acc.SparseCategoricalCrossentropy if sparse else acc.CategoricalCrossentropy
+    cls = acc.BinaryAccuracy if binary else acc.SparseCategoricalAccuracy if sparse else acc.CategoricalAccuracy
     return cls(name=name)
 
 
