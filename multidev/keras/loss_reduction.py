@@ -95,19 +95,3 @@ def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size",
     divisor = sw.sum() if reduction == "mean_with_sample_weight" and sw is not None else losses.numel()
     divisor = torch.as_tensor(divisor, dtype=total.dtype, device=total.device)
     return torch.where(divisor != 0, total / divisor, torch.zeros_like(total))   # Keras's divide_no_nan
-
-
-def reduce_weighted_lenient(losses, sample_weight=None, reduction="sum_over_batch_size"):
-    """The compiled loss's weighting: a (batch,) weight also weighs every timestep of a sequence
-    loss (Keras 3 refuses that shape; multidev's ``fit`` kept accepting it)."""
-    if sample_weight is not None:
-        sw = _as_tensor(sample_weight, losses).to(losses.dtype)
-        while sw.ndim > losses.ndim and sw.shape[-1] == 1:
-            sw = sw.squeeze(-1)
-        while sw.ndim < losses.ndim:
-            sw = sw.unsqueeze(-1)
-        losses = losses * sw
-    if reduction == "none":
-        return losses
-    total = losses.sum()
-    return total if reduction == "sum" else total / max(losses.numel(), 1)

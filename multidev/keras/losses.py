@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.keras import backend, step_inputs
-from multidev.keras.loss_reduction import Reduction, reduce_weighted, reduce_weighted_lenient  # noqa: F401
+from multidev.keras.loss_reduction import Reduction, reduce_weighted  # noqa: F401 (re-exported)
 from multidev.keras.activations import take_logits
 
 

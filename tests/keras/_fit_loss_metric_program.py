@@ -114,6 +114,8 @@ CASES = {
                                                   sample_weight=np.linspace(0, 1, N * 5).reshape(N, 5).astype("float32")),
     "early_stopping_auto_unknown": lambda r: fitted(r, 1, None, "mse", [], Y_REG, callbacks=[
         K.callbacks.EarlyStopping(monitor="val_missing", patience=0)]),
+    "sequence_batch_weights": lambda r: fitted(r, 3, "softmax", "sparse_categorical_crossentropy", ["accuracy"],
+                                               Y_SEQ, seq=True, sample_weight=SW),
     "class_and_sample_weight": lambda r: fitted(r, 3, "softmax", "sparse_categorical_crossentropy", ["accuracy"],
                                                 Y_IDS, sample_weight=SW, class_weight={0: 1.0, 1: 3.0, 2: 0.5}),
 }

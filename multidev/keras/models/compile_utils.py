@@ -61,17 +61,20 @@ class LossesContainer:
         """This replica's part of the batch loss. A mean divides by the global batch; a Loss's 'sum'
         sums (the replicas' sums add up to the batch's); a mean over a Keras mask (``ignore_class``) or
         'mean_with_sample_weight' divides by this replica's own count, times 1/replicas, as Keras 3
-        on TensorFlow does (its 2-replica result then differs from its one-device one)."""
+        on TensorFlow does (its 2-replica result then differs from its one-device one). Weights follow
+        Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
         if per.ndim == 0:                  # a user function that already reduced
             return per
+        if per.numel() == 0:               # a replica without examples (an uneven last batch)
+            return per.sum()
         reduction = fn.reduction if isinstance(fn, losses_mod.Loss) else "sum_over_batch_size"
         if reduction == "sum":
-            return losses_mod.reduce_weighted_lenient(per, sample_weight, "sum")
+            return losses_mod.reduce_weighted(per, sample_weight, "sum")
         masked = getattr(per, "_keras_mask", None) is not None
         if reduction == "mean_with_sample_weight" and sample_weight is not None or masked and reduction in (
                 "sum_over_batch_size", "mean"):
             return losses_mod.reduce_weighted(per, sample_weight, reduction) / _replicas()
-        summed = losses_mod.reduce_weighted_lenient(per, sample_weight, "sum")
+        summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
         return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
 
     def __call__(self, y_true, y_pred, sample_weight=None, regularization=None, regularization_losses=None,
