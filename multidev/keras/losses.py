@@ -1,7 +1,9 @@
 """Keras losses (classes with reductions, and function forms returning per-sample losses).
 
 Function forms average over the last axis and return one value per sample; classes apply
-``sample_weight`` and a reduction: 'sum_over_batch_size' (default, also 'auto'), 'sum' or 'none'.
+``sample_weight`` and a reduction, Keras 3's: 'sum_over_batch_size' (default) or 'mean', 'sum',
+'mean_with_sample_weight', 'none' or None (Keras 2's 'auto' raises, as in TensorFlow 2.21). More losses:
+``losses_extra``.
 
 Example:
     loss = md.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -17,22 +19,8 @@ import torch.nn.functional as F
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.keras import backend, step_inputs
+from multidev.keras.loss_reduction import Reduction, reduce_weighted  # noqa: F401 (re-exported)
 from multidev.keras.activations import take_logits
-
-
-class Reduction:
-    """Names of the loss reductions."""
-
-    AUTO = "auto"
-    NONE = "none"
-    SUM = "sum"
-    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
-    _ALL = (AUTO, NONE, SUM, SUM_OVER_BATCH_SIZE)
-
-    @classmethod
-    def validate(cls, reduction):
-        if reduction not in cls._ALL:
-            raise ValueError(f"Invalid Reduction Key: {reduction!r}. Expected keys are {list(cls._ALL)}.")
 
 
 def _as_tensor(x, like=None):
@@ -43,12 +31,13 @@ def _as_tensor(x, like=None):
 
 
 def _align(y_true, y_pred):
-    """Squeeze or expand ``y_true`` by one trailing size-1 axis to match ``y_pred``'s rank (Keras rule)."""
+    """Keras's rule: when the ranks differ by one and the longer ends in 1, squeeze that axis (or, when
+    the other is rank 1, expand the other)."""
     y_true, y_pred = _as_tensor(y_true, y_pred if isinstance(y_pred, torch.Tensor) else None), _as_tensor(y_pred)
-    if y_true.ndim == y_pred.ndim - 1 and y_pred.shape[-1] == 1:
-        y_true = y_true.unsqueeze(-1)
-    elif y_pred.ndim == y_true.ndim - 1 and y_true.shape[-1] == 1:
-        y_true = y_true.squeeze(-1)
+    if y_pred.ndim == y_true.ndim + 1 and y_pred.shape[-1] == 1:
+        return (y_true.unsqueeze(-1), y_pred) if y_true.ndim == 1 else (y_true, y_pred.squeeze(-1))
+    if y_true.ndim == y_pred.ndim + 1 and y_true.shape[-1] == 1:
+        return (y_true, y_pred.unsqueeze(-1)) if y_pred.ndim == 1 else (y_true.squeeze(-1), y_pred)
     return y_true, y_pred
 
 
@@ -164,7 +153,11 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1, 
     else:
         logp = torch.log(y_pred.clamp(backend.epsilon(), 1.0 - backend.epsilon()))
     loss = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    return loss if valid is None else loss * valid
+    if valid is None:
+        return loss
+    loss = torch.where(valid, loss, torch.zeros_like(loss))
+    loss._keras_mask = valid      # a mean reduction averages over the kept entries, as Keras 3's
+    return loss
 
 
 class Loss:
@@ -184,7 +177,7 @@ class Loss:
         summed gradients equal one device's (Keras 3 on TensorFlow divides by the replica count)."""
         losses = self.call(y_true, y_pred)
         reduced = reduce_weighted(losses, sample_weight, self.reduction)
-        if self.reduction in (Reduction.NONE, Reduction.SUM) or losses.ndim == 0:
+        if self.reduction in (Reduction.NONE, None, Reduction.SUM) or reduced.ndim > 0 or losses.ndim == 0:
             return reduced
         batch = int(losses.shape[0])
         share = step_inputs.replica_share(batch)
@@ -213,23 +206,6 @@ def _scaled_for_distribution(loss):
         return loss
     context.mark_loss_scaled()
     return loss / replicas
-
-
-def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size"):
-    """Multiply per-sample ``losses`` by ``sample_weight`` (broadcast) and reduce."""
-    if sample_weight is not None:
-        sw = _as_tensor(sample_weight, losses).to(losses.dtype)
-        while sw.ndim > losses.ndim and sw.shape[-1] == 1:
-            sw = sw.squeeze(-1)
-        while sw.ndim < losses.ndim:
-            sw = sw.unsqueeze(-1)
-        losses = losses * sw
-    if reduction == "none":
-        return losses
-    total = losses.sum()
-    if reduction == "sum":
-        return total
-    return total / max(losses.numel(), 1)
 
 
 class LossFunctionWrapper(Loss):
@@ -295,10 +271,10 @@ class CategoricalCrossentropy(LossFunctionWrapper):
 class SparseCategoricalCrossentropy(LossFunctionWrapper):
     """Cross-entropy for integer labels."""
 
-    def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
+    def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size", axis=-1,
                  name="sparse_categorical_crossentropy"):
         super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits,
-                         ignore_class=ignore_class)
+                         ignore_class=ignore_class, axis=axis)
 
 
 mse = MSE = mean_squared_error
@@ -320,27 +296,51 @@ def get(identifier):
     """Resolve a loss name ('mse', 'sparse_categorical_crossentropy', 'MeanSquaredError', ...), object or callable."""
     if identifier is None or isinstance(identifier, Loss) or callable(identifier) and not isinstance(identifier, type):
         return identifier
+    functions, classes = _registries()
     if isinstance(identifier, dict):
-        return _CLASSES[identifier["class_name"]].from_config(identifier.get("config", {}))
+        return classes[identifier["class_name"]].from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
-        if identifier in _FUNCTIONS:
-            return _FUNCTIONS[identifier]
-        if identifier in _CLASSES:
-            return _CLASSES[identifier]()
+        if identifier in functions:
+            return functions[identifier]
+        if identifier in classes:
+            return classes[identifier]()
     raise ValueError(f"Could not interpret loss identifier: {identifier!r}. Valid names: "
-                     f"{sorted(set(_FUNCTIONS) | set(_CLASSES))}, a Loss instance or a callable(y_true, y_pred).")
+                     f"{sorted(set(functions) | set(classes))}, a Loss instance or a callable(y_true, y_pred).")
+
+
+def _registries():
+    """Names of this module's losses and ``losses_extra``'s (imported late: it builds on this module)."""
+    from multidev.keras import losses_extra
+
+    return {**_FUNCTIONS, **losses_extra.FUNCTIONS}, {**_CLASSES, **losses_extra.CLASSES}
+
+
+def deserialize(config):
+    """A loss from ``serialize``'s form (a name or ``{"class_name", "config"}``)."""
+    return get(config)
 
 
 def serialize(loss):
     """Config form of a loss (a name for functions, class_name/config for built-in classes)."""
     if isinstance(loss, str):
         return loss
-    if isinstance(loss, Loss) and type(loss).__name__ in _CLASSES:
+    functions, classes = _registries()
+    if isinstance(loss, Loss) and type(loss).__name__ in classes:
         config = loss.get_config()
         return {"class_name": type(loss).__name__, "config": config}
-    for name, fn in _FUNCTIONS.items():
+    for name, fn in functions.items():
         if fn is loss:
             return name
     return getattr(loss, "__name__", None)
 
-__getattr__ = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?
+_missing = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?
+
+
+def __getattr__(name):
+    """Keras 3's other losses live in ``losses_extra``; any other name: does Keras 3 have it?"""
+    if not name.startswith("__"):
+        from multidev.keras import losses_extra
+
+        if hasattr(losses_extra, name) and not name.startswith("_"):
+            return getattr(losses_extra, name)
+    return _missing(name)

@@ -77,7 +77,7 @@ class ReduceLROnPlateau(Callback):
         current = logs.get(self.monitor)
         if current is None:
             warn_user(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not available. "
-                      f"Available metrics are: {','.join(sorted(logs))}")
+                      f"Available metrics are: {','.join(logs)}.")     # Keras 3's words, the logs' order
             return
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1

@@ -57,12 +57,20 @@ def is_improvement(current, reference, mode: str, min_delta: float = 0.0) -> boo
     return current > reference + abs(min_delta)
 
 
+_MISSING = {   # Keras 3's warnings, word for word (programs and tests grep them)
+    "Early stopping": "Early stopping conditioned on metric `{monitor}` which is not available. Available metrics "
+                      "are: {available}",
+    "ModelCheckpoint": "Can save best model only with {monitor} available.",
+}
+
+
 def get_monitor_value(logs, monitor, owner):
-    """The monitored value from ``logs`` or None (with a warning listing the available keys)."""
+    """The monitored value from ``logs`` or None, warning as Keras 3 does (the logs' keys in their order)."""
     value = (logs or {}).get(monitor)
     if value is None:
-        warn_user(f"{owner} is conditioned on metric `{monitor}` which is not available. Available metrics "
-                  f"are: {','.join(sorted(logs or {}))}")
+        template = _MISSING.get(owner, "{owner} is conditioned on metric `{monitor}` which is not available. "
+                                       "Available metrics are: {available}")
+        warn_user(template.format(owner=owner, monitor=monitor, available=",".join(logs or {})))
         return None
     value = float(value)
     return None if math.isnan(value) else value

@@ -124,7 +124,9 @@ class LayerWeights:
         dt = backend.as_dtype(dtype or self._dtype_policy.variable_dtype)
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:
-            self.register_parameter(name, KerasParameter(value, requires_grad=self.trainable))
+            parameter = KerasParameter(value, requires_grad=self.trainable)
+            parameter._keras_name = name      # Keras's variable.name (exclude_from_weight_decay matches it)
+            self.register_parameter(name, parameter)
         else:
             self.register_buffer(name, KerasBuffer(value))
         self._weight_specs.append((name, bool(trainable)))

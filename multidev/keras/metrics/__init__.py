@@ -16,6 +16,21 @@ from multidev.keras.metrics.mean_metrics import (Accuracy, BinaryAccuracy, Binar
                                              SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy)
 from multidev.keras.metrics.base import Mean, MeanMetricWrapper, Metric, Reduce, Sum
 from multidev.keras.metrics.confusion import AUC, Precision, Recall
+from multidev.keras.losses_extra import concordance_correlation, pearson_correlation
+from multidev.keras.metrics.error_metrics import ConcordanceCorrelation, PearsonCorrelation
+from multidev.keras.metrics.error_metrics import (CategoricalHinge, CosineSimilarity, Hinge, KLDivergence,
+                                                  LogCoshError, MeanAbsolutePercentageError,
+                                                  MeanSquaredLogarithmicError, Poisson, RootMeanSquaredError,
+                                                  SquaredHinge)
+from multidev.keras.losses import huber
+from multidev.keras.losses_extra import (binary_focal_crossentropy, categorical_focal_crossentropy, categorical_hinge,
+                                         hinge, kl_divergence, log_cosh, mean_absolute_percentage_error,
+                                         mean_squared_logarithmic_error, poisson, squared_hinge)
+from multidev.keras.metrics import error_metrics as _error_metrics
+from multidev.keras.metrics import scores as _scores
+from multidev.keras.metrics.scores import (IoU, BinaryIoU, F1Score, FBetaScore, MeanIoU, OneHotIoU, OneHotMeanIoU,
+                                           PrecisionAtRecall, R2Score, RecallAtPrecision, SensitivityAtSpecificity,
+                                           SpecificityAtSensitivity)
 from multidev.keras.metrics.counts import FalseNegatives, FalsePositives, TrueNegatives, TruePositives
 from multidev.keras.metrics.functions import (accuracy, binary_accuracy, categorical_accuracy,
                                               sparse_categorical_accuracy, sparse_top_k_categorical_accuracy,
@@ -25,7 +40,7 @@ _CLASSES = {c.__name__: c for c in (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, MeanSquaredError, MeanAbsoluteError, Mean, Sum, Precision, Recall, AUC,
     BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, TruePositives, FalsePositives,
-    TrueNegatives, FalseNegatives)}
+    TrueNegatives, FalseNegatives, *_error_metrics.CLASSES, *_scores.CLASSES)}
 _NAMES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "mae": MeanAbsoluteError,
     "mean_absolute_error": MeanAbsoluteError, "binary_accuracy": BinaryAccuracy,
@@ -36,9 +51,15 @@ _NAMES = {
     "true_negatives": TrueNegatives, "false_negatives": FalseNegatives, "binary_crossentropy": BinaryCrossentropy,
     "categorical_crossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
+    "mape": MeanAbsolutePercentageError, "mean_absolute_percentage_error": MeanAbsolutePercentageError,
+    "msle": MeanSquaredLogarithmicError, "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
+    "cosine_similarity": CosineSimilarity, "logcosh": LogCoshError, "log_cosh": LogCoshError,
+    "kl_divergence": KLDivergence, "kld": KLDivergence, "poisson": Poisson, "hinge": Hinge,
+    "squared_hinge": SquaredHinge, "categorical_hinge": CategoricalHinge,
 }
-# Resolved from the loss and the shapes at the first batch (see models.compile_utils).
-SHAPE_DEPENDENT = ("accuracy", "acc", "crossentropy", "ce")
+# Resolved from the loss and the shapes at the first batch (see models.compile_utils). Keras 2's
+# 'crossentropy' / 'ce' are unknown to Keras 3 (TensorFlow 2.21 raises ValueError): so here.
+SHAPE_DEPENDENT = ("accuracy", "acc")
 
 
 def get(identifier, name=None) -> Metric:
@@ -54,9 +75,16 @@ def get(identifier, name=None) -> Metric:
             return _CLASSES[identifier]()
     elif callable(identifier):
         return MeanMetricWrapper(identifier, name=name or identifier.__name__)
-    raise ValueError(f"Unknown metric function: {identifier!r}. Valid names: "
+    hint = (" Keras 3 (TensorFlow 2.21) dropped Keras 2's 'crossentropy'/'ce': name the loss's metric, e.g. "
+            "'sparse_categorical_crossentropy'." if identifier in ("crossentropy", "ce") else "")
+    raise ValueError(f"Unknown metric function: {identifier!r}.{hint} Valid names: "
                      f"{sorted(set(_NAMES) | set(_CLASSES) | set(SHAPE_DEPENDENT))}, a Metric instance or a "
                      "callable(y_true, y_pred).")
+
+
+def deserialize(config: dict) -> Metric:
+    """A metric from ``serialize``'s form (or a name)."""
+    return get(config)
 
 
 def serialize(metric: Metric) -> dict:
@@ -71,7 +99,14 @@ __all__ = [
     "SparseCategoricalCrossentropy", "accuracy", "binary_accuracy", "categorical_accuracy",
     "sparse_categorical_accuracy", "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",
     "mean_squared_error", "mean_absolute_error", "mse", "mae", "binary_crossentropy", "categorical_crossentropy",
-    "sparse_categorical_crossentropy", "get", "serialize",
+    "sparse_categorical_crossentropy", "get", "serialize", "MeanAbsolutePercentageError",
+    "MeanSquaredLogarithmicError", "CosineSimilarity", "LogCoshError", "KLDivergence", "Poisson", "Hinge",
+    "SquaredHinge", "CategoricalHinge", "RootMeanSquaredError", "IoU", "MeanIoU", "BinaryIoU", "OneHotIoU",
+    "OneHotMeanIoU", "FBetaScore", "F1Score", "R2Score", "PrecisionAtRecall", "RecallAtPrecision",
+    "SensitivityAtSpecificity", "SpecificityAtSensitivity", "deserialize", "huber", "binary_focal_crossentropy",
+    "categorical_focal_crossentropy", "categorical_hinge", "hinge", "kl_divergence", "log_cosh",
+    "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "poisson", "squared_hinge",
+    "PearsonCorrelation", "ConcordanceCorrelation", "pearson_correlation", "concordance_correlation",
 ]
 
 __getattr__ = missing_names(__name__, 'metrics', globals())  # unknown names: does Keras 3 have them?

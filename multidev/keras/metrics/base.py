@@ -164,6 +164,19 @@ class Metric:
 
     add_weight = add_variable
 
+    def _shape_state(self, names, shape) -> None:
+        """Give the state tensors ``names`` the shape ``shape`` (zeros) where they have another: a state
+        sized by the first update's data (Keras builds it then), in every replica's store as it arrives."""
+        shape = tuple(shape)
+        if tuple(self._initial[names[0]].shape) != shape:
+            for n in names:
+                self._initial[n] = torch.zeros(shape, dtype=self._initial[n].dtype)
+                self._own[n] = torch.zeros(shape, dtype=self._initial[n].dtype)
+        state = self._state()
+        for n in names:
+            if tuple(state[n].shape) != shape:
+                state[n] = torch.zeros(shape, dtype=self._initial[n].dtype)
+
     @property
     def variables(self) -> list:
         """The state tensors, in creation order."""
@@ -204,6 +217,9 @@ class Metric:
             else:
                 raise ValueError(f"Metric {self.name!r} ({type(self).__name__}) cannot merge state from "
                                  f"{getattr(other, 'name', other)!r} ({type(other).__name__}).")
+            for n, mine, theirs in zip(self._var_names, self.variables, theirs_list):
+                if mine.shape != theirs.shape and not bool(mine.any()):   # sized at its first update (Keras's build)
+                    self._shape_state([n], theirs.shape)
             with torch.no_grad():
                 for mine, theirs in zip(self.variables, theirs_list):
                     mine.add_(theirs.to(mine.device, mine.dtype))
@@ -237,7 +253,14 @@ def broadcast_weights(sample_weight, values):
         sw = sw.squeeze(-1)
     while sw.ndim < values.ndim:
         sw = sw.unsqueeze(-1)
-    return torch.broadcast_to(sw, values.shape)
+    try:
+        return torch.broadcast_to(sw, values.shape)
+    except RuntimeError as e:
+        from multidev._core.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"Incompatible shapes: sample_weight {list(sw.shape)} does not broadcast to "
+                                   f"the metric's values {list(values.shape)}: give one weight per sample "
+                                   "(or per timestep for sequence outputs).") from e
 
 
 class Reduce(Metric):

@@ -16,7 +16,10 @@ from multidev.keras.metrics.base import Metric, as_tensor, broadcast_weights
 _EPS = 1e-7
 
 
-def _prepare(y_true, y_pred, sample_weight, top_k=None, class_id=None):
+_NEG_INF = -1e10   # Keras's threshold when ``top_k`` is set: every kept top-k prediction counts
+
+
+def _prepare(y_true, y_pred, sample_weight, top_k=None, class_id=None, label_weights=None, flat=True):
     y_pred = as_tensor(y_pred).detach().float()
     y_true = as_tensor(y_true, y_pred.device).float()
     if y_true.ndim == y_pred.ndim - 1:
@@ -27,15 +30,21 @@ def _prepare(y_true, y_pred, sample_weight, top_k=None, class_id=None):
     if class_id is not None:
         y_true, y_pred = y_true[..., class_id], y_pred[..., class_id]
     w = broadcast_weights(sample_weight, y_pred) if sample_weight is not None else torch.ones_like(y_pred)
+    if label_weights is not None:
+        w = w * label_weights.to(w.device)
+    if not flat:        # multi-label: (examples, labels)
+        return y_true.reshape(-1, y_pred.shape[-1]), y_pred.reshape(-1, y_pred.shape[-1]), w.reshape(-1, y_pred.shape[-1])
     return y_true.reshape(-1), y_pred.reshape(-1), w.reshape(-1)
 
 
 def _confusion(labels, preds, weights, thresholds):
-    """(tp, fp, tn, fn) per threshold: a prediction counts as positive when ``pred > threshold``."""
-    above = (preds.unsqueeze(0) > thresholds.unsqueeze(1)).float()      # (T, N)
+    """(tp, fp, tn, fn) per threshold (and per label for (N, L) inputs): a prediction counts as
+    positive when ``pred > threshold``."""
+    shape = (-1,) + (1,) * preds.ndim
+    above = (preds.unsqueeze(0) > thresholds.reshape(shape)).float()      # (T, N) or (T, N, L)
     pos, neg = labels * weights, (1 - labels) * weights
-    tp, fp = above @ pos, above @ neg
-    return tp, fp, neg.sum() - fp, pos.sum() - tp
+    tp, fp = (above * pos).sum(1), (above * neg).sum(1)
+    return tp, fp, neg.sum(0) - fp, pos.sum(0) - tp
 
 
 class _ThresholdMetric(Metric):
@@ -44,7 +53,8 @@ class _ThresholdMetric(Metric):
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
         super().__init__(name, dtype)
         self._single = thresholds is None or isinstance(thresholds, (int, float))
-        values = [0.5 if thresholds is None else thresholds] if self._single else list(thresholds)
+        default = 0.5 if top_k is None else _NEG_INF      # Keras: with top_k every kept prediction counts
+        values = [default if thresholds is None else thresholds] if self._single else list(thresholds)
         self.init_thresholds = thresholds
         self.thresholds = torch.tensor(values, dtype=torch.float32)
         self.top_k, self.class_id = top_k, class_id
@@ -103,15 +113,15 @@ class AUC(Metric):
     _direction = "up"   # Keras 3: which way is better (callbacks' mode="auto")
 
     def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name=None, dtype=None,
-                 thresholds=None, multi_label=False, label_weights=None, from_logits=False):
+                 thresholds=None, multi_label=False, num_labels=None, label_weights=None, from_logits=False):
         super().__init__(name or "auc", dtype)
         if curve not in self._CURVES:
             raise ValueError(f'Invalid AUC curve value: "{curve}". Expected values are {list(self._CURVES)}.')
         if summation_method not in self._METHODS:
             raise ValueError(f'Invalid AUC summation method value: "{summation_method}". '
                              f"Expected values are {list(self._METHODS)}.")
-        if multi_label or label_weights is not None:
-            raise ValueError("AUC(multi_label=True / label_weights) is not supported; use one AUC per label.")
+        if num_labels and not multi_label:
+            raise ValueError("`num_labels` is needed only when `multi_label` is True.")
         if thresholds is not None:
             inner = sorted(float(t) for t in thresholds)
         else:
@@ -122,13 +132,22 @@ class AUC(Metric):
         self.num_thresholds = len(self.thresholds)
         self.curve, self.summation_method, self.from_logits = curve, summation_method, from_logits
         self._given_thresholds = thresholds
-        for n in ("true_positives", "false_positives", "true_negatives", "false_negatives"):
-            self.add_variable(n, (self.num_thresholds,))
+        self.multi_label, self.num_labels = multi_label, num_labels
+        self.label_weights = None if label_weights is None else torch.as_tensor(label_weights, dtype=torch.float32)
+        shape = (self.num_thresholds, num_labels) if multi_label and num_labels else (self.num_thresholds,)
+        for n in self._COUNTS:
+            self.add_variable(n, shape)
+
+    _COUNTS = ("true_positives", "false_positives", "true_negatives", "false_negatives")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        labels, preds, w = _prepare(y_true, y_pred, sample_weight)
+        label_weights = None if self.multi_label else self.label_weights
+        labels, preds, w = _prepare(y_true, y_pred, sample_weight, label_weights=label_weights,
+                                    flat=not self.multi_label)
         if self.from_logits:
             preds = torch.sigmoid(preds)
+        if self.multi_label:
+            self._shape_state(self._COUNTS, (self.num_thresholds, preds.shape[-1]))   # per label
         self._to_device(preds.device)
         tp, fp, tn, fn = _confusion(labels, preds, w, self.thresholds.to(preds.device))
         with torch.no_grad():
@@ -140,7 +159,7 @@ class AUC(Metric):
     def result(self):
         tp, fp, tn, fn = self.true_positives, self.false_positives, self.true_negatives, self.false_negatives
         if self.curve == "PR" and self.summation_method == "interpolation":
-            return self._pr_interpolated(tp, fp, fn)
+            return self._over_labels(self._pr_interpolated(tp, fp, fn).sum(0))
         if self.curve == "ROC":
             x, y = _div(fp, fp + tn), _div(tp, tp + fn)
         else:
@@ -151,7 +170,16 @@ class AUC(Metric):
             heights = torch.minimum(y[:-1], y[1:])
         else:
             heights = torch.maximum(y[:-1], y[1:])
-        return ((x[:-1] - x[1:]) * heights).sum()
+        return self._over_labels(((x[:-1] - x[1:]) * heights).sum(0))
+
+    def _over_labels(self, by_label):
+        """Multi-label: the labels' mean AUC (weighted by ``label_weights`` if given), as Keras."""
+        if not self.multi_label:
+            return by_label
+        if self.label_weights is None:
+            return by_label.mean()
+        lw = self.label_weights.to(by_label.device)
+        return _div((by_label * lw).sum(), lw.sum())
 
     @staticmethod
     def _pr_interpolated(tp, fp, fn):
@@ -162,9 +190,10 @@ class AUC(Metric):
         intercept = tp[1:] - slope * p[1:]
         both = (p[:-1] > 0) & (p[1:] > 0)
         ratio = torch.where(both, _div(p[:-1], p[1:].clamp_min(0)), torch.ones_like(p[1:]))
-        return _div(slope * (dtp + intercept * torch.log(ratio)), (tp[1:] + fn[1:]).clamp_min(0)).sum()
+        return _div(slope * (dtp + intercept * torch.log(ratio)), (tp[1:] + fn[1:]).clamp_min(0))
 
     def get_config(self):
         return {**super().get_config(), "num_thresholds": self.num_thresholds, "curve": self.curve,
                 "summation_method": self.summation_method, "thresholds": self._given_thresholds,
-                "from_logits": self.from_logits}
+                "from_logits": self.from_logits, "multi_label": self.multi_label, "num_labels": self.num_labels,
+                "label_weights": None if self.label_weights is None else self.label_weights.tolist()}

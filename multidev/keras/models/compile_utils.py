@@ -15,6 +15,7 @@ import threading
 import torch
 
 from multidev import nn
+from multidev.values import context
 from multidev.keras import losses as losses_mod
 from multidev.keras import metrics as metrics_mod
 from multidev.keras import step_inputs
@@ -57,9 +58,23 @@ class LossesContainer:
         return fn.call(y_true, y_pred) if isinstance(fn, losses_mod.Loss) else fn(y_true, y_pred)
 
     @staticmethod
-    def _reduce(per, sample_weight, divisor):
+    def _reduce(per, sample_weight, divisor, fn=None):
+        """This replica's part of the batch loss. A mean divides by the global batch; a Loss's 'sum'
+        sums (the replicas' sums add up to the batch's); a mean over a Keras mask (``ignore_class``) or
+        'mean_with_sample_weight' divides by this replica's own count, times 1/replicas, as Keras 3
+        on TensorFlow does (its 2-replica result then differs from its one-device one). Weights follow
+        Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
         if per.ndim == 0:                  # a user function that already reduced
             return per
+        if per.numel() == 0:               # a replica without examples (an uneven last batch)
+            return per.sum()
+        reduction = fn.reduction if isinstance(fn, losses_mod.Loss) else "sum_over_batch_size"
+        if reduction == "sum":
+            return losses_mod.reduce_weighted(per, sample_weight, "sum")
+        masked = getattr(per, "_keras_mask", None) is not None
+        if reduction == "mean_with_sample_weight" and sample_weight is not None or masked and reduction in (
+                "sum_over_batch_size", "mean"):
+            return losses_mod.reduce_weighted(per, sample_weight, reduction) / _replicas()
         summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
         return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
 
@@ -87,7 +102,7 @@ class LossesContainer:
             if mask is not None and per.ndim > 0:
                 value = loss_masks.masked_loss(per, mask, sw)
             else:
-                value = self._reduce(per, sw, divisor)
+                value = self._reduce(per, sw, divisor, fn)
             if self.output_trackers and batch:
                 self.output_trackers[i].update_state(value.detach() * scale, sample_weight=batch)
             total = value * w if total is None else total + value * w
@@ -111,6 +126,12 @@ class LossesContainer:
         return [self.tracker] + self.output_trackers
 
 
+def _replicas() -> int:
+    """The replica count of the running step (1 outside a strategy)."""
+    env = context.replica_env()
+    return env.replica_context.num_replicas_in_sync if env is not None else 1
+
+
 def _divisor(batch: int) -> int:
     """What a replica divides its summed loss by: the step's global batch on a strategy, else ``batch``."""
     step = step_inputs.current()
@@ -126,15 +147,12 @@ def _as_list(value, n):
 
 
 def _resolve_shape_dependent(name, loss_fn, y_true, y_pred):
-    """Keras's choice of accuracy / crossentropy variant from the loss and the shapes."""
+    """Keras's choice of accuracy variant from the loss and the shapes."""
     binary = y_pred.shape[-1] == 1 or loss_fn in (losses_mod.binary_crossentropy,) or isinstance(loss_fn, losses_mod.BinaryCrossentropy)
     sparse = (y_true.ndim == y_pred.ndim - 1 or (y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1)
               or loss_fn is losses_mod.sparse_categorical_crossentropy
               or isinstance(loss_fn, losses_mod.SparseCategoricalCrossentropy))
-    if name in ("accuracy", "acc"):
-        cls = acc.BinaryAccuracy if binary else acc.SparseCategoricalAccuracy if sparse else acc.CategoricalAccuracy
-    else:
-        cls = acc.BinaryCrossentropy if binary else acc.SparseCategoricalCrossentropy if sparse else acc.CategoricalCrossentropy
+    cls = acc.BinaryAccuracy if binary else acc.SparseCategoricalAccuracy if sparse else acc.CategoricalAccuracy
     return cls(name=name)
 
 

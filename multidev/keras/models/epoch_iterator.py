@@ -106,12 +106,16 @@ class EpochIterator:
 
 
 def apply_class_weight(batch, class_weight):
-    """Multiply a batch's sample weights by ``class_weight[label]`` (classes missing from the dict weigh 1)."""
+    """A batch's sample weights from ``class_weight[label]`` (classes missing from the dict weigh 1)."""
     if not class_weight:
         return batch
     x, y, sw = da.unpack_x_y_sample_weight(batch)
     if y is None or isinstance(y, (list, tuple, dict)):
         raise ValueError("`class_weight` is only supported for models with a single output and labeled data.")
+    if sw is not None:   # Keras 3 (TensorFlow 2.21) refuses to combine them; tf.keras 2 multiplied them
+        raise ValueError("You cannot `class_weight` and `sample_weight` at the same time: Keras 3 (TensorFlow "
+                         "2.21) refuses the pair. Fold the class weights into sample_weight yourself, e.g. "
+                         "sample_weight * np.vectorize(class_weight.get)(y).")
     y = y if isinstance(y, torch.Tensor) else torch.as_tensor(y)
     labels = y.argmax(-1) if y.ndim == 2 and y.shape[1] > 1 else y.reshape(y.shape[0], -1)[:, 0]
     labels = labels.round().long() if labels.is_floating_point() else labels.long()
@@ -119,6 +123,4 @@ def apply_class_weight(batch, class_weight):
     table = torch.ones(size)
     for k, v in class_weight.items():
         table[int(k)] = float(v)
-    weights = table[labels.cpu()].to(y.device)
-    sw = weights if sw is None else sw.reshape(-1) * weights
-    return (x, y, sw)
+    return (x, y, table[labels.cpu()].to(y.device))

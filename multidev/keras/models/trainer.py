@@ -43,8 +43,14 @@ def _floats(logs) -> dict:
         if isinstance(v, dict):
             out.update(_floats(v))
         else:
-            out[k] = float(v)
+            out[k] = _number(v)
     return out
+
+
+def _number(value):
+    """A float, or (a metric with several thresholds, as ``Recall(thresholds=[...])``) a numpy array."""
+    array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+    return float(array) if array.size == 1 else array
 
 
 class Trainer:
@@ -240,6 +246,9 @@ class Trainer:
             cbs.on_epoch_end(epoch, epoch_logs)
             if self.stop_training or train.exhausted:
                 break
+        finalize = getattr(self.optimizer, "finalize_variable_values", None)
+        if finalize is not None:      # use_ema: the weights take their moving averages, as in Keras 3
+            finalize(self.trainable_weights)
         cbs.on_train_end(epoch_logs)
         self._train_iterator = None
         return cbs.history

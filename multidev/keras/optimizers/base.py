@@ -23,12 +23,15 @@ Example:
 from __future__ import annotations
 
 import functools
+import re
 import threading
 
 import torch
 
 from multidev.keras.optimizers import schedules
+from multidev.keras.optimizers.ema import MovingAverages
 from multidev.keras.optimizers.replica_rules import ReplicaRules
+from multidev.keras.optimizers.rules import KerasRule
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
 from multidev.values.gradients import LocalGrads, SummedGrads
@@ -41,13 +44,11 @@ class Optimizer:
     _torch_class: type = None
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
-                 name=None, **kwargs):
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None, name=None, **kwargs):
         kwargs.pop("jit_compile", None)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments: {sorted(kwargs)!r} "
-                            "(EMA and other options are not supported).")
-        if clipnorm is not None and global_clipnorm is not None:
-            raise ValueError("Cannot accept both `clipnorm` and `global_clipnorm`. Pass only one.")
+        _check_options(kwargs, clipnorm, clipvalue, global_clipnorm)
+        self.use_ema, self.ema_momentum, self.ema_overwrite_frequency = bool(use_ema), ema_momentum, ema_overwrite_frequency
+        self._ema = MovingAverages(ema_momentum, ema_overwrite_frequency) if use_ema else None
         self.name = name or type(self).__name__
         self._learning_rate = _lr_value(learning_rate)
         self.weight_decay = weight_decay
@@ -169,11 +170,27 @@ class Optimizer:
             self._build(list(var_list))
 
     def _build(self, params: list) -> None:
+        known = {id(v) for v in self._rules.variables}
+        self._building = self._rules.variables + [v for v in params if id(v) not in known]   # the rules' order
         self._rules = self._rules.with_variables(params, self._new_rule)   # published whole
 
     def _new_rule(self, params: list) -> torch.optim.Optimizer:
         """One replica's update rule over its tensors, with this optimizer's hyperparameters."""
-        return self._torch_class(params, lr=self._current_lr(), **self._torch_kwargs())
+        rule = self._torch_class(params, lr=self._current_lr(), **self._torch_kwargs())
+        if self._no_decay is not None and isinstance(rule, KerasRule):
+            rule.no_decay = {id(p) for p, v in zip(params, self._building) if self._no_decay(v)}
+        return rule
+
+    _no_decay = None    # exclude_from_weight_decay's test of a variable
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        """Keras 3's: no weight decay for the variables of ``var_list`` and those whose name matches one
+        of ``var_names`` (regular expressions searched in the name). Call it before the first update."""
+        if self._rules.rules:
+            raise ValueError("`exclude_from_weight_decay()` can only be configured before the optimizer is built.")
+        ids = {id(v) for v in var_list or ()}
+        pattern = re.compile("|".join(set(var_names))) if var_names else None
+        self._no_decay = lambda v: id(v) in ids or (pattern is not None and pattern.search(_name(v)) is not None)
 
     @property
     def variables(self) -> list:
@@ -194,16 +211,18 @@ class Optimizer:
         return [(summed.tensors[self._rules.position(v)], v) for v in variables]
 
     def _clip(self, grads_and_vars):
-        """Keras clipping: per-value, per-tensor norm, or global norm."""
-        if self.clipvalue is not None:
-            grads_and_vars = [(g.clamp(-self.clipvalue, self.clipvalue), v) for g, v in grads_and_vars]
-        if self.clipnorm is not None:
-            grads_and_vars = [(g * (self.clipnorm / torch.linalg.vector_norm(g).clamp_min(self.clipnorm)), v)
-                              for g, v in grads_and_vars]
-        if self.global_clipnorm is not None:
-            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g, _ in grads_and_vars]))
-            scale = self.global_clipnorm / norm.clamp_min(self.global_clipnorm)
-            grads_and_vars = [(g * scale, v) for g, v in grads_and_vars]
+        """Keras clipping (one kind at most), in TensorFlow's order: ``g * clipnorm / max(|g|, clipnorm)``;
+        ``g * (c * min(1 / global_norm, 1 / c))`` with the global norm the root of the summed squares."""
+        if self.clipnorm:
+            return [(g * self.clipnorm / torch.sqrt(torch.square(g).sum()).clamp_min(self.clipnorm), v)
+                    for g, v in grads_and_vars]
+        if self.global_clipnorm:
+            c = self.global_clipnorm
+            norm = torch.sqrt(torch.stack([torch.square(g).sum() for g, _ in grads_and_vars]).sum())
+            scale = c * torch.minimum(1.0 / norm, torch.tensor(1.0 / c, dtype=norm.dtype))
+            return [(g * scale, v) for g, v in grads_and_vars]
+        if self.clipvalue:
+            return [(g.clamp(-self.clipvalue, self.clipvalue), v) for g, v in grads_and_vars]
         return grads_and_vars
 
     def _apply(self, grads, variables, lr=None):
@@ -227,11 +246,30 @@ class Optimizer:
                 "is updated.")
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
+        iteration = self._ema_iteration(rules)
         if own:
             plan.apply_own(replica, grads, run, variables)
         else:
             plan.step(replica, grads, run, variables)
+        if self._ema is not None:
+            self._ema.update(variables, iteration)
         self._increment_iterations()
+
+    def _ema_iteration(self, rules):
+        """The 0-based step for ``use_ema`` (None without it); several replicas: NotImplementedError."""
+        if self._ema is None:
+            return None
+        if rules.strategy is not None and rules.strategy.num_replicas_in_sync > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__}(use_ema=True) under {type(rules.strategy).__name__} with "
+                f"{rules.strategy.num_replicas_in_sync} replicas: multidev keeps the moving averages on one "
+                "device only. Train without use_ema, or average the weights in a callback.")
+        return int(self.iterations)
+
+    def finalize_variable_values(self, var_list):
+        """With ``use_ema``, give the variables their moving averages (Keras calls this at the end of ``fit``)."""
+        if self._ema is not None:
+            self._ema.overwrite(list(var_list))
 
     def _increment_iterations(self):
         """Count one applied step: once per step, not once per replica (replica 0 counts)."""
@@ -248,7 +286,8 @@ class Optimizer:
                 "learning_rate": schedules.serialize(lr) if isinstance(lr, schedules.LearningRateSchedule)
                 else self._current_lr(),
                 "weight_decay": self.weight_decay, "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
-                "global_clipnorm": self.global_clipnorm}
+                "global_clipnorm": self.global_clipnorm, "use_ema": self.use_ema, "ema_momentum": self.ema_momentum,
+                "ema_overwrite_frequency": self.ema_overwrite_frequency}
 
     @classmethod
     def from_config(cls, config):
@@ -287,6 +326,35 @@ class Optimizer:
             entries[id(p)][1][slot] = value
         for p, entry in entries.values():   # every replica's copy (its owner's alone under a split update)
             self._rules.load(p, entry)
+
+
+_NOT_IMPLEMENTED = ("gradient_accumulation_steps", "loss_scale_factor")
+
+
+def _check_options(kwargs: dict, clipnorm, clipvalue, global_clipnorm) -> None:
+    """Keras 3's refusals: unknown arguments (ValueError) and more than one kind of clipping."""
+    missing = sorted(k for k in kwargs if k in _NOT_IMPLEMENTED and kwargs[k] is not None)
+    if missing:
+        raise NotImplementedError(f"Keras 3 optimizers take {missing}; md.keras's do not (run the program with "
+                                  "Keras 3 on multidev, or accumulate gradients in a custom train_step).")
+    unknown = {k: v for k, v in kwargs.items() if k not in _NOT_IMPLEMENTED}
+    if unknown:
+        hint = (" Call optimizer.exclude_from_weight_decay(var_names=[...]) instead."
+                if "exclude_from_weight_decay" in unknown else "")
+        raise ValueError(f"Argument(s) not recognized: {unknown}.{hint}")
+    if clipnorm is not None and global_clipnorm is not None:
+        raise ValueError("Cannot accept both `clipnorm` and `global_clipnorm`. Pass only one.")
+    if sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm)) > 1:
+        raise ValueError(f"Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. Received: "
+                         f"clipnorm={clipnorm!r}, clipvalue={clipvalue!r}, global_clipnorm={global_clipnorm!r}")
+
+
+def _name(variable) -> str:
+    """A variable's name as Keras matches it: ``kernel`` (a layer weight's ``Dense.kernel:0`` under a
+    strategy loses its layer and suffix)."""
+    name = str(getattr(variable, "_keras_name", None) or getattr(variable, "name", None) or "")
+    name = name[:-2] if name.endswith(":0") else name
+    return re.split(r"[./]", name)[-1] if hasattr(variable, "_keras_name") or "." in name else name
 
 
 def _grads(pairs, kind):

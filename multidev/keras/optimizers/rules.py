@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 import numpy as np
@@ -30,6 +29,7 @@ class KerasRule(torch.optim.Optimizer):
 
     _slots: tuple = ()          # state names created as zeros like the parameter
     _counts_steps = False       # whether the rule reads its per-parameter step count
+    no_decay: frozenset = frozenset()   # ids of parameters excluded from weight decay
 
     def __init__(self, params, lr=0.001, weight_decay=0.0, **hyper):
         super().__init__(params, {"lr": lr, "weight_decay": weight_decay or 0.0, **hyper})
@@ -56,7 +56,9 @@ class KerasRule(torch.optim.Optimizer):
         for group in self.param_groups:
             for params, grads, states in self._batches(group):
                 if group["weight_decay"]:
-                    torch._foreach_mul_(params, 1.0 - group["lr"] * group["weight_decay"])
+                    decayed = [p for p in params if id(p) not in self.no_decay] if self.no_decay else params
+                    if decayed:
+                        decay_(decayed, group["lr"], group["weight_decay"])
                 self._update(group, params, grads, states)
 
     def _batches(self, group: dict) -> list:
@@ -96,6 +98,25 @@ class KerasRule(torch.optim.Optimizer):
         raise NotImplementedError
 
 
+def decay_(params: list, lr: float, weight_decay: float) -> None:
+    """Keras's weight decay ``p -= p * wd * lr``, in TensorFlow's order (float32 rounding included)."""
+    decay = torch._foreach_mul(params, weight_decay)
+    torch._foreach_mul_(decay, lr)
+    torch._foreach_sub_(params, decay)
+
+
+def scalar_type(dtype: torch.dtype):
+    """The numpy type Keras computes a rule's scalars in (the variable's dtype; float32 below it)."""
+    return np.float64 if dtype == torch.float64 else np.float32
+
+
+def moment_(m: list, values: list, rate: float) -> None:
+    """``m += (values - m) * rate`` in TensorFlow's order (no fused kernel: the same rounding)."""
+    step = torch._foreach_sub(values, m)
+    torch._foreach_mul_(step, rate)
+    torch._foreach_add_(m, step)
+
+
 def _slot(states: list, name: str) -> list:
     return [s[name] for s in states]
 
@@ -110,16 +131,19 @@ class SGDRule(KerasRule):
         return ("momentum",) if group["momentum"] != 0 else ()
 
     def _update(self, group, params, grads, states):
+        """TensorFlow's order: ``m = m * momentum - g * lr``; ``p += m`` (nesterov: ``p += m * momentum - g * lr``)."""
         lr, momentum = group["lr"], group["momentum"]
+        step = torch._foreach_mul(grads, lr)
         if momentum == 0:
-            torch._foreach_add_(params, grads, alpha=-lr)
+            torch._foreach_sub_(params, step)
             return
         m = _slot(states, "momentum")
         torch._foreach_mul_(m, momentum)
-        torch._foreach_add_(m, grads, alpha=-lr)
+        torch._foreach_sub_(m, step)
         if group["nesterov"]:
-            torch._foreach_add_(params, m, alpha=momentum)
-            torch._foreach_add_(params, grads, alpha=-lr)
+            ahead = torch._foreach_mul(m, momentum)
+            torch._foreach_sub_(ahead, step)
+            torch._foreach_add_(params, ahead)
         else:
             torch._foreach_add_(params, m)
 
@@ -140,16 +164,17 @@ class AdamRule(KerasRule):
         lr, beta_1, beta_2 = group["lr"], group["beta_1"], group["beta_2"]
         steps = self._next_steps(states)
         m, v = _slot(states, "momentum"), _slot(states, "velocity")
-        torch._foreach_lerp_(m, grads, 1 - beta_1)
-        torch._foreach_mul_(v, beta_2)                       # v + (g^2 - v)(1 - b2), with no temporary
-        torch._foreach_addcmul_(v, grads, grads, value=1 - beta_2)
+        moment_(m, grads, 1 - beta_1)                       # TensorFlow's order, for its rounding
+        moment_(v, torch._foreach_mul(grads, grads), 1 - beta_2)
         if group["amsgrad"]:
             v_hat = _slot(states, "velocity_hat")
             torch._foreach_maximum_(v_hat, v)
             v = v_hat
         denom = torch._foreach_sqrt(v)
         torch._foreach_add_(denom, group["epsilon"])
-        torch._foreach_addcdiv_(params, m, denom, [-_adam_alpha(lr, beta_1, beta_2, t, params[0].dtype) for t in steps])
+        update = torch._foreach_mul(m, [_adam_alpha(lr, beta_1, beta_2, t, params[0].dtype) for t in steps])
+        torch._foreach_div_(update, denom)
+        torch._foreach_sub_(params, update)
 
 
 def _adam_alpha(lr: float, beta_1: float, beta_2: float, t: float, dtype: torch.dtype) -> float:
@@ -179,22 +204,31 @@ class NadamRule(KerasRule):
         return super()._init_slot(name, param, group)
 
     def _update(self, group, params, grads, states):
-        lr, beta_1, beta_2 = group["lr"], group["beta_1"], group["beta_2"]
+        """TensorFlow's order, its scalars in the variable's dtype (float32: a float64 schedule was
+        2-4e-7 off TensorFlow 2.21 after a few steps)."""
+        f = scalar_type(params[0].dtype)
+        beta_1, beta_2, one, half = f(group["beta_1"]), f(group["beta_2"]), f(1), f(0.5)
         steps = self._next_steps(states)
         products = _slot(states, "u_product")
-        u_now = [beta_1 * (1.0 - 0.5 * 0.96 ** t) for t in steps]
-        u_next = [beta_1 * (1.0 - 0.5 * 0.96 ** (t + 1)) for t in steps]
-        torch._foreach_mul_(products, u_now)
-        prod_now = [p.item() for p in products]
         m, v = _slot(states, "momentum"), _slot(states, "velocity")
-        torch._foreach_lerp_(m, grads, 1 - beta_1)
-        torch._foreach_mul_(v, beta_2)                       # v + (g^2 - v)(1 - b2), with no temporary
-        torch._foreach_addcmul_(v, grads, grads, value=1 - beta_2)
-        denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, [math.sqrt(1 - beta_2 ** t) for t in steps])
+        moment_(m, grads, float(one - beta_1))       # Keras's Nadam: 1 - beta in float32, unlike Adam's
+        moment_(v, torch._foreach_mul(grads, grads), float(one - beta_2))
+        decay = [one - half * f(0.96) ** f(t) for t in steps]      # per parameter: its own step count
+        u_now = [beta_1 * d for d in decay]
+        u_next = [beta_1 * (one - half * f(0.96) ** f(t + 1)) for t in steps]
+        prods = [f(p.item()) * beta_1 * d for p, d in zip(products, decay)]
+        torch._foreach_copy_(products, [torch.tensor(float(p), dtype=torch.float64) for p in prods])
+        m_hat = torch._foreach_mul(m, [float(u) for u in u_next])
+        torch._foreach_div_(m_hat, [float(one - p * u) for p, u in zip(prods, u_next)])
+        g_part = torch._foreach_mul(grads, [float(one - u) for u in u_now])
+        torch._foreach_div_(g_part, [float(one - p) for p in prods])
+        torch._foreach_add_(m_hat, g_part)
+        denom = torch._foreach_div(v, [float(one - beta_2 ** f(t)) for t in steps])
+        torch._foreach_sqrt_(denom)
         torch._foreach_add_(denom, group["epsilon"])
-        torch._foreach_addcdiv_(params, m, denom, [-lr * un / (1 - pn * un) for un, pn in zip(u_next, prod_now)])
-        torch._foreach_addcdiv_(params, grads, denom, [-lr * (1 - u) / (1 - pn) for u, pn in zip(u_now, prod_now)])
+        torch._foreach_mul_(m_hat, group["lr"])
+        torch._foreach_div_(m_hat, denom)
+        torch._foreach_sub_(params, m_hat)
 
 
 class RMSpropRule(KerasRule):
@@ -209,26 +243,30 @@ class RMSpropRule(KerasRule):
                 + (("average_gradient",) if group["centered"] else ()))
 
     def _update(self, group, params, grads, states):
-        lr, rho, eps = group["lr"], group["rho"], group["epsilon"]
+        lr, rho, eps = group["lr"], group["rho"], group["epsilon"]      # TensorFlow's order throughout
         v = _slot(states, "velocity")
         torch._foreach_mul_(v, rho)
-        torch._foreach_addcmul_(v, grads, grads, value=1 - rho)
+        squares = torch._foreach_mul(grads, grads)
+        torch._foreach_mul_(squares, 1 - rho)
+        torch._foreach_add_(v, squares)
         if group["centered"]:
             avg = _slot(states, "average_gradient")
             torch._foreach_mul_(avg, rho)
-            torch._foreach_add_(avg, grads, alpha=1 - rho)
-            denom = torch._foreach_addcmul(v, avg, avg, value=-1)
+            torch._foreach_add_(avg, torch._foreach_mul(grads, 1 - rho))
+            denom = torch._foreach_sub(v, torch._foreach_mul(avg, avg))
             torch._foreach_add_(denom, eps)
         else:
             denom = torch._foreach_add(v, eps)
         torch._foreach_sqrt_(denom)
+        increment = torch._foreach_mul(grads, lr)
+        torch._foreach_div_(increment, denom)
         if group["momentum"] > 0:
             mom = _slot(states, "momentum")
             torch._foreach_mul_(mom, group["momentum"])
-            torch._foreach_addcdiv_(mom, grads, denom, value=lr)
+            torch._foreach_add_(mom, increment)
             torch._foreach_sub_(params, mom)
         else:
-            torch._foreach_addcdiv_(params, grads, denom, value=-lr)
+            torch._foreach_sub_(params, increment)
 
 
 class AdagradRule(KerasRule):
@@ -246,10 +284,12 @@ class AdagradRule(KerasRule):
 
     def _update(self, group, params, grads, states):
         acc = _slot(states, "accumulator")
-        torch._foreach_addcmul_(acc, grads, grads)
+        torch._foreach_add_(acc, torch._foreach_mul(grads, grads))
         denom = torch._foreach_add(acc, group["epsilon"])
         torch._foreach_sqrt_(denom)
-        torch._foreach_addcdiv_(params, grads, denom, value=-group["lr"])
+        increment = torch._foreach_mul(grads, group["lr"])      # TensorFlow's order, for its rounding
+        torch._foreach_div_(increment, denom)
+        torch._foreach_sub_(params, increment)
 
 
 for _rule in (SGDRule, AdamRule, NadamRule, RMSpropRule, AdagradRule):

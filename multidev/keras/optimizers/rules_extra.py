@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from multidev.distribute.replica_update import register_elementwise
-from multidev.keras.optimizers.rules import KerasRule, _slot
+from multidev.keras.optimizers.rules import KerasRule, _slot, moment_, scalar_type
 
 
 class AdadeltaRule(KerasRule):
@@ -51,14 +51,17 @@ class AdamaxRule(KerasRule):
         return ("momentum", "norm")
 
     def _update(self, group, params, grads, states):
-        beta_1 = group["beta_1"]
+        f = scalar_type(params[0].dtype)
         steps = self._next_steps(states)
         m, u = _slot(states, "momentum"), _slot(states, "norm")
-        torch._foreach_lerp_(m, grads, 1 - beta_1)
+        moment_(m, grads, 1 - group["beta_1"])
         torch._foreach_mul_(u, group["beta_2"])
         torch._foreach_maximum_(u, torch._foreach_abs(grads))
-        denom = torch._foreach_add(u, group["epsilon"])
-        torch._foreach_addcdiv_(params, m, denom, [-group["lr"] / (1 - beta_1 ** t) for t in steps])
+        denom = torch._foreach_add(u, group["epsilon"])     # (1 - b1^t) (u + eps), TensorFlow's order
+        torch._foreach_mul_(denom, [float(f(1) - f(group["beta_1"]) ** f(t)) for t in steps])
+        update = torch._foreach_mul(m, group["lr"])
+        torch._foreach_div_(update, denom)
+        torch._foreach_sub_(params, update)
 
 
 class FtrlRule(KerasRule):
@@ -83,22 +86,22 @@ class FtrlRule(KerasRule):
         return super()._init_slot(name, param, group)
 
     def _update(self, group, params, grads, states):
-        lr, power = group["lr"], -group["learning_rate_power"]
+        lr, power = group["lr"], -group["learning_rate_power"]      # TensorFlow's order throughout
         l1 = group["l1_regularization_strength"]
-        l2 = group["l2_regularization_strength"] + group["beta"] / (2.0 * lr)
+        f = scalar_type(params[0].dtype)
+        l2 = float(f(group["l2_regularization_strength"]) + f(group["beta"]) / (f(2.0) * f(lr)))
         shrinkage = group["l2_shrinkage_regularization_strength"]
         acc, linear = _slot(states, "accumulator"), _slot(states, "linear")
-        new_acc = torch._foreach_addcmul(acc, grads, grads)
+        new_acc = torch._foreach_add(acc, torch._foreach_mul(grads, grads))
         new_pow = torch._foreach_pow(new_acc, power)
         change = torch._foreach_sub(new_pow, torch._foreach_pow(acc, power))
         torch._foreach_div_(change, lr)
         torch._foreach_mul_(change, params)
-        torch._foreach_add_(linear, grads)
-        if shrinkage:
-            torch._foreach_add_(linear, params, alpha=2 * shrinkage)
-        torch._foreach_sub_(linear, change)
+        step = torch._foreach_add(grads, torch._foreach_mul(params, 2 * shrinkage)) if shrinkage else list(grads)
+        step = torch._foreach_sub(step, change)
+        torch._foreach_add_(linear, step)
         quadratic = torch._foreach_div(new_pow, lr)
-        torch._foreach_add_(quadratic, 2 * l2)
+        torch._foreach_add_(quadratic, float(f(2) * f(l2)))
         value = torch._foreach_clamp_max(torch._foreach_clamp_min(linear, -l1), l1)
         torch._foreach_sub_(value, linear)
         torch._foreach_div_(value, quadratic)

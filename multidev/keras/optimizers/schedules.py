@@ -9,6 +9,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+f32 = np.float32     # Keras computes a schedule in the initial rate's dtype: float32
+
+
+def _out(value) -> float:
+    """The rate as a Python float holding the float32 value TensorFlow computes."""
+    return float(f32(value))
+
 
 class LearningRateSchedule:
     """Base class: ``schedule(step) -> float``."""
@@ -34,8 +43,9 @@ class ExponentialDecay(LearningRateSchedule):
         self.staircase, self.name = staircase, name
 
     def __call__(self, step):
-        p = float(step) / self.decay_steps
-        return self.initial_learning_rate * self.decay_rate ** (math.floor(p) if self.staircase else p)
+        p = f32(float(step)) / f32(self.decay_steps)
+        p = np.floor(p) if self.staircase else p
+        return _out(f32(self.initial_learning_rate) * f32(self.decay_rate) ** p)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -62,14 +72,13 @@ class PolynomialDecay(LearningRateSchedule):
         self.end_learning_rate, self.power, self.cycle, self.name = end_learning_rate, power, cycle, name
 
     def __call__(self, step):
-        step = float(step)
-        steps = self.decay_steps
+        step, steps = f32(float(step)), f32(self.decay_steps)
         if self.cycle:
-            steps = steps * max(1.0, math.ceil(step / steps))
+            steps = steps * (f32(1) if step == 0 else np.ceil(step / steps))
         else:
             step = min(step, steps)
-        frac = (1 - step / steps) ** self.power
-        return (self.initial_learning_rate - self.end_learning_rate) * frac + self.end_learning_rate
+        initial, end = f32(self.initial_learning_rate), f32(self.end_learning_rate)
+        return _out((initial - end) * (f32(1) - step / steps) ** f32(self.power) + end)
 
 
 class InverseTimeDecay(LearningRateSchedule):
@@ -80,8 +89,9 @@ class InverseTimeDecay(LearningRateSchedule):
         self.staircase, self.name = staircase, name
 
     def __call__(self, step):
-        p = float(step) / self.decay_steps
-        return self.initial_learning_rate / (1 + self.decay_rate * (math.floor(p) if self.staircase else p))
+        p = f32(float(step)) / f32(self.decay_steps)
+        p = np.floor(p) if self.staircase else p
+        return _out(f32(self.initial_learning_rate) / (f32(1) + f32(self.decay_rate) * p))
 
 
 class CosineDecay(LearningRateSchedule):
@@ -92,18 +102,46 @@ class CosineDecay(LearningRateSchedule):
         self.warmup_target, self.warmup_steps = warmup_target, warmup_steps
 
     def __call__(self, step):
-        step = float(step)
-        start = self.initial_learning_rate
-        if self.warmup_target is not None and step < self.warmup_steps:
-            return start + (self.warmup_target - start) * step / self.warmup_steps
-        peak = self.warmup_target if self.warmup_target is not None else start
-        step = min(step - self.warmup_steps, self.decay_steps)
-        cosine = 0.5 * (1 + math.cos(math.pi * step / self.decay_steps))
-        return peak * ((1 - self.alpha) * cosine + self.alpha)
+        step, start, decay_steps = f32(float(step)), f32(self.initial_learning_rate), f32(self.decay_steps)
+        if self.warmup_target is None:
+            return _out(self._decay(min(step, decay_steps), decay_steps, start))
+        target, warmup = f32(self.warmup_target), f32(self.warmup_steps)
+        step = min(step, decay_steps + warmup)
+        if step < warmup:
+            return _out((target - start) * (step / warmup) + start)
+        return _out(self._decay(step - warmup, decay_steps, target))
+
+    def _decay(self, step, decay_steps, peak):
+        cosine = f32(0.5) * (f32(1) + np.cos(f32(math.pi) * (step / decay_steps)))
+        return peak * (f32(1 - self.alpha) * cosine + f32(self.alpha))
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR): period ``first_decay_steps``, each ``t_mul`` times longer
+    and ``m_mul`` times lower, down to ``alpha * initial``."""
+
+    def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name=None):
+        if first_decay_steps <= 0:
+            raise ValueError(f"Argument `first_decay_steps` must be > 0. Received: first_decay_steps={first_decay_steps}")
+        self.initial_learning_rate, self.first_decay_steps = initial_learning_rate, first_decay_steps
+        self.t_mul, self.m_mul, self.alpha, self.name = t_mul, m_mul, alpha, name
+
+    def __call__(self, step):
+        fraction = f32(float(step)) / f32(self.first_decay_steps)
+        t_mul, m_mul = f32(self.t_mul), f32(self.m_mul)
+        if t_mul == 1:
+            restart = np.floor(fraction)
+            fraction = fraction - restart
+        else:
+            restart = np.floor(np.log(f32(1) - fraction * (f32(1) - t_mul)) / np.log(t_mul))
+            done = (f32(1) - t_mul ** restart) / (f32(1) - t_mul)
+            fraction = (fraction - done) / t_mul ** restart
+        cosine = f32(0.5) * m_mul ** restart * (f32(1) + np.cos(f32(math.pi) * fraction))
+        return _out(f32(self.initial_learning_rate) * (f32(1 - self.alpha) * cosine + f32(self.alpha)))
 
 
 _CLASSES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay, PolynomialDecay,
-                                    InverseTimeDecay, CosineDecay)}
+                                    InverseTimeDecay, CosineDecay, CosineDecayRestarts)}
 
 
 def serialize(schedule) -> dict:
