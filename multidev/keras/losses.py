@@ -16,7 +16,6 @@ from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
-from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.keras import backend, step_inputs
 from multidev.keras.loss_reduction import Reduction, reduce_weighted  # noqa: F401 (re-exported)
@@ -64,15 +63,6 @@ def huber(y_true, y_pred, delta=1.0):
     """Quadratic for |error| <= delta, linear beyond; mean over the last axis."""
     y_true, y_pred = _float(y_true, y_pred)
     return F.huber_loss(y_pred, y_true, reduction="none", delta=delta).mean(dim=-1)
-
-
-def kl_divergence(y_true, y_pred):
-    """Kullback-Leibler divergence ``sum(y_true * log(y_true / y_pred))`` over the last axis, both clipped to
-    [epsilon, 1] as Keras clips them (keras.io's knowledge distillation compares softened predictions)."""
-    y_true, y_pred = _float(y_true, y_pred)
-    y_true = y_true.clamp(backend.epsilon(), 1.0)
-    y_pred = y_pred.clamp(backend.epsilon(), 1.0)
-    return torch.sum(y_true * torch.log(y_true / y_pred), dim=-1)
 
 
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
@@ -243,13 +233,6 @@ class Huber(LossFunctionWrapper):
         super().__init__(huber, reduction, name, delta=delta)
 
 
-class KLDivergence(LossFunctionWrapper):
-    """Kullback-Leibler divergence between two probability distributions (last axis)."""
-
-    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence"):
-        super().__init__(kl_divergence, reduction, name)
-
-
 class BinaryCrossentropy(LossFunctionWrapper):
     """Binary cross-entropy (``from_logits`` for raw scores)."""
 
@@ -279,16 +262,14 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
 
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
-kld = KLD = kl_divergence
 
 _FUNCTIONS = {
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error, "MSE": mean_squared_error,
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error, "MAE": mean_absolute_error,
     "binary_crossentropy": binary_crossentropy, "categorical_crossentropy": categorical_crossentropy,
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy, "huber": huber, "huber_loss": huber,
-    "kl_divergence": kl_divergence, "kld": kl_divergence, "KLD": kl_divergence,
 }
-_CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError, Huber, KLDivergence, BinaryCrossentropy,
+_CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError, Huber, BinaryCrossentropy,
                                     CategoricalCrossentropy, SparseCategoricalCrossentropy)}
 
 
