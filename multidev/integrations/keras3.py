@@ -249,23 +249,6 @@ def _distribute_for(strategy: Any, variable: Any) -> DistributedVariable:
     return _distribute_value(variable, strategy)
 
 
-_STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
-
-
-def _replica_seed(original: Any, generator: Any, ordered: bool = True) -> Any:
-    """``SeedGenerator.next`` inside ``strategy.run``: replica r > 0 gets the seed offset by ``r`` strides, so
-    replicas draw different numbers (dropout masks, noise) from their copies of one seed state, as one
-    device draws different numbers for every example; the state itself advances alike on every replica."""
-    seed = original(generator, ordered=ordered)
-    ctx = context.current_replica_context()
-    if ctx is None or ctx._global_replica_id == 0:
-        return seed
-    offset = (int(seed[0]) + ctx._global_replica_id * _STREAM_STRIDE + 2**31) % 2**32 - 2**31
-    shifted = seed.clone()
-    shifted[0] = offset
-    return shifted
-
-
 def loss_tracker(model: Any) -> Any:
     """The ``Mean`` metric Keras's train/test steps feed the loss to (private ``_loss_tracker``)."""
     try:
@@ -335,7 +318,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     for reduction in (keras.metrics.Mean, keras.metrics.Sum):
         _wrap_method(reduction, "update_state", keras3_custom_step.weighted_mean_update)
-    _wrap_method(keras.random.SeedGenerator, "next", _replica_seed)
+    _wrap_method(keras.random.SeedGenerator, "next", keras3_random.replica_seed)
     remember = functools.partial(keras3_layers.init, _distributing_strategy)
     create_in_scope = functools.partial(keras3_layers.add_weight, _distributing_strategy)
     for owner, creates in ((keras.layers.Layer, "add_weight"), (optimizer_classes[0], "add_variable")):

@@ -5,7 +5,7 @@ seed=self.seed_generator)`` in a VAE's ``Sampling`` layer or a GAN's ``train_ste
 contrasts and translations Keras's image augmentation layers draw per image: ``RandomFlip``, ``RandomRotation``,
 ``RandomZoom``, ``RandomContrast``, ``RandomTranslation``, ...) gives every example its own numbers. On
 replicas each would draw only its slice's rows: with a ``SeedGenerator`` from the per-replica streams
-(``keras3._replica_seed``: independent, not one device's), with an int seed the *same* rows on every replica
+(``replica_seed``: independent, not one device's), with an int seed the *same* rows on every replica
 (every replica's half flipped or noised alike). Here, in ``fit``'s step (built-in or the model's own
 ``train_step``: ``keras3_dropout.batch_slice`` says where the replica's slice lies), a draw through the torch
 backend's ``normal``/``uniform``/``randint`` (``truncated_normal`` draws through ``normal``) whose leading
@@ -91,3 +91,20 @@ def _draw_once(strategy: Any, original: Any, shape: Any, args: Any, kwargs: Any)
     kwargs = {k: first(v)[0] for k, v in kwargs.items()}
     with torch.no_grad():
         return original(shape, *args, **kwargs)
+
+
+_STREAM_STRIDE = 0x9E3779B1  # replica r's seeds are offset by r * this (mod 2**32): streams far apart
+
+
+def replica_seed(original: Any, generator: Any, ordered: bool = True) -> Any:
+    """``SeedGenerator.next`` inside ``strategy.run``: replica r > 0 gets the seed offset by ``r`` strides, so
+    replicas draw different numbers (dropout masks, noise) from their copies of one seed state, as one
+    device draws different numbers for every example; the state itself advances alike on every replica."""
+    seed = original(generator, ordered=ordered)
+    ctx = context.current_replica_context()
+    if ctx is None or ctx._global_replica_id == 0:
+        return seed
+    offset = (int(seed[0]) + ctx._global_replica_id * _STREAM_STRIDE + 2**31) % 2**32 - 2**31
+    shifted = seed.clone()
+    shifted[0] = offset
+    return shifted
