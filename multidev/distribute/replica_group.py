@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Callable, Sequence
 
 import torch
@@ -70,16 +71,23 @@ class RunningSteps:
     every run), written by the strategy that runs the replicas and read by what reduces their
     gradients (``backward_reduce``): one object both hold, instead of one reading the other's state."""
 
-    __slots__ = ("steps", "active")
+    __slots__ = ("steps", "active", "owner")
 
     def __init__(self) -> None:
         self.steps: list = []
         self.active = False
+        self.owner: int | None = None
 
     def begin(self, steps: list) -> None:
-        """A run starts with these notes, one per local replica."""
+        """A run starts with these notes, one per local replica, on the calling thread."""
         self.steps = steps
+        self.owner = threading.get_ident()
         self.active = True
 
     def end(self) -> None:
         self.active = False
+
+    def running_elsewhere(self) -> bool:
+        """Whether another thread's run is in progress. A run marked active by this very thread is
+        over: a Ctrl-C landing in its ``finally`` before ``end`` ran left the mark behind."""
+        return self.active and self.owner != threading.get_ident()

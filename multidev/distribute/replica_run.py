@@ -72,7 +72,7 @@ class ReplicaRunner:
             )
         if self.steps.active and merge_call_strategy() is self._strategy:
             return self._call_in_merge_call(fn, args, kwargs, step)
-        if self.steps.active:
+        if self.steps.running_elsewhere():
             raise RuntimeError("strategy.run is already running on another thread for this strategy.")
         registry.initialize()
         n = len(self._devices)

@@ -172,3 +172,31 @@ def test_ctrl_c_at_random_moments_stops_run_within_seconds_and_leaves_the_strate
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_run_on_another_thread_is_refused_and_a_stale_mark_of_this_thread_is_not():
+    """Two threads driving one strategy: the second is refused while the first runs. A Ctrl-C landing
+    in a run's ``finally`` before the mark was cleared (the race the Ctrl-C test above hits about once
+    in a few thousand interrupts) leaves the mark behind: the same thread's next run goes ahead."""
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    started, release = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        release.wait(30)
+        return torch.ones(1)
+
+    other = threading.Thread(target=lambda: strategy.run(slow))
+    other.start()
+    try:
+        assert started.wait(30)
+        with pytest.raises(RuntimeError, match="already running on another thread"):
+            strategy.run(lambda: torch.ones(1))
+    finally:
+        release.set()
+        other.join(30)
+    steps = strategy.extended._runner.steps
+    steps.begin(steps.steps)          # the mark an interrupted run of this thread left behind
+    out = strategy.run(lambda: md.distribute.get_replica_context().all_reduce("SUM", torch.ones(1)))
+    assert [t.tolist() for t in strategy.experimental_local_results(out)] == [[2.0], [2.0]]
+    assert not steps.active

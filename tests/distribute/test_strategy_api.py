@@ -175,7 +175,7 @@ def test_strategy_threads_are_persistent(strategy):
     for _ in range(5):
         strategy.run(lambda: None)
     after = {t.ident for t in threading.enumerate()}
-    assert after == before
+    assert after <= before   # no thread made per run (threads of earlier tests' strategies may end meanwhile)
 
 
 def test_every_replica_runs_under_the_callers_grad_and_autocast_modes():
