@@ -18,6 +18,7 @@ from torch import _VF
 from multidev.keras import activations, initializers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.rnn_cells import add_gate_weights
 from multidev.keras.layers.rnn_state import StatefulLayerMixin, StatefulStates
 
 
@@ -48,11 +49,7 @@ class _RNN(StatefulLayerMixin, Layer):
         self.input_spec = InputSpec(ndim=3)
 
     def build(self, input_shape):
-        n = self.gates * self.units
-        self.add_weight("kernel", (input_shape[-1], n), self.kernel_initializer)
-        self.add_weight("recurrent_kernel", (self.units, n), self.recurrent_initializer)
-        if self.use_bias:
-            self.add_weight("bias", self._bias_shape(), self.bias_initializer)
+        add_gate_weights(self, input_shape[-1])
         self.input_spec = InputSpec(ndim=3, axes={-1: input_shape[-1]})
 
     def _bias_shape(self):

@@ -39,11 +39,7 @@ class _Cell(Layer):
         return (self.gates * self.units,)
 
     def build(self, input_shape):
-        n = self.gates * self.units
-        self.add_weight("kernel", (input_shape[-1], n), self.kernel_initializer)
-        self.add_weight("recurrent_kernel", (self.units, n), self.recurrent_initializer)
-        if self.use_bias:
-            self.add_weight("bias", self._bias_shape(), self.bias_initializer)
+        add_gate_weights(self, input_shape[-1])
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "use_bias": self.use_bias,
@@ -51,6 +47,16 @@ class _Cell(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
+
+
+def add_gate_weights(layer, input_dim: int) -> None:
+    """A recurrent layer's or cell's weights in Keras's order and shapes: ``kernel`` (input_dim, gates *
+    units), ``recurrent_kernel`` (units, gates * units), ``bias`` (``layer._bias_shape()``)."""
+    n = layer.gates * layer.units
+    layer.add_weight("kernel", (input_dim, n), layer.kernel_initializer)
+    layer.add_weight("recurrent_kernel", (layer.units, n), layer.recurrent_initializer)
+    if layer.use_bias:
+        layer.add_weight("bias", layer._bias_shape(), layer.bias_initializer)
 
 
 class SimpleRNNCell(_Cell):
