@@ -167,7 +167,7 @@ def test_ctrl_c_at_random_moments_stops_run_within_seconds_and_leaves_the_strate
         for i in range(times):
             time.sleep(rng.uniform(0.0, 0.15))
             proc.send_signal(signal.SIGINT)
-            line = _read_line(proc, 20)   # seconds, generous for a loaded machine; a lost result hangs
+            line = _read_line(proc, 60)   # seconds: a CI stand-in under full load once waited past 20; a lost result hangs for good
             assert line == ok, (i, line, proc.poll(), proc.stderr.read() if proc.poll() is not None else "")
     finally:
         proc.kill()
