@@ -21,10 +21,10 @@ from multidev import nn
 from multidev.keras import mixed_precision, optimizers
 from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.keras_tensor import flatten, map_structure
-from multidev.keras.models import data_adapter as da, fit_args, worker_sharded
+from multidev.keras.models import data_adapter as da, fit_args
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
-from multidev.keras.models.sampler_input import per_worker_input
+from multidev.keras.models.worker_batches import per_worker_input
 from multidev.keras.models.worker_input import worker_input_check
 from multidev.keras.models.resume import worker_rng_sync
 
@@ -207,7 +207,7 @@ class Trainer:
             return coordinated_fit.fit(self, x, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
                                        verbose=verbose, validation_data=validation_data, initial_epoch=initial_epoch)
         # a DistributedSampler's loader, or an OFF/FILE-sharded dataset: each worker's own batches
-        x = worker_sharded.worker_input(self, per_worker_input(self, coordinated_fit.local_input(x)))
+        x = per_worker_input(self, coordinated_fit.local_input(x), own_streams=True)
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = da.split_for_validation(x, y, sample_weight, validation_split)
         train = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, shuffle), steps_per_epoch,
