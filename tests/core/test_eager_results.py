@@ -40,6 +40,7 @@ def test_beginner_quickstart_lines_as_printed():
     probability_model = K.Sequential([model, K.layers.Softmax()])
     np.testing.assert_allclose(probability_model(x_train[:5]).numpy().sum(axis=1), np.ones(5), rtol=1e-6)
     assert np.asarray(model(x_train[:2])).shape == (2, 10)
+    assert np.argmax(model(x_train[:2])[0].numpy()) in range(10)       # a row of the output reads too
 
 
 def test_results_stay_in_the_autograd_graph():
