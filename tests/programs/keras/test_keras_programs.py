@@ -38,6 +38,8 @@ def pending(owner, reason):                   # should be EQUAL; another helper'
 BN = ("BatchNormalization normalises each replica's half of the batch (TensorFlow's MirroredStrategy does "
       "the same; SyncBatchNormalization would not)")
 NEEDS_TF = "Keras 3's text_dataset_from_directory/TextVectorization need TensorFlow, which is not installed"
+NEEDS_TS = ("Keras 3's timeseries_dataset_from_array makes a tf.data (or Grain) dataset: TensorFlow is not installed; "
+            "md.keras has its own (md.keras.utils.timeseries_dataset_from_array)")
 
 
 MASKED_MEAN = ("Keras 3 divides a masked loss by the unmasked entries of the batch it sees (losses/loss.py "
@@ -102,6 +104,8 @@ EXPECT = {
         "returned it, its half's loss (tf.keras sums the replicas' values, Keras 3 on TensorFlow averages them); "
         "the trained critic and generator equal one device (Adam hides the N-fold gradient md.keras's "
         "TensorFlow rule gives a mean loss in a custom train_step, see p16)")},
+    "p27_timeseries_weather_forecasting": {"keras3": fails("tensorflow", NEEDS_TS), "md2": EQUAL,   # md.keras's own
+                                           "k3md2": fails("tensorflow", NEEDS_TS)},
 }
 
 
