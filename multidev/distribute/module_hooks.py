@@ -57,9 +57,9 @@ class ReplicaAwareDict(dict):
         if _compiling():   # torch.compile traces this: a guarded thread-local instead of the ContextVar
             replica_id = context.traced_replica_id()
             return value if replica_id is None or not isinstance(value, DistributedVariable) \
-                else value._components[replica_id]
+                or value._handed_whole else value._components[replica_id]
         env = _replica_env()
-        if env is None or not _is_distributed(value):
+        if env is None or not _is_distributed(value) or value._handed_whole:
             return value
         # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
         return value._components[env.replica_id]
