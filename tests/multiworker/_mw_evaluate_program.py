@@ -52,6 +52,9 @@ class CountBatches(tf.keras.callbacks.Callback):
     def on_test_batch_end(self, batch, logs=None):
         self.batches += 1
 
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches += 1
+
 
 def main():
     tf_config = json.loads(os.environ["TF_CONFIG"])
@@ -63,6 +66,10 @@ def main():
         counter = CountBatches()
         logs = model.evaluate(dataset(policy, worker), verbose=0, return_dict=True, callbacks=[counter])
         result[policy] = {"logs": {k: float(v) for k, v in sorted(logs.items())}, "batches": counter.batches}
+    model, counter = model_in(strategy), CountBatches()   # fit without steps_per_epoch reads as many batches
+    history = model.fit(dataset("OFF", worker), epochs=1, verbose=0, callbacks=[counter])
+    result["fit_OFF"] = {"loss": [float(v) for v in history.history["loss"]], "batches": counter.batches,
+                         "kernel": [float(v) for v in np.ravel(model.get_weights()[0])]}
     with open(os.path.join(OUT, f"worker{worker}.json"), "w") as f:
         json.dump(result, f)
 

@@ -302,7 +302,7 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `evaluate()`: {sorted(kwargs)!r}.")
         self._assert_compiled("evaluating it")
-        iterator = EpochIterator(da.make_adapter(per_worker_input(self, x), y, sample_weight, batch_size, False), steps,
+        iterator = EpochIterator(da.make_adapter(per_worker_input(self, x, own_streams=True), y, sample_weight, batch_size, False), steps,
                                  worker_check=worker_input_check(self, "evaluation"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
