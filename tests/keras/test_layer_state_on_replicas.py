@@ -99,3 +99,64 @@ def test_known_differences_still_differ():
 
 def test_every_case_recorded(md_observed):
     assert sorted(md_observed) == CASES
+
+
+# --- without a strategy, and what add_weight refuses (in this process: no device configuration) --------
+
+def _counter_model():
+    import multidev as md
+
+    class Counter(md.keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.seen = md.keras.metrics.Sum(name="seen")
+
+        def build(self, input_shape):
+            self.count = self.add_weight(name="count", shape=(), initializer="zeros", trainable=False)
+
+        def call(self, inputs):
+            self.count.assign_add(md.cast(md.shape(inputs)[0], md.float32))
+            self.seen.update_state(md.cast(md.shape(inputs)[0], md.float32))
+            return inputs
+
+    counter = Counter()
+    return counter, md.keras.Sequential([md.keras.Input((2,)), counter, md.keras.layers.Dense(1)])
+
+
+def test_building_a_functional_model_writes_no_state():
+    """TF builds symbolically; md infers shapes on zeros, whose writes are put back (count stays 0)."""
+    counter, model = _counter_model()
+    assert float(counter.count.numpy()) == 0.0 and float(counter.seen.result()) == 0.0
+    model(__import__("numpy").ones((3, 2), "float32"))
+    assert float(counter.count.numpy()) == 3.0 and float(counter.seen.result()) == 3.0
+
+
+def test_metric_attributes_are_model_metrics_once():
+    counter, model = _counter_model()
+    model.compile("sgd", "mse", metrics=[counter.seen])   # also compiled: listed once
+    assert [m.name for m in model.metrics].count("seen") == 1
+    counter, model = _counter_model()
+    assert [m.name for m in model.metrics] == ["seen"]
+    del counter.seen                                       # no longer an attribute: no longer listed
+    assert model.metrics == []
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(trainable=True, synchronization="on_read"), "only for non-trainable"),
+    (dict(trainable=False, aggregation="average"), "'average'"),
+    (dict(trainable=False, synchronization="sometimes"), "'sometimes'"),
+])
+def test_add_weight_refuses_bad_policies(kwargs, words):
+    import multidev as md
+
+    layer = md.keras.layers.Layer()
+    with pytest.raises(ValueError, match=words):
+        layer.add_weight(name="w", shape=(2,), **kwargs)
+
+
+def test_on_read_weight_defaults_to_non_trainable():
+    import multidev as md
+
+    layer = md.keras.layers.Layer()
+    layer.add_weight(name="w", shape=(2,), synchronization=md.VariableSynchronization.ON_READ)
+    assert layer.trainable_weights == [] and len(layer.non_trainable_weights) == 1
