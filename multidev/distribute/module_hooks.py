@@ -11,7 +11,9 @@ seam: without it ``module.weight`` is the distributed variable and its ``__torch
 picks the replica's copy on every op, which measured 56 us against 26 us per ``nn.Linear(64, 64)``
 call on 2 CPU replicas (``OMP_NUM_THREADS=1``; about 1.5% of a text_conv step), while the
 alternatives (``torch.func.functional_call``, parametrizations) change how the model is called
-or its class. Outside ``strategy.run`` the dict answers exactly as torch's does.
+or its class. Outside ``strategy.run`` the dict answers exactly as torch's does. A variable marked
+``_handed_whole`` (a Keras layer's state weight, written with ``assign_add`` in ``call``) is handed
+out whole in replicas too: its ops pay the variable's ``__torch_function__``, its writes aggregate.
 """
 
 from __future__ import annotations
