@@ -97,6 +97,16 @@ def _direct_and_run(aggregation, on_read, spelling, op):
     return case
 
 
+def _in_model(keras, s, make_layer, learning_rate):
+    """``(layer, model)``: the layer between an Input((2,)) and a Dense(1) of ones, compiled with SGD
+    and mse, all in ``s``'s scope."""
+    with s.scope():
+        layer = make_layer()
+        model = keras.Sequential([keras.Input((2,)), layer, keras.layers.Dense(1, kernel_initializer="ones")])
+        model.compile(keras.optimizers.SGD(learning_rate), "mse")
+    return layer, model
+
+
 def _counter(keras, tf, kw):
     class Counter(keras.layers.Layer):
         """A running sum and a count of the samples seen (named weights made in ``build``)."""
@@ -118,10 +128,8 @@ def _fit_counter(aggregation, on_read, spelling, replicas=2):
     """A Counter inside a Sequential model trained by ``fit`` (8 samples, batches of 4, 1 epoch)."""
     def case(tf, keras, flavour):
         s = strategy(tf, replicas)
-        with s.scope():
-            counter = _counter(keras, tf, policy(tf, flavour, aggregation, on_read, spelling))
-            model = keras.Sequential([keras.Input((2,)), counter, keras.layers.Dense(1, kernel_initializer="ones")])
-            model.compile(keras.optimizers.SGD(0.0), "mse")
+        counter, model = _in_model(keras, s, lambda: _counter(keras, tf, policy(tf, flavour, aggregation, on_read,
+                                                                                spelling)), 0.0)
         built = [r6(counter.total.numpy()), r6(counter.count.numpy())]
         model.fit(np.array(X), np.array(Y), batch_size=4, epochs=1, verbose=0, shuffle=False)
         return [built, r6(counter.total.numpy()), r6(counter.count.numpy()), local(tf, flavour, s, counter.total),
@@ -168,10 +176,8 @@ def _fit_moving_mean(aggregation, on_read, spelling, replicas):
     """``fit`` 2 epochs of SGD(0.1): losses, the moving mean read and per replica, the trained weights."""
     def case(tf, keras, flavour):
         s = strategy(tf, replicas)
-        with s.scope():
-            layer = _moving_mean_layer(keras, tf, policy(tf, flavour, aggregation, on_read, spelling))
-            model = keras.Sequential([keras.Input((2,)), layer, keras.layers.Dense(1, kernel_initializer="ones")])
-            model.compile(keras.optimizers.SGD(0.1), "mse")
+        layer, model = _in_model(keras, s, lambda: _moving_mean_layer(keras, tf, policy(tf, flavour, aggregation,
+                                                                                        on_read, spelling)), 0.1)
         history = model.fit(np.array(X), np.array(Y), batch_size=4, epochs=2, verbose=0, shuffle=False)
         predicted = model.predict(np.array(X[:4]), batch_size=4, verbose=0)
         return [r6(history.history["loss"]), r6(layer.moving_mean.numpy()), local(tf, flavour, s, layer.moving_mean),
@@ -224,10 +230,7 @@ def _metric_attributes(replicas):
                 return x
 
         s = strategy(tf, replicas)
-        with s.scope():
-            tracked = Tracked()
-            model = keras.Sequential([keras.Input((2,)), tracked, keras.layers.Dense(1, kernel_initializer="ones")])
-            model.compile(keras.optimizers.SGD(0.1), "mse")
+        tracked, model = _in_model(keras, s, Tracked, 0.1)
         results = lambda layer: [r6(float(layer.seen.result())), r6(float(layer.count.result()))]  # noqa: E731
         out = [[m.name for m in model.metrics], results(tracked)]
         history = model.fit(np.array(X), np.array(Y), batch_size=4, epochs=2, verbose=0, shuffle=False)

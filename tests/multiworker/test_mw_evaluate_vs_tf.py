@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests.multiworker._cluster import ROOT
+from tests.multiworker._cluster import launch_program
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 pytestmark = pytest.mark.timeout(200)
@@ -26,20 +24,9 @@ pytestmark = pytest.mark.timeout(200)
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mw_evaluate")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
-    env.pop("TF_CONFIG", None)
-    proc = subprocess.run([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2",
-                           os.path.join(HERE, "_mw_evaluate_program.py"), "md", str(out)],
-                          capture_output=True, text=True, timeout=180, env=env, cwd=ROOT)
-    assert proc.returncode == 0, f"rc={proc.returncode}\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}"
+    got = launch_program(os.path.join(HERE, "_mw_evaluate_program.py"), tmp_path_factory.mktemp("mw_evaluate"))
     with open(os.path.join(HERE, "mw_evaluate_tf.json")) as f:
-        expected = json.load(f)["workers"]
-    got = []
-    for i in range(2):
-        with open(out / f"worker{i}.json") as f:
-            got.append(json.load(f))
-    return got, expected
+        return got, json.load(f)["workers"]
 
 
 @pytest.mark.parametrize("worker", [0, 1])
