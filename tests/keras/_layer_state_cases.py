@@ -97,6 +97,20 @@ def _direct_and_run(aggregation, on_read, spelling, op):
     return case
 
 
+def case_counter_built_in_run(tf, keras, flavour):
+    """A Counter made in the scope and built by its first call, inside ``strategy.run`` (no Input)."""
+    s = strategy(tf, 2)
+    with s.scope():
+        counter = _counter(keras, tf, {})
+    x = tf.constant(X[:4])
+    batch = next(iter(s.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices(x).batch(4))))
+    out = []
+    for _ in range(2):
+        s.run(counter, args=(batch,))
+        out += [r6(counter.total.numpy()), local(tf, flavour, s, counter.total), local(tf, flavour, s, counter.count)]
+    return out
+
+
 def _in_model(keras, s, make_layer, learning_rate):
     """``(layer, model)``: the layer between an Input((2,)) and a Dense(1) of ones, compiled with SGD
     and mse, all in ``s``'s scope."""
