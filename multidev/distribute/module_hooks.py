@@ -11,7 +11,9 @@ seam: without it ``module.weight`` is the distributed variable and its ``__torch
 picks the replica's copy on every op, which measured 56 us against 26 us per ``nn.Linear(64, 64)``
 call on 2 CPU replicas (``OMP_NUM_THREADS=1``; about 1.5% of a text_conv step), while the
 alternatives (``torch.func.functional_call``, parametrizations) change how the model is called
-or its class. Outside ``strategy.run`` the dict answers exactly as torch's does.
+or its class. Outside ``strategy.run`` the dict answers exactly as torch's does. A variable marked
+``_handed_whole`` (a Keras layer's state weight, written with ``assign_add`` in ``call``) is handed
+out whole in replicas too: its ops pay the variable's ``__torch_function__``, its writes aggregate.
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ class ReplicaAwareDict(dict):
         if _compiling():   # torch.compile traces this: a guarded thread-local instead of the ContextVar
             replica_id = context.traced_replica_id()
             return value if replica_id is None or not isinstance(value, DistributedVariable) \
-                else value._components[replica_id]
+                or value._handed_whole else value._components[replica_id]
         env = _replica_env()
-        if env is None or not _is_distributed(value):
+        if env is None or not _is_distributed(value) or value._handed_whole:
             return value
         # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
         return value._components[env.replica_id]

@@ -79,6 +79,10 @@ class DistributedVariable(Variable):
     _reduce_in_backward = True
     _backward_hooked = False
     _data_handed_out = False   # p.data was read in cross-replica context: the next run copies the primary
+    #: Inside ``strategy.run`` a module's replica-aware dict hands out the variable itself, not the
+    #: replica's copy: a Keras layer's state weight (``self.total.assign_add(...)`` in ``call``) keeps
+    #: the variable API and its aggregation in every replica, as TensorFlow's layers see the variable.
+    _handed_whole = False
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
