@@ -79,6 +79,7 @@ class DistributedVariable(Variable):
     _reduce_in_backward = True
     _backward_hooked = False
     _data_handed_out = False   # p.data was read in cross-replica context: the next run copies the primary
+    _module_buffer = False     # made from a module's buffer (distribute/module_hooks.py keeps it one)
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
@@ -317,7 +318,38 @@ def _get_data(var: DistributedVariable) -> torch.Tensor:
         return torch.Tensor.data.__get__(var._view_for(None))
 
 
+class _Handles:
+    """The handles of one hook registered on several tensors: ``remove()`` removes it from each."""
+
+    def __init__(self, handles: list):
+        self._handles = handles
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def __enter__(self) -> "_Handles":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def _register_hook(var: DistributedVariable, hook: Any) -> Any:
+    """``p.register_hook(hook)`` outside ``strategy.run`` (a DDP program's gradient hooks on the model's
+    parameters, registered before training): every replica's copy runs it on that replica's gradient,
+    before ``loss.backward()`` reduces them, as each DDP rank runs it before its all-reduce (on the
+    variable itself, it would never run: the replicas differentiate their copies). Inside a replica:
+    that replica's copy only."""
+    replica_id = context.current_replica_id()
+    with DisableTorchFunctionSubclass():
+        if replica_id is not None:
+            return torch.Tensor.register_hook(var._components[replica_id], hook)
+        return _Handles([torch.Tensor.register_hook(t, hook) for t in (var, *var._components)])
+
+
 _WHOLE_VARIABLE: dict = {
+    torch.Tensor.register_hook: _register_hook,
     torch.Tensor.data.__get__: _get_data,
     torch.Tensor.requires_grad_: _requires_grad_,
     torch.Tensor.requires_grad.__set__: _requires_grad_,
