@@ -17,12 +17,14 @@ from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
     from gpt import GPT_PROGRAMS
+    from idioms2 import IDIOMS2
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
     from torchvision_recipe import TORCHVISION_PROGRAMS
     from utilities import UTILITIES
     from vision_examples import VISION_EXAMPLES
 except ImportError:
     from tests.programs.gpt import GPT_PROGRAMS
+    from tests.programs.idioms2 import IDIOMS2
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
     from tests.programs.torchvision_recipe import TORCHVISION_PROGRAMS
     from tests.programs.utilities import UTILITIES
@@ -412,4 +414,4 @@ IDIOMS = [
     Program("mixup_own_generator", _mixup_build, _batches(), _mixup_step, compare_one_device=False),
 ]
 
-ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES
+ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES + IDIOMS2
