@@ -6,6 +6,9 @@
 * a buffer variable assigned to another module (``convert_sync_batchnorm``'s
   ``new.running_mean = old.running_mean``, or by hand) stays a buffer: ``parameters()``,
   ``requires_grad_(True)`` and ``state_dict`` see what torch's one-device model shows;
+* ``nn.Embedding(max_norm=...)`` (its forward renormalises rows of the weight in place) is refused
+  when built in the scope of several replicas; the message's fix, ``torch.renorm`` between steps,
+  reaches every copy;
 * ``torch.distributed``'s collectives and rank queries inside ``strategy.run`` raise ValueError naming
   multidev's equivalents; outside it, and once the strategies are freed, they are torch's own.
 """
@@ -86,7 +89,25 @@ converted.requires_grad_(True)                     # unfreezing: parameters only
 assert not converted[1].running_var.requires_grad
 assert type(converted[1].running_mean).__name__ == "SyncOnReadVariable"
 
-# --- 3. torch.distributed inside strategy.run ----------------------------------------------------------
+# --- 3. nn.Embedding(max_norm=...) writes its weight in every forward: refused when built, the fix works -----
+try:
+    with strategy.scope():
+        torch.nn.Embedding(6, 3, max_norm=1.0)
+except ValueError as err:
+    assert "nn.Embedding(max_norm=1.0) built in MirroredStrategy.scope() (2 replicas)" in str(err), err
+    assert "emb.weight.copy_(torch.renorm(emb.weight, 2, 0, 1.0))" in str(err), err
+else:
+    raise AssertionError("max_norm in the scope of 2 replicas")
+with strategy.scope():
+    emb = torch.nn.Embedding(6, 3)
+with torch.no_grad():
+    emb.weight.data.mul_(4.0)
+    emb.weight.copy_(torch.renorm(emb.weight, 2, 0, 1.0))   # the message's fix, between steps
+for copy in emb.weight.values:
+    assert torch.allclose(copy.norm(dim=1), torch.ones(6)), copy.norm(dim=1)
+    torch.testing.assert_close(copy, emb.weight.values[0], rtol=0, atol=0)
+
+# --- 4. torch.distributed inside strategy.run ----------------------------------------------------------
 def refused(fn, *needles):
     try:
         strategy.run(fn)
@@ -107,7 +128,7 @@ except ValueError as err:
     assert "Default process group has not been initialized" in str(err), err
 else:
     raise AssertionError("torch's get_rank without a process group")
-del strategy, model, converted, by_hand, handle, got, grads
+del strategy, model, converted, by_hand, handle, got, grads, emb, copy
 gc.collect(); gc.collect()
 assert dist.all_reduce is ORIGINAL_ALL_REDUCE and dist.get_rank is ORIGINAL_GET_RANK, "torch's again"
 print("ok")

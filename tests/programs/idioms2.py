@@ -251,6 +251,108 @@ def _reduce_own_metric_step(state, batch, carry):
     return loss, carry
 
 
+# --- model.to(torch.bfloat16) after it is built, the batch cast in the step -----------------------------
+def _bf16_build():
+    torch.manual_seed(29)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3)).to(torch.bfloat16)
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.25)}
+
+
+def _bf16_step(state, batch, carry):
+    x, y = batch
+    loss, carry = _train_step(state, (x.to(torch.bfloat16), y), carry)
+    return loss.float(), carry
+
+
+# --- nn.Embedding(max_norm=...): the forward renormalises the looked-up rows of the weight in place -------
+class MaxNormBag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(12, 5, max_norm=1.0)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids).mean(dim=1))
+
+
+def _max_norm_build():
+    torch.manual_seed(30)
+    model = MaxNormBag().double()
+    with torch.no_grad():
+        model.emb.weight.mul_(3.0)   # rows longer than max_norm: the first lookup of each rescales it
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.1)}
+
+
+def _token_batches(seed, steps=3):
+    def batches():
+        g = _gen(seed)
+        return [(torch.randint(0, 12, (GLOBAL_BATCH, 3), generator=g), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g))
+                for _ in range(steps)]
+    return batches
+
+
+# --- pack_padded_sequence over each batch's lengths (enforce_sorted=False), an LSTM classifier ---------------
+class PackedLstm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(12, 5)
+        self.rnn = nn.LSTM(5, 6, batch_first=True)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.emb(ids), lengths, batch_first=True, enforce_sorted=False)
+        _, (h, _) = self.rnn(packed)
+        return self.fc(h[-1])
+
+
+def _packed_build():
+    torch.manual_seed(31)
+    model = PackedLstm().double()
+    return {"model": model, "opt": torch.optim.Adam(model.parameters(), lr=0.05)}
+
+
+def _packed_batches():
+    g = _gen(88)
+    return [(torch.randint(1, 12, (GLOBAL_BATCH, 5), generator=g), torch.randint(1, 6, (GLOBAL_BATCH,), generator=g),
+             torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)) for _ in range(3)]
+
+
+def _packed_step(state, batch, carry):
+    ids, lengths, y = batch
+    state["opt"].zero_grad()
+    loss = F.cross_entropy(state["model"](ids, lengths), y)
+    loss.backward()
+    state["opt"].step()
+    return loss.detach(), carry
+
+
+# --- token classification with padding: cross_entropy(ignore_index=-100), a mean over each batch's tokens -----
+def _tagger_build():
+    torch.manual_seed(32)
+    model = nn.Sequential(nn.Embedding(12, 5), nn.Linear(5, 4)).double()
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.5)}
+
+
+def _tagged_batches():
+    g = _gen(89)
+    out = []
+    for _ in range(3):
+        ids, tags = torch.randint(0, 12, (GLOBAL_BATCH, 5), generator=g), torch.randint(0, 4, (GLOBAL_BATCH, 5), generator=g)
+        tags[torch.rand(GLOBAL_BATCH, 5, generator=g) < 0.4] = -100   # padding: a different count per half
+        out.append((ids, tags))
+    return out
+
+
+def _tagger_step(state, batch, carry):
+    ids, tags = batch
+    state["opt"].zero_grad()
+    logits = state["model"](ids)
+    loss = F.cross_entropy(logits.reshape(-1, 4), tags.reshape(-1), ignore_index=-100)
+    loss.backward()
+    state["opt"].step()
+    return loss.detach(), carry
+
+
 def _mlp_build(seed, make_opt=lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)):
     def build():
         torch.manual_seed(seed)
@@ -262,6 +364,9 @@ def _mlp_build(seed, make_opt=lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.
 COUNTER = lambda batch_size: (torch.zeros((), dtype=F64),)   # noqa: E731 - the step's index, carried
 UNUSED_DDP = "Expected to have finished reduction in the prior iteration before starting a new one"
 SYNC_BN_DDP = "SyncBatchNorm layers only work with GPU modules"   # torch's SyncBatchNorm: CUDA only
+MAX_NORM = (r"^ValueError: nn.Embedding\(max_norm=1.0\) built in \w+Strategy.scope\(\) \(\d replicas\): .*"
+            r"torch.renorm\(emb.weight, 2, 0, 1.0\)")
+MAX_NORM_DDP = "each DDP rank renormalises the rows of its own half in its own weight: the ranks drift apart"
 TORCH_DISTRIBUTED = (r"^ValueError: torch.distributed.all_reduce inside strategy.run: .*get_replica_context\(\)"
                      r".all_reduce\('sum', value\).*strategy.reduce\('mean', value, axis=None\)")
 
@@ -285,6 +390,14 @@ IDIOMS2 = [
     Program("clip_norm_logged_scaler_off", _norm_logged_build, _batches(86), _norm_logged_step,
             observe=lambda state: [state["log"].grad_norm]),
     Program("channels_last_to_cpu", _channels_last_build, _image_batches, _channels_last_step),
+    # each DDP rank's bf16 gradient halved then summed equals multidev's sum then halved (a power of two)
+    Program("bf16_model_after_build", _bf16_build, _batches(90), _bf16_step, dtype=torch.bfloat16, tolerance=1e-2,
+            compare_one_device=False),
+    Program("embedding_max_norm", _max_norm_build, _token_batches(91), _train_step, refused=MAX_NORM,
+            workers_refused=MAX_NORM, ddp_differs=MAX_NORM_DDP),
+    Program("packed_sequence_lstm", _packed_build, _packed_batches, _packed_step),
+    # each rank's mean over its own unpadded tokens, the gradients averaged (DDP's): no one-device mean
+    Program("ignore_index_token_mean", _tagger_build, _tagged_batches, _tagger_step, compare_one_device=False),
     Program("torch_distributed_metric", _mlp_build(28), _batches(87), _reduce_own_metric_step,
             refused=TORCH_DISTRIBUTED, workers_refused=TORCH_DISTRIBUTED, observe=lambda state: [state["log"].loss]),
 ]
