@@ -176,7 +176,7 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
         _make_replica_aware(module, "_parameters")   # (which drops it: ReplicaAwareParameters)
         module.register_buffer(name, param)
         return None
-    if isinstance(module, torch.nn.Embedding) and module.max_norm is not None:
+    if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and module.max_norm is not None:
         _refuse_renormalising(module)
     strategy = context.current_scope_strategy()
     if strategy is not None and not in_replica and not is_lazy(param) and not isinstance(param, DistributedVariable):
@@ -192,8 +192,8 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
     return var
 
 
-def _refuse_renormalising(module: torch.nn.Embedding) -> None:
-    """``nn.Embedding(max_norm=...)`` made in the scope of several replicas in sync: its forward
+def _refuse_renormalising(module: torch.nn.Module) -> None:
+    """``nn.Embedding(max_norm=...)`` (or ``EmbeddingBag``'s) made in the scope of several replicas in sync: its forward
     writes the weight (``embedding_renorm_`` of the rows the batch looks up), so inside
     ``strategy.run`` each replica would rescale other rows of its own copy, which the next optimizer
     step hides within a process and leaves apart across workers. Refused when built (its
@@ -202,7 +202,7 @@ def _refuse_renormalising(module: torch.nn.Embedding) -> None:
     if strategy is None or strategy.num_replicas_in_sync == 1:
         return
     raise ValueError(
-        f"nn.Embedding(max_norm={module.max_norm!r}) built in {type(strategy).__name__}.scope() "
+        f"nn.{type(module).__name__}(max_norm={module.max_norm!r}) built in {type(strategy).__name__}.scope() "
         f"({strategy.num_replicas_in_sync} replicas): its forward renormalises the rows its batch looks up in "
         "place in the weight, so inside strategy.run each replica would rescale other rows of its own copy (DDP's "
         "ranks drift apart alike). Build it with max_norm=None and bound the rows between steps, outside "

@@ -89,7 +89,7 @@ converted.requires_grad_(True)                     # unfreezing: parameters only
 assert not converted[1].running_var.requires_grad
 assert type(converted[1].running_mean).__name__ == "SyncOnReadVariable"
 
-# --- 3. nn.Embedding(max_norm=...) writes its weight in every forward: refused when built, the fix works -----
+# --- 3. nn.Embedding(max_norm=...) writes its weight in every forward: refused when built, the fix works
 try:
     with strategy.scope():
         torch.nn.Embedding(6, 3, max_norm=1.0)

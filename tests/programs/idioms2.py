@@ -4,8 +4,10 @@ activation checkpointing (``torch.utils.checkpoint``, reentrant or not), a head 
 generators under ``parametrizations.weight_norm``, ``convert_sync_batchnorm`` before the wrap,
 WGAN-GP's gradient penalty (``torch.autograd.grad(create_graph=True)``, then one backward),
 gradient hooks on parameters and modules, ``clip_grad_norm_``'s total norm logged with a disabled
-``GradScaler``, ``model.to("cpu").to(memory_format=torch.channels_last)``, and a step that
-all-reduces its own loss with ``torch.distributed`` for logging.
+``GradScaler``, ``model.to("cpu").to(memory_format=torch.channels_last)``, ``model.to(torch.bfloat16)``
+after building, packed sequences, a token loss with ``ignore_index``; refused with the fix:
+``EmbeddingBag(max_norm=...)`` (its forward writes the weight) and a step that all-reduces its own
+loss with ``torch.distributed`` for logging.
 This module imports only torch: the DDP runner must not import multidev.
 """
 from __future__ import annotations
@@ -264,22 +266,12 @@ def _bf16_step(state, batch, carry):
     return loss.float(), carry
 
 
-# --- nn.Embedding(max_norm=...): the forward renormalises the looked-up rows of the weight in place -------
-class MaxNormBag(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb = nn.Embedding(12, 5, max_norm=1.0)
-        self.fc = nn.Linear(5, 3)
-
-    def forward(self, ids):
-        return self.fc(self.emb(ids).mean(dim=1))
-
-
+# --- nn.EmbeddingBag(max_norm=...): the forward renormalises the looked-up rows of the weight in place -------
 def _max_norm_build():
     torch.manual_seed(30)
-    model = MaxNormBag().double()
+    model = nn.Sequential(nn.EmbeddingBag(12, 5, mode="mean", max_norm=1.0), nn.Linear(5, 3)).double()
     with torch.no_grad():
-        model.emb.weight.mul_(3.0)   # rows longer than max_norm: the first lookup of each rescales it
+        model[0].weight.mul_(3.0)   # rows longer than max_norm: the first lookup of each rescales it
     return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.1)}
 
 
@@ -364,7 +356,7 @@ def _mlp_build(seed, make_opt=lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.
 COUNTER = lambda batch_size: (torch.zeros((), dtype=F64),)   # noqa: E731 - the step's index, carried
 UNUSED_DDP = "Expected to have finished reduction in the prior iteration before starting a new one"
 SYNC_BN_DDP = "SyncBatchNorm layers only work with GPU modules"   # torch's SyncBatchNorm: CUDA only
-MAX_NORM = (r"^ValueError: nn.Embedding\(max_norm=1.0\) built in \w+Strategy.scope\(\) \(\d replicas\): .*"
+MAX_NORM = (r"^ValueError: nn.EmbeddingBag\(max_norm=1.0\) built in \w+Strategy.scope\(\) \(\d replicas\): .*"
             r"torch.renorm\(emb.weight, 2, 0, 1.0\)")
 MAX_NORM_DDP = "each DDP rank renormalises the rows of its own half in its own weight: the ranks drift apart"
 TORCH_DISTRIBUTED = (r"^ValueError: torch.distributed.all_reduce inside strategy.run: .*get_replica_context\(\)"
@@ -393,7 +385,7 @@ IDIOMS2 = [
     # each DDP rank's bf16 gradient halved then summed equals multidev's sum then halved (a power of two)
     Program("bf16_model_after_build", _bf16_build, _batches(90), _bf16_step, dtype=torch.bfloat16, tolerance=1e-2,
             compare_one_device=False),
-    Program("embedding_max_norm", _max_norm_build, _token_batches(91), _train_step, refused=MAX_NORM,
+    Program("embedding_bag_max_norm", _max_norm_build, _token_batches(91), _train_step, refused=MAX_NORM,
             workers_refused=MAX_NORM, ddp_differs=MAX_NORM_DDP),
     Program("packed_sequence_lstm", _packed_build, _packed_batches, _packed_step),
     # each rank's mean over its own unpadded tokens, the gradients averaged (DDP's): no one-device mean
