@@ -38,7 +38,8 @@ class Log:
     arguments' dicts are each replica's own)."""
 
 
-def _train_step(state, batch, carry):
+def plain_step(state, batch, carry):
+    """The mnist example's step (cross-entropy), for the idioms of the model or optimizer (also idioms.py's)."""
     x, y = batch
     state["opt"].zero_grad()
     loss = F.cross_entropy(state["model"](x), y)
@@ -240,12 +241,12 @@ def _image_batches():
 
 def _channels_last_step(state, batch, carry):
     x, y = batch
-    return _train_step(state, (x.to("cpu", memory_format=torch.channels_last), y), carry)
+    return plain_step(state, (x.to("cpu", memory_format=torch.channels_last), y), carry)
 
 
 # --- a step that reduces its own metric with torch.distributed (apex/ImageNet's reduce_tensor) ----------
 def _reduce_own_metric_step(state, batch, carry):
-    loss, carry = _train_step(state, batch, carry)
+    loss, carry = plain_step(state, batch, carry)
     reduced = loss.clone()
     dist.all_reduce(reduced, op=dist.ReduceOp.SUM)
     reduced /= dist.get_world_size()
@@ -262,7 +263,7 @@ def _bf16_build():
 
 def _bf16_step(state, batch, carry):
     x, y = batch
-    loss, carry = _train_step(state, (x.to(torch.bfloat16), y), carry)
+    loss, carry = plain_step(state, (x.to(torch.bfloat16), y), carry)
     return loss.float(), carry
 
 
@@ -363,8 +364,8 @@ TORCH_DISTRIBUTED = (r"^ValueError: torch.distributed.all_reduce inside strategy
                      r".all_reduce\('sum', value\).*strategy.reduce\('mean', value, axis=None\)")
 
 IDIOMS2 = [
-    Program("checkpoint_non_reentrant", _checkpointed(False), _batches(80), _train_step),
-    Program("checkpoint_reentrant", _checkpointed(True), _batches(80), _train_step),
+    Program("checkpoint_non_reentrant", _checkpointed(False), _batches(80), plain_step),
+    Program("checkpoint_reentrant", _checkpointed(True), _batches(80), plain_step),
     Program("unused_head_find_unused", _two_heads_build, _batches(81, steps=4), _two_heads_step, initial_carry=COUNTER,
             ddp_kwargs={"find_unused_parameters": True}),
     Program("unused_head", _two_heads_build, _batches(81, steps=4), _two_heads_step, initial_carry=COUNTER,
@@ -374,18 +375,18 @@ IDIOMS2 = [
     Program("sngan_spectral_weight_norm", _sngan_build, _gan_batches(82), _sngan_step, models=("netG", "netD"),
             observe=_sngan_buffers, tolerance=1e-10),
     Program("wgan_gp", _wgan_gp_build, _gan_batches(83), _wgan_gp_step, models=("netG", "netD")),
-    Program("sync_batchnorm_converted", _sync_bn_build, _batches(84), _train_step, observe=_sync_bn_observe,
+    Program("sync_batchnorm_converted", _sync_bn_build, _batches(84), plain_step, observe=_sync_bn_observe,
             ddp_refused=SYNC_BN_DDP),
-    Program("param_and_module_hooks", _hooked_build(False), _batches(85), _train_step),
+    Program("param_and_module_hooks", _hooked_build(False), _batches(85), plain_step),
     # clamped per process, then averaged (DDP's order): no one-device step
-    Program("clamping_param_hook", _hooked_build(True), _batches(85), _train_step, compare_one_device=False),
+    Program("clamping_param_hook", _hooked_build(True), _batches(85), plain_step, compare_one_device=False),
     Program("clip_norm_logged_scaler_off", _norm_logged_build, _batches(86), _norm_logged_step,
             observe=lambda state: [state["log"].grad_norm]),
     Program("channels_last_to_cpu", _channels_last_build, _image_batches, _channels_last_step),
     # each DDP rank's bf16 gradient halved then summed equals multidev's sum then halved (a power of two)
     Program("bf16_model_after_build", _bf16_build, _batches(90), _bf16_step, dtype=torch.bfloat16, tolerance=1e-2,
             compare_one_device=False),
-    Program("embedding_bag_max_norm", _max_norm_build, _token_batches(91), _train_step, refused=MAX_NORM,
+    Program("embedding_bag_max_norm", _max_norm_build, _token_batches(91), plain_step, refused=MAX_NORM,
             workers_refused=MAX_NORM, ddp_differs=MAX_NORM_DDP),
     Program("packed_sequence_lstm", _packed_build, _packed_batches, _packed_step),
     # each rank's mean over its own unpadded tokens, the gradients averaged (DDP's): no one-device mean
