@@ -9,6 +9,9 @@
 * ``nn.Embedding(max_norm=...)`` (its forward renormalises rows of the weight in place) is refused
   when built in the scope of several replicas; the message's fix, ``torch.renorm`` between steps,
   reaches every copy;
+* a forward hook's features kept in a dict the replicas share: a replica whose loss uses another
+  replica's tensor fails in its ``backward()`` naming the fix (one entry per replica), which gives
+  DDP's result (in the next run: a backward that raised leaves no replica unable to reduce);
 * ``torch.distributed``'s collectives and rank queries inside ``strategy.run`` raise ValueError naming
   multidev's equivalents; outside it, and once the strategies are freed, they are torch's own.
 """
@@ -107,7 +110,62 @@ for copy in emb.weight.values:
     assert torch.allclose(copy.norm(dim=1), torch.ones(6)), copy.norm(dim=1)
     torch.testing.assert_close(copy, emb.weight.values[0], rtol=0, atol=0)
 
-# --- 4. torch.distributed inside strategy.run ----------------------------------------------------------
+# --- 4. a forward hook's features kept in a dict: shared by the replicas' threads, unlike DDP's processes ----
+with strategy.scope():
+    torch.manual_seed(0)
+    fnet = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    fopt = torch.optim.SGD(fnet.parameters(), lr=0.5)
+features = {}
+rid = lambda: int(md.distribute.get_replica_context().replica_id_in_sync_group)
+def keep_shared(module, inputs, output):
+    if rid() == 1:            # (only replica 1 writes: replica 0 reads its tensor, deterministically)
+        features["h"] = output
+def feature_step(a, b):
+    ctx = md.distribute.get_replica_context()
+    fopt.zero_grad()
+    out = fnet(a)
+    ctx.all_reduce("sum", torch.zeros(()))           # replica 1 has written
+    loss = F.mse_loss(out, b) + features[key()].pow(2).mean()
+    if rid() == 1:
+        ctx.all_reduce("sum", torch.zeros(()))       # replica 0's backward first
+    loss.backward()
+    fopt.step()
+key = lambda: "h"
+hook = fnet[1].register_forward_hook(keep_shared)
+try:
+    strategy.run(feature_step, args=(halves(x), halves(y)))
+except RuntimeError as err:
+    assert "Replica 0's loss.backward() reached replica 1's copy of 'Linear." in str(err), err
+    assert "key it by md.distribute.get_replica_context().replica_id_in_sync_group" in str(err), err
+else:
+    raise AssertionError("a loss over another replica's features")
+hook.remove()
+with strategy.scope():                                 # the fix: one entry per replica
+    torch.manual_seed(0)
+    fnet = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    fopt = torch.optim.SGD(fnet.parameters(), lr=0.5)
+fnet[1].register_forward_hook(lambda module, inputs, output: features.__setitem__(rid(), output))
+key = rid
+def plain_feature_step(a, b):
+    fopt.zero_grad()
+    out = fnet(a)
+    (F.mse_loss(out, b) + features[key()].pow(2).mean()).backward()
+    fopt.step()
+strategy.run(plain_feature_step, args=(halves(x), halves(y)))
+torch.manual_seed(0)
+ref = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+mine = {}
+ref[1].register_forward_hook(lambda module, inputs, output: mine.__setitem__("h", output))
+halves_x, halves_y = torch.tensor_split(x, 2), torch.tensor_split(y, 2)
+for a, b in zip(halves_x, halves_y):                   # DDP: each rank's own features, gradients averaged
+    (0.5 * (F.mse_loss(ref(a), b) + mine["h"].pow(2).mean())).backward()
+ref_opt.step()
+for got, want in zip(fnet.parameters(), ref.parameters()):
+    for copy in got.values:
+        torch.testing.assert_close(copy, want.detach(), rtol=0, atol=1e-14)
+
+# --- 5. torch.distributed inside strategy.run ----------------------------------------------------------
 def refused(fn, *needles):
     try:
         strategy.run(fn)
@@ -128,7 +186,7 @@ except ValueError as err:
     assert "Default process group has not been initialized" in str(err), err
 else:
     raise AssertionError("torch's get_rank without a process group")
-del strategy, model, converted, by_hand, handle, got, grads, emb, copy
+del strategy, model, converted, by_hand, handle, got, grads, emb, copy, fnet, fopt, features, hook
 gc.collect(); gc.collect()
 assert dist.all_reduce is ORIGINAL_ALL_REDUCE and dist.get_rank is ORIGINAL_GET_RANK, "torch's again"
 print("ok")
