@@ -348,8 +348,19 @@ def _register_hook(var: DistributedVariable, hook: Any) -> Any:
         return _Handles([torch.Tensor.register_hook(t, hook) for t in (var, *var._components)])
 
 
+def _refuse_post_accumulate_hook(var: DistributedVariable, hook: Any) -> Any:
+    """``p.register_post_accumulate_grad_hook(hook)`` (an optimizer step in backward): it would run on each
+    replica's own gradient, before ``loss.backward()`` reduces them (on each DDP rank alike)."""
+    raise ValueError(
+        f"register_post_accumulate_grad_hook on {var.name!r}, made in {type(var._strategy).__name__}.scope(): the "
+        "hook would run on each replica's own gradient as autograd accumulates it, before loss.backward() reduces "
+        "the replicas' gradients (each DDP rank's alike), so an optimizer step in it would train every replica on "
+        "its own slice. Call optimizer.step() after loss.backward() instead.")
+
+
 _WHOLE_VARIABLE: dict = {
     torch.Tensor.register_hook: _register_hook,
+    torch.Tensor.register_post_accumulate_grad_hook: _refuse_post_accumulate_hook,
     torch.Tensor.data.__get__: _get_data,
     torch.Tensor.requires_grad_: _requires_grad_,
     torch.Tensor.requires_grad.__set__: _requires_grad_,

@@ -2,7 +2,8 @@
 
 * ``p.register_hook(hook)`` on a parameter made in the scope runs on every replica's gradient before
   the reduction (each DDP rank's order), its handle removes it from every copy, and inside a
-  replica it hooks that replica's copy only;
+  replica it hooks that replica's copy only; a post-accumulate-grad hook (an optimizer step in
+  backward, on unreduced gradients) is refused;
 * a buffer variable assigned to another module (``convert_sync_batchnorm``'s
   ``new.running_mean = old.running_mean``, or by hand) stays a buffer: ``parameters()``,
   ``requires_grad_(True)`` and ``state_dict`` see what torch's one-device model shows;
@@ -73,6 +74,13 @@ got = strategy.experimental_local_results(strategy.run(hook_in_replica, args=(ha
 ref = net(); F.mse_loss(ref(x[4:]), y[4:]).backward()
 for g_ in got:                                      # (0 + replica 1's gradient) / 2
     torch.testing.assert_close(g_, ref.weight.grad / 2, rtol=0, atol=1e-15)
+
+try:                                                # an optimizer step in backward: refused
+    model.weight.register_post_accumulate_grad_hook(lambda p: None)
+except ValueError as err:
+    assert "before loss.backward() reduces" in str(err) and "optimizer.step() after loss.backward()" in str(err), err
+else:
+    raise AssertionError("a post-accumulate-grad hook on a distributed variable")
 
 # --- 2. a buffer variable assigned to another module stays a buffer -----------------------------------
 def bn_net():
