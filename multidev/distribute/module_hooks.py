@@ -193,10 +193,10 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
 
 
 def _refuse_renormalising(module: torch.nn.Module) -> None:
-    """``nn.Embedding(max_norm=...)`` (or ``EmbeddingBag``'s) made in the scope of several replicas in sync: its forward
-    writes the weight (``embedding_renorm_`` of the rows the batch looks up), so inside
-    ``strategy.run`` each replica would rescale other rows of its own copy, which the next optimizer
-    step hides within a process and leaves apart across workers. Refused when built (its
+    """``nn.Embedding(max_norm=...)`` (or ``EmbeddingBag``'s) made in the scope of several replicas in
+    sync: its forward writes the weight (``embedding_renorm_`` of the rows the batch looks up), so
+    inside ``strategy.run`` each replica would rescale other rows of its own copy, which the next
+    optimizer step hides within a process and leaves apart across workers. Refused when built (its
     ``max_norm`` is set before its weight), with the fix."""
     strategy = _distributing_strategy()
     if strategy is None or strategy.num_replicas_in_sync == 1:
