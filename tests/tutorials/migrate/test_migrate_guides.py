@@ -1,0 +1,56 @@
+"""TensorFlow's "Migrate to TF2" guides, TF2 code typed as printed with ``tf.`` -> ``md.``, give TF 2.21's results.
+
+``_program.py`` runs each guide's snippets once per framework, on one replica and on a MirroredStrategy
+over 2 logical CPUs, in one fresh interpreter. TensorFlow's observations are in ``_expected_tf.json``
+(tensorflow-cpu 2.21.0, tf.keras = Keras 3). On 2 replicas multidev gives TF's 2-replica result
+except where TF's fails or differs from its own one-device result (``TF_2_21_TWO_REPLICAS``): there
+multidev gives the one-device result. What multidev refuses or differs in on purpose: ``MD_DIFFERS``.
+"""
+
+import json
+import os
+
+from tests.conftest import run_fresh
+from tests.keras.test_tf_idioms import _differences
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HERE, "_program.py")
+
+#: Snippets whose TF result on 2 replicas is not TF's one-device result, and why multidev gives the latter.
+TF_2_21_TWO_REPLICAS = {
+    "mirrored_keras_fit": "TF fails a global batch of 1 split [1, 0] over the replicas (AddN of unequal shapes)",
+}
+
+#: Where multidev differs from TF 2.21 on purpose: snippet -> (replica counts, what multidev gives, why).
+MD_DIFFERS: dict = {}
+
+
+def _problems(tf, md, replicas):
+    problems = []
+    for name, want in tf["1"].items():
+        got = md[replicas][name]
+        if replicas in MD_DIFFERS.get(name, ((),))[0]:
+            if got != MD_DIFFERS[name][1]:
+                problems.append(f"{replicas}/{name}: expected {MD_DIFFERS[name][1]!r}, got {json.dumps(got)[:300]}")
+            continue
+        if replicas == "2" and name not in TF_2_21_TWO_REPLICAS:
+            want = tf["2"][name]
+        problems += _differences(want, got, f"{replicas}/{name}")
+    return problems
+
+
+def test_migrate_guides_give_tensorflows_results_on_one_device_and_two_replicas():
+    with open(os.path.join(HERE, "_expected_tf.json")) as f:
+        tf = json.load(f)
+    proc = run_fresh(f"import runpy, sys; sys.argv = [{PROGRAM!r}, 'md']; runpy.run_path({PROGRAM!r}, "
+                     "run_name='__main__')", timeout=300)
+    md = json.loads(proc.stdout.strip().splitlines()[-1])
+    problems = _problems(tf, md, "1") + _problems(tf, md, "2")
+    assert not problems, "\n".join(problems)
+
+
+def test_two_replica_exceptions_are_real_tensorflow_differences():
+    """Every listed 2-replica exception is a snippet whose TF results differ between 1 and 2 replicas."""
+    with open(os.path.join(HERE, "_expected_tf.json")) as f:
+        tf = json.load(f)
+    assert [n for n in TF_2_21_TWO_REPLICAS if tf["1"][n] == tf["2"][n]] == []
