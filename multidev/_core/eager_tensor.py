@@ -61,6 +61,31 @@ class EagerTensor(torch.Tensor):
         return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
 
 
+def _with_arrays_as_tensors(name: str):
+    """``EagerTensor.<name>`` taking a numpy array operand as a tensor, as TensorFlow converts it.
+
+    torch's own operator returns NotImplemented for an ndarray, so numpy computed ``model(x) - y`` from
+    the detached snapshot ``numpy()`` gives: a result with no gradient, training nothing, silently."""
+    op = getattr(torch.Tensor, name)
+
+    def method(self, other):
+        if isinstance(other, np.ndarray):
+            other = torch.as_tensor(other, device=self.device)
+        return op(self, other)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
+    for _dunder in (f"__{_name}__", f"__r{_name}__"):
+        if hasattr(torch.Tensor, _dunder):
+            setattr(EagerTensor, _dunder, _with_arrays_as_tensors(_dunder))
+for _dunder in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+    setattr(EagerTensor, _dunder, _with_arrays_as_tensors(_dunder))
+EagerTensor.__hash__ = torch.Tensor.__hash__   # defining __eq__ above would drop it
+
+
 def readable(value):
     """``value`` as an ``EagerTensor`` when it is a plain tensor that requires grad, else unchanged.
 

@@ -59,3 +59,18 @@ def history(h):
 
 def floats(logs):
     return {k: round(float(v), 5) for k, v in sorted((logs or {}).items())}
+
+
+def synthetic_mnist(n_train=64, n_test=32, seed=3):
+    """``(x_train, y_train), (x_test, y_test)``: 28x28 images in [0, 1) (the guides' ``x / 255.0``),
+    int labels a linear map of them decides (MNIST's shapes; never downloaded)."""
+    rng = np.random.RandomState(seed)
+    x = rng.rand(n_train + n_test, 28, 28).astype("float32")
+    y = np.argmax((x.reshape(len(x), -1) - 0.5) @ rng.randn(784, 10).astype("float32"), axis=1).astype("int64")
+    return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
+
+
+def listing(directory):
+    """Sorted file names under ``directory`` (relative), for what a callback left behind."""
+    import os
+    return sorted(os.path.relpath(os.path.join(d, f), directory) for d, _, fs in os.walk(directory) for f in fs)

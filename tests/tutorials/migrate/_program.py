@@ -8,6 +8,7 @@ tf.keras = Keras 3) are in ``_expected_tf.json``: ``cd tests/tutorials/migrate &
 the exception's type name and message.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -16,9 +17,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402,F401  (chooses tf or multidev from sys.argv)
+import _checkpoints  # noqa: E402
 import _mirrored  # noqa: E402
 
-MODULES = [_mirrored]
+MODULES = [_mirrored, _checkpoints]
 
 
 def main():
@@ -32,7 +34,8 @@ def main():
                     continue
                 os.chdir(tempfile.mkdtemp())
                 try:
-                    out[snippet.__name__] = snippet(replicas)
+                    with contextlib.redirect_stdout(sys.stderr):   # what the guides print
+                        out[snippet.__name__] = snippet(replicas)
                 except Exception as e:  # the observation is the exception's type
                     out[snippet.__name__] = {"raises": type(e).__name__, "message": str(e)[:300]}
     print(json.dumps(results))
