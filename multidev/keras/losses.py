@@ -141,8 +141,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1, 
         y_pred = y_pred.float()
     if from_logits:
         logp = torch.log_softmax(y_pred, dim=axis)
-    else:
-        logp = torch.log(y_pred.clamp(backend.epsilon(), 1.0 - backend.epsilon()))
+    else:   # TF's: the clipped probabilities' logs through a softmax (so they need not sum to one)
+        logp = torch.log_softmax(torch.log(y_pred.clamp(backend.epsilon(), 1.0 - backend.epsilon())), dim=axis)
     loss = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     if valid is None:
         return loss
