@@ -92,3 +92,16 @@ def test_rpc_timeout_setting(monkeypatch):
         monkeypatch.setenv(rpc_layer.TIMEOUT_ENV, bad)
         with pytest.raises(ValueError, match=rpc_layer.TIMEOUT_ENV):
             rpc_layer.rpc_timeout()
+
+
+def test_a_second_task_in_one_process_is_refused(monkeypatch):
+    """TF's in-process cluster (several Servers in one process) is refused before any connection."""
+    from multidev.distribute.parameter_server import server as server_mod
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.setattr(server_mod, "_process_task", [])
+    spec = ClusterSpec({"chief": [CHIEF], "worker": [W0, "127.0.0.1:9"], "ps": [PS0]})
+    md.distribute.Server(spec, job_name="worker", task_index=0, start=False)
+    md.distribute.Server(spec, job_name="worker", task_index=0, start=False)   # the same task again: fine
+    with pytest.raises(ValueError, match="for ps 0 in a process that is worker 0.*one task per process"):
+        md.distribute.Server(spec, job_name="ps", task_index=0, start=False)
+    assert _no_agent()

@@ -63,6 +63,32 @@ def ps_client_for(world: Any) -> client_mod.PSClient:
     return client_mod.PSClient([rpc_layer.task_name(m.role, m.index) for m in ps], [m.address for m in ps])
 
 
+_process_task: list = []   # the (role, index) this process serves, once a Server was made
+
+
+def _refuse_in_process_cluster(role: str, index: int) -> None:
+    """One task per process: refuse, before connecting, a Server for another task than this process's
+    (TF_CONFIG's task, or a Server made before): TensorFlow's notebooks start every worker and ps
+    ``tf.distribute.Server`` inside the coordinator's process, which would wait for a rendezvous that
+    this process itself should have served."""
+    import json
+    import os
+    try:
+        env_task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task") or {}
+    except ValueError:
+        env_task = {}
+    here = tuple(_process_task) or ((env_task.get("type"), int(env_task.get("index", 0))) if env_task.get("type")
+                                    else None)
+    if here is not None and here != (role, index):
+        raise ValueError(
+            f"md.distribute.Server for {role} {index} in a process that is {here[0]} {here[1]}: multidev runs one "
+            "task per process (torch.distributed.rpc), so TensorFlow's in-process cluster (every worker and ps "
+            "Server started in the coordinator's process) cannot run. Start each task in its own process with "
+            "its own TF_CONFIG (`multidev launch --chief --workers N --ps P script.py`); there worker and ps "
+            "tasks run md.distribute.Server(resolver).join().")
+    _process_task[:] = [role, index]
+
+
 class Server:
     """A ``worker`` or ``ps`` task of a parameter-server cluster.
 
@@ -86,6 +112,7 @@ class Server:
                 f"md.distribute.Server runs 'worker' and 'ps' tasks; this task is {role!r}. The chief creates "
                 "ParameterServerStrategy and a ClusterCoordinator instead."
             )
+        _refuse_in_process_cluster(role, self._world.me.index)
         self._started = False
         if start:
             self.start()

@@ -13,6 +13,7 @@ import os
 import numpy as np
 import pytest
 
+from tests.conftest import run_fresh
 from tests.multiworker._cluster import run_cluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,3 +69,16 @@ def test_custom_loop_equals_one_device_on_the_global_batches(workers):
         w, b = w - 0.05 * gw / np.sqrt(acc_w + 1e-7), b - 0.05 * gb / np.sqrt(acc_b + 1e-7)
     for worker in (0, 1):
         _close(got[worker]["ctl"]["weights"], [w.ravel(), b])
+
+
+def test_in_process_parameter_server_cluster_is_refused_at_once_saying_why():
+    """The guide's ParameterServerStrategy part starts 3 worker and 2 ps ``tf.distribute.Server``s in the
+    coordinator's process; multidev's tasks are processes, so the first Server refuses (it waited 60 s
+    for a rendezvous and then named no cause)."""
+    program = os.path.join(HERE, "_ps_inprocess.py")
+    proc = run_fresh(f"import runpy, sys; sys.argv = [{program!r}, 'md']; runpy.run_path({program!r}, "
+                     "run_name='__main__')", timeout=60, check=False)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ValueError: md.distribute.Server for worker 0 in a process that is chief 0"), proc.stderr
+    assert "in-process cluster" in last and "multidev launch --chief --workers N --ps P" in last
