@@ -70,6 +70,34 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
 
         wrapper.python_function = fn  # as tf.function exposes it
         wrapper.input_signature = input_signature   # what md.saved_model.save traces
+        wrapper.get_concrete_function = functools.partial(_concrete_function, fn, input_signature)
         return wrapper
 
     return decorate(func) if func is not None else decorate
+
+
+def _concrete_function(fn: Callable, input_signature: Any, *args: Any, **kwargs: Any) -> Callable:
+    """``tf.function.get_concrete_function``: the function fixed to ``TensorSpec`` arguments (tensors and
+    arrays stand for their shape and dtype; none: the ``input_signature``), what ``signatures=`` of
+    ``md.saved_model.save`` takes. Nothing is traced until the save (torch runs eagerly)."""
+    from multidev.data.spec import TensorSpec
+
+    if kwargs:
+        raise TypeError(f"get_concrete_function takes the arguments' TensorSpecs by position in multidev; got keyword "
+                        f"arguments {sorted(kwargs)!r}. Pass them positionally, in the function's order.")
+    given = args if args else tuple(input_signature or ())
+    if not given:
+        raise ValueError(f"get_concrete_function of {getattr(fn, '__name__', fn)!r} needs a TensorSpec per argument "
+                         "(or an md.function(input_signature=...)).")
+    specs = []
+    for arg in given:
+        if isinstance(arg, TensorSpec):
+            specs.append(arg)
+        elif hasattr(arg, "shape") and hasattr(arg, "dtype"):   # a tensor or an array: its shape and dtype
+            import torch
+            specs.append(TensorSpec(tuple(arg.shape), torch.as_tensor(arg).dtype))
+        else:
+            raise TypeError(f"get_concrete_function argument {arg!r} is not an md.TensorSpec or a tensor; multidev "
+                            "fixes only tensor arguments (Python values are not traced).")
+    return function(fn, input_signature=specs)
+

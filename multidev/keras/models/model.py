@@ -175,13 +175,19 @@ class Model(Trainer, Layer):
         from multidev.keras.saving import weights_io
         return weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
-    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, options=None, **_):
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, options=None, signatures=None,
+             **_):
         """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``.
         ``options`` (``md.saved_model.SaveOptions``, tf.keras 2's argument) is checked and changes nothing:
-        the calling process writes the files."""
+        the calling process writes the files. ``save_format='tf'`` (tf.keras 2's SavedModel, with its
+        ``signatures``) writes an ``md.saved_model`` instead, for ``md.saved_model.load``."""
         from multidev.keras.saving import model_io
         from multidev.saved_model.options import SaveOptions, check
         check(options, SaveOptions, "Model.save")
+        if save_format == "tf" or signatures is not None:
+            from multidev.saved_model.export import save as save_saved_model
+            save_saved_model(self, filepath, signatures=signatures, options=options)
+            return
         model_io.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None, **kwargs):

@@ -63,7 +63,9 @@ def _compile_config(model):
 def _members(model, include_optimizer) -> dict:
     try:
         model_config = serialize_layer(model)
-    except NotImplementedError:
+    except NotImplementedError as err:
+        if type(model).__module__.startswith("multidev."):   # Functional or Sequential: a layer is the cause
+            raise ValueError(f"Cannot save {type(model).__name__} model {model.name!r}: {err}") from err
         model_config = {"class_name": type(model).__name__, "config": None,
                         subclassed.CLASS_KEY: subclassed.describe(model)}
     config = {"format": FORMAT, **model_config, "compile_config": _compile_config(model)}

@@ -19,9 +19,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402,F401  (chooses tf or multidev from sys.argv)
 import _checkpoints  # noqa: E402
 import _early_stopping  # noqa: E402
+import _metrics_saved_model  # noqa: E402
 import _mirrored  # noqa: E402
 
-MODULES = [_mirrored, _checkpoints, _early_stopping]
+MODULES = [_mirrored, _checkpoints, _early_stopping, _metrics_saved_model]
 
 
 def main():

@@ -19,16 +19,24 @@ PROGRAM = os.path.join(HERE, "_program.py")
 #: Snippets whose TF result on 2 replicas is not TF's one-device result, and why multidev gives the latter.
 TF_2_21_TWO_REPLICAS = {
     "mirrored_keras_fit": "TF fails a global batch of 1 split [1, 0] over the replicas (AddN of unequal shapes)",
+    "metrics_optimizers_fit": "TF fails a global batch of 1 split [1, 0] over the replicas (AddN of unequal shapes)",
     "backup_and_restore": "TF fails Keras 3's fit with steps_per_execution=10 on 2 replicas (a placeholder in a cond)",
     "custom_loop_early_stopping": "TF fails apply_gradients in a tf.function outside strategy.run (cross-replica "
                                   "context); eagerly (checkpoint_manager_loop) it updates every copy, as multidev does",
 }
 
 #: Where multidev differs from TF 2.21 on purpose: snippet -> (the snippet whose TF result multidev gives, or
-#: multidev's observation itself; why).
+#: multidev's observation itself, or the exception it raises and words of its message; why).
 MD_DIFFERS = {
     "model_checkpoint_dir": ("model_checkpoint_keras_file", "the guide's ModelCheckpoint(filepath=<a directory>) is "
                              "tf.keras 2's (md.keras's): it trains and saves; TF 2.21's Keras 3 wants a .keras path"),
+    "saved_model_keras_tf_format": ({"output": [7.0]}, "tf.keras 2's model.save(path, save_format='tf', "
+                                    "signatures=...) writes a SavedModel (an md.saved_model) with the signatures, "
+                                    "for a batch signature ([None]; md refuses the scalar one at save); TF 2.21's "
+                                    "Keras 3 fails tracing the guide's scalar signature"),
+    "saved_model_keras_file": ({"raises": "ValueError", "says": "wraps a Python function, which multidev does not "
+                                "serialize"}, "a Lambda's Python function would need pickle (TF 2.21 writes its "
+                                "bytecode and loads it only with safe_mode=False)"),
     "reset_states_spelling": ([0.5, 0.0], "tf.keras 2's metric.reset_states() (the guide's) works in md.keras; Keras 3 "
                               "removed it (AttributeError)"),
 }
@@ -40,7 +48,10 @@ def _problems(tf, md, replicas):
         got = md[replicas][name]
         if name in MD_DIFFERS:
             other = MD_DIFFERS[name][0]
-            if not isinstance(other, str):
+            if isinstance(other, dict) and "says" in other:
+                if got.get("raises") != other["raises"] or other["says"] not in got.get("message", ""):
+                    problems.append(f"{replicas}/{name}: expected {other}, got {json.dumps(got)[:300]}")
+            elif not isinstance(other, str):
                 problems += _differences(other, got, f"{replicas}/{name}")
             elif "raises" in got or _differences({k: tf[replicas][other][k] for k in got}, got):
                 problems.append(f"{replicas}/{name}: expected TF's {other} result, got {json.dumps(got)[:300]}")
