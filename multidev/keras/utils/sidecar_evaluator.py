@@ -1,7 +1,7 @@
 """``md.keras.utils.SidecarEvaluator``: evaluate each new checkpoint the chief writes (an ``evaluator`` task).
 
 In parameter-server training the evaluator stays outside the cluster: it watches ``checkpoint_dir``
-for weights files (``*.weights.h5`` or ``*.safetensors``, e.g. written by ``ModelCheckpoint(..., save_weights_only=True)``),
+for weights files (``*.weights.h5`` or ``*.safetensors``, or TF-format checkpoints ``<prefix>.index``, e.g. written by ``ModelCheckpoint(..., save_weights_only=True)``),
 loads each new one, oldest first, into ``model`` and runs ``model.evaluate(data, steps=steps)``.
 It stops after ``max_evaluations`` evaluations or when no new file appears for ``timeout`` seconds.
 
@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 _SUFFIXES = (".weights.h5", ".safetensors")   # what save_weights accepts
+_INDEX = ".index"                              # a TensorFlow-format checkpoint (save_weights("ckpt"))
 
 
 class SidecarEvaluator:
@@ -44,11 +45,18 @@ class SidecarEvaluator:
         self.results: list[tuple[str, dict]] = []
 
     def _new_files(self, seen: set[str]) -> list[str]:
+        """New weights files, and new TensorFlow-format checkpoints by prefix (``ckpt-1`` for ``ckpt-1.index``:
+        what ``ModelCheckpoint('ckpt-{epoch}', save_weights_only=True)`` writes, as the evaluator migration
+        guide does; their ``.data`` file is part of the checkpoint, not a weights file of its own)."""
         if not os.path.isdir(self.checkpoint_dir):
             return []
-        paths = [os.path.join(self.checkpoint_dir, n) for n in os.listdir(self.checkpoint_dir)
-                 if n.endswith(_SUFFIXES) and not n.startswith(".tmp_")]
-        return sorted((p for p in paths if p not in seen), key=os.path.getmtime)
+        names = [n for n in os.listdir(self.checkpoint_dir) if not n.startswith(".tmp_")]
+        prefixes = {n[:-len(_INDEX)] for n in names if n.endswith(_INDEX)}
+        paths = [os.path.join(self.checkpoint_dir, p) for p in prefixes]
+        paths += [os.path.join(self.checkpoint_dir, n) for n in names
+                  if n.endswith(_SUFFIXES) and n.split(".data", 1)[0] not in prefixes]
+        mtime = lambda p: os.path.getmtime(p + _INDEX if os.path.basename(p) in prefixes else p)  # noqa: E731
+        return sorted((p for p in paths if p not in seen), key=mtime)
 
     def _evaluate(self, path: str) -> dict:
         self.model.load_weights(path)

@@ -20,9 +20,10 @@ import _common  # noqa: E402,F401  (chooses tf or multidev from sys.argv)
 import _checkpoints  # noqa: E402
 import _early_stopping  # noqa: E402
 import _metrics_saved_model  # noqa: E402
+import _evaluator  # noqa: E402
 import _mirrored  # noqa: E402
 
-MODULES = [_mirrored, _checkpoints, _early_stopping, _metrics_saved_model]
+MODULES = [_mirrored, _checkpoints, _early_stopping, _metrics_saved_model, _evaluator]
 
 
 def main():

@@ -37,6 +37,10 @@ MD_DIFFERS = {
     "saved_model_keras_file": ({"raises": "ValueError", "says": "wraps a Python function, which multidev does not "
                                 "serialize"}, "a Lambda's Python function would need pickle (TF 2.21 writes its "
                                 "bytecode and loads it only with safe_mode=False)"),
+    "sidecar_evaluator": ({"files": ["checkpoint", "ckpt-1.index"], "evaluated": ["ckpt-1"], "same_as_evaluate": True},
+                          "the guide's ModelCheckpoint('ckpt-{epoch}', save_weights_only=True) writes tf.keras 2's "
+                          "TF-format checkpoint, which SidecarEvaluator evaluates (it picked the checkpoint's data "
+                          "file as a weights file and failed); TF 2.21's Keras 3 wants .weights.h5"),
     "reset_states_spelling": ([0.5, 0.0], "tf.keras 2's metric.reset_states() (the guide's) works in md.keras; Keras 3 "
                               "removed it (AttributeError)"),
 }
