@@ -21,9 +21,10 @@ import _checkpoints  # noqa: E402
 import _early_stopping  # noqa: E402
 import _metrics_saved_model  # noqa: E402
 import _evaluator  # noqa: E402
+import _logging  # noqa: E402
 import _mirrored  # noqa: E402
 
-MODULES = [_mirrored, _checkpoints, _early_stopping, _metrics_saved_model, _evaluator]
+MODULES = [_mirrored, _checkpoints, _early_stopping, _logging, _metrics_saved_model, _evaluator]
 
 
 def main():

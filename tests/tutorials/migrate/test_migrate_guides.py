@@ -20,6 +20,8 @@ PROGRAM = os.path.join(HERE, "_program.py")
 TF_2_21_TWO_REPLICAS = {
     "mirrored_keras_fit": "TF fails a global batch of 1 split [1, 0] over the replicas (AddN of unequal shapes)",
     "metrics_optimizers_fit": "TF fails a global batch of 1 split [1, 0] over the replicas (AddN of unequal shapes)",
+    "stop_and_logging_callbacks": "TF fails a global batch of 1 split [1, 0] over the replicas (AddN of unequal "
+                                  "shapes)",
     "backup_and_restore": "TF fails Keras 3's fit with steps_per_execution=10 on 2 replicas (a placeholder in a cond)",
     "custom_loop_early_stopping": "TF fails apply_gradients in a tf.function outside strategy.run (cross-replica "
                                   "context); eagerly (checkpoint_manager_loop) it updates every copy, as multidev does",
@@ -41,6 +43,11 @@ MD_DIFFERS = {
                           "the guide's ModelCheckpoint('ckpt-{epoch}', save_weights_only=True) writes tf.keras 2's "
                           "TF-format checkpoint, which SidecarEvaluator evaluates (it picked the checkpoint's data "
                           "file as a weights file and failed); TF 2.21's Keras 3 wants .weights.h5"),
+    "tensorboard_callback_fit": ({"epochs": 2, "event_dirs": ["train", "validation"]},
+                                 "TF 2.21's venv has no tensorboard package (TBNotInstalledError); the callback's "
+                                 "train/ and validation/ event directories are tf.keras's layout"),
+    "summary_in_custom_loop": ({"event_dirs": [""]}, "no tensorboard package in TF 2.21's venv; the writer's events "
+                               "file lies in log_dir itself, as TF's does"),
     "reset_states_spelling": ([0.5, 0.0], "tf.keras 2's metric.reset_states() (the guide's) works in md.keras; Keras 3 "
                               "removed it (AttributeError)"),
 }
