@@ -66,6 +66,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         a = a.transpose(-2, -1).conj() if adjoint_a else a.transpose(-2, -1)
     if transpose_b or adjoint_b:
         b = b.transpose(-2, -1).conj() if adjoint_b else b.transpose(-2, -1)
+    if a.dim() >= 2 and b.dim() >= 2 and a.shape[-1] != b.shape[-2]:
+        from multidev._core.errors import InvalidArgumentError   # noqa: PLC0415
+        raise InvalidArgumentError(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)} "
+                                   "[Op:MatMul] (the inner dimensions must be equal).")
     return torch.matmul(a, b)
 
 

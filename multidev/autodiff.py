@@ -1,20 +1,31 @@
-"""``md.GradientTape``: TensorFlow's tape API over torch autograd.
+"""``md.GradientTape`` and ``md.stop_gradient``: TensorFlow's tape API over torch autograd.
 
-torch records every operation on tensors that require gradients, so the tape only has to map
-its sources to what autograd knows: inside ``strategy.run`` a distributed variable's gradient is
-the gradient of the calling replica's copy.
+torch records every operation on tensors that require gradients; the tape decides, as TensorFlow's
+does, which sources it watched: a trainable variable it accessed (unless
+``watch_accessed_variables=False``), a tensor passed to ``watch``, or a tensor computed while it
+recorded. Any other source gets None (or zeros), never a gradient torch's graph happens to hold
+(``x2 = variable + 1.0`` before the tape; a constant another tape watched). Inside ``strategy.run``
+a distributed variable's gradient is the gradient of the calling replica's copy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from typing import Any
+import threading
+import weakref
+from typing import Any, Iterator
 
 import torch
 
+from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.values.distributed import flatten, pack_as
 from multidev.values.variables import DistributedVariable
+
+#: Tensors some tape's ``watch`` made require grad (id -> weak reference): a later tape that did not
+#: watch them gives them no gradient, as TensorFlow's constants have none.
+_WATCHED_BY_A_TAPE: dict[int, weakref.ref] = {}
 
 
 class UnconnectedGradients(enum.Enum):
@@ -24,11 +35,33 @@ class UnconnectedGradients(enum.Enum):
     ZERO = "zero"
 
 
+def stop_gradient(input: Any, name: str | None = None) -> torch.Tensor:
+    """``input``'s value as a constant: gradients do not flow through it (``tensor.detach()``).
+
+    Example:
+        >>> x = torch.tensor(2.0, requires_grad=True)
+        >>> md.stop_gradient(x * x).requires_grad
+        False
+    """
+    return (input if isinstance(input, torch.Tensor) else torch.as_tensor(input)).detach()
+
+
+def _sequence_now() -> int:
+    """The autograd node counter of this thread now: nodes created later have larger numbers."""
+    with torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True) * 1
+    return probe.grad_fn._sequence_nr()
+
+
+def _is_variable(source: torch.Tensor) -> bool:
+    return isinstance(source, torch.nn.Parameter)
+
+
 class GradientTape:
     """Records operations so that ``gradient(target, sources)`` can differentiate them.
 
     Example:
-        >>> x = torch.tensor(3.0)
+        >>> x = md.constant(3.0)
         >>> with md.GradientTape() as tape:
         ...     tape.watch(x)
         ...     y = x * x
@@ -38,28 +71,87 @@ class GradientTape:
 
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
         self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
         self._used = False
         self._grad_mode: Any = None
+        self._watched: dict[int, torch.Tensor] = {}
+        self._seen_variables: dict[int, torch.Tensor] = {}
+        self._started_at: int | None = None
+        self._thread: int | None = None
 
     def __enter__(self) -> "GradientTape":
         self._grad_mode = torch.enable_grad()
         self._grad_mode.__enter__()
+        self._started_at, self._thread = _sequence_now(), threading.get_ident()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._grad_mode.__exit__(*exc)
 
+    @contextlib.contextmanager
+    def stop_recording(self) -> Iterator[None]:
+        """Ops in this block are not recorded: their results carry no gradient (``torch.no_grad``)."""
+        with torch.no_grad():
+            yield
+
     def watch(self, tensor: Any) -> None:
-        """Record operations on ``tensor`` (a tensor or nested structure) from now on."""
+        """Record operations on ``tensor`` (a tensor, variable or nested structure) from now on."""
         for t in flatten(tensor):
             if not isinstance(t, torch.Tensor):
-                raise ValueError(f"GradientTape.watch expects tensors, got {t!r}.")
+                raise ValueError(f"GradientTape.watch expects tensors or variables, got {t!r}.")
             if not (t.is_floating_point() or t.is_complex()):
-                continue  # TF ignores non-float tensors: they have no gradient
+                warn_user(f"The dtype of the watched tensor must be floating (e.g. md.float32), got "
+                          f"{str(t.dtype).replace('torch.', 'md.')}: it has no gradient.")
+                continue
             if not t.requires_grad:
-                if t.grad_fn is not None or not t.is_leaf:
-                    raise ValueError("Cannot watch a tensor computed before the tape started; watch its inputs.")
                 t.requires_grad_(True)
+                _WATCHED_BY_A_TAPE[id(t)] = weakref.ref(t, lambda _, key=id(t): _WATCHED_BY_A_TAPE.pop(key, None))
+            self._watched[id(t)] = t
+
+    def watched_variables(self) -> tuple:
+        """The variables this tape watched: the ones passed to ``watch`` and, once ``gradient`` ran,
+        the trainable variables its targets were computed from.
+
+        Raises:
+            RuntimeError: called before ``gradient`` on a tape that watches accessed variables
+                (torch records no variable reads; multidev finds them in the targets' graph).
+        """
+        if self._watch_accessed and not self._used:
+            raise RuntimeError("md.GradientTape.watched_variables() lists the variables the targets of "
+                               "tape.gradient() were computed from: call it after tape.gradient(...).")
+        found = {k: v for k, v in self._watched.items() if _is_variable(v)}
+        found.update(self._seen_variables)
+        return tuple(found.values())
+
+    def _records(self, source: Any, tensor: torch.Tensor) -> bool:
+        """Whether this tape watched ``source`` (``tensor`` is what autograd knows of it)."""
+        if id(source) in self._watched:
+            return True
+        if isinstance(source, DistributedVariable) or _is_variable(tensor):
+            return self._watch_accessed
+        if tensor.grad_fn is not None:   # computed: while the tape recorded, or before it (unwatched)
+            same_thread = self._thread == threading.get_ident()
+            return not same_thread or tensor.grad_fn._sequence_nr() > self._started_at
+        ref = _WATCHED_BY_A_TAPE.get(id(tensor))
+        return ref is None or ref() is not tensor   # a torch leaf the program made require grad itself
+
+    def _note_variables(self, targets: list) -> None:
+        """Remember the trainable leaves the targets were computed from (``watched_variables``)."""
+        stack, seen = [t.grad_fn for t in targets if t.grad_fn is not None], set()
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            leaf = getattr(node, "variable", None)
+            if leaf is not None:
+                if _is_variable(leaf) and self._watch_accessed:
+                    self._seen_variables.setdefault(id(leaf), leaf)
+            elif self._thread != threading.get_ident() or node._sequence_nr() > self._started_at:
+                stack.extend(n for n, _ in node.next_functions)   # recorded by this tape: read its inputs
+        for t in targets:
+            if t.grad_fn is None and _is_variable(t) and self._watch_accessed:
+                self._seen_variables.setdefault(id(t), t)
 
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
                  unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE) -> Any:
@@ -79,8 +171,9 @@ class GradientTape:
         for s in inputs:
             if not isinstance(s, torch.Tensor):
                 raise ValueError(f"GradientTape.gradient sources must be tensors or variables, got {s!r}.")
+        self._note_variables([t for t in targets if isinstance(t, torch.Tensor)])
         grad_outputs = flatten(output_gradients) if output_gradients is not None else [torch.ones_like(t) for t in targets]
-        differentiable = [i for i, s in enumerate(inputs) if s.requires_grad]
+        differentiable = [i for i, (s, t) in enumerate(zip(leaves, inputs)) if t.requires_grad and self._records(s, t)]
         grads: list = [None] * len(inputs)
         if differentiable and any(t.requires_grad for t in targets):
             pairs = [(t, g) for t, g in zip(targets, grad_outputs) if t.requires_grad]

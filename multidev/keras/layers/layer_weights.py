@@ -29,6 +29,11 @@ class KerasParameter(nn.Parameter):
     def value(self) -> "KerasParameter":
         return self
 
+    @property
+    def name(self) -> str | None:
+        """Keras 3's ``variable.name``: the name given to ``add_weight`` (``'kernel'``)."""
+        return getattr(self, "_keras_name", None)
+
     def numpy(self) -> np.ndarray:
         return self.detach().cpu().numpy().copy()   # a snapshot, as TensorFlow's numpy() is
 
@@ -74,6 +79,7 @@ class KerasBuffer(torch.Tensor):
         return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
 
     value = KerasParameter.value
+    name = KerasParameter.name
     numpy = KerasParameter.numpy
     read_value = KerasParameter.read_value
     assign = KerasParameter.assign
@@ -128,7 +134,9 @@ class LayerWeights:
             parameter._keras_name = name      # Keras's variable.name (exclude_from_weight_decay matches it)
             self.register_parameter(name, parameter)
         else:
-            self.register_buffer(name, KerasBuffer(value))
+            buffer = KerasBuffer(value)
+            buffer._keras_name = name
+            self.register_buffer(name, buffer)
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 
