@@ -51,9 +51,6 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
     out = torch.as_tensor(array)
     if out.dtype == torch.float64 and dtype is None:
         out = out.to(torch.float32)  # TF's default float dtype
-    elif out.dtype == torch.int64 and dtype is None and not isinstance(value, np.ndarray | np.generic) \
-            and (out.numel() == 0 or out.abs().max() < 2**31):
-        out = out.to(torch.int32)    # TF: Python ints are int32 (`tf.Variable(1, trainable=False)`)
     return out.to(dtype=dtype or out.dtype, device=device)
 
 
