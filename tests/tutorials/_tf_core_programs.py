@@ -15,9 +15,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _tf_core_common as common  # noqa: E402  (chooses tf or multidev from sys.argv)
 import _tf_core_keras  # noqa: E402
+import _tf_core_modules  # noqa: E402
 import _tf_core_variable_autodiff  # noqa: E402
 
-MODULES = [_tf_core_variable_autodiff, _tf_core_keras]
+MODULES = [_tf_core_variable_autodiff, _tf_core_modules, _tf_core_keras]
 
 
 def _observe(program, *args):

@@ -149,11 +149,20 @@ class LayerWeights:
         containers (``nn.ModuleList``: Sequential's and functional models' layers, lists of layers
         in subclassed models) keep their own ``trainable`` flag."""
         eff = parent_trainable and self._trainable
-        for attr, trainable in sorted(self._weight_specs, key=lambda spec: not spec[1]):  # stable: Keras 3 order
+        specs = self._weight_specs + self._variable_attributes()
+        for attr, trainable in sorted(specs, key=lambda spec: not spec[1]):  # stable: Keras 3 order
             yield self._registered_weight(attr), trainable and eff
         for child in self._modules.values():
             if child is not None:
                 yield from _module_weights(child, eff)
+
+    def _variable_attributes(self) -> list[tuple[str, bool]]:
+        """``(name, trainable)`` of variables assigned as attributes (``self.w = md.Variable(5.0)``, the
+        basic_training_loops guide's Keras model), which tf.keras tracks as weights as it does
+        ``add_weight``'s: without them ``fit`` would train nothing, silently."""
+        named = {name for name, _ in self._weight_specs}
+        return [(name, bool(getattr(p, "trainable", p.requires_grad)))
+                for name, p in dict.items(self._parameters) if p is not None and name not in named]
 
     def _registered_weight(self, attr: str):
         # dict.get reads the stored value: a replica-aware dict's [] would give a replica's copy.
