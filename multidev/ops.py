@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from multidev._core.eager_tensor import readable_results
 from multidev._core.errors import InvalidArgumentError
 
 
@@ -150,5 +151,8 @@ def add_n(inputs, name=None) -> torch.Tensor:
         out = out + t
     return out
 
+
+# Results a TF program reads with .numpy() while they carry gradients (``loss.numpy()`` after a tape).
+reduce_sum, reduce_mean, add_n = (readable_results(op) for op in (reduce_sum, reduce_mean, add_n))
 
 __all__ = ["constant", "reduce_sum", "reduce_mean", "add_n"]

@@ -16,6 +16,7 @@ from multidev.keras._missing import missing_names
 import torch
 import torch.nn.functional as F
 
+from multidev._core.eager_tensor import readable
 from multidev.values import context
 from multidev.keras import backend, step_inputs
 from multidev.keras.loss_reduction import Reduction, reduce_weighted  # noqa: F401 (re-exported)
@@ -168,12 +169,12 @@ class Loss:
         losses = self.call(y_true, y_pred)
         reduced = reduce_weighted(losses, sample_weight, self.reduction)
         if self.reduction in (Reduction.NONE, None, Reduction.SUM) or reduced.ndim > 0 or losses.ndim == 0:
-            return reduced
+            return readable(reduced)
         batch = int(losses.shape[0])
         share = step_inputs.replica_share(batch)
         if share is None:
-            return _scaled_for_distribution(reduced)
-        reduced = reduced * share
+            return readable(_scaled_for_distribution(reduced))
+        reduced = readable(reduced * share)
         step_inputs.mark_share(reduced, batch)
         return reduced
 

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses
@@ -45,6 +46,17 @@ _SIG_CACHE: dict[tuple[type, str], bool] = {}
 def current_training():
     """The ``training`` flag of the innermost enclosing layer call in this thread (or None)."""
     return _call_state.get()[0]
+
+
+def _readable_outputs(outputs):
+    """A tensor, or the tensors in nested lists/tuples/dicts (other containers as they are), ``readable``."""
+    if type(outputs) is torch.Tensor:
+        return readable(outputs)
+    if type(outputs) in (list, tuple):
+        return type(outputs)(_readable_outputs(o) for o in outputs)
+    if type(outputs) is dict:
+        return {k: _readable_outputs(v) for k, v in outputs.items()}
+    return outputs
 
 
 def _shape_of(x):
@@ -211,6 +223,8 @@ class Layer(LayerWeights, nn.Module):
                 outputs = super().__call__(inputs, *args[1:], **kwargs)
         finally:
             _call_state.reset(token)
+        if depth == 0:       # what the program gets: `.numpy()` reads it, as TensorFlow's eager tensors
+            outputs = _readable_outputs(outputs)
         if self.activity_regularizer is not None:
             layer_losses.record_activity(self, outputs)
         out_mask = self.compute_mask(inputs, mask)

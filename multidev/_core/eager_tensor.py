@@ -1,0 +1,78 @@
+"""Results a TensorFlow program reads with ``.numpy()`` while they still carry gradients.
+
+torch records every op on a tensor that requires grad, and its ``numpy()`` refuses such a tensor
+("Can't call numpy() on Tensor that requires grad"). TensorFlow records only under a
+``GradientTape`` and reads any eager tensor: its first tutorial does ``model(x_train[:1]).numpy()``
+and its guides print ``loss.numpy()`` and ``f"{loss:1.5f}"``. So what multidev hands a TF program at
+the top level (a Keras layer's or model's outermost call, a Keras loss, ``md.reduce_mean`` and the
+other ``md.*`` ops) is an ``EagerTensor`` when it requires grad: the same tensor, still in the
+autograd graph (``loss.backward()`` and ``tape.gradient`` work), whose ``numpy``, ``item``,
+``float()`` and ``format`` read a detached snapshot, as TensorFlow's do.
+
+Ops on it give plain tensors (torch function dispatch is off, as for ``nn.Parameter``), so nothing
+is slower after the first op and nothing else in torch changes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+
+class EagerTensor(torch.Tensor):
+    """A tensor whose host reads (``numpy``, ``item``, ``tolist``, ``float``, ``format``) detach first."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        return self.detach().cpu().numpy(force=force)
+
+    def item(self):
+        return self.detach().item()
+
+    def tolist(self):
+        return self.detach().tolist()
+
+    def __float__(self) -> float:
+        return float(self.detach())
+
+    def __int__(self) -> int:
+        return int(self.detach())
+
+    def __bool__(self) -> bool:
+        return bool(self.detach())
+
+    def __format__(self, spec: str) -> str:
+        return self.detach().__format__(spec)
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        """torch's text of the tensor, naming the op that made it (not the alias this class adds)."""
+        text = torch.Tensor.__repr__(self.detach(), tensor_contents=tensor_contents)
+        made_by = self.grad_fn.next_functions[0][0] if self.grad_fn is not None else None
+        return f"{text[:-1]}, grad_fn=<{type(made_by).__name__}>)" if made_by is not None else text
+
+    def __reduce_ex__(self, proto):
+        return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
+
+
+def readable(value):
+    """``value`` as an ``EagerTensor`` when it is a plain tensor that requires grad, else unchanged.
+
+    Python attributes set on the tensor (Keras's ``_keras_mask`` and ``_keras_logits``) carry over.
+    Not while torch.compile or torch.export traces (they would have to trace the subclass)."""
+    if type(value) is torch.Tensor and value.requires_grad and not torch.compiler.is_compiling():
+        result = value.as_subclass(EagerTensor)
+        if value.__dict__:
+            result.__dict__.update(value.__dict__)
+        return result
+    return value
+
+
+def readable_results(fn):
+    """Decorate a TF-named op so that its tensor result is ``readable``."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        return readable(fn(*args, **kwargs))
+    return op
