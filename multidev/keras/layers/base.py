@@ -59,6 +59,13 @@ def _readable_outputs(outputs):
     return outputs
 
 
+def _python_numbers(x) -> bool:
+    """A (nested) non-empty list or tuple of Python numbers: one input tensor, as tf.keras converts it."""
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_python_numbers(i) for i in x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _shape_of(x):
     if isinstance(x, (list, tuple)):
         return [_shape_of(i) for i in x]
@@ -148,6 +155,12 @@ class Layer(LayerWeights, nn.Module):
         """The mask of this layer's output: the input's if ``supports_masking``, else None (override)."""
         return mask if self.supports_masking else None
 
+    @property
+    def submodules(self) -> tuple:
+        """The layers nested in this one, at any depth (tf.Module's ``submodules``, which tf.keras layers
+        have; the intro_to_modules guide lists a model's), torch's containers passed through."""
+        return tuple(m for m in self.modules() if m is not self and isinstance(m, Layer))
+
     def add_loss(self, loss):
         """Add a loss to this call (e.g. an activity penalty); ``model.losses`` lists it, ``fit`` adds it."""
         layer_losses.add_call_loss(self, loss)
@@ -236,8 +249,8 @@ class Layer(LayerWeights, nn.Module):
 
     def _convert_inputs(self, inputs):
         """numpy -> tensor, and floating inputs cast to a non-mixed policy's dtype (Keras autocasting)."""
-        if isinstance(inputs, np.ndarray):
-            inputs = torch.from_numpy(inputs)
+        if isinstance(inputs, np.ndarray) or _python_numbers(inputs):   # tf.keras: `layer([[2.0, 2.0, 2.0]])`
+            inputs = torch.from_numpy(np.asarray(inputs))
         if self._dtype_policy.is_mixed:
             return inputs
         target = self._compute_torch_dtype
