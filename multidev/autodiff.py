@@ -75,7 +75,7 @@ class GradientTape:
         self._used = False
         self._grad_mode: Any = None
         self._watched: dict[int, torch.Tensor] = {}
-        self._seen_variables: dict[int, torch.Tensor] = {}
+        self._target_nodes: list = []
         self._started_at: int | None = None
         self._thread: int | None = None
 
@@ -120,7 +120,8 @@ class GradientTape:
             raise RuntimeError("md.GradientTape.watched_variables() lists the variables the targets of "
                                "tape.gradient() were computed from: call it after tape.gradient(...).")
         found = {k: v for k, v in self._watched.items() if _is_variable(v)}
-        found.update(self._seen_variables)
+        if self._watch_accessed:
+            found.update(self._variables_of(self._target_nodes))
         return tuple(found.values())
 
     def _records(self, source: Any, tensor: torch.Tensor) -> bool:
@@ -135,23 +136,31 @@ class GradientTape:
         ref = _WATCHED_BY_A_TAPE.get(id(tensor))
         return ref is None or ref() is not tensor   # a torch leaf the program made require grad itself
 
-    def _note_variables(self, targets: list) -> None:
-        """Remember the trainable leaves the targets were computed from (``watched_variables``)."""
-        stack, seen = [t.grad_fn for t in targets if t.grad_fn is not None], set()
+    def _note_targets(self, targets: list) -> None:
+        """Keep the targets' graph roots (a target that is a variable itself: the variable) for
+        ``watched_variables``, which walks them only when asked (a walk per step would cost)."""
+        self._target_nodes += [t.grad_fn if t.grad_fn is not None else t for t in targets
+                               if t.grad_fn is not None or _is_variable(t)]
+
+    def _variables_of(self, roots: list) -> dict[int, torch.Tensor]:
+        """The variables the graph below ``roots`` read while this tape recorded, first seen first."""
+        found: dict[int, torch.Tensor] = {}
+        stack, seen = list(reversed(roots)), set()
         while stack:
             node = stack.pop()
+            if isinstance(node, torch.Tensor):
+                found.setdefault(id(node), node)
+                continue
             if node is None or node in seen:
                 continue
             seen.add(node)
             leaf = getattr(node, "variable", None)
             if leaf is not None:
-                if _is_variable(leaf) and self._watch_accessed:
-                    self._seen_variables.setdefault(id(leaf), leaf)
+                if _is_variable(leaf):
+                    found.setdefault(id(leaf), leaf)
             elif self._thread != threading.get_ident() or node._sequence_nr() > self._started_at:
-                stack.extend(n for n, _ in node.next_functions)   # recorded by this tape: read its inputs
-        for t in targets:
-            if t.grad_fn is None and _is_variable(t) and self._watch_accessed:
-                self._seen_variables.setdefault(id(t), t)
+                stack.extend(n for n, _ in reversed(node.next_functions))   # recorded by this tape
+        return found
 
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
                  unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE) -> Any:
@@ -171,7 +180,7 @@ class GradientTape:
         for s in inputs:
             if not isinstance(s, torch.Tensor):
                 raise ValueError(f"GradientTape.gradient sources must be tensors or variables, got {s!r}.")
-        self._note_variables([t for t in targets if isinstance(t, torch.Tensor)])
+        self._note_targets([t for t in targets if isinstance(t, torch.Tensor)])
         grad_outputs = flatten(output_gradients) if output_gradients is not None else [torch.ones_like(t) for t in targets]
         differentiable = [i for i, (s, t) in enumerate(zip(leaves, inputs)) if t.requires_grad and self._records(s, t)]
         grads: list = [None] * len(inputs)
