@@ -82,6 +82,15 @@ def deterministic(layer, scale=0.1):
     return layer
 
 
+def copies_agree(variables):
+    """Whether every replica's copy of every variable holds the same numbers (True off a strategy)."""
+    def arrays(v):
+        copies = getattr(v, "values", None)
+        copies = copies if isinstance(copies, (list, tuple)) else [v]   # a tensor's .values is a method
+        return [np.asarray(c.detach() if hasattr(c, "detach") else c) for c in copies]
+    return all(np.array_equal(a, arrays(v)[0]) for v in variables for a in arrays(v))
+
+
 def history(h):
     return {k: [round(float(v), 5) for v in vs] for k, vs in sorted(h.history.items())}
 

@@ -10,7 +10,7 @@ lines became observations; the f-strings are kept ("printed").
 
 import numpy as np
 
-from _tf_core_common import deterministic, history, images, ints, relu, rnd, scope, softmax, tf
+from _tf_core_common import copies_agree, deterministic, history, images, ints, relu, rnd, scope, softmax, tf
 
 
 def quickstart_beginner(replicas, rate=0.2):
@@ -73,7 +73,9 @@ def keras_classification(replicas):
     return out
 
 
-def quickstart_advanced():
+def quickstart_advanced(replicas):
+    """On 2 replicas: model, optimizer and metrics made in the strategy's scope, the loop as printed
+    (no strategy.run: its steps run in cross-replica context, on the mirrored variables)."""
     Dense, Flatten, Conv2D = tf.keras.layers.Dense, tf.keras.layers.Flatten, tf.keras.layers.Conv2D
     Model = tf.keras.Model   # from tensorflow.keras.layers import ...; from tensorflow.keras import Model
     (x_train, y_train), (x_test, y_test) = images(32, 5), images(16, 6)
@@ -97,15 +99,16 @@ def quickstart_advanced():
             x = self.d1(x)
             return self.d2(x)
 
-    model = MyModel()
-    model(x_train[:1])                   # not in the tutorial: build the model, then set its weights
-    deterministic(model, scale=0.05)
-    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    optimizer = tf.keras.optimizers.Adam()
-    train_loss = tf.keras.metrics.Mean(name='train_loss')
-    train_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name='train_accuracy')
-    test_loss = tf.keras.metrics.Mean(name='test_loss')
-    test_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name='test_accuracy')
+    with scope(replicas):
+        model = MyModel()
+        model(x_train[:1])                   # not in the tutorial: build the model, then set its weights
+        deterministic(model, scale=0.05)
+        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        optimizer = tf.keras.optimizers.Adam()
+        train_loss = tf.keras.metrics.Mean(name='train_loss')
+        train_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name='train_accuracy')
+        test_loss = tf.keras.metrics.Mean(name='test_loss')
+        test_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name='test_accuracy')
 
     @tf.function
     def train_step(images, labels):
@@ -144,6 +147,7 @@ def quickstart_advanced():
         )
         out["epochs"].append(rnd([train_loss.result(), train_accuracy.result() * 100,
                                   test_loss.result(), test_accuracy.result() * 100], 4))
+    out["copies_agree"] = copies_agree(model.trainable_variables)
     return out
 
 
@@ -154,18 +158,20 @@ def _penguins(n, seed):
     return tf.data.Dataset.from_tensor_slices((features, labels))
 
 
-def custom_training_walkthrough():
+def custom_training_walkthrough(replicas):
+    """On 2 replicas: model and optimizer made in the strategy's scope, the loop as printed."""
     out = {}
     class_names = ['Adélie', 'Chinstrap', 'Gentoo']
     ds_test, ds_train = _penguins(12, 7), _penguins(40, 8)   # tfds.load("penguins/processed", ...)
     ds_train_batch = ds_train.batch(32)
     features, labels = next(iter(ds_train_batch))
-    model = tf.keras.Sequential([
-        tf.keras.layers.Dense(10, activation=relu, input_shape=(4,)),  # input shape required
-        tf.keras.layers.Dense(10, activation=relu),
-        tf.keras.layers.Dense(3)
-    ])
-    deterministic(model, scale=0.5)
+    with scope(replicas):
+        model = tf.keras.Sequential([
+            tf.keras.layers.Dense(10, activation=relu, input_shape=(4,)),  # input shape required
+            tf.keras.layers.Dense(10, activation=relu),
+            tf.keras.layers.Dense(3)
+        ])
+        deterministic(model, scale=0.5)
     predictions = model(features)
     out["predictions"] = [rnd(predictions[:5]), rnd(softmax(predictions[:5])),
                           ints(tf.math.argmax(predictions, axis=1))]
@@ -183,7 +189,8 @@ def custom_training_walkthrough():
             loss_value = loss(model, inputs, targets, training=True)
         return loss_value, tape.gradient(loss_value, model.trainable_variables)
 
-    optimizer = tf.keras.optimizers.SGD(learning_rate=0.01)
+    with scope(replicas):
+        optimizer = tf.keras.optimizers.SGD(learning_rate=0.01)
     loss_value, grads = grad(model, features, labels)
     out["step0"] = [int(optimizer.iterations.numpy()), rnd(loss_value.numpy())]
     out["printed"] = ["Step: {}, Initial Loss: {}".format(optimizer.iterations.numpy(), loss_value.numpy())]
@@ -204,6 +211,7 @@ def custom_training_walkthrough():
         if epoch % 50 == 0:
             out["printed"].append("Epoch {:03d}: Loss: {:.3f}, Accuracy: {:.3%}".format(
                 epoch, epoch_loss_avg.result(), epoch_accuracy.result()))
+    out["copies_agree"] = copies_agree(model.trainable_variables)
     out["results"] = [rnd(train_loss_results), rnd(train_accuracy_results), int(optimizer.iterations.numpy())]
     test_accuracy = tf.keras.metrics.Accuracy()
     ds_test_batch = ds_test.batch(10)
@@ -229,5 +237,6 @@ def custom_training_walkthrough():
     return out
 
 
-PROGRAMS = [quickstart_advanced, custom_training_walkthrough]
-REPLICATED = [quickstart_beginner, quickstart_beginner_no_dropout, keras_classification]
+PROGRAMS = []
+REPLICATED = [quickstart_beginner, quickstart_beginner_no_dropout, keras_classification, quickstart_advanced,
+              custom_training_walkthrough]

@@ -2,8 +2,9 @@
 
 ``_tf_core_programs.py`` runs quickstart/beginner, quickstart/advanced, keras/classification,
 customization/custom_training_walkthrough, guide/basic_training_loops, guide/intro_to_modules,
-guide/autodiff and guide/variable once per framework; the Keras ``fit`` pages also under a
-MirroredStrategy over 2 logical CPUs. TensorFlow's observations are in ``_tf_core_expected.json``
+guide/autodiff and guide/variable once per framework; the Keras pages also under a MirroredStrategy
+over 2 logical CPUs (the model, optimizer and metrics made in its scope; the custom loops as printed,
+without strategy.run, and every replica's copies checked equal at the end). TensorFlow's observations are in ``_tf_core_expected.json``
 (tensorflow-cpu 2.21.0 with tf.keras = Keras 2, the tf.keras API md.keras implements and these
 pages were written for: ``cd tests/tutorials && TF_USE_LEGACY_KERAS=1 python _tf_core_programs.py tf``;
 Keras 3 gives the same numbers for the quickstarts and classification, while it refuses
@@ -30,6 +31,9 @@ TF_TWO_REPLICAS = {
     "basic_training_loops_fit": "the loss function reduces a 1-D y to a scalar per replica; TF averages the two "
                                 "replicas' means (101 and 100 examples), multidev weighs them as one device does",
     "quickstart_beginner": "Dropout draws different masks per replica in TF; multidev draws one device's",
+    "quickstart_advanced": "with the model, optimizer and metrics made in the scope and the loop as printed (no "
+                           "strategy.run), TF refuses the metric call in its tf.function (ValueError); multidev "
+                           "updates every copy with the one set of gradients, as TF's walkthrough does",
 }
 
 #: Observations where multidev differs from TF on purpose: (program, key) -> (check of md's value, why).
