@@ -38,6 +38,7 @@ def quickstart_beginner(replicas, rate=0.2):
     out["evaluate"] = rnd(model.evaluate(x_test, y_test, verbose=2))
     probability_model = tf.keras.Sequential([model, tf.keras.layers.Softmax()])
     out["probabilities"] = rnd(probability_model(x_test[:5]))
+    out["copies_agree"] = copies_agree(model.trainable_variables)
     return out
 
 
@@ -70,6 +71,7 @@ def keras_classification(replicas):
     img = (np.expand_dims(img, 0))
     predictions_single = probability_model.predict(img, verbose=0)
     out["single"] = [list(img.shape), rnd(predictions_single), int(np.argmax(predictions_single[0]))]
+    out["copies_agree"] = copies_agree(model.trainable_variables)
     return out
 
 

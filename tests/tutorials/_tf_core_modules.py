@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from _tf_core_common import history, linspace, normal, raised, relu, rnd, scope, tf
+from _tf_core_common import copies_agree, history, linspace, normal, raised, relu, rnd, scope, tf
 
 
 #: The guide's ``tf.keras.losses.mean_squared_error`` (Keras 2's name): TF 2.21's Keras 3 lacks it
@@ -103,6 +103,7 @@ def basic_training_loops_fit(replicas):
         )
     out = {"n": x.shape[0], "fit": history(keras_model.fit(x, y, epochs=10, batch_size=1000, verbose=0))}
     out["weights"] = rnd([keras_model.w.numpy(), keras_model.b.numpy()])
+    out["copies_agree"] = copies_agree(keras_model.trainable_variables)
     return out
 
 
