@@ -34,19 +34,13 @@ else:
     relu, sigmoid, softplus, sin = torch.relu, torch.sigmoid, torch.nn.functional.softplus, torch.sin
     linspace, stop_gradient = torch.linspace, tf.stop_gradient
 
-#: TF name -> words of multidev's AttributeError (the torch replacement it names).
-REFUSED = {"nn.softmax": "torch.softmax", "nn.relu": "torch.relu", "nn.sigmoid": "torch.sigmoid",
-           "nn.softplus": "torch.nn.functional.softplus", "math.sin": "torch.sin", "linspace": "torch.linspace",
-           "random.normal": "torch.randn"}
-
-
 def normal(shape, seed=0):
     """``tf.random.normal(shape)``: a seeded numpy draw on both sides (md refuses it naming torch.randn;
     TF's and torch's generators differ, and both frameworks must start from the same numbers)."""
     return tf.constant(np.random.RandomState(seed).randn(*shape).astype("float32"))
 
 
-def scope(replicas):
+def scope(replicas):   # as tests/keras/_guides_common.py's, which needs Keras 3 (tf.keras.ops)
     """The MirroredStrategy's scope on 2 replicas (one strategy for the whole run), nothing on one."""
     if replicas == 1:
         return contextlib.nullcontext()
