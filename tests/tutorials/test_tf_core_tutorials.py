@@ -29,7 +29,8 @@ PROGRAM = os.path.join(HERE, "_tf_core_programs.py")
 #: Programs whose TF result on 2 replicas is not TF's one-device result; multidev gives the latter.
 TF_TWO_REPLICAS = {
     "basic_training_loops_fit": "the loss function reduces a 1-D y to a scalar per replica; TF averages the two "
-                                "replicas' means (101 and 100 examples), multidev weighs them as one device does",
+                                "replicas' means (101 and 100 examples; its numbers vary run to run), multidev "
+                                "weighs them as one device does",
     "quickstart_beginner": "Dropout draws different masks per replica in TF; multidev draws one device's",
 }
 
