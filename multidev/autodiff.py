@@ -82,7 +82,8 @@ class GradientTape:
     def __enter__(self) -> "GradientTape":
         self._grad_mode = torch.enable_grad()
         self._grad_mode.__enter__()
-        self._started_at, self._thread = _sequence_now(), threading.get_ident()
+        if not torch.compiler.is_compiling():   # (under torch.compile every computed source counts as recorded)
+            self._started_at, self._thread = _sequence_now(), threading.get_ident()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -105,7 +106,8 @@ class GradientTape:
                 continue
             if not t.requires_grad:
                 t.requires_grad_(True)
-                _WATCHED_BY_A_TAPE[id(t)] = weakref.ref(t, lambda _, key=id(t): _WATCHED_BY_A_TAPE.pop(key, None))
+                if not torch.compiler.is_compiling():
+                    _WATCHED_BY_A_TAPE[id(t)] = weakref.ref(t, lambda _, key=id(t): _WATCHED_BY_A_TAPE.pop(key, None))
             self._watched[id(t)] = t
 
     def watched_variables(self) -> tuple:
@@ -131,10 +133,15 @@ class GradientTape:
         if isinstance(source, DistributedVariable) or _is_variable(tensor):
             return self._watch_accessed
         if tensor.grad_fn is not None:   # computed: while the tape recorded, or before it (unwatched)
-            same_thread = self._thread == threading.get_ident()
-            return not same_thread or tensor.grad_fn._sequence_nr() > self._started_at
+            return not self._knows_order() or tensor.grad_fn._sequence_nr() > self._started_at
         ref = _WATCHED_BY_A_TAPE.get(id(tensor))
         return ref is None or ref() is not tensor   # a torch leaf the program made require grad itself
+
+    def _knows_order(self) -> bool:
+        """Whether autograd's node numbers tell what this tape recorded: they count per thread, and a
+        tape entered under torch.compile noted none."""
+        return self._started_at is not None and self._thread == threading.get_ident() \
+            and not torch.compiler.is_compiling()
 
     def _note_targets(self, targets: list) -> None:
         """Keep the targets' graph roots (a target that is a variable itself: the variable) for
@@ -158,7 +165,7 @@ class GradientTape:
             if leaf is not None:
                 if _is_variable(leaf):
                     found.setdefault(id(leaf), leaf)
-            elif self._thread != threading.get_ident() or node._sequence_nr() > self._started_at:
+            elif not self._knows_order() or node._sequence_nr() > self._started_at:
                 stack.extend(n for n, _ in reversed(node.next_functions))   # recorded by this tape
         return found
 
