@@ -17,7 +17,7 @@ from multidev.devices.spec import DeviceSpec
 from multidev.placement import device
 from multidev import distribute, nn
 from multidev.autodiff import GradientTape, UnconnectedGradients
-from multidev.function import function
+from multidev.function import executing_eagerly, function
 from multidev.values import Variable
 from multidev import keras
 from multidev import integrations
@@ -32,6 +32,7 @@ from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_value, c
                                 stack, subtract, tanh, tile, transpose, unstack, where, zeros, zeros_like)
 from multidev import saved_model
 from multidev import io  # tf.io.gfile (multi-worker tutorials: mwtutorials)
+from multidev import test  # tf.test's GPU queries
 from multidev.module import Module
 from multidev.data.spec import TensorSpec
 from multidev.tensor_shape import TensorShape   # distributed-input guide (tfinput)
@@ -58,6 +59,8 @@ __all__ = [
     "GradientTape",
     "UnconnectedGradients",
     "function",
+    "executing_eagerly",
+    "test",
     "Variable",
     "__version__",
     "saved_model",

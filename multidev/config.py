@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import types
 
-from multidev.devices import memory, physical, threading_config
+from multidev.devices import determinism, memory, physical, threading_config
 from multidev.devices.configuration import (
     get_logical_device_configuration,
     get_memory_growth,
@@ -35,6 +35,7 @@ from multidev.devices.options import (
 )
 from multidev.devices.physical import LogicalDevice, LogicalDeviceConfiguration, PhysicalDevice
 from multidev.devices.registry import list_logical_devices
+from multidev.function import functions_run_eagerly, run_functions_eagerly
 
 
 def get_device_details(device: PhysicalDevice) -> dict:
@@ -78,6 +79,7 @@ for _name, _value in {
     "list_logical_devices": list_logical_devices,
     "get_visible_devices": get_visible_devices,
     "set_visible_devices": set_visible_devices,
+    "enable_op_determinism": determinism.enable_op_determinism,
 }.items():
     setattr(experimental, _name, _value)
 experimental.__all__ = sorted(n for n in vars(experimental) if not n.startswith("_"))
@@ -98,4 +100,6 @@ __all__ = [
     "PhysicalDevice",
     "experimental",
     "threading",
+    "run_functions_eagerly",
+    "functions_run_eagerly",
 ]

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from multidev._core.eager_tensor import readable_results
 from multidev.values import context
 
 
@@ -59,6 +60,10 @@ def scale_regularization_loss(regularization_loss: Any) -> torch.Tensor:
         total = torch.as_tensor(regularization_loss)
     return total / _num_replicas()
 
+
+# Results a TF program reads with .numpy() while they carry gradients (``loss.numpy()`` in a replica function).
+compute_average_loss, scale_regularization_loss = (readable_results(op) for op in (compute_average_loss,
+                                                                                   scale_regularization_loss))
 
 __all__ = ["compute_average_loss", "scale_regularization_loss"]
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from multidev.values import context
+
 _lock = threading.Lock()
 _writers: list = []            # default writer stack, innermost last
 _steps: list = [None]          # default step stack (experimental.set_step sets the bottom)
@@ -147,13 +149,53 @@ def _scalar_value(name: str, data: Any) -> float:
     return float(tensor.reshape(()))
 
 
-def _default_writer():
+def _top_writer():
     with _lock:
         return _writers[-1] if _writers else None
 
 
+def _default_writer():
+    """The writer a summary goes to now, or None: none set, ``record_if`` off, or a replica other than
+    the first (TensorFlow records a summary written inside ``strategy.run`` once, from replica 0)."""
+    writer = _top_writer()
+    with _lock:
+        conditions = list(_conditions)
+    if writer is None or not all(c() if callable(c) else bool(c) for c in conditions):
+        return None
+    replica = context.current_replica_context()
+    if replica is not None and replica.replica_id_in_sync_group != 0:
+        return None
+    return writer
+
+
+_conditions: list = []         # record_if conditions, innermost last (a callable is evaluated per write)
+
+
+@contextlib.contextmanager
+def record_if(condition):
+    """Record summaries only while ``condition`` (a bool, a scalar tensor, or a callable giving one) holds.
+
+    Example:
+        >>> with md.summary.record_if(lambda: int(step) % 100 == 0):
+        ...     md.summary.scalar("loss", loss, step=step)
+    """
+    with _lock:
+        _conditions.append(condition)
+    try:
+        yield
+    finally:
+        with _lock:
+            _conditions.pop()
+
+
+def should_record_summaries() -> bool:
+    """Whether a summary written here now would be recorded (a default writer, ``record_if``, replica 0)."""
+    return _default_writer() is not None
+
+
 def scalar(name, data, step=None, description=None) -> bool:
-    """Write a scalar summary to the default writer; returns False when there is none.
+    """Write a scalar summary to the default writer; returns False when nothing is recorded (no writer,
+    ``record_if`` off, or a replica other than the first inside ``strategy.run``).
 
     Example:
         >>> with writer.as_default():
@@ -209,7 +251,7 @@ def flush(writer=None, name=None) -> None:
     Example:
         >>> md.summary.flush()
     """
-    writer = writer or _default_writer()
+    writer = writer or _top_writer()
     if writer is not None:
         writer.flush()
 
@@ -229,4 +271,4 @@ def _get_step():
 experimental = types.SimpleNamespace(set_step=_set_step, get_step=_get_step)
 
 __all__ = ["SummaryWriter", "create_file_writer", "create_noop_writer", "scalar", "histogram", "text", "flush",
-           "experimental"]
+           "experimental", "record_if", "should_record_summaries"]

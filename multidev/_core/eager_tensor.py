@@ -44,6 +44,10 @@ class EagerTensor(torch.Tensor):
     def __bool__(self) -> bool:
         return bool(self.detach())
 
+    def __getitem__(self, index):
+        """A row or slice stays readable (``model(x)[0].numpy()``, TensorFlow's tutorials' idiom)."""
+        return readable(torch.Tensor.__getitem__(self, index))
+
     def __format__(self, spec: str) -> str:
         return self.detach().__format__(spec)
 

@@ -220,7 +220,9 @@ def _watch(tasks: list[_Task], lock: threading.Lock, grace: float) -> int:
                 code = _exit_code(rc)
                 others = [t for t in tasks if t is not task and t.proc.poll() is None]
                 task.drain()
-                _say(f"{task.name} failed with exit code {code}; stopping "
+                restart = (" (TensorFlow's restart code: a PreemptionCheckpointHandler saved a checkpoint; launch "
+                           "the job again to resume from it)" if code == 42 else "")
+                _say(f"{task.name} failed with exit code {code}{restart}; stopping "
                      f"{', '.join(t.name for t in others) or 'nothing else (all other tasks ended)'}.", lock)
                 _stop(others, grace)
                 return code

@@ -25,7 +25,7 @@ import torch
 from multidev.collectives.process import ProcessCollective
 from multidev.devices import registry
 from multidev.distribute.cluster_resolver import ClusterResolver, collective_world, default_cluster_resolver
-from multidev.distribute.communication import CommunicationOptions
+from multidev.distribute.communication import CommunicationImplementation, CommunicationOptions
 from multidev.distribute.cross_device_ops import ReductionToOneDevice
 from multidev.distribute.distribute_lib import DEFAULT_BUCKET_BYTES, ReplicatedExtended
 from multidev.distribute.gradient_overlap import GradientOverlap
@@ -125,3 +125,19 @@ class MultiWorkerMirroredStrategy(Strategy):
     @property
     def cluster_resolver(self) -> ClusterResolver:
         return self._resolver
+
+
+class ExperimentalMultiWorkerMirroredStrategy(MultiWorkerMirroredStrategy):
+    """``md.distribute.experimental.MultiWorkerMirroredStrategy``: TensorFlow's older spelling (TF 2.0-2.3
+    tutorials), which takes the collective implementation as ``communication`` rather than in
+    ``communication_options``.
+
+    Example:
+        >>> strategy = md.distribute.experimental.MultiWorkerMirroredStrategy(
+        ...     md.distribute.experimental.CollectiveCommunication.RING)
+    """
+
+    def __init__(self, communication: CommunicationImplementation | str = CommunicationImplementation.AUTO,
+                 cluster_resolver: ClusterResolver | None = None):
+        super().__init__(cluster_resolver=cluster_resolver,
+                         communication_options=CommunicationOptions(implementation=communication))

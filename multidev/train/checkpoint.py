@@ -203,6 +203,10 @@ def _strategy(checkpoint):
     return get_strategy()
 
 
+#: The strategy whose variables ``checkpoint`` holds (the current one if none): whose workers save it.
+strategy_of = _strategy
+
+
 def _is_chief(checkpoint) -> bool:
     return bool(_strategy(checkpoint).extended.should_checkpoint)
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import multidev as md
+from tests.conftest import run_fresh
 
 
 def test_set_seed_makes_torch_ops_and_shuffles_repeat():
@@ -87,3 +88,43 @@ def test_set_as_default_and_noop_writer(tmp_path):
         md.summary.experimental.set_step(None)
     assert md.summary.scalar("x", 1.0, step=4) is True       # accepted, written nowhere
     assert _scalars(tmp_path, "x") == [(3, 2.0)]
+
+
+def test_record_if_and_should_record_summaries(tmp_path):
+    writer = md.summary.create_file_writer(str(tmp_path))
+    step = md.Variable(0, dtype=torch.int64)
+    with writer.as_default(step=step):
+        assert md.summary.should_record_summaries() is True
+        with md.summary.record_if(lambda: int(step) % 2 == 0):
+            for _ in range(4):
+                md.summary.scalar("loss", float(step))
+                step.assign_add(1)
+        with md.summary.record_if(False):
+            assert md.summary.scalar("off", 1.0) is False and md.summary.should_record_summaries() is False
+        md.summary.flush()
+    assert _scalars(tmp_path, "loss") == [(0, 0.0), (2, 2.0)]
+
+
+def test_inside_strategy_run_only_the_first_replica_records():
+    """TensorFlow records a summary written in a replica function once, from replica 0."""
+    out = run_fresh("""
+        import tempfile, multidev as md
+        cpu = md.config.list_physical_devices("CPU")[0]
+        md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
+        strategy = md.distribute.MirroredStrategy()
+        logdir = tempfile.mkdtemp()
+        writer = md.summary.create_file_writer(logdir)
+
+        def replica_fn():
+            ctx = md.distribute.get_replica_context()
+            return md.summary.scalar("replica_id", float(ctx.replica_id_in_sync_group), step=1)
+
+        with writer.as_default():
+            wrote = strategy.experimental_local_results(strategy.run(replica_fn))
+        writer.flush()
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        events = EventAccumulator(logdir)
+        events.Reload()
+        print(list(wrote), [(e.step, e.value) for e in events.Scalars("replica_id")])
+    """)
+    assert out.stdout.strip() == "[True, False] [(1, 0.0)]"

@@ -40,6 +40,7 @@ def test_beginner_quickstart_lines_as_printed():
     probability_model = K.Sequential([model, K.layers.Softmax()])
     np.testing.assert_allclose(probability_model(x_train[:5]).numpy().sum(axis=1), np.ones(5), rtol=1e-6)
     assert np.asarray(model(x_train[:2])).shape == (2, 10)
+    assert np.argmax(model(x_train[:2])[0].numpy()) in range(10)       # a row of the output reads too
 
 
 def test_results_stay_in_the_autograd_graph():
@@ -66,6 +67,7 @@ def test_scalar_reads_without_warnings_as_tensorflow():
         warnings.simplefilter("error")     # torch warns when a tensor that requires grad becomes a number
         assert float(loss) == 4.0 and loss.item() == 4.0 and int(loss) == 4 and bool(loss)
         assert f"{loss:1.5f}" == "4.00000" and "{}".format(loss.numpy()) == "4.0"
+        assert md.nn.compute_average_loss(w * 3.0, global_batch_size=3).numpy() == 3.0
         assert md.reduce_sum(w).tolist() == 3.0 and md.add_n([w, w]).numpy().tolist() == [2.0, 2.0, 2.0]
     assert repr(loss) == "tensor(4., grad_fn=<MeanBackward0>)"    # torch's text, naming the op that made it
     assert loss.requires_grad and loss.grad_fn is not None

@@ -194,3 +194,12 @@ def test_elastic_exit_code_is_the_workers():
     assert elastic.exit_code_of(3) == 3 and elastic.exit_code_of(-9) == 137
     assert elastic.is_local_address("127.0.0.1") and not elastic.is_local_address("192.0.2.7")
     assert elastic.route_source_address("no-such-host.invalid") is None
+
+
+def test_the_restart_code_of_a_preemption_checkpoint_is_explained(tmp_path):
+    script = write(tmp_path, "preempted.py", "import json, os, sys\n"
+                   "sys.exit(42 if json.loads(os.environ['TF_CONFIG'])['task']['index'] == 1 else 0)\n")
+    proc = run(["--workers", "2", script], timeout=60)
+    assert proc.returncode == 42, proc.stdout + proc.stderr
+    assert ("worker 1 failed with exit code 42 (TensorFlow's restart code: a PreemptionCheckpointHandler saved a "
+            "checkpoint; launch the job again to resume from it)") in proc.stderr
