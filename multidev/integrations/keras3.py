@@ -41,7 +41,7 @@ from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_dropout,
-                                   keras3_layers, keras3_random, keras3_split)
+                                   keras3_layers, keras3_loss_scale, keras3_random, keras3_split)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -285,6 +285,7 @@ def _keras_names(keras: Any) -> tuple:
         torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
         for name in keras3_random.DRAWS:
             getattr(torch_random, name)
+        getattr(importlib.import_module("keras.src.losses.loss"), "scale_loss_for_distribution")   # keras3_loss_scale
         if not isinstance(Variable.__dict__.get("value"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
@@ -329,6 +330,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
     _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
     keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
+    keras3_loss_scale.install(importlib.import_module("keras.src.losses.loss"))
     keras3_layers.per_replica_losses(keras.layers.Layer)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))

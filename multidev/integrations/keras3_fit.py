@@ -19,7 +19,7 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev.distribute.batch_split import split_element
-from multidev.integrations import keras3_batch_norm, keras3_dropout
+from multidev.integrations import keras3_batch_norm, keras3_dropout, keras3_loss_scale
 from multidev.values import context
 from multidev.values.distributed import PerReplica
 
@@ -66,6 +66,14 @@ def _split(batch: Any, replicas: int, full: int) -> list:
     return [tuple(part[kept.index(i)] if i in kept else None for i in range(len(batch))) for part in parts]
 
 
+def _in_keras_step(replica_step: Any) -> Any:
+    """``replica_step`` with Keras's losses left unscaled (``keras3_loss_scale``): this step weighs them."""
+    def run(*args: Any) -> Any:
+        with keras3_loss_scale.keras_step():
+            return replica_step(*args)
+    return run
+
+
 def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> Any:
     """Keras's ``train_function(data)`` for ``model`` on ``strategy``'s replicas."""
     split = _Splitter(strategy)
@@ -95,7 +103,7 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
         if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
             keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
-        strategy.run(replica_step, args=(parts, size, model.trainable_variables, split.sizes))
+        strategy.run(_in_keras_step(replica_step), args=(parts, size, model.trainable_variables, split.sizes))
         return model.get_metrics_result()
 
     return step
@@ -119,7 +127,7 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
     def step(data: Any) -> dict:
         parts, _ = split(data[0])
         with torch.no_grad():
-            strategy.run(replica_step, args=(parts,))
+            strategy.run(_in_keras_step(replica_step), args=(parts,))
         return model.get_metrics_result()
 
     return step

@@ -148,6 +148,21 @@ class Layer(LayerWeights, nn.Module):
             _SIG_CACHE[key] = argument in inspect.signature(type(self).call).parameters
         return _SIG_CACHE[key]
 
+    def _named_extra_args(self, extra) -> dict:
+        """Positional arguments after the inputs, by ``call``'s parameter names: a functional graph's node
+        replays its call's keyword arguments (keras.io's ``TransformerDecoder(...)(x, encoder_outputs)``)."""
+        if not extra:
+            return {}
+        params = list(inspect.signature(type(self).call).parameters.values())[2:]   # after self, inputs
+        named = [p for p in params[:len(extra)]
+                 if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        if len(named) < len(extra):
+            raise TypeError(
+                f'Layer "{self.name}" was called on symbolic inputs with {len(extra)} extra positional argument(s), '
+                f"but its call() names only {[p.name for p in named]!r} of them. Pass them by keyword, e.g. "
+                f"layer(x, name=value).")
+        return {p.name: value for p, value in zip(named, extra)}
+
     def _call_accepts_training(self) -> bool:
         return self._call_accepts("training")
 
@@ -212,7 +227,7 @@ class Layer(LayerWeights, nn.Module):
         mask = kwargs.get("mask", layer_losses.mask_of(inputs))    # before a dtype cast makes a new tensor
         if type(inputs) is not torch.Tensor:          # fast path: a plain tensor is never symbolic
             if kt.is_symbolic(inputs):
-                return kt.call_symbolic(self, inputs, kwargs)
+                return kt.call_symbolic(self, inputs, {**self._named_extra_args(args[1:]), **kwargs})
             inputs = self._convert_inputs(inputs)
         elif inputs.is_floating_point() and not self._dtype_policy.is_mixed and inputs.dtype != self._compute_torch_dtype:
             inputs = inputs.to(self._compute_torch_dtype)

@@ -12,6 +12,10 @@ import torch
 
 _DUMMY_BATCH = 2
 _DUMMY_SIZES = (24, 25)   # two sizes for unknown non-batch dims, to tell which output dims are unknown
+# Smaller sizes, tried in turn when a layer refuses 24 (a position Embedding(input_dim=sequence_length) over
+# ops.arange(length): TensorFlow infers such a layer symbolically, Keras 3 on torch on the meta device,
+# where no index is checked; multidev runs real zeros, so it tries a length the layer accepts).
+_FALLBACK_SIZES = ((8, 9), (4, 5), (2, 3), (1, 2))
 
 
 class KerasTensor:
@@ -118,10 +122,31 @@ def _has_unknown_dims(inputs) -> bool:
     return any(None in kt.shape[1:] for kt in flatten(inputs) if isinstance(kt, KerasTensor))
 
 
+def _run_sizes(layer, inputs, kwargs, sizes):
+    """The layer's outputs on zeros of the two unknown-dim ``sizes`` (one run when every dim is known)."""
+    out_a = _run_dummy(layer, inputs, kwargs, sizes[0])
+    return out_a, (_run_dummy(layer, inputs, kwargs, sizes[1]) if _has_unknown_dims(inputs) else out_a)
+
+
+def _run_dummies(layer, inputs, kwargs):
+    """``_run_sizes`` at the first sizes the layer accepts; a layer that refuses them all raises its first error
+    (a user's bug independent of the length then reads as it always did)."""
+    try:
+        return _run_sizes(layer, inputs, kwargs, _DUMMY_SIZES)
+    except (ValueError, IndexError, RuntimeError) as first:
+        if not _has_unknown_dims(inputs):
+            raise
+        for sizes in _FALLBACK_SIZES:
+            try:
+                return _run_sizes(layer, inputs, kwargs, sizes)
+            except (ValueError, IndexError, RuntimeError):
+                continue
+        raise first
+
+
 def infer_output(layer, inputs, kwargs):
     """Run ``layer`` on zeros shaped like ``inputs``; return the output structure of KerasTensors."""
-    out_a = _run_dummy(layer, inputs, kwargs, _DUMMY_SIZES[0])
-    out_b = _run_dummy(layer, inputs, kwargs, _DUMMY_SIZES[1]) if _has_unknown_dims(inputs) else out_a
+    out_a, out_b = _run_dummies(layer, inputs, kwargs)
 
     def to_kt(a, b):
         shape = tuple(None if i == 0 or a.shape[i] != b.shape[i] else a.shape[i] for i in range(a.ndim))

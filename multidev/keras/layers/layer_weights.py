@@ -31,8 +31,9 @@ class KerasParameter(nn.Parameter):
 
     @property
     def name(self) -> str | None:
-        """Keras 3's ``variable.name``: the name given to ``add_weight`` (``'kernel'``)."""
-        return getattr(self, "_keras_name", None)
+        """Keras 3's ``variable.name``: the name given to ``add_weight`` ('kernel', 'moving_variance'), so a
+        program's ``"variance" in w.name`` runs on one device too (torch's ``Tensor.name`` is None)."""
+        return self.__dict__.get("_keras_name")
 
     def numpy(self) -> np.ndarray:
         return self.detach().cpu().numpy().copy()   # a snapshot, as TensorFlow's numpy() is

@@ -29,6 +29,7 @@ class Sequential(Model):
         super().__init__(name=name, **kwargs)
         self._modules["layers"] = nn.ModuleList()    # keys 'layers.<i>.<weight>' in checkpoints
         self._input_batch_shape = None
+        self._input_from_call = False   # the input shape was read off the first call, not declared
         self._input_dtype = None
         self._last_output = None
         for layer in layers or []:
@@ -117,13 +118,20 @@ class Sequential(Model):
     def _maybe_build(self, inputs):
         if self._input_batch_shape is None:
             self._input_batch_shape = (None,) + tuple(inputs.shape[1:])
+            self._input_from_call = True
         self.built = True
 
     def _check_input(self, inputs):
+        """A declared input shape is checked; one read off the first call is relaxed where a later call's
+        differs (tf.keras makes those dims None, Keras 3 accepts them: a Sequential inside a custom layer sees
+        every sequence length), only its rank is fixed."""
         expected = self._input_batch_shape
         if expected is None or not hasattr(inputs, "shape"):
             return
         got = tuple(inputs.shape)
+        if self._input_from_call and len(got) == len(expected):
+            self._input_batch_shape = (None,) + tuple(e if e == g else None for e, g in zip(expected[1:], got[1:]))
+            return
         if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected[1:], got[1:])):
             raise ValueError(f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
                              f"shape={expected}, found shape={got}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
 import torch
 
 from multidev.keras import backend
@@ -155,8 +156,11 @@ def split(x, indices_or_sections, axis=0):
 
 
 def tile(x, repeats):
-    """``x`` repeated ``repeats`` times along each axis."""
-    return _t(x).tile(tuple(repeats) if isinstance(repeats, (list, tuple)) else (repeats,))
+    """``x`` repeated ``repeats`` times along each axis (``repeats`` an int, a sequence, or a tensor of them,
+    as keras.io's causal masks build it: ``ops.concatenate([ops.expand_dims(batch_size, -1), ...])``)."""
+    if isinstance(repeats, (torch.Tensor, np.ndarray)):
+        repeats = repeats.tolist()
+    return _t(x).tile(tuple(int(r) for r in repeats) if isinstance(repeats, (list, tuple)) else (int(repeats),))
 
 
 def repeat(x, repeats, axis=None):

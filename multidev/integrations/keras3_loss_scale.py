@@ -1,0 +1,61 @@
+"""Keras 3's mean losses inside a custom loop's ``strategy.run``: divided by the replica count, as Keras 3 on
+TensorFlow's strategies divides them (``keras.src.losses.loss.scale_loss_for_distribution``, a no-op on
+the torch backend), so the replicas' summed gradients are the global mean's.
+
+A TensorFlow user's custom loop (keras.io's ``writing_a_custom_training_loop_in_torch`` distributed with
+``strategy.run``) calls ``loss_fn(targets, logits)`` with Keras's default ``sum_over_batch_size`` and hands
+the gradients to ``optimizer.apply``, which sums them across replicas: unscaled, that trained with N times one
+device's gradient. Checked with tensorflow 2.21 and Keras 3.15.1: a ``CategoricalCrossentropy`` called in
+``strategy.run`` on 2 replicas returns half the replica's mean. ``md.keras`` does the same
+(``md.keras.losses._scaled_for_distribution``).
+
+Not scaled where multidev runs Keras's steps itself: ``fit``/``evaluate`` (``keras3_fit`` weights each
+replica's loss by its share of the global batch, and its loss tracker reads the unscaled mean) and a
+model's own ``train_step``/``test_step`` (``keras3_custom_step``: the optimizer weighs the gradients).
+A scaled loss tells ``loss.backward()`` to sum, not average (a ``torch.optim`` optimizer then sees the
+global mean's gradient too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Iterator
+
+from multidev.integrations import keras3_custom_step
+from multidev.values import context
+
+_IN_KERAS_STEP: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_keras3_in_step", default=False)
+
+
+@contextlib.contextmanager
+def keras_step() -> Iterator[None]:
+    """Around a replica's part of multidev's ``fit``/``evaluate`` step: its losses stay Keras's own means."""
+    token = _IN_KERAS_STEP.set(True)
+    try:
+        yield
+    finally:
+        _IN_KERAS_STEP.reset(token)
+
+
+def scale_for_replicas(original: Any, value: Any) -> Any:
+    """Keras's ``scale_loss_for_distribution``: 1/replicas in a custom loop's replica function."""
+    env = context.replica_env()
+    if env is None or _IN_KERAS_STEP.get() or keras3_custom_step.share() is not None:
+        return original(value)
+    replicas = env.replica_context.num_replicas_in_sync
+    if replicas <= 1:
+        return original(value)
+    context.mark_loss_scaled()
+    return value * (1.0 / replicas)
+
+
+def install(loss_module: Any) -> None:
+    """Replace ``loss_module.scale_loss_for_distribution`` (``reduce_values`` reads the module's global)."""
+    original = loss_module.scale_loss_for_distribution
+
+    def scale_loss_for_distribution(value):
+        return scale_for_replicas(original, value)
+
+    scale_loss_for_distribution.__doc__ = original.__doc__
+    loss_module.scale_loss_for_distribution = scale_loss_for_distribution
