@@ -123,3 +123,24 @@ def test_submodules_reach_nested_layers_and_variable_attributes_are_weights():
     assert scale.trainable_weights == [scale.s] and scale.non_trainable_weights == [scale.frozen]
     assert np.asarray(scale([[1.0], [2.0]])).tolist() == [[3.0], [5.0]]   # a nested list is one input
 
+
+
+def test_a_saved_function_without_signature_takes_the_shapes_it_was_called_with(tmp_path):
+    class Scale(md.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = md.Variable(2.0)
+
+        @md.function
+        def __call__(self, x):
+            return x * self.w
+
+    scale = Scale()
+    scale([1.0, 2.0])
+    scale(torch.ones(1, 3))
+    md.saved_model.save(scale, str(tmp_path / "m"))
+    loaded = md.saved_model.load(str(tmp_path / "m"))
+    assert loaded.signatures == {}                                    # as TF: concrete functions, no signatures
+    assert loaded([3.0, 4.0]).tolist() == [6.0, 8.0] and loaded(torch.ones(1, 3)).tolist() == [[2.0, 2.0, 2.0]]
+    with pytest.raises(ValueError, match=r"Got: \['\(3,\) float32'\].*Expected one of"):
+        loaded([1.0, 2.0, 3.0])

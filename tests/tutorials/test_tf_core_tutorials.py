@@ -49,10 +49,6 @@ MD_DIFFERS = {
     ("intro_to_modules", "list_variables"): (
         lambda got: sorted(shape for _, shape in got) == [[2], [3], [3, 2], [3, 3]],
         "md's checkpoint keys are 'model:dense_1.b' (safetensors + JSON, no object-graph entry); same shapes"),
-    ("intro_to_modules", "saved_model"): (
-        lambda got: got.get("raises") == "ValueError" and "input_signature" in got["message"],
-        "md.saved_model.save exports md.function(input_signature=...) methods only; TF also exports the "
-        "shapes a tf.function without a signature was traced with"),
 }
 
 #: Observations that only TF repeats run after run (Dropout's random masks): compared before fit only.
