@@ -177,8 +177,7 @@ class GradientTape:
                 "A non-persistent GradientTape can only be used to compute one set of gradients "
                 "(or jacobians); create it with md.GradientTape(persistent=True) to call gradient() again."
             )
-        unconnected = UnconnectedGradients(unconnected_gradients.value if isinstance(
-            unconnected_gradients, UnconnectedGradients) else str(unconnected_gradients).lower())
+        unconnected = _unconnected(unconnected_gradients)
         self._used = True
         targets = [t for t in flatten(target) if t is not None]
         leaves = flatten(sources)
@@ -201,3 +200,72 @@ class GradientTape:
         if unconnected is UnconnectedGradients.ZERO:
             grads = [torch.zeros_like(s) if g is None else g for s, g in zip(inputs, grads)]
         return pack_as(sources, grads)
+
+    def jacobian(self, target: Any, sources: Any, unconnected_gradients: UnconnectedGradients | str =
+                 UnconnectedGradients.NONE, parallel_iterations: Any = None, experimental_use_pfor: bool = True) -> Any:
+        """d target[i...] / d source[j...] for every element pair: shape ``target.shape + source.shape``.
+
+        Example:
+            >>> x = md.Variable([1.0, 2.0])
+            >>> with md.GradientTape() as tape:
+            ...     y = x * x
+            >>> tape.jacobian(y, x).tolist()
+            [[2.0, 0.0], [0.0, 4.0]]
+        """
+        return self._jacobians(target, sources, unconnected_gradients, batch=False)
+
+    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: UnconnectedGradients | str =
+                       UnconnectedGradients.NONE, parallel_iterations: Any = None,
+                       experimental_use_pfor: bool = True) -> Any:
+        """Each example's jacobian, the examples independent: shape ``target.shape + source.shape[1:]``.
+
+        Raises:
+            ValueError: target and source have different batch sizes (their first dimension).
+        """
+        if target.shape[:1] != source.shape[:1]:
+            raise ValueError(f"Need first dimension of target shape ({tuple(target.shape)}) and source shape "
+                             f"({tuple(source.shape)}) to match.")
+        return self._jacobians(target, source, unconnected_gradients, batch=True)
+
+    def _jacobians(self, target, sources, unconnected_gradients, batch: bool):
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of gradients "
+                               "(or jacobians); create it with md.GradientTape(persistent=True) to call it again.")
+        unconnected, self._used = _unconnected(unconnected_gradients), True
+        leaves = flatten(sources)
+        replica_id = context.current_replica_id()
+        out = []
+        for source in leaves:
+            tensor = source._view_for(replica_id) if isinstance(source, DistributedVariable) else source
+            rows = None
+            if target.requires_grad and tensor.requires_grad and self._records(source, tensor):
+                rows = _rows(target, tensor, batch)
+            shape = tuple(target.shape) + tuple(tensor.shape[1:] if batch else tensor.shape)
+            if rows is None:
+                out.append(torch.zeros(shape, dtype=tensor.dtype) if unconnected is UnconnectedGradients.ZERO
+                           else None)
+            elif batch:   # rows: (elements of one example's target, batch, source...) -> (batch, target..., source...)
+                out.append(rows.movedim(1, 0).reshape(shape))
+            else:
+                out.append(rows.reshape(shape))
+        return pack_as(sources, out)
+
+
+def _unconnected(value) -> UnconnectedGradients:
+    return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else str(value).lower())
+
+
+def _rows(target: torch.Tensor, source: torch.Tensor, batch: bool):
+    """The gradient of each target element (with ``batch``: of each element of one example, summed over
+    the examples, which are independent) w.r.t. ``source``, stacked; None where they are unconnected."""
+    per = target[0].numel() if batch else target.numel()
+    eye = torch.eye(per, dtype=target.dtype, device=target.device)
+    if batch:
+        seeds = eye.reshape((per, 1) + tuple(target.shape[1:])).expand((per,) + tuple(target.shape))
+    else:
+        seeds = eye.reshape((per,) + tuple(target.shape))
+    grads = [torch.autograd.grad(target, source, grad_outputs=seed, retain_graph=True, allow_unused=True)[0]
+             for seed in seeds]
+    if all(g is None for g in grads):
+        return None
+    return torch.stack([torch.zeros_like(source) if g is None else g for g in grads])

@@ -1,4 +1,5 @@
-"""tensorflow.org's guide/variable and guide/autodiff, typed as printed with ``tf.`` -> ``md.``.
+"""tensorflow.org's guide/variable, guide/autodiff and guide/advanced_autodiff's jacobians, typed as
+printed with ``tf.`` -> ``md.``.
 
 Substitutions (``_tf_core_common``): ``tf.random.normal`` (a seeded numpy draw), ``tf.linspace``,
 ``tf.nn.sigmoid``/``softplus``, ``tf.math.sin`` (torch's ops on md). ``print`` lines became observations.
@@ -6,7 +7,8 @@ Substitutions (``_tf_core_common``): ``tf.random.normal`` (a seeded numpy draw),
 
 import numpy as np
 
-from _tf_core_common import dtype_name, ints, linspace, normal, raised, rnd, sigmoid, sin, softplus, stop_gradient, tf
+from _tf_core_common import (IS_TF, deterministic, dtype_name, ints, linspace, normal, raised, rnd, sigmoid, sin,
+                             softplus, stop_gradient, tf)
 
 
 def guide_variable():
@@ -205,4 +207,42 @@ def guide_autodiff():
     return out
 
 
-PROGRAMS = [guide_variable, guide_autodiff]
+def guide_advanced_autodiff_jacobians():
+    """The guide's "Jacobians" section (``tf.nn.elu`` -> torch.nn.functional.elu on md; weights set)."""
+    elu = tf.nn.elu if IS_TF else __import__("torch").nn.functional.elu
+    out = {}
+    x = linspace(-10.0, 10.0, 200 + 1)
+    delta = tf.Variable(0.0)
+    with tf.GradientTape() as tape:
+        y = sigmoid(x + delta)
+    dy_dx = tape.jacobian(y, delta)
+    out["scalar_source"] = [list(y.shape), list(dy_dx.shape), rnd(dy_dx[98:103])]
+    x = normal([7, 5])
+    layer = tf.keras.layers.Dense(10, activation=tf.nn.relu if IS_TF else "relu")
+    layer.build((None, 5))
+    deterministic(layer, scale=0.5)
+    with tf.GradientTape(persistent=True) as tape:
+        y = layer(x)
+    j = tape.jacobian(y, layer.kernel)
+    g = tape.gradient(y, layer.kernel)
+    j_sum = tf.reduce_sum(j, axis=[0, 1])
+    delta = tf.reduce_max(abs(g - j_sum)).numpy()
+    out["tensor_source"] = [list(j.shape), bool(delta < 1e-3), rnd(tf.reduce_sum(j), 3)]
+    layer1 = tf.keras.layers.Dense(8, activation=elu)
+    layer2 = tf.keras.layers.Dense(6, activation=elu)
+    layer1.build((None, 5))
+    layer2.build((None, 8))
+    deterministic(layer1, scale=0.5)
+    deterministic(layer2, scale=0.5)
+    with tf.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = layer1(x)
+        y = layer2(y)
+    j = tape.jacobian(y, x)
+    jb = tape.batch_jacobian(y, x)
+    out["batch"] = [list(j.shape), list(jb.shape), rnd(jb[2], 4)]
+    out["batch_mismatch"] = raised(lambda: tape.batch_jacobian(y, x[:3]))["raises"]
+    return out
+
+
+PROGRAMS = [guide_variable, guide_autodiff, guide_advanced_autodiff_jacobians]
