@@ -2,9 +2,10 @@
 
 ``_tf_core_programs.py`` runs quickstart/beginner, quickstart/advanced, keras/classification,
 customization/custom_training_walkthrough, guide/basic_training_loops, guide/intro_to_modules,
-guide/autodiff (and guide/advanced_autodiff's jacobians) and guide/variable once per framework; the Keras pages also under a MirroredStrategy
-over 2 logical CPUs (the model, optimizer and metrics made in its scope, every replica's copies
-checked equal at the end; the custom loops as printed, without strategy.run, are refused: MD_REFUSES). TensorFlow's observations are in ``_tf_core_expected.json``
+guide/autodiff (and guide/advanced_autodiff's jacobians) and guide/variable once per framework; the
+Keras pages also under a MirroredStrategy over 2 logical CPUs (the model, optimizer and metrics made
+in its scope, every replica's copies checked equal at the end; the custom loops as printed, without
+strategy.run, are refused: MD_REFUSES). TensorFlow's observations are in ``_tf_core_expected.json``
 (tensorflow-cpu 2.21.0 with tf.keras = Keras 2, the tf.keras API md.keras implements and these
 pages were written for: ``cd tests/tutorials && TF_USE_LEGACY_KERAS=1 python _tf_core_programs.py tf``;
 Keras 3 gives the same numbers for the quickstarts and classification, while it refuses
