@@ -120,19 +120,24 @@ def _call_matching(functions: tuple, args: tuple, kwargs: dict):
     """Call the traced function whose input shapes and dtypes these arguments have, as a loaded
     TensorFlow object's ``__call__`` picks among its concrete functions."""
     values = [torch.as_tensor(a) for a in args]
+
+    def fits(v: torch.Tensor, s: TensorSpec) -> bool:
+        return tuple(v.shape) == tuple(s.shape) and (v.dtype == s.dtype or v.is_floating_point()
+                                                     and s.dtype.is_floating_point)
+
     for function in functions:
         specs = function.structured_input_signature
-        if not kwargs and len(values) == len(specs) and all(
-                tuple(v.shape) == tuple(s.shape) and (v.dtype == s.dtype or v.is_floating_point() and s.dtype.is_floating_point
-                                                      ) for v, s in zip(values, specs)):
+        if not kwargs and len(values) == len(specs) and all(fits(v, s) for v, s in zip(values, specs)):
             outputs = list(function(*values).values())
             return outputs[0] if len(outputs) == 1 else outputs
-    got = [f"{tuple(v.shape)} {str(v.dtype).replace('torch.', '')}" for v in values]
-    raise ValueError(f"Could not find a matching function to call loaded from the SavedModel. Got: {got}"
-                     f"{' and keyword arguments' if kwargs else ''}. Expected one of: "
-                     f"{[[(tuple(s.shape), str(s.dtype).replace('torch.', '')) for s in f.structured_input_signature] for f in functions]}"
-                     " (the shapes the function was called with before md.saved_model.save; give it an "
-                     "input_signature to accept others).")
+
+    def text(t) -> str:
+        return f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+    expected = [[text(s) for s in f.structured_input_signature] for f in functions]
+    raise ValueError(f"Could not find a matching function to call loaded from the SavedModel. Got: "
+                     f"{[text(v) for v in values]}{' and keyword arguments' if kwargs else ''}. Expected one of: "
+                     f"{expected} (the shapes the function was called with before md.saved_model.save; give it "
+                     "an input_signature to accept others).")
 
 
 class _Endpoint:
