@@ -11,6 +11,7 @@ a distributed variable's gradient is the gradient of the calling replica's copy.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import enum
 import threading
 import weakref
@@ -18,6 +19,7 @@ from typing import Any, Iterator
 
 import torch
 
+from multidev._core.eager_tensor import readable
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.values.distributed import flatten, pack_as
@@ -26,6 +28,11 @@ from multidev.values.variables import DistributedVariable
 #: Tensors some tape's ``watch`` made require grad (id -> weak reference): a later tape that did not
 #: watch them gives them no gradient, as TensorFlow's constants have none.
 _WATCHED_BY_A_TAPE: dict[int, weakref.ref] = {}
+
+
+#: How many tapes record here now (entered, not exited): a gradient taken while another tape records is
+#: itself recorded (create_graph), so the outer tape can differentiate it (higher-order gradients).
+_RECORDING: contextvars.ContextVar[int] = contextvars.ContextVar("md_recording_tapes", default=0)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -78,16 +85,24 @@ class GradientTape:
         self._target_nodes: list = []
         self._started_at: int | None = None
         self._thread: int | None = None
+        self._token: Any = None
 
     def __enter__(self) -> "GradientTape":
         self._grad_mode = torch.enable_grad()
         self._grad_mode.__enter__()
+        self._token = _RECORDING.set(_RECORDING.get() + 1)
         if not torch.compiler.is_compiling():   # (under torch.compile every computed source counts as recorded)
             self._started_at, self._thread = _sequence_now(), threading.get_ident()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        _RECORDING.reset(self._token)
+        self._token = None
         self._grad_mode.__exit__(*exc)
+
+    def _recorded_by_another(self) -> bool:
+        """Whether a tape other than this one records now (this gradient must then be differentiable)."""
+        return _RECORDING.get() > (1 if self._token is not None else 0)
 
     @contextlib.contextmanager
     def stop_recording(self) -> Iterator[None]:
@@ -193,10 +208,11 @@ class GradientTape:
         if differentiable and any(t.requires_grad for t in targets):
             pairs = [(t, g) for t, g in zip(targets, grad_outputs) if t.requires_grad]
             computed = torch.autograd.grad([t for t, _ in pairs], [inputs[i] for i in differentiable],
-                                           grad_outputs=[g for _, g in pairs], retain_graph=self._persistent,
-                                           allow_unused=True)
+                                           grad_outputs=[g for _, g in pairs], allow_unused=True,
+                                           retain_graph=self._persistent or self._recorded_by_another(),
+                                           create_graph=self._recorded_by_another())
             for i, g in zip(differentiable, computed):
-                grads[i] = g
+                grads[i] = readable(g)   # differentiable when another tape records: still .numpy()-able
         if unconnected is UnconnectedGradients.ZERO:
             grads = [torch.zeros_like(s) if g is None else g for s, g in zip(inputs, grads)]
         return pack_as(sources, grads)
@@ -239,7 +255,7 @@ class GradientTape:
             tensor = source._view_for(replica_id) if isinstance(source, DistributedVariable) else source
             rows = None
             if target.requires_grad and tensor.requires_grad and self._records(source, tensor):
-                rows = _rows(target, tensor, batch)
+                rows = _rows(target, tensor, batch, self._recorded_by_another())
             shape = tuple(target.shape) + tuple(tensor.shape[1:] if batch else tensor.shape)
             if rows is None:
                 out.append(torch.zeros(shape, dtype=tensor.dtype) if unconnected is UnconnectedGradients.ZERO
@@ -248,14 +264,14 @@ class GradientTape:
                 out.append(rows.movedim(1, 0).reshape(shape))
             else:
                 out.append(rows.reshape(shape))
-        return pack_as(sources, out)
+        return pack_as(sources, [readable(j) if j is not None else None for j in out])
 
 
 def _unconnected(value) -> UnconnectedGradients:
     return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else str(value).lower())
 
 
-def _rows(target: torch.Tensor, source: torch.Tensor, batch: bool):
+def _rows(target: torch.Tensor, source: torch.Tensor, batch: bool, create_graph: bool):
     """The gradient of each target element (with ``batch``: of each element of one example, summed over
     the examples, which are independent) w.r.t. ``source``, stacked; None where they are unconnected."""
     per = target[0].numel() if batch else target.numel()
@@ -264,7 +280,8 @@ def _rows(target: torch.Tensor, source: torch.Tensor, batch: bool):
         seeds = eye.reshape((per, 1) + tuple(target.shape[1:])).expand((per,) + tuple(target.shape))
     else:
         seeds = eye.reshape((per,) + tuple(target.shape))
-    grads = [torch.autograd.grad(target, source, grad_outputs=seed, retain_graph=True, allow_unused=True)[0]
+    grads = [torch.autograd.grad(target, source, grad_outputs=seed, retain_graph=True, allow_unused=True,
+                                 create_graph=create_graph)[0]
              for seed in seeds]
     if all(g is None for g in grads):
         return None

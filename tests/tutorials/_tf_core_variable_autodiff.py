@@ -242,7 +242,32 @@ def guide_advanced_autodiff_jacobians():
     jb = tape.batch_jacobian(y, x)
     out["batch"] = [list(j.shape), list(jb.shape), rnd(jb[2], 4)]
     out["batch_mismatch"] = raised(lambda: tape.batch_jacobian(y, x[:3]))["raises"]
+    _higher_order(out)
     return out
+
+
+def _higher_order(out):
+    """The guide's "Higher-order gradients" section: a gradient taken inside an outer tape is recorded."""
+    x = tf.Variable(1.0)
+    with tf.GradientTape() as t2:
+        with tf.GradientTape() as t1:
+            y = x * x * x
+        dy_dx = t1.gradient(y, x)
+    d2y_dx2 = t2.gradient(dy_dx, x)
+    out["second_order"] = [rnd(dy_dx.numpy()), rnd(d2y_dx2.numpy())]
+    x = normal([7, 5], seed=3)
+    layer = tf.keras.layers.Dense(10, activation=tf.nn.relu if IS_TF else "relu")
+    layer.build((None, 5))
+    deterministic(layer, scale=0.5)
+    with tf.GradientTape() as t2:
+        with tf.GradientTape() as t1:
+            t1.watch(x)
+            y = layer(x)
+            out_ = tf.reduce_sum(layer(x) ** 2)
+        g1 = t1.gradient(out_, x)
+        g1_mag = tf.norm(g1) if IS_TF else __import__("torch").norm(g1)   # tf.norm: torch.norm
+    dg1_mag = t2.gradient(g1_mag, layer.trainable_variables)
+    out["input_gradient_regularization"] = [[list(d.shape), rnd(tf.reduce_sum(d), 4)] for d in dg1_mag]
 
 
 PROGRAMS = [guide_variable, guide_autodiff, guide_advanced_autodiff_jacobians]
