@@ -100,8 +100,13 @@ def _note_trace(traced: list, args: tuple) -> None:
         args = args[1:]
     specs = []
     for a in args:
-        if isinstance(a, (list, tuple)) and not isinstance(a, torch.Tensor):
-            array = np.asarray(a)
+        if isinstance(a, (list, tuple)):
+            if not _numbers(a):
+                return          # a structure of tensors (a batch tuple): not traced for export
+            try:
+                array = np.asarray(a)
+            except ValueError:  # ragged: TF's call would fail converting it too
+                return
             if array.dtype.kind not in "fiu":
                 return
             specs.append(TensorSpec(array.shape, torch.float32 if array.dtype.kind == "f" else torch.int32))
@@ -115,3 +120,12 @@ def _note_trace(traced: list, args: tuple) -> None:
     spec = tuple(specs)
     if spec and spec not in traced:
         traced.append(spec)
+
+
+def _numbers(value) -> bool:
+    """A non-empty (nested) list or tuple of Python numbers (TF converts it to one tensor)."""
+    import numbers
+
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_numbers(v) for v in value)
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
