@@ -49,7 +49,7 @@ from multidev._core.enums import ReduceOp
 from multidev.collectives import algorithms
 from multidev.distribute.gradient_buckets import GradientBuckets
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
-from multidev.values.context import ReplicaStep
+from multidev.values.context import ReplicaStep, current_replica_id
 from multidev.values.gradients import SummedGrads
 
 _queue_callback = torch.autograd.Variable._execution_engine.queue_callback
@@ -96,8 +96,12 @@ class BackwardReducer:
         return True
 
     def before_run(self) -> None:
-        """Caller thread, replicas idle: (re)build the overlapped all-reduce over every hooked leaf,
-        if this strategy overlaps (one local replica, several workers) and variables were hooked."""
+        """Caller thread, replicas idle: forget what a backward that raised left noted (its end-of-backward
+        callback never ran: a replica still marked queued would never reduce again); (re)build the
+        overlapped all-reduce over every hooked leaf, if this strategy overlaps (one local replica,
+        several workers) and variables were hooked."""
+        if any(self._queued):
+            self._forget_unfinished()
         if len(self._leaves) != 1 or self._count == self._overlap_count:
             return
         self._overlap_count = self._count
@@ -107,6 +111,17 @@ class BackwardReducer:
             self._overlap.close()
         self._overlap = self._group.overlap([live[i] for i in indices])
         self._overlap_indices = indices
+
+    def _forget_unfinished(self) -> None:
+        for r, set_aside in enumerate(self._set_aside):
+            for i, old in set_aside.items():   # the reduced part a SUM set aside comes back
+                leaf = self._leaves[r][i]()
+                if leaf is not None:
+                    leaf.grad = old if leaf.grad is None else old + leaf.grad
+        n = len(self._queued)
+        self._queued = [False] * n
+        self._reached = [{} for _ in range(n)]
+        self._set_aside = [{} for _ in range(n)]
 
     def take_computed(self) -> list:
         """Caller thread, after a run: the variables some replica computed a gradient of without
@@ -124,6 +139,9 @@ class BackwardReducer:
         leaf = self._leaves[r][i]()
         if leaf is None:
             return
+        here = current_replica_id()   # (None on autograd's device threads: CUDA backward)
+        if here is not None and here != r:
+            raise self._crossed(here, r, i)
         old = leaf.grad
         # A MEAN reduces the whole .grad: the mean of (reduced part, identical everywhere) + new part is
         # that part + mean(new), DDP's sum. A SUM sets the part an earlier backward reduced aside.
@@ -132,6 +150,17 @@ class BackwardReducer:
             leaf.grad = old = None
         self._reached[r][i] = (leaf, old, None if old is None else old._version)
         self._queue(r)
+
+    def _crossed(self, here: int, r: int, i: int) -> RuntimeError:
+        """A replica's backward reached another replica's copy: its loss used that replica's tensor."""
+        var = self._variables[i]()
+        name = repr(var.name) if var is not None else "a variable"
+        return RuntimeError(
+            f"Replica {here}'s loss.backward() reached replica {r}'s copy of {name}: its loss used a tensor that "
+            f"replica {r}'s forward computed. The replicas are threads of one process, so a Python object the step "
+            "writes (a dict filled by a forward hook, `self.features = out`) is shared by all of them, where each DDP "
+            "process has its own. Keep such state per replica (key it by "
+            "md.distribute.get_replica_context().replica_id_in_sync_group), or return the tensor from forward.")
 
     def _queue(self, r: int) -> None:
         if not self._queued[r]:

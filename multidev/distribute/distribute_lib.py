@@ -255,12 +255,23 @@ class ReplicatedExtended(StrategyExtended):
             param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
             synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
 
-    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor, *,
+                                    synchronization: VariableSynchronization | None = None,
+                                    aggregation: VariableAggregation | None = None) -> Any:
+        """A torch buffer (running statistics, counters) is sync-on-read: each replica updates its own
+        copy, a cross-replica read takes the mean (floats) or replica 0's (integers). A Keras state
+        weight passes its ``add_weight`` policy instead, checked as ``md.Variable``'s in this scope."""
         sync_batch_norm.adopt(module)
-        aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
-        return self.create_distributed_variable(
-            buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
-            synchronization=VariableSynchronization.ON_READ, aggregation=aggregation)
+        if synchronization is None and aggregation is None:
+            synchronization = VariableSynchronization.ON_READ
+            aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
+            return self.create_distributed_variable(
+                buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
+                synchronization=synchronization, aggregation=aggregation)
+        return self.create_variable(
+            buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}", dtype=None,
+            synchronization=synchronization or VariableSynchronization.AUTO,
+            aggregation=aggregation or VariableAggregation.NONE)
 
     # --- run ---------------------------------------------------------------------------------
     def _call_for_each_replica(self, fn: Callable, args: tuple, kwargs: dict, step: Any = None) -> Any:

@@ -138,8 +138,12 @@ class StrategyExtended(abc.ABC):
         """The distributed variable replacing ``module``'s new parameter ``name`` (module_hooks)."""
         raise NotImplementedError(f"{type(self).__name__} does not distribute module parameters.")
 
-    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
-        """The distributed variable replacing ``module``'s new buffer ``name`` (module_hooks)."""
+    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor, *,
+                                    synchronization: VariableSynchronization | None = None,
+                                    aggregation: VariableAggregation | None = None) -> Any:
+        """The distributed variable replacing ``module``'s new buffer ``name`` (module_hooks), or None to
+        keep the buffer; ``synchronization``/``aggregation`` (a Keras state weight's ``add_weight``
+        arguments) replace the torch-buffer defaults."""
         raise NotImplementedError(f"{type(self).__name__} does not distribute module buffers.")
 
     def hook_new_variables(self) -> None:

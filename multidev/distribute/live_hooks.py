@@ -6,9 +6,11 @@ drops its strategies gets torch back as it was.
 freed with its distributed variables, which hold it): module parameter/buffer registration hooks
 (``module_hooks``), optimizer step pre/post hooks (``optimizer_hooks``), the scheduler ``step``
 wrappers (``scheduler_hooks``), torch's module transforms (``module_transforms``), ``GradScaler``'s
-step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa_hooks``) and the hooks of
-each registered front end (``front_end.register``). Other owners: ``parameter_server.gradient_push``
-(a connected cluster or server), ``train.deferred`` (a pending restore).
+step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa_hooks``),
+torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), and the hooks
+of each registered front end (``front_end.register``). Other owners:
+``parameter_server.gradient_push`` (a connected cluster or server), ``train.deferred`` (a pending
+restore).
 
 torch calls a registry's hooks while iterating it, and an ``OrderedDict`` changed during iteration
 raises in torch's loop; an owner freed by a garbage collection that ran inside such a loop (in any
@@ -130,4 +132,5 @@ def _lazy(module: str) -> Installer:
 
 #: What every strategy needs while it lives; front ends add theirs (``front_end.register``).
 STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "optimizer_hooks", "scheduler_hooks",
-                                                               "module_transforms", "grad_scaler_hooks", "swa_hooks")])
+                                                               "module_transforms", "grad_scaler_hooks", "swa_hooks",
+                                                               "torch_distributed_hooks")])

@@ -11,7 +11,9 @@ seam: without it ``module.weight`` is the distributed variable and its ``__torch
 picks the replica's copy on every op, which measured 56 us against 26 us per ``nn.Linear(64, 64)``
 call on 2 CPU replicas (``OMP_NUM_THREADS=1``; about 1.5% of a text_conv step), while the
 alternatives (``torch.func.functional_call``, parametrizations) change how the model is called
-or its class. Outside ``strategy.run`` the dict answers exactly as torch's does.
+or its class. Outside ``strategy.run`` the dict answers exactly as torch's does. A variable marked
+``_handed_whole`` (a Keras layer's state weight, written with ``assign_add`` in ``call``) is handed
+out whole in replicas too: its ops pay the variable's ``__torch_function__``, its writes aggregate.
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ class ReplicaAwareDict(dict):
         if _compiling():   # torch.compile traces this: a guarded thread-local instead of the ContextVar
             replica_id = context.traced_replica_id()
             return value if replica_id is None or not isinstance(value, DistributedVariable) \
-                else value._components[replica_id]
+                or value._handed_whole else value._components[replica_id]
         env = _replica_env()
-        if env is None or not _is_distributed(value):
+        if env is None or not _is_distributed(value) or value._handed_whole:
             return value
         # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
         return value._components[env.replica_id]
@@ -78,6 +80,22 @@ class ReplicaAwareDict(dict):
                 old.data = value
                 return
         dict.__setitem__(self, name, value)
+
+
+class ReplicaAwareParameters(ReplicaAwareDict):
+    """A module's ``_parameters``, which also keeps a module buffer's variable out. Distributed
+    variables are ``Parameter``s, so torch's ``Module.__setattr__`` registers one assigned to a module
+    as a parameter: ``SyncBatchNorm.convert_sync_batchnorm`` (``new.running_mean = old.running_mean``)
+    would list the running statistics in ``model.parameters()``, where no DDP program sees them (an
+    optimizer, ``requires_grad_(True)``, parameter counts). ``_on_parameter`` registers such a variable
+    as the module's buffer instead, and this dict drops it."""
+
+    __slots__ = ()
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if _is_distributed(value) and value._module_buffer:
+            return
+        ReplicaAwareDict.__setitem__(self, name, value)
 
 
 def _write_in_replica(old: DistributedVariable, value: torch.Tensor, env: Any, name: str) -> bool:
@@ -118,8 +136,9 @@ def _distributing_strategy() -> Any | None:
 
 def _make_replica_aware(module: torch.nn.Module, attribute: str) -> None:
     current = module.__dict__[attribute]
-    if type(current) is not ReplicaAwareDict:
-        module.__dict__[attribute] = ReplicaAwareDict(current)
+    kind = ReplicaAwareParameters if attribute == "_parameters" else ReplicaAwareDict
+    if type(current) is not kind:
+        module.__dict__[attribute] = kind(current)
 
 
 def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str, create: str) -> tuple[Any, bool]:
@@ -155,6 +174,12 @@ def _adopt_assigned(module: torch.nn.Module, attribute: str) -> None:
 def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
     _seen.add(module)
     in_replica = context.current_replica_id() is not None
+    if not in_replica and _is_distributed(param) and param._module_buffer:   # a buffer moved between modules
+        _make_replica_aware(module, "_parameters")   # (which drops it: ReplicaAwareParameters)
+        module.register_buffer(name, param)
+        return None
+    if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and module.max_norm is not None:
+        _refuse_renormalising(module)
     strategy = context.current_scope_strategy()
     if strategy is not None and not in_replica and not is_lazy(param) and not isinstance(param, DistributedVariable):
         placed = strategy.extended.place_parameter(param)  # non-distributing strategies only move it
@@ -167,6 +192,24 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
         else:
             _unscoped.add(module)
     return var
+
+
+def _refuse_renormalising(module: torch.nn.Module) -> None:
+    """``nn.Embedding(max_norm=...)`` (or ``EmbeddingBag``'s) made in the scope of several replicas in
+    sync: its forward writes the weight (``embedding_renorm_`` of the rows the batch looks up), so
+    inside ``strategy.run`` each replica would rescale other rows of its own copy, which the next
+    optimizer step hides within a process and leaves apart across workers. Refused when built (its
+    ``max_norm`` is set before its weight), with the fix."""
+    strategy = _distributing_strategy()
+    if strategy is None or strategy.num_replicas_in_sync == 1:
+        return
+    raise ValueError(
+        f"nn.{type(module).__name__}(max_norm={module.max_norm!r}) built in {type(strategy).__name__}.scope() "
+        f"({strategy.num_replicas_in_sync} replicas): its forward renormalises the rows its batch looks up in "
+        "place in the weight, so inside strategy.run each replica would rescale other rows of its own copy (DDP's "
+        "ranks drift apart alike). Build it with max_norm=None and bound the rows between steps, outside "
+        "strategy.run: `with torch.no_grad(): emb.weight.copy_(torch.renorm(emb.weight, 2, 0, "
+        f"{module.max_norm!r}))` (every replica's copy follows).")
 
 
 # --- a module built outside strategy.scope() and called by several replicas ------------------------
@@ -264,7 +307,10 @@ def shared_module_guard() -> Iterator[None]:
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
-    return _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")[0]
+    var = _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")[0]
+    if var is not None:
+        var._module_buffer = True   # stays a buffer when assigned to another module (ReplicaAwareParameters)
+    return var
 
 
 def install() -> Callable[[], None]:

@@ -79,6 +79,11 @@ class DistributedVariable(Variable):
     _reduce_in_backward = True
     _backward_hooked = False
     _data_handed_out = False   # p.data was read in cross-replica context: the next run copies the primary
+    #: Inside ``strategy.run`` a module's replica-aware dict hands out the variable itself, not the
+    #: replica's copy: a Keras layer's state weight (``self.total.assign_add(...)`` in ``call``) keeps
+    #: the variable API and its aggregation in every replica, as TensorFlow's layers see the variable.
+    _handed_whole = False
+    _module_buffer = False     # made from a module's buffer (distribute/module_hooks.py keeps it one)
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
@@ -317,7 +322,49 @@ def _get_data(var: DistributedVariable) -> torch.Tensor:
         return torch.Tensor.data.__get__(var._view_for(None))
 
 
+class _Handles:
+    """The handles of one hook registered on several tensors: ``remove()`` removes it from each."""
+
+    def __init__(self, handles: list):
+        self._handles = handles
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def __enter__(self) -> "_Handles":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def _register_hook(var: DistributedVariable, hook: Any) -> Any:
+    """``p.register_hook(hook)`` outside ``strategy.run`` (a DDP program's gradient hooks on the model's
+    parameters, registered before training): every replica's copy runs it on that replica's gradient,
+    before ``loss.backward()`` reduces them, as each DDP rank runs it before its all-reduce (on the
+    variable itself, it would never run: the replicas differentiate their copies). Inside a replica:
+    that replica's copy only."""
+    replica_id = context.current_replica_id()
+    with DisableTorchFunctionSubclass():
+        if replica_id is not None:
+            return torch.Tensor.register_hook(var._components[replica_id], hook)
+        return _Handles([torch.Tensor.register_hook(t, hook) for t in (var, *var._components)])
+
+
+def _refuse_post_accumulate_hook(var: DistributedVariable, hook: Any) -> Any:
+    """``p.register_post_accumulate_grad_hook(hook)`` (an optimizer step in backward): it would run on each
+    replica's own gradient, before ``loss.backward()`` reduces them (on each DDP rank alike)."""
+    raise ValueError(
+        f"register_post_accumulate_grad_hook on {var.name!r}, made in {type(var._strategy).__name__}.scope(): the "
+        "hook would run on each replica's own gradient as autograd accumulates it, before loss.backward() reduces "
+        "the replicas' gradients (each DDP rank's alike), so an optimizer step in it would train every replica on "
+        "its own slice. Call optimizer.step() after loss.backward() instead.")
+
+
 _WHOLE_VARIABLE: dict = {
+    torch.Tensor.register_hook: _register_hook,
+    torch.Tensor.register_post_accumulate_grad_hook: _refuse_post_accumulate_hook,
     torch.Tensor.data.__get__: _get_data,
     torch.Tensor.requires_grad_: _requires_grad_,
     torch.Tensor.requires_grad.__set__: _requires_grad_,

@@ -23,8 +23,6 @@ TF_2_21_TWO_REPLICAS = {
     "mask_into_loss": "TF divides each replica's masked loss sum by that replica's own count of unmasked steps; "
                       "multidev divides by the global batch's count, so 2 replicas train as one device",
     "mask_with_temporal_sample_weight": "TF fails a batch of 3 split [2, 1] over the replicas (AddN of unequal shapes)",
-    "non_trainable_state_in_fit": "TF's assign_add on a non-trainable weight in a replica updates that replica's "
-                                  "copy only (aggregation NONE; the total read after fit is replica 0's)",
     "stateful": "TF fails a stateful LSTM whose per-replica batch (1) is not the state's batch (2)",
     "lookup_inside_model_fit": "TF fails string inputs through a MirroredStrategy step (AddN of strings)",
 }
@@ -36,10 +34,7 @@ MD_REFUSES = {
 }
 
 #: multidev's 2-replica gap (not yet TF's result, nor one device's): snippet -> (exception type, why).
-MD_TWO_REPLICAS_GAPS = {
-    "non_trainable_state_in_fit": ("AttributeError", "a non-trainable weight read in a replica is a plain tensor "
-                                   "(no assign_add); TF updates the replica's copy"),
-}
+MD_TWO_REPLICAS_GAPS: dict = {}   # non_trainable_state_in_fit left it: each replica's assign_add writes its copy, as TF
 
 
 def _problems(tf, md, replicas):

@@ -66,3 +66,21 @@ def results_json(proc: subprocess.CompletedProcess) -> dict:
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
     raise AssertionError(f"no RESULT line (rc={proc.returncode}):\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}")
+
+
+def launch_program(program: str, out, workers: int = 2, timeout: float = 180) -> list[dict]:
+    """Run ``program md OUT`` under ``multidev launch --workers N`` (as a user would) and return each
+    worker's ``OUT/worker<i>.json``; a failed job fails the calling test with its output."""
+    import pytest
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    env.pop("TF_CONFIG", None)
+    proc = subprocess.run([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", str(workers), program,
+                           "md", str(out)], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        pytest.fail(f"rc={proc.returncode}\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}")
+    results = []
+    for i in range(workers):
+        with open(os.path.join(str(out), f"worker{i}.json")) as f:
+            results.append(json.load(f))
+    return results

@@ -35,24 +35,34 @@ def backups_left(out):
             for name in sorted(os.listdir(out)) if name.startswith("backup_")}
 
 
-def main():
-    out = tempfile.mkdtemp(prefix="mw_tutorials_tf_")
-    cluster = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
+def run_tf_workers(program, out, workers=2):
+    """Run ``program tf out`` as ``workers`` TF worker processes (TF_CONFIG on loopback, tf-keras 2);
+    returns each worker's ``out/worker<i>.json``."""
+    cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}
     procs = []
-    for i in range(2):
+    for i in range(workers):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
                    CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", TF_USE_LEGACY_KERAS="1")
-        procs.append(subprocess.Popen([sys.executable, PROGRAM, "tf", out], env=env))
+        procs.append(subprocess.Popen([sys.executable, program, "tf", out], env=env))
     codes = [p.wait(timeout=600) for p in procs]
     if any(codes):
         raise SystemExit(f"TF workers exited with {codes}")
-    result = {"tensorflow": __import__("tensorflow").__version__,
-              "workers": [json.load(open(os.path.join(out, f"worker{i}.json"))) for i in range(2)],
-              "ckpt_files": sorted(os.listdir(os.path.join(out, "ckpt"))), "backups_left": backups_left(out)}
-    with open(os.path.join(HERE, "mw_tutorials_tf.json"), "w") as f:
+    return [json.load(open(os.path.join(out, f"worker{i}.json"))) for i in range(workers)]
+
+
+def write_record(result, name):
+    with open(os.path.join(HERE, name), "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
     print(json.dumps(result)[:2000])
+
+
+def main():
+    out = tempfile.mkdtemp(prefix="mw_tutorials_tf_")
+    workers = run_tf_workers(PROGRAM, out)
+    write_record({"tensorflow": __import__("tensorflow").__version__, "workers": workers,
+                  "ckpt_files": sorted(os.listdir(os.path.join(out, "ckpt"))), "backups_left": backups_left(out)},
+                 "mw_tutorials_tf.json")
 
 
 if __name__ == "__main__":

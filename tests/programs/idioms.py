@@ -17,12 +17,14 @@ from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
     from gpt import GPT_PROGRAMS
+    from idioms2 import IDIOMS2, plain_step as _plain_step
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
     from torchvision_recipe import TORCHVISION_PROGRAMS
     from utilities import UTILITIES
     from vision_examples import VISION_EXAMPLES
 except ImportError:
     from tests.programs.gpt import GPT_PROGRAMS
+    from tests.programs.idioms2 import IDIOMS2, plain_step as _plain_step
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
     from tests.programs.torchvision_recipe import TORCHVISION_PROGRAMS
     from tests.programs.utilities import UTILITIES
@@ -58,16 +60,6 @@ def _with(make_opt, seed=7, schedule=None):
             state["sched"] = schedule(state["opt"])
         return state
     return build
-
-
-def _plain_step(state, batch, carry):
-    """The mnist example's step, for the optimizer and state-dict idioms."""
-    x, y = batch
-    state["opt"].zero_grad()
-    loss = F.cross_entropy(state["model"](x), y)
-    loss.backward()
-    state["opt"].step()
-    return loss.detach(), carry
 
 
 # --- gradient accumulation: (loss / k).backward() per micro-batch, no_sync under DDP ------------------------
@@ -412,4 +404,4 @@ IDIOMS = [
     Program("mixup_own_generator", _mixup_build, _batches(), _mixup_step, compare_one_device=False),
 ]
 
-ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES
+ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES + IDIOMS2

@@ -1,5 +1,5 @@
 """Ports of public PyTorch training programs (``programs.py``) and the idioms written around them
-(``idioms.py``) give one device's result on 2 replicas (float64, to rounding) and DDP's on 2 Gloo
+(``idioms.py``, ``idioms2.py``) give one device's result on 2 replicas (float64, to rounding) and DDP's on 2 Gloo
 processes (issue 23), or multidev refuses them saying why (``Program.refused``); where DDP itself
 is no reference (``Program.ddp_differs``) its ranks are shown to drift apart. The same programs on
 MultiWorkerMirroredStrategy, 2 worker processes of 1 and of 2 logical CPUs (2 and 4 replicas in

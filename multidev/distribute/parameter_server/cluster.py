@@ -95,7 +95,8 @@ class ParameterServerExtended(ReplicatedExtended):
         """Module parameters created in scope become ps variables."""
         return self._new_variable(param.detach(), None, param.requires_grad)
 
-    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor) -> Any:
+    def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor, *,
+                                    synchronization: Any = None, aggregation: Any = None) -> Any:
         """Buffers (batch-norm statistics) stay local to each process."""
         return None
 

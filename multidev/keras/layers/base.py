@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import layer_losses
+from multidev.keras.layers import layer_losses, layer_state
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
     KerasParameter, LayerWeights, _module_weights)
@@ -72,6 +72,34 @@ def _shape_of(x):
     if isinstance(x, dict):
         return {k: _shape_of(v) for k, v in x.items()}
     return tuple(x.shape)
+
+
+#: How many metrics were ever made layer attributes (0: ``Model.metrics`` need not look for them).
+_METRIC_ATTACHMENTS = [0]
+
+
+_METRIC_CLASS: list = []
+
+
+def _is_metric(value) -> bool:
+    if not _METRIC_CLASS:
+        from multidev.keras.metrics.base import Metric   # metrics sit above layers (they use keras_tensor)
+        _METRIC_CLASS.append(Metric)
+    return isinstance(value, _METRIC_CLASS[0])
+
+
+def attached_metrics(layer) -> list:
+    """The metrics assigned as attributes of ``layer`` and of the layers inside it (Keras 3's
+    ``Layer.metrics``), in the order they were assigned, layer by layer."""
+    if not _METRIC_ATTACHMENTS[0]:
+        return []
+    out, seen = [], set()
+    for module in layer.modules():
+        for name, metric in module.__dict__.get("_attached_metrics", {}).items():
+            if module.__dict__.get(name) is metric and id(metric) not in seen:   # still that attribute
+                seen.add(id(metric))
+                out.append(metric)
+    return out
 
 
 class Layer(LayerWeights, nn.Module):
@@ -128,6 +156,13 @@ class Layer(LayerWeights, nn.Module):
         elif isinstance(value, dict) and value and all(isinstance(v, nn.Module) for v in value.values()) \
                 and all(isinstance(k, str) for k in value):
             value = nn.ModuleDict(value)
+        elif _is_metric(value):   # Keras 3 tracks a metric attribute: its model's fit resets and reports it
+            attached = self.__dict__.setdefault("_attached_metrics", {})
+            attached[name] = value
+            _METRIC_ATTACHMENTS[0] += 1
+        elif layer_state.is_own_state_alias(self, name, value):   # self.total = self.add_weight(...)
+            object.__setattr__(self, name, value)
+            return
         super().__setattr__(name, value)
 
     # ----- lifecycle -------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import threading
 
 import torch
 
+from multidev.keras.layers import layer_state
+
 _DUMMY_BATCH = 2
 _DUMMY_SIZES = (24, 25)   # two sizes for unknown non-batch dims, to tell which output dims are unknown
 # Smaller sizes, tried in turn when a layer refuses 24 (a position Embedding(input_dim=sequence_length) over
@@ -114,7 +116,7 @@ def _run_dummy_inner(layer, inputs, kwargs, size):
     device = _layer_device(layer)
     concrete = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, inputs)
     kwargs = map_structure(lambda t: _dummy(t, size, device) if isinstance(t, KerasTensor) else t, kwargs)
-    with torch.no_grad():
+    with torch.no_grad(), layer_state.untouched_by_inference(layer):
         return layer(concrete, **{**kwargs, "training": False} if layer._call_accepts_training() else kwargs)
 
 

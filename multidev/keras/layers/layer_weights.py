@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from multidev.keras import backend, initializers, regularizers
+from multidev.keras.layers import layer_state
 from multidev.values.variables import DistributedVariable
 
 
@@ -110,13 +111,15 @@ class LayerWeights:
     """The weight half of ``Layer``: expects ``nn.Module``'s registration API and the attributes that
     ``Layer.__init__`` sets (``_weight_specs``, ``_weight_regularizers``, ``_trainable``, ``_dtype_policy``)."""
 
-    def add_weight(self, name=None, shape=(), initializer="glorot_uniform", trainable=True, dtype=None,
-                   regularizer=None, **_):
+    def add_weight(self, name=None, shape=(), initializer="glorot_uniform", trainable=None, dtype=None,
+                   regularizer=None, synchronization=None, aggregation=None, **_):
         """Create, register and return a weight (trainable: ``nn.Parameter``; else a buffer).
 
         Keras 2's ``add_weight(name, shape, ...)`` and Keras 3's ``add_weight(shape=..., initializer=...)``
         (shape first, name optional: 'variable', 'variable_1', ...) both work.
-        ``regularizer`` (a trainable weight's penalty) is evaluated on the weight whenever ``losses`` is read."""
+        ``regularizer`` (a trainable weight's penalty) is evaluated on the weight whenever ``losses`` is read.
+        ``synchronization``/``aggregation`` (TensorFlow's enums or Keras 3's strings) decide what a state
+        weight written in ``call`` holds on a strategy's replicas (``layer_state.py``)."""
         if name is not None and not isinstance(name, str):  # Keras 3: the shape given first, positionally
             name, shape = None, name
         if initializer is None:
@@ -125,6 +128,8 @@ class LayerWeights:
             taken = {n for n, _ in self._weight_specs}
             name = next(n for n in ("variable", *(f"variable_{i}" for i in range(1, len(taken) + 2)))
                         if n not in taken and n not in self.__dict__ and n not in self._modules)
+        trainable, synchronization, aggregation = layer_state.resolve_policy(name, trainable, synchronization,
+                                                                            aggregation)
         regularizer = regularizers.get(regularizer)
         if regularizer is not None and trainable:
             self._weight_regularizers.append((name, regularizer))
@@ -135,9 +140,9 @@ class LayerWeights:
             parameter._keras_name = name      # Keras's variable.name (exclude_from_weight_decay matches it)
             self.register_parameter(name, parameter)
         else:
-            buffer = KerasBuffer(value)
-            buffer._keras_name = name
-            self.register_buffer(name, buffer)
+            layer_state.register_state(self, name, value, KerasBuffer, synchronization, aggregation)
+            if isinstance(self._buffers[name], KerasBuffer):
+                self._buffers[name]._keras_name = name
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 

@@ -61,8 +61,10 @@ class BatchNormalization(Layer):
             self.add_weight("gamma", (dim,), self.gamma_initializer)
         if self.center:
             self.add_weight("beta", (dim,), self.beta_initializer)
-        self.add_weight("moving_mean", (dim,), self.moving_mean_initializer, trainable=False)
-        self.add_weight("moving_variance", (dim,), self.moving_variance_initializer, trainable=False)
+        # tf.keras 2's policy: each replica updates its own statistics, a cross-replica read takes the mean
+        for name, initializer in (("moving_mean", self.moving_mean_initializer),
+                                  ("moving_variance", self.moving_variance_initializer)):
+            self.add_weight(name, (dim,), initializer, trainable=False, synchronization="on_read", aggregation="mean")
 
     def _moments(self, x):
         """Batch mean and biased variance over the reduction axes (aggregated across replicas if synchronized)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from multidev.keras import backend, initializers, loss_masks, step_inputs
+from multidev.keras.layers import keras_tensor
 from multidev.keras.state_variable import StateVariable
 from multidev.keras.step_inputs import metric_store
 from multidev.values import context
@@ -101,6 +102,8 @@ class Metric:
     def _state(self) -> dict:
         """The state dict in use: the running replica's store in a Keras step, the replica's own in a
         custom loop on this metric's strategy, else the metric's own (replicas' states folded in)."""
+        if keras_tensor.inferring():   # a functional model's shape inference on zeros updates nothing
+            return self._fresh_state()
         store = metric_store()
         if store is not None:
             state = store.get(self)

@@ -8,7 +8,9 @@ generators). Its length comes from ``len()`` or ``cardinality()`` when known.
 
 from __future__ import annotations
 
+import itertools
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -157,11 +159,34 @@ class IterableAdapter:
             yield map_leaves(lambda t: PerReplica((t,)), item) if self.worker_part else item
 
 
+class StepsOfTheDataset:
+    """A worker's own stream read for as many steps per pass as the program's dataset has batches.
+
+    TensorFlow's Keras infers the steps of an epoch from the dataset's cardinality before distributing
+    it; each worker's own stream (OFF/FILE/HINT) is rebatched to ``batch / num_workers``, so it holds
+    more batches, and a pass of ``fit``/``evaluate`` stops after the first ``cardinality`` of them
+    (with OFF, 10 examples in batches of 4 on 2 workers: each worker's examples 0-5). An unknown
+    cardinality reads the whole stream, as TensorFlow does."""
+
+    def __init__(self, distributed: Any, steps: int):
+        self.distributed, self._steps = distributed, steps
+
+    def __iter__(self):
+        return itertools.islice(iter(self.distributed), self._steps)
+
+    def __len__(self) -> int:
+        return self._steps
+
+    def __getattr__(self, name: str) -> Any:   # element_spec, options, ...: the distributed dataset's
+        return getattr(self.distributed, name)
+
+
 def _worker_part(data) -> bool:
     """Whether ``data`` is a distributed dataset (or its iterator) of several workers with one replica
     each: its batches are plain tensors, but only this worker's part of the global batch."""
     from multidev.distribute import input_lib
 
+    data = data.distributed if isinstance(data, StepsOfTheDataset) else data
     owner = data._dataset if isinstance(data, input_lib.DistributedIterator) else data
     if not isinstance(owner, (input_lib.DistributedDataset, input_lib.DistributedDatasetsFromFunction)):
         return False

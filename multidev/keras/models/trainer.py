@@ -20,6 +20,7 @@ import torch
 from multidev import nn
 from multidev.keras import mixed_precision, optimizers
 from multidev.keras.callbacks.base import CallbackList
+from multidev.keras.layers.base import attached_metrics
 from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
@@ -93,14 +94,16 @@ class Trainer:
 
     @property
     def metrics(self) -> list:
-        """The loss tracker(s) then the compiled metrics. Before the first batch builds them, the
+        """The loss tracker(s), the compiled metrics, then the metrics layers keep as attributes (Keras 3's
+        order: ``fit`` resets and reports them too). Before the first batch builds them, the
         compiled metrics are one ``compile_metrics`` entry (as Keras 3's), so a custom
         ``train_step`` updating ``for m in self.metrics: m.update_state(y, y_pred)`` builds them."""
         out = list(self.compiled_loss.metrics) if self.compiled_loss else []
         container = self.compiled_metrics
-        if container is None:
-            return out
-        return out + (container.metrics if container.built else container.pending())
+        if container is not None:
+            out += container.metrics if container.built else container.pending()
+        listed = set(map(id, out))
+        return out + [m for m in attached_metrics(self) if id(m) not in listed]
 
     @property
     def metrics_names(self) -> list:
@@ -299,7 +302,7 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `evaluate()`: {sorted(kwargs)!r}.")
         self._assert_compiled("evaluating it")
-        iterator = EpochIterator(da.make_adapter(per_worker_input(self, x), y, sample_weight, batch_size, False), steps,
+        iterator = EpochIterator(da.make_adapter(per_worker_input(self, x, own_streams=True), y, sample_weight, batch_size, False), steps,
                                  worker_check=worker_input_check(self, "evaluation"))
         verbose = self._worker_verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,

@@ -5,9 +5,11 @@ sharded again) instead of as global batches:
 * a torch DataLoader whose ``DistributedSampler`` shards the data by worker (a DDP program's input):
   each batch is this worker's share of the global batch, as under DDP; a sampler whose layout is not
   the job's is refused there (``distribute/torch_sampler.py``);
-* in ``fit`` on several workers, an ``md.data.Dataset`` whose auto-shard policy gives each worker its
-  own rebatched stream (OFF, the multi-worker tutorial's ``dataset_no_auto_shard``; FILE; HINT; AUTO over
-  file readers), as TensorFlow's ``fit`` reads it (with OFF: the same examples on every worker).
+* in ``fit`` and ``evaluate`` on several workers, an ``md.data.Dataset`` whose auto-shard policy gives each
+  worker its own rebatched stream (OFF, the multi-worker tutorial's ``dataset_no_auto_shard``; FILE; HINT;
+  AUTO over file readers), as TensorFlow's ``fit``/``evaluate`` read it (with OFF: the same examples on
+  every worker, or each worker's own data), for the dataset's number of batches per pass
+  (``StepsOfTheDataset``).
   DATA sharding (AUTO on in-memory data) is each worker's slices of every global batch, which the
   step runner's split already is.
 """
@@ -19,11 +21,12 @@ from typing import Any
 from multidev.data.dataset import Dataset
 from multidev.distribute.input_lib import _worker_input
 from multidev.distribute.torch_sampler import samplers_of
+from multidev.keras.models.data_adapter import StepsOfTheDataset, known_length
 
 
 def per_worker_input(model: Any, x: Any, own_streams: bool = False) -> Any:
     """``x``, or its distributed dataset when its batches are this worker's own (see above);
-    ``own_streams``: also for datasets sharded by FILE/HINT/OFF on several workers (``fit``)."""
+    ``own_streams``: also for datasets sharded by FILE/HINT/OFF on several workers (``fit``, ``evaluate``)."""
     strategy = model.distribute_strategy
     if samplers_of(x):
         return x if strategy.num_replicas_in_sync == 1 else strategy.experimental_distribute_dataset(x)
@@ -31,5 +34,8 @@ def per_worker_input(model: Any, x: Any, own_streams: bool = False) -> Any:
     if own_streams and extended.num_workers > 1 and isinstance(x, Dataset):
         every_batch, _ = _worker_input(x, extended.num_workers, extended.worker_index)
         if not every_batch:
-            return strategy.experimental_distribute_dataset(x)
+            distributed = strategy.experimental_distribute_dataset(x)
+            steps = known_length(x)
+            return distributed if steps is None else StepsOfTheDataset(distributed, steps)
     return x
+
