@@ -122,6 +122,8 @@ def test_submodules_reach_nested_layers_and_variable_attributes_are_weights():
     scale = inner.layers[0]
     assert scale.trainable_weights == [scale.s] and scale.non_trainable_weights == [scale.frozen]
     assert np.asarray(scale([[1.0], [2.0]])).tolist() == [[3.0], [5.0]]   # a nested list is one input
+    scale.s_again = scale.s                                                  # an alias is no second weight
+    assert len(scale.get_weights()) == 2 and len(outer.get_weights()) == 4
 
 
 

@@ -167,8 +167,13 @@ class LayerWeights:
         basic_training_loops guide's Keras model), which tf.keras tracks as weights as it does
         ``add_weight``'s: without them ``fit`` would train nothing, silently."""
         named = {name for name, _ in self._weight_specs}
-        return [(name, bool(getattr(p, "trainable", p.requires_grad)))
-                for name, p in dict.items(self._parameters) if p is not None and name not in named]
+        known = {id(dict.get(self._parameters, name)) for name in named}   # `self.w2 = self.kernel`: an alias
+        out = []
+        for name, p in dict.items(self._parameters):
+            if p is not None and name not in named and id(p) not in known:
+                known.add(id(p))
+                out.append((name, bool(getattr(p, "trainable", p.requires_grad))))
+        return out
 
     def _registered_weight(self, attr: str):
         # dict.get reads the stored value: a replica-aware dict's [] would give a replica's copy.
