@@ -113,7 +113,9 @@ class Variable(torch.nn.Parameter):
     # --- TensorFlow's variable API ---------------------------------------------------------
     @property
     def name(self) -> str:
-        return f"{self._md_name}:0"
+        """TensorFlow's ``'Dense.kernel:0'``, or the name a front end gave the variable (``_keras_name``: md.keras's
+        ``add_weight`` gives Keras 3's ``'kernel'``, the same with and without a strategy)."""
+        return self.__dict__.get("_keras_name") or f"{self._md_name}:0"
 
     @property
     def trainable(self) -> bool:

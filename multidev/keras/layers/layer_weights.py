@@ -137,12 +137,10 @@ class LayerWeights:
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:
             parameter = KerasParameter(value, requires_grad=self.trainable)
-            parameter._keras_name = name      # Keras's variable.name (exclude_from_weight_decay matches it)
             self.register_parameter(name, parameter)
         else:
             layer_state.register_state(self, name, value, KerasBuffer, synchronization, aggregation)
-            if isinstance(self._buffers[name], KerasBuffer):
-                self._buffers[name]._keras_name = name
+        _name_weight(getattr(self, name), name)
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 
@@ -263,3 +261,10 @@ class LayerWeights:
                 "Build it first by calling it on data or with `build(input_shape)`."
             )
         return int(sum(w.numel() for w in self.weights))
+
+
+def _name_weight(weight, name: str) -> None:
+    """Give ``weight`` Keras 3's ``name`` (``'kernel'``): the registered object, which under a strategy's scope
+    is the distributed variable made from the layer's tensor (TF's ``'Dense.kernel:0'`` otherwise)."""
+    if isinstance(weight, torch.Tensor):
+        weight._keras_name = name
