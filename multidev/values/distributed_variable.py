@@ -274,6 +274,8 @@ class DistributedVariable(Variable):
                 if mine.data_ptr() != new._components[0].data_ptr() or mine is new._components[0]:
                     mine.copy_(theirs)
         new._mark_synced()
+        if "_keras_name" in self.__dict__:   # a front end's name for it (md.keras's 'kernel')
+            new._keras_name = self._keras_name
         memo[id(self)] = new
         return new
 

@@ -73,6 +73,11 @@ def run(strategy, workdir):
         c.fit(np.zeros((4, 8, 8, 1), "float32"), np.zeros((4, 1), "float32"), verbose=0)
         r["copy_trains_alone"] = not same(m, c)
 
+        bn = copy.deepcopy(m.layers[1])   # a layer: torch's deepcopy, Keras's names kept
+        bn.moving_mean.assign_add(np.ones(2, "float32"))
+        r["layer_deepcopy"] = {"names": [w.name for w in bn.weights], "copies": copies(bn),
+                               "independent": bool((bn.moving_mean.numpy() != m.layers[1].moving_mean.numpy()).all())}
+
     c = copy.deepcopy(m)
     r["deepcopy_outside"] = {"same_weights": same(m, c), "names": [w.name for w in c.weights][:2], "copies": copies(c)}
     r["weight_decay"] = decayed(strategy)

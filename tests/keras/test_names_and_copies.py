@@ -60,6 +60,8 @@ def test_deepcopy_and_clone_model_as_keras_3(ours, mode):
     assert r["clone_in_scope"]["same_weights"] == tf["clone_in_scope"]["same_weights"] is False
     assert r["clone_in_scope"]["copies"] == r["copies"] and r["clone_in_scope"]["layer_names"]
     assert _without_bn(r["clone_in_scope"]["names"])[:2] == tf["clone_in_scope"]["names"]
+    assert r["layer_deepcopy"] == {"names": ["gamma", "beta", "moving_mean", "moving_variance"],
+                                   "copies": r["copies"][:4], "independent": True}
 
 
 def test_deepcopy_of_a_model_that_cannot_be_recreated_says_why(ours):

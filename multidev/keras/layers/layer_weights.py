@@ -36,6 +36,13 @@ class KerasParameter(nn.Parameter):
         program's ``"variance" in w.name`` runs on one device too (torch's ``Tensor.name`` is None)."""
         return self.__dict__.get("_keras_name")
 
+    def __deepcopy__(self, memo):
+        """torch's copy of a Parameter, keeping Keras's ``name`` (torch's drops the instance's attributes)."""
+        copied = super().__deepcopy__(memo)
+        if "_keras_name" in self.__dict__:
+            copied._keras_name = self._keras_name
+        return copied
+
     def numpy(self) -> np.ndarray:
         return self.detach().cpu().numpy().copy()   # a snapshot, as TensorFlow's numpy() is
 
@@ -79,6 +86,14 @@ class KerasBuffer(torch.Tensor):
 
     def __reduce_ex__(self, proto):
         return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
+
+    def __deepcopy__(self, memo):
+        """A new buffer with a copy of the value and Keras's ``name`` (torch's default needs ``new_empty``)."""
+        if id(self) not in memo:
+            copied = memo[id(self)] = KerasBuffer(self.detach().clone())
+            if "_keras_name" in self.__dict__:
+                copied._keras_name = self._keras_name
+        return memo[id(self)]
 
     value = KerasParameter.value
     name = KerasParameter.name
