@@ -130,6 +130,13 @@ class Variable(torch.nn.Parameter):
     # --- TensorFlow's variable API ---------------------------------------------------------
     @property
     def name(self) -> str:
+        """TensorFlow's ``'Dense.kernel:0'``, or the name a front end gave the variable (``_keras_name``: md.keras's
+        ``add_weight`` gives Keras 3's ``'kernel'``, the same with and without a strategy)."""
+        return self.__dict__.get("_keras_name") or self._tf_name
+
+    @property
+    def _tf_name(self) -> str:
+        """TensorFlow's name (``'Dense.kernel:0'``), which reprs and error messages show whatever ``name`` is."""
         return f"{self._md_name}:0"
 
     @property
@@ -209,14 +216,14 @@ class Variable(torch.nn.Parameter):
             fits = False
         if not fits:
             raise ValueError(
-                f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self.name!r} "
+                f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self._tf_name!r} "
                 f"of shape {tuple(like.shape)}."
             )
         return tensor
 
     def __repr__(self) -> str:
         with torch.no_grad(), DisableTorchFunctionSubclass():
-            return _variable_repr(self.name, self._read())
+            return _variable_repr(self._tf_name, self._read())
 
     def __reduce_ex__(self, protocol):
         raise TypeError(

@@ -293,7 +293,11 @@ class Layer(LayerWeights, nn.Module):
         out_mask = self.compute_mask(inputs, mask)
         if out_mask is not None:
             layer_losses.attach_mask(outputs, out_mask)
-        if self._output_shape is None:
+        if kt.inferring():   # run on zeros inside a symbolic call: a dim the dummy sizes change is unknown
+            if self._output_shape is None or self.__dict__.get("_shape_from_zeros"):
+                self._record_output_shape(outputs, merge=self.__dict__.get("_shape_from_zeros", False))
+                self._shape_from_zeros = True
+        elif self._output_shape is None:
             self._record_output_shape(outputs)
         return outputs
 
@@ -317,11 +321,14 @@ class Layer(LayerWeights, nn.Module):
         leaf = kt.flatten(inputs)[0]
         return leaf.device.type if isinstance(leaf, torch.Tensor) else "cpu"
 
-    def _record_output_shape(self, outputs):
+    def _record_output_shape(self, outputs, merge=False):
+        """``output_shape`` from a call's outputs; ``merge``: None where it differs from the shape recorded before
+        (two runs on zeros of different unknown lengths: a nested layer's dims that follow them)."""
         def shape(o):
             return (None,) + tuple(o.shape[1:]) if len(o.shape) else tuple(o.shape)
         flat = kt.flatten(outputs)
-        self._output_shape = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
+        new = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
+        self._output_shape = _merged_shape(self._output_shape, new) if merge else new
 
     # ----- introspection ---------------------------------------------------------------------
     @property
@@ -374,3 +381,12 @@ class Layer(LayerWeights, nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
+
+
+def _merged_shape(old, new):
+    """``new`` with None where ``old`` (a shape, or a list of them) has another size."""
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [_merged_shape(a, b) for a, b in zip(old, new)]
+    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
+        return tuple(b if a == b else None for a, b in zip(old, new))
+    return new

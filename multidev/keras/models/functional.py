@@ -136,6 +136,12 @@ class Functional(Model):
         shapes = [kt.shape for kt in self.inputs]
         return shapes[0] if len(shapes) == 1 else shapes
 
+    @property
+    def output_shape(self):
+        """The graph's output shapes (None for unknown dims, as tf.keras 2's nodes give them), not the last batch's."""
+        shapes = [tuple(kt.shape) for kt in self.outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
     def _output_names(self) -> list:
         if isinstance(self._outputs, dict):
             return sorted(self._outputs)

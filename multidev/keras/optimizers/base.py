@@ -350,8 +350,8 @@ def _check_options(kwargs: dict, clipnorm, clipvalue, global_clipnorm) -> None:
 
 
 def _name(variable) -> str:
-    """A variable's name as Keras matches it: ``kernel`` (a layer weight's ``Dense.kernel:0`` under a
-    strategy loses its layer and suffix)."""
+    """A variable's name as Keras matches it: ``kernel`` (a layer weight's ``name`` is already, on one device and
+    under a strategy; another variable's ``Dense.kernel:0`` loses its prefix and suffix)."""
     name = str(getattr(variable, "_keras_name", None) or getattr(variable, "name", None) or "")
     name = name[:-2] if name.endswith(":0") else name
     return re.split(r"[./]", name)[-1] if hasattr(variable, "_keras_name") or "." in name else name
