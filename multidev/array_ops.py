@@ -26,11 +26,15 @@ import torch
 
 from multidev._core.eager_tensor import readable_results
 from multidev.ops import _as_dtype, _axes, _to_tensor
+from multidev.values.base_variable import Variable
 
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> torch.Tensor:
     """``value`` as a tensor (a tensor of the right dtype is returned as is); Python numbers become
     float32/int32; ``dtype_hint`` is used where the value converts to it (a float never to an int)."""
+    if isinstance(value, Variable):   # TF reads it: a snapshot later assigns do not change, still differentiable
+        with torch._C.DisableTorchFunctionSubclass():
+            value = value._read().clone()
     if isinstance(value, torch.Tensor):
         return value if dtype is None else value.to(_as_dtype(dtype))
     if dtype is None and dtype_hint is not None:

@@ -28,7 +28,7 @@ import threading
 
 import torch
 
-from multidev.keras.optimizers import schedules
+from multidev.keras.optimizers import cross_replica, schedules
 from multidev.keras.optimizers.ema import MovingAverages
 from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev.keras.optimizers.rules import KerasRule
@@ -133,9 +133,7 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
         lr = self._current_lr()    # read before aggregation, so every replica uses this step's rate
-        if current_replica_id() is None and self._strategy_of([v for _, v in pairs]) is not None:
-            self._apply_on_every_replica(pairs, lr)
-        elif skip_gradients_aggregation:   # TensorFlow's: each replica applies its own to its own copies
+        if skip_gradients_aggregation:   # TensorFlow's: each replica applies its own to its own copies
             self._apply_own(_grads(pairs, LocalGrads), [v for _, v in pairs], lr)
         elif self._clips():              # Keras sums, then clips
             pairs = self._clip(self._aggregate_gradients(pairs))
@@ -143,33 +141,6 @@ class Optimizer:
         else:                            # the plan sums (a split update where each gradient is applied)
             self._apply(_grads(pairs, LocalGrads), [v for _, v in pairs], lr)
         return self.iterations
-
-    def _strategy_of(self, variables):
-        """The strategy of these variables (built: the rules'), None where they are not distributed."""
-        self._ensure_built(variables)
-        return self._rules.strategy
-
-    def _apply_on_every_replica(self, pairs, lr):
-        """``apply_gradients`` in cross-replica context (a custom loop without ``strategy.run``: the
-        custom training walkthrough with the model made in ``strategy.scope()``): TensorFlow applies the
-        one set of gradients to every copy, so training is one device's. Every local replica applies
-        them, clipped as on one device, as the step's already-summed gradients (the update plan then
-        applies them as after a reduction, with each variable's slots where the plan keeps them).
-        Several workers each hold their own gradients, which would make the workers' copies drift."""
-        strategy = self._rules.strategy
-        if strategy.extended.num_workers > 1:
-            raise RuntimeError(
-                f"{type(self).__name__}.apply_gradients() over variables created in {type(strategy).__name__}"
-                ".scope() cannot be called in cross-replica context on several workers (each worker's gradients "
-                "would update its copies only): call it inside strategy.run(train_step, ...) so every replica's "
-                "gradients are summed.")
-        variables = [v for _, v in pairs]
-
-        def apply(*grads):
-            own = [(g.to(local_view(v).device), v) for g, v in zip(grads, variables)]
-            own = self._clip(own) if self._clips() else own
-            self._apply(_grads(own, SummedGrads), variables, lr)
-        strategy.run(apply, args=tuple(g for g, _ in pairs))
 
     def _clips(self) -> bool:
         return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
@@ -267,12 +238,9 @@ class Optimizer:
     def _step(self, grads, variables, lr, own: bool):
         plan = self._update_plan(variables)
         rules, replica = self._rules, current_replica_id()
-        if replica is None and rules.strategy is not None:
-            raise RuntimeError(
-                f"{type(self).__name__}.apply_gradients() over variables created in "
-                f"{type(rules.strategy).__name__}.scope() cannot be called in cross-replica context: call "
-                "it inside strategy.run(train_step, ...) so every replica's gradients are summed and every copy "
-                "is updated.")
+        if replica is None and rules.strategy is not None:   # a custom loop without strategy.run
+            cross_replica.apply_on_every_replica(self, rules.strategy, grads, variables, lr)
+            return
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
         iteration = self._ema_iteration(rules)
