@@ -292,15 +292,37 @@ def _static(function, name):
     return op
 
 
-def _install_module(module, prefix, namespace=None):
+def _install_module(module, prefix, namespace=None) -> dict:
+    """Wrap ``module``'s own public functions in place (and in ``namespace``); ``{id(raw): wrapper}``."""
+    done: dict = {}
     for name, fn in list(vars(module).items()):
         if (name.startswith("_") or name in _NOT_OPS or not inspect.isfunction(fn)
                 or fn.__module__ != module.__name__ or getattr(fn, "_md_symbolic", False)):
             continue
         wrapped = _static(fn, name) if name in _STATIC else dispatching(fn, f"{prefix}.{name}")
+        done.setdefault(id(fn), wrapped)
         setattr(module, name, wrapped)
         if namespace is not None and namespace.get(name) is fn:
             namespace[name] = wrapped
+    return done
+
+
+def _install_activations(activations) -> None:
+    """Activations by attribute and by ``get(name)`` are the same objects (``is`` checks, ``serialize``);
+    those that are torch functions (``tanh``) keep their identity and get a saved name for torch dispatch."""
+    done = _install_module(activations, "keras.activations")
+    table = activations._BY_NAME
+    for name, fn in list(table.items()):
+        if id(fn) in done:
+            table[name] = done[id(fn)]
+        elif not inspect.isfunction(fn) or fn.__module__ != activations.__name__:
+            key = f"keras.activations.{name}"
+            TORCH_KEYS.setdefault(fn, key)
+            _FUNCTIONS.setdefault(key, fn)
+
+
+#: torch functions with a saved name (md.keras.activations' ``tanh`` is ``torch.tanh``).
+TORCH_KEYS: dict = {}
 
 
 def install() -> None:
@@ -309,7 +331,7 @@ def install() -> None:
     from multidev.keras import activations, ops
     for module in (ops.core, ops.elementwise, ops.nn, ops.numpy, ops.image):
         _install_module(module, "keras.ops", vars(ops))
-    _install_module(activations, "keras.activations")
+    _install_activations(activations)
     _FUNCTIONS.setdefault("keras.ops.get_item", _get_item())
     symbolic.register((kt.KerasTensor,), md_op_handler)
 

@@ -65,5 +65,8 @@ class TensorOperators:
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """A torch function on KerasTensors: an op node (unsaveable: torch functions have no saved name here)."""
         from multidev.keras.layers import symbolic_ops
+        key = symbolic_ops.TORCH_KEYS.get(func)
+        if key is not None:   # md.keras.activations.tanh is torch.tanh: Keras 3's node, saved by name
+            return symbolic_ops.symbolic_call(func, key, args, kwargs or {})
         name = getattr(func, "__name__", type(func).__name__)
         return symbolic_ops.symbolic_call(func, None, args, kwargs or {}, display=("TFOpLambda", f"torch.{name}", True))
