@@ -172,3 +172,16 @@ def test_residual_mlp_two_replicas_equal_one_device():
             np.testing.assert_allclose(w1, w2, rtol=1e-5, atol=1e-6)
         print("ok")
     """)
+
+
+def test_neighbouring_idioms():
+    a = K.Input((4,))
+    x = a
+    x += a                                  # in-place add on a KerasTensor: a new node, as Keras
+    y = np.float32(2) * a                   # a numpy scalar on the left
+    ints = K.Input((3,), dtype="int32")
+    assert (ints // 2).dtype == torch.int32 and (ints / 2).dtype == torch.float32   # Keras 3's dtype rules
+    inner = K.Model(a, ops.relu(x * y))
+    b = K.Input((4,))
+    outer = K.Model(b, inner(b) - 1)        # an op on a nested model's output
+    assert torch.equal(outer(X), torch.relu((X + X) * (2 * X)) - 1)
