@@ -5,6 +5,7 @@ load, and list in the summary as Keras 3's operations (tf.keras 2's ``TFOpLambda
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -185,3 +186,15 @@ def test_neighbouring_idioms():
     b = K.Input((4,))
     outer = K.Model(b, inner(b) - 1)        # an op on a nested model's output
     assert torch.equal(outer(X), torch.relu((X + X) * (2 * X)) - 1)
+
+
+def test_shapes_dtypes_and_values_are_keras_3s():
+    """The cases of symbolic_ops_cases.py against Keras 3.15 (TF 2.21), recorded by record_symbolic_ops.py."""
+    from tests.keras.symbolic_ops_cases import run
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_2.21_symbolic_ops.json")) as f:
+        want = json.load(f)["cases"]
+    got = run(K, ops)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert (got[name]["shape"], got[name]["dtype"]) == (want[name]["shape"], want[name]["dtype"]), name
+        np.testing.assert_allclose(got[name]["value"], want[name]["value"], rtol=1e-5, atol=1e-6, err_msg=name)
