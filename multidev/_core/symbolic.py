@@ -19,15 +19,18 @@ def contains(value, types) -> bool:
     """Whether ``value`` or anything nested in its lists/tuples/dicts is an instance of ``types``."""
     kind = type(value)
     if kind is list or kind is tuple:
-        return any(contains(v, types) for v in value)
+        for item in value:          # a loop, not any(genexpr): every md.* op call passes here
+            if contains(item, types):
+                return True
+        return False
     if kind is dict:
-        return any(contains(v, types) for v in value.values())
+        return contains(list(value.values()), types)
     return isinstance(value, types)
 
 
 def handler_for(args, kwargs):
     """The registered handler when an argument is symbolic, else None (the common, eager case)."""
     for types, handler in _HANDLERS:
-        if contains(args, types) or contains(kwargs, types):
+        if contains(args, types) or (kwargs and contains(kwargs, types)):
             return handler
     return None

@@ -181,9 +181,12 @@ def _symbolic(value) -> bool:
     if kind is torch.Tensor:
         return False
     if kind is list or kind is tuple:
-        return any(_symbolic(v) for v in value)
+        for item in value:          # a loop, not any(genexpr): every md.keras.ops call passes here
+            if _symbolic(item):
+                return True
+        return False
     if kind is dict:
-        return any(_symbolic(v) for v in value.values())
+        return _symbolic(list(value.values()))
     return isinstance(value, kt.KerasTensor)
 
 
