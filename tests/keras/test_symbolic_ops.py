@@ -31,6 +31,7 @@ OPERATORS = [
     ("le", lambda a, b: a <= b), ("ge", lambda a, b: a >= b), ("ne", lambda a, b: a != b),
     ("getitem", lambda a, b: a[:, 1:3]), ("newaxis", lambda a, b: a[:, None, ::2]), ("ellipsis", lambda a, b: a[..., -1]),
     ("chain", lambda a, b: (a + b) * (a - 1.0) / 2.0),
+    ("torch_left", lambda a, b: torch.full((4,), 3.0) - a + torch.full((4,), 2.0) ** b / torch.ones(4)),
 ]
 
 
@@ -131,14 +132,14 @@ def test_saved_arguments_round_trip(tmp_path):
     a, b = _inputs()
     const = np.arange(4, dtype="float32")
     out = [a[:, None, ..., ::2], md.cast(a, md.int32) % 3, a * torch.tensor(const), ops.concatenate((a, b), axis=-1),
-           K.activations.tanh(b), K.activations.get("relu")(a)]
+           K.activations.tanh(b), K.activations.get("relu")(a), torch.ones(4) - b]
     model = K.Model([a, b], out)
     model.save(str(tmp_path / "m.keras"))
     loaded = K.models.load_model(str(tmp_path / "m.keras"))
     for got, want in zip(loaded([X, Y]), model([X, Y])):
         assert got.dtype == want.dtype and torch.equal(got, want)
     config = json.dumps(model.get_config())
-    assert '"function": "tf.cast"' in config and '"function": "keras.ops.get_item"' in config
+    assert '"function": "tf.cast"' in config and '"function": "keras.ops.subtract"' in config and '"function": "keras.ops.get_item"' in config
 
 
 def test_an_unserializable_op_is_refused_at_save(tmp_path):

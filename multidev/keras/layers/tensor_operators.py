@@ -1,11 +1,14 @@
 """Python operators on functional KerasTensors, as Keras 3's: each builds an op node
 (``symbolic_ops``) of the md.keras.ops function Keras 3 uses (``a + b`` is ``ops.add``, ``a / b``
 ``ops.true_divide``, ``a[:, :2]`` ``get_item``). ``==`` and ``hash`` stay identity (tensors key dicts
-and sets), ``!=`` is ``ops.not_equal``, as in Keras 3; ``bool(x)`` raises. torch functions on
-KerasTensors (``torch.sin(x)``) build nodes too, which run but cannot be saved.
+and sets), ``!=`` is ``ops.not_equal``, as in Keras 3; ``bool(x)`` raises. A torch tensor on the left
+(``pos_table + x``) gives the same op; other torch functions on KerasTensors (``torch.sin(x)``) build
+nodes too, which run but cannot be saved.
 """
 
 from __future__ import annotations
+
+import functools
 
 
 def _ops():
@@ -32,6 +35,21 @@ def _unary(name):
 def get_item(x, key):
     """``x[key]`` (Keras 3's ``GetItem``)."""
     return x[key]
+
+
+# torch.Tensor's methods that ``torch_tensor <op> keras_tensor`` calls -> the md.keras.ops function.
+_TENSOR_METHODS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+                   "__floordiv__": "floor_divide", "remainder": "mod", "pow": "power", "matmul": "matmul",
+                   "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "ne": "not_equal",
+                   "__and__": "logical_and", "__or__": "logical_or"}
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_operators() -> dict:
+    """``{torch.Tensor.add: "add", ...}``: what torch dispatches ``t + x`` to when ``x`` is a KerasTensor."""
+    import torch
+    return {getattr(cls, method): op for cls in (torch.Tensor, torch._C.TensorBase)
+            for method, op in _TENSOR_METHODS.items() if hasattr(cls, method)}
 
 
 class TensorOperators:
@@ -65,6 +83,9 @@ class TensorOperators:
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """A torch function on KerasTensors: an op node (unsaveable: torch functions have no saved name here)."""
         from multidev.keras.layers import symbolic_ops
+        operator = _torch_operators().get(func)
+        if operator is not None and len(args) == 2 and not kwargs:   # torch_tensor + keras_tensor: Keras 3's op
+            return getattr(_ops(), operator)(*args)
         key = symbolic_ops.TORCH_KEYS.get(func)
         if key is not None:   # md.keras.activations.tanh is torch.tanh: Keras 3's node, saved by name
             return symbolic_ops.symbolic_call(func, key, args, kwargs or {})
