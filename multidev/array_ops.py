@@ -339,6 +339,6 @@ def _reexported() -> list[str]:
 
 __all__: list[str] = sorted(_reexported())
 for _name in __all__:   # results a TF program reads with .numpy() while they carry gradients
-    globals()[_name] = readable_results(globals()[_name])
+    globals()[_name] = readable_results(globals()[_name], _name)
 #: The names TensorFlow has at top level (``tf.log`` is only ``tf.math.log``): re-exported as ``md.<name>``.
 TOP_LEVEL: list[str] = [n for n in __all__ if n != "log"]
