@@ -91,3 +91,9 @@ def __getattr__(name: str):
 # tutorial writes `tf.metrics.SparseCategoricalAccuracy()`) -----
 metrics, losses, optimizers = keras.metrics, keras.losses, keras.optimizers
 __all__ += ["metrics", "losses", "optimizers"]
+
+# ----- TensorFlow's core-tutorial names (tests/tutorials/test_tf_core_tutorials.py) -----
+from multidev.autodiff import stop_gradient  # noqa: E402
+
+newaxis = None   # TF's `x[..., tf.newaxis]`
+__all__ += ["stop_gradient", "newaxis"]

@@ -26,11 +26,15 @@ import torch
 
 from multidev._core.eager_tensor import readable_results
 from multidev.ops import _as_dtype, _axes, _to_tensor
+from multidev.values.base_variable import Variable
 
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> torch.Tensor:
     """``value`` as a tensor (a tensor of the right dtype is returned as is); Python numbers become
     float32/int32; ``dtype_hint`` is used where the value converts to it (a float never to an int)."""
+    if isinstance(value, Variable):   # TF reads it: a snapshot later assigns do not change, still differentiable
+        with torch._C.DisableTorchFunctionSubclass():
+            value = value._read().clone()
     if isinstance(value, torch.Tensor):
         return value if dtype is None else value.to(_as_dtype(dtype))
     if dtype is None and dtype_hint is not None:
@@ -67,6 +71,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         a = a.transpose(-2, -1).conj() if adjoint_a else a.transpose(-2, -1)
     if transpose_b or adjoint_b:
         b = b.transpose(-2, -1).conj() if adjoint_b else b.transpose(-2, -1)
+    if a.dim() >= 2 and b.dim() >= 2 and a.shape[-1] != b.shape[-2]:
+        from multidev._core.errors import InvalidArgumentError   # noqa: PLC0415
+        raise InvalidArgumentError(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)} "
+                                   "[Op:MatMul] (the inner dimensions must be equal).")
     return torch.matmul(a, b)
 
 
@@ -331,6 +339,6 @@ def _reexported() -> list[str]:
 
 __all__: list[str] = sorted(_reexported())
 for _name in __all__:   # results a TF program reads with .numpy() while they carry gradients
-    globals()[_name] = readable_results(globals()[_name])
+    globals()[_name] = readable_results(globals()[_name], _name)
 #: The names TensorFlow has at top level (``tf.log`` is only ``tf.math.log``): re-exported as ``md.<name>``.
 TOP_LEVEL: list[str] = [n for n in __all__ if n != "log"]

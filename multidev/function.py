@@ -60,6 +60,8 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if input_signature is None and not kwargs:
+                _note_trace(wrapper.traced_signatures, args)
             try:
                 return target()(*args, **kwargs)
             except StopIteration as exc:   # next(iterator) past the end, as a tf.function reports it
@@ -70,10 +72,64 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
 
         wrapper.python_function = fn  # as tf.function exposes it
         wrapper.input_signature = input_signature   # what md.saved_model.save traces
+        wrapper.traced_signatures = []   # without one: the input specs it was called with (TF's concrete functions)
         wrapper.get_concrete_function = functools.partial(_concrete_function, fn, input_signature)
         return wrapper
 
     return decorate(func) if func is not None else decorate
+
+
+#: Input shapes remembered per function (TensorFlow warns of retracing long before; a step called with
+#: ever new shapes should not grow a list without end).
+_MAX_TRACED = 32
+
+
+def _note_trace(traced: list, args: tuple) -> None:
+    """Record the specs of a call's tensor arguments (``self`` of a method passed over), as TensorFlow
+    traces one concrete function per input signature; ``md.saved_model.save`` exports them. A call
+    with other arguments records nothing."""
+    import numbers
+
+    import numpy as np
+    import torch
+
+    from multidev.data.spec import TensorSpec
+
+    if len(traced) >= _MAX_TRACED:
+        return
+    if args and isinstance(args[0], torch.nn.Module):
+        args = args[1:]
+    specs = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            if not _numbers(a):
+                return          # a structure of tensors (a batch tuple): not traced for export
+            try:
+                array = np.asarray(a)
+            except ValueError:  # ragged: TF's call would fail converting it too
+                return
+            if array.dtype.kind not in "fiu":
+                return
+            specs.append(TensorSpec(array.shape, torch.float32 if array.dtype.kind == "f" else torch.int32))
+        elif isinstance(a, (torch.Tensor, np.ndarray)):
+            tensor = torch.as_tensor(a)
+            specs.append(TensorSpec(tuple(tensor.shape), tensor.dtype))
+        elif isinstance(a, numbers.Number) and not isinstance(a, bool):
+            specs.append(TensorSpec((), torch.float32 if isinstance(a, float) else torch.int32))
+        else:
+            return
+    spec = tuple(specs)
+    if spec and spec not in traced:
+        traced.append(spec)
+
+
+def _numbers(value) -> bool:
+    """A non-empty (nested) list or tuple of Python numbers (TF converts it to one tensor)."""
+    import numbers
+
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_numbers(v) for v in value)
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
 def _concrete_function(fn: Callable, input_signature: Any, *args: Any, **kwargs: Any) -> Callable:

@@ -17,9 +17,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 
 import torch
+
+from multidev._core.eager_tensor import readable
 
 
 def _snake(name: str) -> str:
@@ -44,6 +47,21 @@ class Module(torch.nn.Module):
             raise ValueError(f"{name!r} is not a valid module name. Module names must be valid Python identifiers "
                              "(e.g. a valid class name).")
         self._tf_name = name or _snake(type(self).__name__)
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own ``__call__`` hands back results that ``.numpy()`` reads, as TensorFlow's eager
+        tensors (the basic_training_loops guide's ``model(3.0).numpy()``), still in the autograd graph."""
+        super().__init_subclass__(**kwargs)
+        call = cls.__dict__.get("__call__")
+        if callable(call) and not getattr(call, "_md_readable", False):
+            @functools.wraps(call)
+            def readable_call(self, *args, **kwargs):
+                out = call(self, *args, **kwargs)
+                if isinstance(out, (list, tuple)) and type(out) in (list, tuple):
+                    return type(out)(readable(o) for o in out)
+                return readable(out)
+            readable_call._md_readable = True
+            cls.__call__ = readable_call
 
     def forward(self, *args, **kwargs):
         return self.__call__(*args, **kwargs)

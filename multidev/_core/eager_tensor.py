@@ -20,6 +20,8 @@ import functools
 import numpy as np
 import torch
 
+from multidev._core import symbolic
+
 
 class EagerTensor(torch.Tensor):
     """A tensor whose host reads (``numpy``, ``item``, ``tolist``, ``float``, ``format``) detach first."""
@@ -99,9 +101,16 @@ def readable(value):
     return value
 
 
-def readable_results(fn):
-    """Decorate a TF-named op so that its tensor result is ``readable``."""
+def readable_results(fn, name=None):
+    """Decorate a TF-named op so that its tensor result is ``readable``; called on a symbolic front end's
+    placeholders (functional KerasTensors) it builds that front end's node (``_core/symbolic.py``)."""
+    public = name or fn.__name__
+
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        handler = symbolic.handler_for(args, kwargs) if symbolic._HANDLERS else None
+        if handler is not None:
+            return handler(fn, public, args, kwargs)
         return readable(fn(*args, **kwargs))
+    op._md_public_name = public
     return op

@@ -71,8 +71,16 @@ def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}: multidev does not implement "
-                         f"tf.data.experimental.{name}. md.data.experimental offers: {', '.join(sorted(__all__))}; "
-                         "md.data.Dataset has the stable tf.data methods.")
+                         f"tf.data.experimental.{name}.{_INSTEAD.get(name, '')} md.data.experimental offers: "
+                         f"{', '.join(sorted(__all__))}; md.data.Dataset has the stable tf.data methods.")
+
+
+#: What to write instead of a tf.data.experimental name that TensorFlow's tutorials use.
+_INSTEAD = {
+    "make_csv_dataset": " Read the CSV into arrays (numpy.loadtxt, pandas.read_csv, the csv module) and build "
+                        "the dataset with md.data.Dataset.from_tensor_slices((features, labels)).batch(batch_size)"
+                        "; or md.data.TextLineDataset(path).skip(1).map(parse_line).",
+}
 
 
 __all__ = [

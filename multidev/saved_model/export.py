@@ -107,7 +107,7 @@ def export_keras(model, export_dir, input_signature=None) -> None:
 def _write(export_dir: str, resolved: dict, endpoints=()) -> None:
     meta = {"format": FORMAT, "version": VERSION, "signatures": {},
             "default": DEFAULT_SERVING_SIGNATURE_DEF_KEY if DEFAULT_SERVING_SIGNATURE_DEF_KEY in resolved else None,
-            "endpoints": list(endpoints)}
+            "endpoints": list(endpoints), "call_functions": {}}
     by_id: dict = {}                      # a signature exported under two names is traced once
     traced = {}                           # (all before touching the disk)
     for name, signature in resolved.items():
@@ -123,7 +123,7 @@ def _write(export_dir: str, resolved: dict, endpoints=()) -> None:
             atomic_write(os.path.join(staging, "variables", f"{name}.safetensors"), checked_safetensors.dumps(tensors),
                          fsync=False)
             signature = resolved[name]
-            meta["signatures"][name] = {
+            meta["call_functions" if signature.traced_call else "signatures"][name] = {
                 "inputs": [{"name": n, "shape": list(s.shape), "dtype": str(s.dtype).replace("torch.", "")}
                            for n, s in zip(signature.input_names, signature.inputs)],
                 "outputs": output_names}

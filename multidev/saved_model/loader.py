@@ -58,11 +58,15 @@ class ConcreteFunction:
 class Loaded:
     """What ``load`` returns: ``signatures[name]`` and, with a default signature, ``obj(x)`` -> its outputs."""
 
-    def __init__(self, signatures: dict[str, ConcreteFunction], default: str | None):
+    def __init__(self, signatures: dict[str, ConcreteFunction], default: str | None,
+                 call_functions: tuple = ()):
         self.signatures = signatures
         self._default = default
+        self._call_functions = tuple(call_functions)
 
     def __call__(self, *args, **kwargs):
+        if self._default is None and self._call_functions:
+            return _call_matching(self._call_functions, args, kwargs)
         if self._default is None:
             raise TypeError(f"This SavedModel has no 'serving_default' signature to call; use .signatures "
                             f"{sorted(self.signatures)}.")
@@ -93,8 +97,8 @@ def load(export_dir, tags=None, options=None) -> Any:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise ValueError(f"{meta_path!r} is not a multidev SavedModel of version {VERSION} (format "
                          f"{meta.get('format') if isinstance(meta, dict) else meta!r}).")
-    signatures = {}
-    for name, spec in meta["signatures"].items():
+    signatures, calls = {}, {}
+    for name, spec in [*meta["signatures"].items(), *meta.get("call_functions", {}).items()]:
         if not name.isidentifier():
             raise ValueError(f"{meta_path!r} names a signature {name!r}, which is not an identifier.")
         with open(os.path.join(export_dir, "programs", f"{name}.json"), "rb") as f:
@@ -104,11 +108,36 @@ def load(export_dir, tags=None, options=None) -> Any:
             tensors, _ = checked_safetensors.loads(f.read(), weights)
         example = tuple(example_input(i["shape"], getattr(torch, i["dtype"])) for i in spec["inputs"])
         program = serde.from_json_and_tensors(program_json, tensors, example)
-        signatures[name] = ConcreteFunction(name, program.module(), spec["inputs"], spec["outputs"])
-    loaded = Loaded(signatures, meta.get("default"))
+        function = ConcreteFunction(name, program.module(), spec["inputs"], spec["outputs"])
+        (signatures if name in meta["signatures"] else calls)[name] = function
+    loaded = Loaded(signatures, meta.get("default"), calls.values())
     for name in meta.get("endpoints", []):       # model.export's `serve`: called for its output, not a dict
         setattr(loaded, name, _Endpoint(signatures[name]))
     return loaded
+
+
+def _call_matching(functions: tuple, args: tuple, kwargs: dict):
+    """Call the traced function whose input shapes and dtypes these arguments have, as a loaded
+    TensorFlow object's ``__call__`` picks among its concrete functions."""
+    values = [torch.as_tensor(a) for a in args]
+
+    def fits(v: torch.Tensor, s: TensorSpec) -> bool:
+        return tuple(v.shape) == tuple(s.shape) and (v.dtype == s.dtype or v.is_floating_point()
+                                                     and s.dtype.is_floating_point)
+
+    for function in functions:
+        specs = function.structured_input_signature
+        if not kwargs and len(values) == len(specs) and all(fits(v, s) for v, s in zip(values, specs)):
+            outputs = list(function(*values).values())
+            return outputs[0] if len(outputs) == 1 else outputs
+
+    def text(t) -> str:
+        return f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+    expected = [[text(s) for s in f.structured_input_signature] for f in functions]
+    raise ValueError(f"Could not find a matching function to call loaded from the SavedModel. Got: "
+                     f"{[text(v) for v in values]}{' and keyword arguments' if kwargs else ''}. Expected one of: "
+                     f"{expected} (the shapes the function was called with before md.saved_model.save; give it "
+                     "an input_signature to accept others).")
 
 
 class _Endpoint:

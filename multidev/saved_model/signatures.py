@@ -21,6 +21,7 @@ class Signature:
     input_names: tuple[str, ...]
     output_names: Callable[[Any], list[str]]
     module: Any = None  # the nn.Module whose weights the function reads (traced as plain tensors)
+    traced_call: bool = False   # one of the shapes an md.function without input_signature was called with
 
 
 def _flat_specs(signature: Any, where: str) -> tuple[TensorSpec, ...]:
@@ -111,6 +112,22 @@ def _decorated_methods(obj: Any) -> dict[str, Callable]:
     return found
 
 
+def _traced_calls(obj: Any) -> dict[str, Signature]:
+    """``__call__``'s calls, one function per input shape it was called with, when it is an
+    ``md.function`` without ``input_signature`` (TensorFlow saves those concrete functions, and the
+    loaded object's ``__call__`` takes those shapes; its ``signatures`` stay empty)."""
+    attr = inspect.getattr_static(type(obj), "__call__", None)
+    traced = getattr(attr, "traced_signatures", None) if getattr(attr, "input_signature", 1) is None else None
+    if not traced:
+        return {}
+    call = obj.__call__
+    params = [p for p in inspect.signature(getattr(attr, "python_function", attr)).parameters][1:]
+    return {f"call_{i}": Signature(call, specs, tuple(params[j] if j < len(params) else f"input_{j}"
+                                                        for j in range(len(specs))),
+                                   _generic_output_names, obj if isinstance(obj, torch.nn.Module) else None, True)
+            for i, specs in enumerate(traced)}
+
+
 def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
     """``{name: Signature}`` to export, as TensorFlow chooses them."""
     if signatures is None:
@@ -125,6 +142,9 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
         if methods:
             raise ValueError(f"{type(obj).__name__} has several md.function methods with input signatures "
                              f"({sorted(methods)}); say which to export: signatures={{'serving_default': obj.method}}.")
+        traced = _traced_calls(obj)
+        if traced:
+            return traced
         raise ValueError(f"Nothing to export from {type(obj).__name__}: it is not a Keras model and has no method "
                          "decorated with md.function(input_signature=...). Pass signatures=.")
     if callable(signatures) and not isinstance(signatures, dict):

@@ -54,6 +54,20 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
     return out.to(dtype=dtype or out.dtype, device=device)
 
 
+def _list_operand(method: str):
+    """``torch.Tensor``'s binary ``method`` taking a Python list or tuple as TensorFlow does
+    (``x * [3., 4.]``, ``[[1., 2., 3.]] @ w``: converted to the variable's dtype); torch would
+    refuse it, or read ``v * [..]`` as list repetition."""
+    torch_op = getattr(torch.Tensor, method)
+
+    def op(self, other):
+        if isinstance(other, (list, tuple)):
+            other = torch.as_tensor(other, dtype=self.dtype, device=torch.Tensor.device.__get__(self))
+        return torch_op(self, other)
+    op.__name__ = method
+    return op
+
+
 def _default_name() -> str:
     """TensorFlow 2's eager default: every unnamed variable is ``Variable`` (``'Variable:0'``), not
     uniquified (the notebook of seed 004 prints ``'Variable:0'`` for each of its variables)."""
@@ -93,6 +107,9 @@ class Variable(torch.nn.Parameter):
                     synchronization=synchronization, aggregation=aggregation,
                 )
         data = _as_tensor(initial_value, dtype)
+        if isinstance(initial_value, torch.Tensor) and data.untyped_storage().data_ptr() == \
+                initial_value.untyped_storage().data_ptr():
+            data = data.clone()   # a variable owns its value: `tf.Variable(a)` is a copy of a
         return cls._from_tensor(data, trainable=trainable, name=name,
                                 synchronization=synchronization, aggregation=aggregation)
 
@@ -113,6 +130,13 @@ class Variable(torch.nn.Parameter):
     # --- TensorFlow's variable API ---------------------------------------------------------
     @property
     def name(self) -> str:
+        """TensorFlow's ``'Dense.kernel:0'``, or the name a front end gave the variable (``_keras_name``: md.keras's
+        ``add_weight`` gives Keras 3's ``'kernel'``, the same with and without a strategy)."""
+        return self.__dict__.get("_keras_name") or self._tf_name
+
+    @property
+    def _tf_name(self) -> str:
+        """TensorFlow's name (``'Dense.kernel:0'``), which reprs and error messages show whatever ``name`` is."""
         return f"{self._md_name}:0"
 
     @property
@@ -152,6 +176,11 @@ class Variable(torch.nn.Parameter):
     def assign_sub(self, delta: Any, use_locking: bool | None = None, name: str | None = None, read_value: bool = True):
         return self._update("assign_sub", delta)
 
+    __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__ = (_list_operand(m) for m in (
+        "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"))
+    __truediv__, __rtruediv__, __matmul__, __rmatmul__, __pow__ = (_list_operand(m) for m in (
+        "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__pow__"))
+
     # ``v += 1`` on a trainable variable: torch refuses an in-place op on a leaf that requires grad;
     # say it as TensorFlow does (it refuses ``+=`` on every tf.Variable) and name the fixes.
     def __iadd__(self, other):
@@ -181,16 +210,20 @@ class Variable(torch.nn.Parameter):
     def _coerce(self, value: Any, like: torch.Tensor) -> torch.Tensor:
         # The storage's torch device (a parameter-server variable's ``device`` is TF's name of its ps).
         tensor = _as_tensor(value, like.dtype, torch.Tensor.device.__get__(like))
-        if tensor.shape != like.shape and torch.broadcast_shapes(tensor.shape, like.shape) != like.shape:
+        try:
+            fits = tensor.shape == like.shape or torch.broadcast_shapes(tensor.shape, like.shape) == like.shape
+        except RuntimeError:   # torch's "cannot broadcast": TF's is a ValueError naming both shapes
+            fits = False
+        if not fits:
             raise ValueError(
-                f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self.name!r} "
+                f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self._tf_name!r} "
                 f"of shape {tuple(like.shape)}."
             )
         return tensor
 
     def __repr__(self) -> str:
         with torch.no_grad(), DisableTorchFunctionSubclass():
-            return _variable_repr(self.name, self._read())
+            return _variable_repr(self._tf_name, self._read())
 
     def __reduce_ex__(self, protocol):
         raise TypeError(

@@ -58,7 +58,7 @@ class AggregatingVariable(MirroredVariable):
 
     def __repr__(self) -> str:
         with torch.no_grad(), DisableTorchFunctionSubclass():
-            return _variable_repr(self.name, self._components[0])
+            return _variable_repr(self._tf_name, self._components[0])
 
 
 __all__ = ["AggregatingVariable"]

@@ -222,7 +222,7 @@ class DistributedVariable(Variable):
         """The error for copies written outside the update paths where replica ``replica``'s (global id)
         differs from replica 0's."""
         return ValueError(
-            f"Variable {self.name!r} was written inside strategy.run outside an optimizer step (an in-place op "
+            f"Variable {self._tf_name!r} was written inside strategy.run outside an optimizer step (an in-place op "
             f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`), and replica "
             f"{replica}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
             "copies drifted apart (DDP ranks drift alike). torch.autograd.grad returns each replica's own "
@@ -256,7 +256,7 @@ class DistributedVariable(Variable):
         with torch.no_grad(), DisableTorchFunctionSubclass():
             parts = []
             for i, c in enumerate(self._components):
-                name = self.name if i == 0 else f"{self._md_name}/replica_{i}:0"
+                name = self._tf_name if i == 0 else f"{self._md_name}/replica_{i}:0"
                 parts.append(f"  {i}: {_variable_repr(name, c)}")
         body = ",\n".join(parts)
         return f"{type(self).__name__}:{{\n{body}\n}}"
@@ -275,6 +275,8 @@ class DistributedVariable(Variable):
                 if mine.data_ptr() != new._components[0].data_ptr() or mine is new._components[0]:
                     mine.copy_(theirs)
         new._mark_synced()
+        if "_keras_name" in self.__dict__:   # a front end's name for it (md.keras's 'kernel')
+            new._keras_name = self._keras_name
         memo[id(self)] = new
         return new
 
@@ -299,7 +301,7 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
         primary = var._components[0]
         if new.device != primary.device:
             raise ValueError(
-                f"Cannot move {var.name!r} (created in {type(var._strategy).__name__}.scope()) from {primary.device} "
+                f"Cannot move {var._tf_name!r} (created in {type(var._strategy).__name__}.scope()) from {primary.device} "
                 f"to {new.device}: the strategy places each replica's copy on its own device. Convert dtypes "
                 "freely (model.double()), but leave devices to the strategy (drop the .to(device)/.cuda() call).")
         torch.Tensor.data.__set__(var, new)

@@ -64,7 +64,7 @@ def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value
         if agg is VariableAggregation.SUM and bool(torch.any(tensor != 0)):
             raise ValueError(
                 f"A non-DistributedValues value {value!r} cannot be reduced with the given reduce op "
-                f"ReduceOp.SUM: every replica wrote the same object to {var.name!r} (aggregation SUM), which "
+                f"ReduceOp.SUM: every replica wrote the same object to {var._tf_name!r} (aggregation SUM), which "
                 "would count it once per replica. Write a value computed in the replica (a tensor), use "
                 "aggregation MEAN or ONLY_FIRST_REPLICA, or assign in cross-replica context.")
         parts = [tensor] * n
@@ -87,7 +87,7 @@ class SyncOnReadVariable(DistributedVariable):
             if agg is VariableAggregation.NONE:
                 raise ValueError(
                     f"Could not convert from `md.VariableAggregation` {agg} to `md.distribute.ReduceOp` type: "
-                    f"SyncOnReadVariable {self.name!r} (aggregation NONE) has no value outside strategy.run. Read "
+                    f"SyncOnReadVariable {self._tf_name!r} (aggregation NONE) has no value outside strategy.run. Read "
                     "it inside strategy.run (each replica's own copy), read strategy.experimental_local_results(v), "
                     "or create it with aggregation SUM, MEAN or ONLY_FIRST_REPLICA.")
             if agg is VariableAggregation.ONLY_FIRST_REPLICA or self._strategy.num_replicas_in_sync == 1:
@@ -124,7 +124,7 @@ class SyncOnReadVariable(DistributedVariable):
             return self
         if self.aggregation is VariableAggregation.SUM and op != "assign":
             raise ValueError(
-                f"SyncOnReadVariable {self.name!r} with aggregation SUM does not support {op} in "
+                f"SyncOnReadVariable {self._tf_name!r} with aggregation SUM does not support {op} in "
                 "cross-replica context: the delta cannot be split between replicas. Use assign(), "
                 "or update it inside strategy.run."
             )

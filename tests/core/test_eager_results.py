@@ -103,3 +103,16 @@ def test_keras_attributes_travel_between_top_level_calls():
     assert type(embedded).__name__ == "EagerTensor"
     assert embedded._keras_mask.tolist() == [[True, True, False, False], [True, False, False, False]]
     assert K.layers.LSTM(3)(embedded).numpy().shape == (2, 3)
+
+
+def test_convert_to_tensor_of_a_variable_is_a_differentiable_snapshot():
+    """TF 2.21: ``tf.convert_to_tensor(v)`` keeps the value read (a later ``assign_add`` leaves it) and a
+    tape still differentiates through it."""
+    v = md.Variable([1.0, 2.0])
+    t = md.convert_to_tensor(v)
+    v.assign_add([1.0, 1.0])
+    assert t.numpy().tolist() == [1.0, 2.0]
+    with md.GradientTape() as tape:
+        y = md.reduce_sum(md.convert_to_tensor(v) * 3.0)
+    assert tape.gradient(y, v).tolist() == [3.0, 3.0]
+    assert md.convert_to_tensor(v, dtype=md.float64).dtype == torch.float64

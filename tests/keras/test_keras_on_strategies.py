@@ -132,15 +132,14 @@ def test_custom_training_loop_with_keras_pieces():
     for xb, yb in dist:
         strategy.run(step, args=(xb, yb))
     assert int(optimizer.iterations) == 3
-    # Outside strategy.run (TF's cross-replica context) one gradient goes to every copy, as TensorFlow's
-    # optimizer updates each copy with it: the copies stay equal (momentum moves them with zero gradients).
-    before = [v.detach().clone() for v in model.trainable_variables]
-    grads = [torch.zeros_like(v) for v in model.trainable_variables]
+    # In cross-replica context (a custom loop without strategy.run) TensorFlow 2.21 (tf.keras 2 and Keras 3)
+    # applies the one set of gradients to every copy: the copies stay equal.
+    grads = [torch.ones_like(v) for v in model.trainable_variables]
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     assert int(optimizer.iterations) == 4
-    for v, old in zip(model.trainable_variables, before):
-        first, second = (c.detach() for c in strategy.experimental_local_results(v))
-        assert torch.equal(first, second) and not torch.equal(first, old)
+    for v in model.trainable_variables:
+        first, second = strategy.experimental_local_results(v)
+        torch.testing.assert_close(first.detach().cpu(), second.detach().cpu(), rtol=0, atol=0)
 
 
 def test_synchronized_batch_norm_matches_one_device():
@@ -213,3 +212,36 @@ def test_fit_with_global_clipnorm_on_replicas_equals_one_device():
 
     for got, want in zip(fit(md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])), fit(None)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_apply_gradients_in_cross_replica_context_steps_as_one_device():
+    """The custom training walkthrough with the two added lines: no strategy.run, the model and a momentum
+    optimizer made in the scope; every copy takes one device's steps (its momentum slots included)."""
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    x, y = _data()
+    models = []
+    for scope in (strategy.scope(), md.distribute.get_strategy().scope()):
+        with scope:
+            torch.manual_seed(3)
+            model = _model()
+            optimizer = md.keras.optimizers.SGD(0.1, momentum=0.9, clipnorm=1.0)
+        loss_fn = md.keras.losses.SparseCategoricalCrossentropy()
+
+        def step(xb, yb):
+            with md.GradientTape() as tape:
+                loss = loss_fn(yb, model(xb, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+        if not models:   # first a step inside strategy.run (each variable's slots where the update plan keeps them)
+            dist = strategy.experimental_distribute_dataset(md.data.Dataset.from_tensor_slices((x[:32], y[:32])).batch(32))
+            for xb, yb in dist:
+                strategy.run(step, args=(xb, yb))
+        else:
+            step(x[:32], y[:32])
+        for start in range(32, N_EXAMPLES, 32):   # then the walkthrough's loop: no strategy.run
+            step(x[start:start + 32], y[start:start + 32])
+        models.append(model)
+    for distributed, plain in zip(models[0].trainable_variables, models[1].trainable_variables):
+        for copy in strategy.experimental_local_results(distributed):
+            torch.testing.assert_close(copy.detach().cpu(), plain.detach().cpu(), rtol=1e-6, atol=1e-7)

@@ -59,6 +59,13 @@ def _readable_outputs(outputs):
     return outputs
 
 
+def _python_numbers(x) -> bool:
+    """A (nested) non-empty list or tuple of Python numbers: one input tensor, as tf.keras converts it."""
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_python_numbers(i) for i in x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _shape_of(x):
     if isinstance(x, (list, tuple)):
         return [_shape_of(i) for i in x]
@@ -198,6 +205,12 @@ class Layer(LayerWeights, nn.Module):
         """The mask of this layer's output: the input's if ``supports_masking``, else None (override)."""
         return mask if self.supports_masking else None
 
+    @property
+    def submodules(self) -> tuple:
+        """The layers nested in this one, at any depth (tf.Module's ``submodules``, which tf.keras layers
+        have; the intro_to_modules guide lists a model's), torch's containers passed through."""
+        return tuple(m for m in self.modules() if m is not self and isinstance(m, Layer))
+
     def add_loss(self, loss):
         """Add a loss to this call (e.g. an activity penalty); ``model.losses`` lists it, ``fit`` adds it."""
         layer_losses.add_call_loss(self, loss)
@@ -280,14 +293,18 @@ class Layer(LayerWeights, nn.Module):
         out_mask = self.compute_mask(inputs, mask)
         if out_mask is not None:
             layer_losses.attach_mask(outputs, out_mask)
-        if self._output_shape is None:
+        if kt.inferring():   # run on zeros inside a symbolic call: a dim the dummy sizes change is unknown
+            if self._output_shape is None or self.__dict__.get("_shape_from_zeros"):
+                self._record_output_shape(outputs, merge=self.__dict__.get("_shape_from_zeros", False))
+                self._shape_from_zeros = True
+        elif self._output_shape is None:
             self._record_output_shape(outputs)
         return outputs
 
     def _convert_inputs(self, inputs):
         """numpy -> tensor, and floating inputs cast to a non-mixed policy's dtype (Keras autocasting)."""
-        if isinstance(inputs, np.ndarray):
-            inputs = torch.from_numpy(inputs)
+        if isinstance(inputs, np.ndarray) or _python_numbers(inputs):   # tf.keras: `layer([[2.0, 2.0, 2.0]])`
+            inputs = torch.from_numpy(np.asarray(inputs))
         if self._dtype_policy.is_mixed:
             return inputs
         target = self._compute_torch_dtype
@@ -304,11 +321,14 @@ class Layer(LayerWeights, nn.Module):
         leaf = kt.flatten(inputs)[0]
         return leaf.device.type if isinstance(leaf, torch.Tensor) else "cpu"
 
-    def _record_output_shape(self, outputs):
+    def _record_output_shape(self, outputs, merge=False):
+        """``output_shape`` from a call's outputs; ``merge``: None where it differs from the shape recorded before
+        (two runs on zeros of different unknown lengths: a nested layer's dims that follow them)."""
         def shape(o):
             return (None,) + tuple(o.shape[1:]) if len(o.shape) else tuple(o.shape)
         flat = kt.flatten(outputs)
-        self._output_shape = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
+        new = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
+        self._output_shape = _merged_shape(self._output_shape, new) if merge else new
 
     # ----- introspection ---------------------------------------------------------------------
     @property
@@ -361,3 +381,12 @@ class Layer(LayerWeights, nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
+
+
+def _merged_shape(old, new):
+    """``new`` with None where ``old`` (a shape, or a list of them) has another size."""
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [_merged_shape(a, b) for a, b in zip(old, new)]
+    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
+        return tuple(b if a == b else None for a, b in zip(old, new))
+    return new

@@ -11,6 +11,7 @@ import threading
 import torch
 
 from multidev.keras.layers import layer_state
+from multidev.keras.layers.tensor_operators import TensorOperators
 
 _DUMMY_BATCH = 2
 _DUMMY_SIZES = (24, 25)   # two sizes for unknown non-batch dims, to tell which output dims are unknown
@@ -20,7 +21,7 @@ _DUMMY_SIZES = (24, 25)   # two sizes for unknown non-batch dims, to tell which 
 _FALLBACK_SIZES = ((8, 9), (4, 5), (2, 3), (1, 2))
 
 
-class KerasTensor:
+class KerasTensor(TensorOperators):
     """Placeholder for a batch of values: ``shape`` has ``None`` for the batch (and unknown) dims."""
 
     def __init__(self, shape, dtype=torch.float32, history=None, name=None):

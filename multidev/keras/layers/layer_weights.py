@@ -36,6 +36,13 @@ class KerasParameter(nn.Parameter):
         program's ``"variance" in w.name`` runs on one device too (torch's ``Tensor.name`` is None)."""
         return self.__dict__.get("_keras_name")
 
+    def __deepcopy__(self, memo):
+        """torch's copy of a Parameter, keeping Keras's ``name`` (torch's drops the instance's attributes)."""
+        copied = super().__deepcopy__(memo)
+        if "_keras_name" in self.__dict__:
+            copied._keras_name = self._keras_name
+        return copied
+
     def numpy(self) -> np.ndarray:
         return self.detach().cpu().numpy().copy()   # a snapshot, as TensorFlow's numpy() is
 
@@ -79,6 +86,14 @@ class KerasBuffer(torch.Tensor):
 
     def __reduce_ex__(self, proto):
         return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
+
+    def __deepcopy__(self, memo):
+        """A new buffer with a copy of the value and Keras's ``name`` (torch's default needs ``new_empty``)."""
+        if id(self) not in memo:
+            copied = memo[id(self)] = KerasBuffer(self.detach().clone())
+            if "_keras_name" in self.__dict__:
+                copied._keras_name = self._keras_name
+        return memo[id(self)]
 
     value = KerasParameter.value
     name = KerasParameter.name
@@ -137,12 +152,10 @@ class LayerWeights:
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:
             parameter = KerasParameter(value, requires_grad=self.trainable)
-            parameter._keras_name = name      # Keras's variable.name (exclude_from_weight_decay matches it)
             self.register_parameter(name, parameter)
         else:
             layer_state.register_state(self, name, value, KerasBuffer, synchronization, aggregation)
-            if isinstance(self._buffers[name], KerasBuffer):
-                self._buffers[name]._keras_name = name
+        _name_weight(getattr(self, name), name)
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 
@@ -155,11 +168,25 @@ class LayerWeights:
         containers (``nn.ModuleList``: Sequential's and functional models' layers, lists of layers
         in subclassed models) keep their own ``trainable`` flag."""
         eff = parent_trainable and self._trainable
-        for attr, trainable in sorted(self._weight_specs, key=lambda spec: not spec[1]):  # stable: Keras 3 order
+        specs = self._weight_specs + self._variable_attributes()
+        for attr, trainable in sorted(specs, key=lambda spec: not spec[1]):  # stable: Keras 3 order
             yield self._registered_weight(attr), trainable and eff
         for child in self._modules.values():
             if child is not None:
                 yield from _module_weights(child, eff)
+
+    def _variable_attributes(self) -> list[tuple[str, bool]]:
+        """``(name, trainable)`` of variables assigned as attributes (``self.w = md.Variable(5.0)``, the
+        basic_training_loops guide's Keras model), which tf.keras tracks as weights as it does
+        ``add_weight``'s: without them ``fit`` would train nothing, silently."""
+        named = {name for name, _ in self._weight_specs}
+        known = {id(dict.get(self._parameters, name)) for name in named}   # `self.w2 = self.kernel`: an alias
+        out = []
+        for name, p in dict.items(self._parameters):
+            if p is not None and name not in named and id(p) not in known:
+                known.add(id(p))
+                out.append((name, bool(getattr(p, "trainable", p.requires_grad))))
+        return out
 
     def _registered_weight(self, attr: str):
         # dict.get reads the stored value: a replica-aware dict's [] would give a replica's copy.
@@ -263,3 +290,10 @@ class LayerWeights:
                 "Build it first by calling it on data or with `build(input_shape)`."
             )
         return int(sum(w.numel() for w in self.weights))
+
+
+def _name_weight(weight, name: str) -> None:
+    """Give ``weight`` Keras 3's ``name`` (``'kernel'``): the registered object, which under a strategy's scope
+    is the distributed variable made from the layer's tensor (TF's ``'Dense.kernel:0'`` otherwise)."""
+    if isinstance(weight, torch.Tensor):
+        weight._keras_name = name

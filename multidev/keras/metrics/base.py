@@ -52,7 +52,7 @@ def _replicated_strategy():
 def _tagging_result(result):
     """``result`` that, inside a Keras step on a strategy, tags the tensor it returns with its metric: a custom
     ``train_step`` returning ``{"loss": self.total_loss_tracker.result()}`` (keras.io's VAE) names it otherwise,
-    and the step's logs read that metric once merged (``strategy_runner._logs``), not the replica's own part."""
+    and the step's logs read that metric once merged (``replica_logs.step_logs``), not the replica's own part."""
     def tagged(self, *args, **kwargs):
         out = result(self, *args, **kwargs)
         if isinstance(out, torch.Tensor) and metric_store() is not None:

@@ -58,14 +58,17 @@ class LossesContainer:
         return fn.call(y_true, y_pred) if isinstance(fn, losses_mod.Loss) else fn(y_true, y_pred)
 
     @staticmethod
-    def _reduce(per, sample_weight, divisor, fn=None):
+    def _reduce(per, sample_weight, divisor, fn=None, batch=None):
         """This replica's part of the batch loss. A mean divides by the global batch; a Loss's 'sum'
         sums (the replicas' sums add up to the batch's); a mean over a Keras mask (``ignore_class``) or
         'mean_with_sample_weight' divides by this replica's own count, times 1/replicas, as Keras 3
         on TensorFlow does (its 2-replica result then differs from its one-device one). Weights follow
         Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
-        if per.ndim == 0:                  # a user function that already reduced
-            return per
+        if per.ndim == 0:   # a user function that already took this replica's mean (mse of a 1-D y)
+            if batch is None or batch == divisor:
+                return per
+            # the replica's share of the global mean, so 2 replicas train as one device (TF: per / replicas)
+            return per * (batch / divisor) if batch else per.nan_to_num() * 0.0
         if per.numel() == 0:               # a replica without examples (an uneven last batch)
             return per.sum()
         reduction = fn.reduction if isinstance(fn, losses_mod.Loss) else "sum_over_batch_size"
@@ -102,7 +105,7 @@ class LossesContainer:
             if mask is not None and per.ndim > 0:
                 value = loss_masks.masked_loss(per, mask, sw)
             else:
-                value = self._reduce(per, sw, divisor, fn)
+                value = self._reduce(per, sw, divisor, fn, batch)
             if self.output_trackers and batch:
                 self.output_trackers[i].update_state(value.detach() * scale, sample_weight=batch)
             total = value * w if total is None else total + value * w

@@ -14,6 +14,7 @@ from torch import nn
 from multidev.keras import backend
 from multidev.keras.layers.input_layer import InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor, flatten, map_structure
+from multidev.keras.layers.symbolic_ops import OpLayer
 from multidev.keras.models import input_dtypes
 from multidev.keras.models.model import Model
 
@@ -121,6 +122,12 @@ class Functional(Model):
 
     @property
     def layers(self) -> list:
+        """The layers, without Keras 3's op nodes (``x + y``, ``ops.mean``: symbolic_ops); tf.keras 2's
+        ``TFOpLambda`` nodes (``md.concat``) are layers, as there."""
+        return [l for l in self._modules["layers"] if not isinstance(l, OpLayer) or l.listed]
+
+    def _summary_layers(self) -> list:
+        """Every node's layer, op nodes included (``model.summary()`` lists them, as Keras 3's)."""
         return list(self._modules["layers"])
 
     @property
@@ -134,6 +141,12 @@ class Functional(Model):
     @property
     def input_shape(self):
         shapes = [kt.shape for kt in self.inputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_shape(self):
+        """The graph's output shapes (None for unknown dims, as tf.keras 2's nodes give them), not the last batch's."""
+        shapes = [tuple(kt.shape) for kt in self.outputs]
         return shapes[0] if len(shapes) == 1 else shapes
 
     def _output_names(self) -> list:
@@ -190,7 +203,7 @@ class Functional(Model):
         """JSON-able graph: each layer's config and the calls (``inbound_nodes``) that feed it."""
         from multidev.keras.saving.serialization import serialize_layer
         layers = []
-        for layer in self.layers:
+        for layer in self._summary_layers():
             nodes = [n for n in self._nodes if n.layer is layer and not isinstance(layer, InputLayer)]
             layers.append({**serialize_layer(layer), "name": layer.name,
                            "inbound_nodes": [{"args": map_structure(self._node_key, n.inputs), "kwargs": n.kwargs}

@@ -204,6 +204,12 @@ class Model(Trainer, Layer):
         from multidev.saved_model.export import export_keras
         export_keras(self, filepath, input_signature)
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy(model)``: Keras 3's (a save and load round trip), see ``model_io.copy_model``."""
+        from multidev.keras.saving.model_io import copy_model
+        memo[id(self)] = copied = copy_model(self)
+        return copied
+
     def get_config(self) -> dict:
         raise NotImplementedError(
             f"Model {type(self).__name__!r} is a subclassed model: implement get_config()/from_config() to save its "

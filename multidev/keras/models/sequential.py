@@ -99,7 +99,7 @@ class Sequential(Model):
     @property
     def output_shape(self):
         """The last layer's output shape once the input is known (Keras 3: from the symbolic graph)."""
-        if self._output_shape is None and self._has_symbolic():
+        if self._has_symbolic():   # the graph's (None for unknown dims), not the last batch's
             return tuple(self.__dict__["_last_output"].shape)
         return super().output_shape
 

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from multidev.distribute.batch_split import split_element
-from multidev.keras.metrics.base import result_of, sum_states_across_workers
+from multidev.keras.metrics.base import sum_states_across_workers
+from multidev.keras.models.replica_logs import step_logs
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
@@ -65,7 +66,7 @@ class StrategyStepRunner:
         if kind == "predict":
             return strategy.gather(outputs, axis=0) if total > 1 else outputs
         merged = self._merge_metrics(model, inputs.metric_states)
-        return _logs(model, merged, local_value(outputs, 0) if local > 1 else outputs)
+        return step_logs(model, merged, outputs, extended)
 
     def _merge_metrics(self, model, stores: tuple[dict, ...]) -> list:
         """Fold every metric the replicas updated into its own state: ``model.metrics``, then any
@@ -91,26 +92,6 @@ class StrategyStepRunner:
         for m, d in zip(metrics, deltas):
             m.merge_state([d])
         return metrics
-
-
-def _logs(model, metrics: list, returned: Any) -> dict:
-    """The step's logs: what replica 0's ``train_step``/``test_step`` returned, each metric's entry
-    read from the merged metric (a replica's ``result()`` saw only its own part of the step); a
-    step that returned no dict gets every metric's result."""
-    if not isinstance(returned, dict):
-        return model.get_metrics_result()
-    merged = {m.name: m.result() for m in metrics}
-    flat = {}
-    for key, value in returned.items():
-        flat.update(value if isinstance(value, dict) else {key: value})   # compile_metrics: its entries
-    return {key: merged[key] if key in merged else _merged_result(value) for key, value in flat.items()}
-
-
-def _merged_result(value):
-    """A returned value that is a metric's ``result()`` under another name ({"loss": tracker.result()}): that
-    metric's result once every replica's part is merged; any other value as replica 0 returned it."""
-    metric = result_of(value)
-    return value if metric is None else metric.result()
 
 
 def _is_distributed(data: Any) -> bool:

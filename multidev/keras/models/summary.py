@@ -44,7 +44,7 @@ def print_summary(model, line_length=None, positions=None, print_fn=None) -> Non
     positions = [int(line_length * p) if p <= 1 else int(p) for p in fractions]
     header = ["Layer (type)", "Output Shape", "Param #"] + (["Connected to"] if graph else [])
     lines = [f'Model: "{model.name}"', "_" * line_length, _row(header, positions), "=" * line_length]
-    layers = model.layers
+    layers = model._summary_layers() if graph else model.layers
     for i, layer in enumerate(layers):
         try:
             shape = _fmt_shape(layer.output_shape) if type(layer).__name__ != "InputLayer" else f"[{_fmt_shape(layer.output_shape)}]"

@@ -25,6 +25,7 @@ from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
 from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
+from multidev.keras.models.replica_logs import check_reduction
 from multidev.keras.models.worker_batches import per_worker_input
 from multidev.keras.models.worker_input import worker_input_check
 from multidev.keras.models.resume import worker_rng_sync
@@ -66,6 +67,17 @@ class Trainer:
         self._compile_config = None
         self._resume_point = None        # set by BackupAndRestore.on_train_begin (see resume.py)
         self._train_iterator = None      # the running fit's EpochIterator (its input position)
+        self._distribute_reduction_method = None
+
+    @property
+    def distribute_reduction_method(self) -> str:
+        """How a strategy's step reduces the replicas' raw returned values in the logs ("auto": their mean,
+        as TF 2.21's tf.keras; "sum": tf-keras 2's; "first": replica 0's). See replica_logs.py."""
+        return self._distribute_reduction_method or "auto"
+
+    @distribute_reduction_method.setter
+    def distribute_reduction_method(self, value):
+        self._distribute_reduction_method = None if value is None else check_reduction(value)
 
     # ----- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, weighted_metrics=None,

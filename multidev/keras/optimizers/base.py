@@ -28,7 +28,7 @@ import threading
 
 import torch
 
-from multidev.keras.optimizers import schedules
+from multidev.keras.optimizers import cross_replica, schedules
 from multidev.keras.optimizers.ema import MovingAverages
 from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev.keras.optimizers.rules import KerasRule
@@ -133,9 +133,7 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
         lr = self._current_lr()    # read before aggregation, so every replica uses this step's rate
-        if self._in_cross_replica_of_strategy([v for _, v in pairs]):
-            self._apply_to_every_copy(pairs, lr)
-        elif skip_gradients_aggregation:   # TensorFlow's: each replica applies its own to its own copies
+        if skip_gradients_aggregation:   # TensorFlow's: each replica applies its own to its own copies
             self._apply_own(_grads(pairs, LocalGrads), [v for _, v in pairs], lr)
         elif self._clips():              # Keras sums, then clips
             pairs = self._clip(self._aggregate_gradients(pairs))
@@ -143,31 +141,6 @@ class Optimizer:
         else:                            # the plan sums (a split update where each gradient is applied)
             self._apply(_grads(pairs, LocalGrads), [v for _, v in pairs], lr)
         return self.iterations
-
-    def _in_cross_replica_of_strategy(self, variables: list) -> bool:
-        """Called outside ``strategy.run`` (and outside a ``merge_call``) on variables of a strategy's scope."""
-        if current_replica_id() is not None:
-            return False
-        self._ensure_built(variables)
-        strategy = self._rules.strategy
-        if strategy is None:
-            return False
-        from multidev.distribute.replica_context import merge_call_strategy   # distribute sits above keras
-        return merge_call_strategy() is None
-
-    def _apply_to_every_copy(self, pairs: list, lr: float) -> None:
-        """TensorFlow's ``apply_gradients`` in cross-replica context (a custom loop with no ``strategy.run``,
-        as the fault-tolerance guide's): the gradients are the whole batch's, of the cross-replica (primary)
-        values, so every replica applies them, clipped as given, to its own copies and slots: nothing is
-        summed, and the copies stay equal. Runs as one ``strategy.run`` of the update alone."""
-        pairs = self._clip(pairs) if self._clips() else pairs
-        variables = [v for _, v in pairs]
-
-        def update_this_replica():
-            here = tuple(g.to(local_view(v).device) for g, v in pairs)
-            self._step(SummedGrads(here), variables, lr, own=False)
-
-        self._rules.strategy.run(update_this_replica)
 
     def _clips(self) -> bool:
         return self.clipvalue is not None or self.clipnorm is not None or self.global_clipnorm is not None
@@ -265,12 +238,9 @@ class Optimizer:
     def _step(self, grads, variables, lr, own: bool):
         plan = self._update_plan(variables)
         rules, replica = self._rules, current_replica_id()
-        if replica is None and rules.strategy is not None:   # in a merge_call
-            raise RuntimeError(
-                f"{type(self).__name__}.apply_gradients() over variables created in "
-                f"{type(rules.strategy).__name__}.scope() cannot be called inside merge_call: call it in the "
-                "replica function (strategy.run) so every replica's gradients are summed, or outside "
-                "strategy.run to apply one gradient to every copy.")
+        if replica is None and rules.strategy is not None:   # a custom loop without strategy.run
+            cross_replica.apply_on_every_replica(self, rules.strategy, grads, variables, lr)
+            return
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
         iteration = self._ema_iteration(rules)
@@ -377,8 +347,8 @@ def _check_options(kwargs: dict, clipnorm, clipvalue, global_clipnorm) -> None:
 
 
 def _name(variable) -> str:
-    """A variable's name as Keras matches it: ``kernel`` (a layer weight's ``Dense.kernel:0`` under a
-    strategy loses its layer and suffix)."""
+    """A variable's name as Keras matches it: ``kernel`` (a layer weight's ``name`` is already, on one device and
+    under a strategy; another variable's ``Dense.kernel:0`` loses its prefix and suffix)."""
     name = str(getattr(variable, "_keras_name", None) or getattr(variable, "name", None) or "")
     name = name[:-2] if name.endswith(":0") else name
     return re.split(r"[./]", name)[-1] if hasattr(variable, "_keras_name") or "." in name else name

@@ -133,6 +133,29 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, veri
     members = _read_members(path)
     if CONFIG not in members or WEIGHTS not in members:
         raise ValueError(f"{path!r} is missing {CONFIG!r} or {WEIGHTS!r}; it was not written by model.save().")
+    return _from_members(members, path, custom_objects, compile, verify_checksum)
+
+
+def copy_model(model):
+    """``copy.deepcopy(model)`` as Keras 3 makes it (a pickle round trip through its saving): the model saved and
+    loaded in memory (architecture, weights, compile and optimizer state), its new variables created under the
+    current strategy's scope (distributed there, plain tensors outside any), sharing nothing with ``model``.
+
+    Raises:
+        TypeError: for a model that cannot be re-created from its config (Keras 3's "Could not locate class").
+    """
+    try:
+        members = _members(model, include_optimizer=True) if weights_io.variable_dict(model) else {
+            CONFIG: json.dumps({"format": FORMAT, **serialize_layer(model), "compile_config": _compile_config(model)})}
+    except (NotImplementedError, ValueError) as err:
+        raise TypeError(f"Cannot copy.deepcopy model {model.name!r}: {err} (Keras 3's deepcopy saves and reloads the "
+                        "model too.) To copy a teacher's weights, build a new instance and call "
+                        "new.set_weights(model.get_weights()).") from err
+    return _from_members(members, f"<copy.deepcopy of {model.name!r}>", None, True, False)
+
+
+def _from_members(members: dict, path: str, custom_objects, compile: bool, verify_checksum: bool):
+    """The model of a saved model's members (``path`` names them in errors)."""
     try:
         config = json.loads(members[CONFIG])
     except ValueError as err:
@@ -143,9 +166,10 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, veri
         model = subclassed.rebuild(config[subclassed.CLASS_KEY], custom_objects)
     else:
         model = deserialize_layer(config, custom_objects)
-    tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}", verify_checksum)
     variables = weights_io.variable_dict(model)
-    weights_io.check_and_assign(variables, tensors, f"{path}/{WEIGHTS}")
+    if WEIGHTS in members:   # an unbuilt model's copy has none
+        tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}", verify_checksum)
+        weights_io.check_and_assign(variables, tensors, f"{path}/{WEIGHTS}")
     cc = config.get("compile_config")
     if compile and cc:
         model.compile(optimizer=optimizers.get(cc["optimizer"]), loss=_loss(cc["loss"]), metrics=_metric(cc["metrics"]),

@@ -53,6 +53,9 @@ def _builtins() -> dict:
 
 def serialize_layer(layer) -> dict:
     """``{"class_name", "config"}`` of a layer or model (plus ``registered_name`` for a registered class)."""
+    from multidev.keras.layers import symbolic_ops
+    if isinstance(layer, symbolic_ops.OpLayer):   # an op node: saved by the op's name (never pickled)
+        return symbolic_ops.serialize(layer)
     out = {"class_name": type(layer).__name__, "config": layer.get_config()}
     if type(layer) in _REGISTERED:
         out["registered_name"] = _REGISTERED[type(layer)]
@@ -71,6 +74,9 @@ def resolve_class(class_name, custom_objects=None):
 
 def deserialize_layer(config: dict, custom_objects=None):
     """Rebuild a layer/model from ``serialize_layer`` output."""
+    from multidev.keras.layers import symbolic_ops
+    if symbolic_ops.is_op_config(config):
+        return symbolic_ops.deserialize(config)
     registered = config.get("registered_name")
     known = registered is not None and any(registered in t for t in (custom_objects or {}, _CUSTOM))
     cls = resolve_class(registered if known else config["class_name"], custom_objects)
