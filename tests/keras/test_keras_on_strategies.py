@@ -245,3 +245,27 @@ def test_apply_gradients_in_cross_replica_context_steps_as_one_device():
     for distributed, plain in zip(models[0].trainable_variables, models[1].trainable_variables):
         for copy in strategy.experimental_local_results(distributed):
             torch.testing.assert_close(copy.detach().cpu(), plain.detach().cpu(), rtol=1e-6, atol=1e-7)
+
+
+def test_apply_gradients_inside_merge_call_is_refused_at_once():
+    strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = _model()
+        optimizer = md.keras.optimizers.SGD(0.1)
+        optimizer.build(model.trainable_variables)
+
+    def step():
+        grads = [torch.ones_like(v) for v in model.trainable_variables]
+        md.distribute.get_replica_context().merge_call(
+            lambda strategy, g: optimizer.apply_gradients(zip(g, model.trainable_variables)), args=(grads,))
+
+    with pytest.raises(RuntimeError, match="cannot be called inside merge_call: call it in the replica function"):
+        strategy.run(step)
+    assert int(optimizer.iterations) == 0
+
+    def good_step():     # the replicas still meet afterwards
+        optimizer.apply_gradients(zip([torch.ones_like(v) for v in model.trainable_variables],
+                                      model.trainable_variables))
+
+    strategy.run(good_step)
+    assert int(optimizer.iterations) == 1
