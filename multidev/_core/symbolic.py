@@ -7,6 +7,8 @@ The front end registers its placeholder type and a handler; this module imports 
 
 from __future__ import annotations
 
+import torch
+
 _HANDLERS: list = []   # [(placeholder types, handler(fn, public_name, args, kwargs))]
 
 
@@ -18,6 +20,8 @@ def register(types: tuple, handler) -> None:
 def contains(value, types) -> bool:
     """Whether ``value`` or anything nested in its lists/tuples/dicts is an instance of ``types``."""
     kind = type(value)
+    if kind is torch.Tensor:        # the eager case, first: every op call passes here
+        return False
     if kind is list or kind is tuple:
         for item in value:          # a loop, not any(genexpr): every md.* op call passes here
             if contains(item, types):

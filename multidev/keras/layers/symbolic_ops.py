@@ -22,6 +22,7 @@ import inspect
 import numpy as np
 import torch
 
+from multidev._core import symbolic
 from multidev.keras import backend
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers.base import Layer
@@ -177,17 +178,10 @@ def dispatching(function, key):
 
 
 def _symbolic(value) -> bool:
-    kind = type(value)
-    if kind is torch.Tensor:
-        return False
-    if kind is list or kind is tuple:
-        for item in value:          # a loop, not any(genexpr): every md.keras.ops call passes here
-            if _symbolic(item):
-                return True
-        return False
-    if kind is dict:
-        return _symbolic(list(value.values()))
-    return isinstance(value, kt.KerasTensor)
+    return symbolic.contains(value, _KERAS_TENSOR)
+
+
+_KERAS_TENSOR = (kt.KerasTensor,)
 
 
 def md_op_handler(function, public, args, kwargs):
@@ -330,13 +324,12 @@ TORCH_KEYS: dict = {}
 
 def install() -> None:
     """Make md.keras.ops, md.keras.activations and the ``md.*`` ops build nodes on KerasTensors (once, at import)."""
-    from multidev._core import symbolic
     from multidev.keras import activations, ops
     for module in (ops.core, ops.elementwise, ops.nn, ops.numpy, ops.image):
         _install_module(module, "keras.ops", vars(ops))
     _install_activations(activations)
     _FUNCTIONS.setdefault("keras.ops.get_item", _get_item())
-    symbolic.register((kt.KerasTensor,), md_op_handler)
+    symbolic.register(_KERAS_TENSOR, md_op_handler)
 
 
 def _get_item():
