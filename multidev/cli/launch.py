@@ -4,7 +4,9 @@ Local: ``multidev launch --workers 2 [--chief] [--ps 1] [--devices-per-worker K]
 starts one process per task with ``TF_CONFIG`` on free loopback ports, prefixes every output line
 with ``[worker 0]``, stops everyone when one task fails and returns its exit code; Ctrl-C stops all.
 Every task gets the job's secret in ``MULTIDEV_JOB_SECRET`` (a fresh random one unless already set),
-so that only these tasks are admitted to the job's rendezvous.
+so that only these tasks are admitted to the job's rendezvous; the chief and workers also get torchrun's
+``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` (``torchrun_variables``), which ported
+DDP programs read.
 
 Multi-host: add ``--nnodes N --node-rank R --rdzv-endpoint HOST:PORT`` and the job is handed to
 torch's elastic launcher (``torch.distributed.run``), which sets RANK/WORLD_SIZE/MASTER_ADDR/...;
@@ -142,6 +144,28 @@ def _task_env(cluster: dict, role: str, index: int, args: argparse.Namespace, to
     return env
 
 
+TORCHRUN_RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+
+
+def torchrun_variables(compute: list[tuple[str, int]], role: str, index: int) -> dict[str, str]:
+    """torchrun's rank variables for one task of a local job, so that a DDP program's
+    ``int(os.environ["LOCAL_RANK"])`` (the DDP tutorial series' Trainer) or a ``DistributedSampler(dataset,
+    num_replicas=int(os.environ["WORLD_SIZE"]), rank=int(os.environ["RANK"]))`` reads the job it runs in.
+
+    The compute tasks (chief, then workers: TF_CONFIG's collective order, ``worker_index``) are ranks
+    0..n-1 on one host; a parameter server is no rank (empty: its variables are removed). MASTER_ADDR
+    and MASTER_PORT stay unset: TF_CONFIG describes the cluster, and a strategy reads it first.
+
+    Example:
+        >>> torchrun_variables([("worker", 0), ("worker", 1)], "worker", 1)
+        {'RANK': '1', 'LOCAL_RANK': '1', 'WORLD_SIZE': '2', 'LOCAL_WORLD_SIZE': '2'}
+    """
+    if (role, index) not in compute:
+        return {}
+    rank, size = str(compute.index((role, index))), str(len(compute))
+    return dict(zip(TORCHRUN_RANK_VARIABLES, (rank, rank, size, size)))
+
+
 def _command(args: argparse.Namespace) -> list[str]:
     target = ["-m", args.script] if args.module else [args.script]
     return [sys.executable, *target, *args.script_args]
@@ -246,6 +270,9 @@ def _run_local(args: argparse.Namespace) -> int:
         for role, index in roles:
             env = _task_env(cluster, role, index, args, len(roles))
             env[SECRET_ENV] = secret
+            for name in TORCHRUN_RANK_VARIABLES:   # a parameter server (or an outer job's value) is no rank here
+                env.pop(name, None)
+            env.update(torchrun_variables(compute, role, index))
             if slices is not None:
                 env["CUDA_VISIBLE_DEVICES"] = slices[compute.index((role, index))] if role != "ps" else ""
             tasks.append(_Task(role, index, _command(args), env, lock))
