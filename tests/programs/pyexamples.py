@@ -30,6 +30,7 @@ import shutil
 import tempfile
 
 import torch
+import torch.utils.checkpoint
 import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
@@ -489,4 +490,62 @@ PYEXAMPLES = [
             refused=TORCH_DISTRIBUTED, workers_refused=TORCH_DISTRIBUTED),
     Program("buffer_counter_train_eval", _counting_build, _class_batches(92), _counting_step,
             observe=_counting_observe),
+]
+
+
+# --- random state inside the step: activation checkpointing over dropout, a seed set in the step ------------
+class CheckpointedDropoutNet(nn.Module):
+    """Hugging Face's gradient checkpointing over blocks with dropout (0.1 in their configs): the
+    recomputation in backward restores the forward's random state (``preserve_rng_state=True``)."""
+
+    def __init__(self, reentrant: bool):
+        super().__init__()
+        self.embed = nn.Linear(6, 6)   # the blocks' input requires grad (reentrant checkpointing needs it)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Dropout(0.3)) for _ in range(2))
+        self.head = nn.Linear(6, 3)
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        x = self.embed(x)
+        for block in self.blocks:
+            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=self.reentrant)
+        return self.head(x)
+
+
+def _checkpoint_dropout_build(reentrant: bool):
+    def build():
+        torch.manual_seed(13)
+        model = CheckpointedDropoutNet(reentrant).double()
+        return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.5)}
+    return build
+
+
+def _plain_step(state, batch, carry):
+    x, y = batch
+    state["opt"].zero_grad()
+    loss = F.cross_entropy(state["model"](x), y)
+    loss.backward()
+    state["opt"].step()
+    return loss.detach(), carry
+
+
+def _seeded_step(state, batch, carry):
+    """A step that seeds torch itself (``torch.manual_seed(seed + step)``) before its dropout draws."""
+    (i,) = carry
+    torch.manual_seed(1000 + int(i))
+    loss, _ = _plain_step(state, batch, carry)
+    return loss, (i + 1,)
+
+
+def _dropout_build():
+    torch.manual_seed(14)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3)).double()
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.5)}
+
+
+PYEXAMPLES += [
+    *(Program(f"checkpoint_dropout_{kind}", _checkpoint_dropout_build(kind == "reentrant"), _class_batches(91),
+              _plain_step, compare_one_device=False) for kind in ("reentrant", "non_reentrant")),
+    Program("manual_seed_in_step", _dropout_build, _class_batches(90), _seeded_step, compare_one_device=False,
+            initial_carry=lambda bsz: (torch.zeros((), dtype=F64),)),
 ]
