@@ -18,12 +18,18 @@ MultiWorkerMirroredStrategy), float64:
   ``dist.all_reduce(param.grad.data)``, which DDP averages a second time to the same numbers and
   multidev refuses naming its own reduction (never a silent double average);
 * a module counting its training batches in a ``register_buffer`` in ``forward`` (``self.steps += 1``)
-  with ``model.train()`` / ``model.eval()`` switching inside the loop.
+  with ``model.train()`` / ``model.eval()`` switching inside the loop;
+* random state in the step: activation checkpointing over dropout (its recomputation in backward must
+  replay each replica's masks) and ``torch.manual_seed(seed + step)`` in the step;
+* Hugging Face style accumulation over steps: one micro-batch per run, ``model.no_sync()`` under DDP
+  on all but the last, ``.grad`` accumulated across runs, then clipping, AdamW, ``OneCycleLR`` and an
+  ``AveragedModel`` EMA at each update.
 
 This module imports only torch: the DDP runner must not import multidev.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -548,4 +554,53 @@ PYEXAMPLES += [
               _plain_step, compare_one_device=False) for kind in ("reentrant", "non_reentrant")),
     Program("manual_seed_in_step", _dropout_build, _class_batches(90), _seeded_step, compare_one_device=False,
             initial_carry=lambda bsz: (torch.zeros((), dtype=F64),)),
+]
+
+
+# --- Hugging Face style accumulation over steps: no_sync on all but the last micro-batch, one update ----
+ACCUMULATION_STEPS = 2
+
+
+def _accumulation_build():
+    torch.manual_seed(15)
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.1), nn.Linear(16, 3)).double()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.01)
+    return {"model": model, "optimizer": optimizer,
+            "scheduler": torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=3),
+            "ema": torch.optim.swa_utils.AveragedModel(model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(0.9))}
+
+
+def _accumulation_step(state, batch, carry):
+    """One micro-batch per ``strategy.run`` (a loader's batch each), the update every 2nd: DDP skips its
+    all-reduce under ``no_sync()`` (multidev has none to skip: the port drops it), ``.grad`` accumulates
+    across the runs; clipping, the optimizer, the schedule and an EMA of the weights at each update."""
+    (i,) = carry
+    x, y = batch
+    model = state["model"]
+    update = (int(i) + 1) % ACCUMULATION_STEPS == 0
+    no_sync = model.no_sync() if hasattr(model, "no_sync") and not update else contextlib.nullcontext()
+    with no_sync:
+        loss = F.cross_entropy(model(x), y) / ACCUMULATION_STEPS
+        loss.backward()
+    if update:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        state["optimizer"].step()
+        state["scheduler"].step()
+        state["optimizer"].zero_grad()
+        state["ema"].update_parameters(model)
+    return loss.detach(), (i + 1,)
+
+
+def _six_batches():
+    g = _gen(89)
+    return [(torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g))
+            for _ in range(6)]
+
+
+PYEXAMPLES += [
+    # DDP sums the micro-batches' local gradients before its one all-reduce, multidev averages each
+    # (no_sync has nothing to skip): the same sums in another order, a rounding apart
+    Program("accumulation_across_steps_no_sync", _accumulation_build, _six_batches, _accumulation_step,
+            initial_carry=lambda bsz: (torch.zeros((), dtype=F64),), averaged=("ema",), compare_one_device=False,
+            observe=lambda state: [state["optimizer"].param_groups[0]["lr"], float(state["ema"].n_averaged)]),
 ]
