@@ -301,6 +301,14 @@ class AverageMeter:
         self.count += n
         self.avg = self.sum / self.count
 
+    def all_reduce(self):
+        """The newer main.py's ``Summary`` support: every process's sums (``validate`` under DDP)."""
+        import torch.distributed as dist
+        total = torch.tensor([self.sum, self.count], dtype=torch.float32)
+        dist.all_reduce(total, dist.ReduceOp.SUM, async_op=False)
+        self.sum, self.count = total.tolist()
+        self.avg = self.sum / self.count
+
 
 def accuracy(output, target, topk=(1,)):
     """Computes the accuracy over the k top predictions for the specified values of k."""

@@ -3,7 +3,9 @@
 launcher now sets, as torchrun does), saves its snapshot from the chief only, resumes from it with the
 tutorial's ``_load_snapshot`` (training the snapshot's epoch again, as the tutorial does), and ends with
 DDP's weights: one device on each step's union of the ranks' sampler batches (DDP's equality with that
-reference is ``test_programs.py``'s ``test_ddp_tutorial_port_equals_ddp``)."""
+reference is ``test_programs.py``'s ``test_ddp_tutorial_port_equals_ddp``). Its own process group
+(``init_process_group`` on the launcher's MASTER_ADDR/MASTER_PORT) all-reduces imagenet's validation
+meter outside ``strategy.run``: the loss over the whole set, on every worker."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def _difference(a: list, b: list) -> float:
 @pytest.mark.timeout(240)
 def test_torchrun_trainer_resumes_from_its_snapshot_under_multidev_launch(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
-    for name in ("TF_CONFIG", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+    for name in ("TF_CONFIG", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     proc = subprocess.run([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2",
                            os.path.join(HERE, "torchrun_trainer.py"), str(tmp_path)],
@@ -58,12 +60,20 @@ def test_torchrun_trainer_resumes_from_its_snapshot_under_multidev_launch(tmp_pa
     assert workers[0]["snapshot"] == workers[0]["params"] and workers[1]["snapshot"] is None
     want = one_device([0, 1, 1, 2])
     assert _difference(workers[0]["params"], want) <= 1e-12
+    dataset, model, _ = tutorial.load_train_objs()
+    with torch.no_grad():
+        for p, values in zip(model.parameters(), want):
+            p.copy_(torch.tensor(values, dtype=p.dtype).reshape(p.shape))
+        xs, ys = (torch.stack(column) for column in zip(*dataset.data))
+        val_loss = float(torch.nn.functional.mse_loss(model(xs), ys))
+    assert workers[0]["val_loss"] == workers[1]["val_loss"] == pytest.approx(val_loss, rel=1e-6)   # float32 sums
     assert _difference(workers[0]["params"], one_device([0, 1, 2])) > 1e-6, "the resumed epoch counts"
 
 
 def test_torchrun_variables_rank_the_chief_first_and_no_parameter_server():
     compute = [("chief", 0), ("worker", 0), ("worker", 1)]
-    assert torchrun_variables(compute, "chief", 0) == {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "3",
-                                                       "LOCAL_WORLD_SIZE": "3"}
-    assert torchrun_variables(compute, "worker", 1)["RANK"] == "2"
-    assert torchrun_variables(compute, "ps", 0) == {}
+    assert torchrun_variables(compute, "chief", 0, 29500) == {
+        "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "3", "LOCAL_WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29500"}
+    assert torchrun_variables(compute, "worker", 1, 29500)["RANK"] == "2"
+    assert torchrun_variables(compute, "ps", 0, 29500) == {}

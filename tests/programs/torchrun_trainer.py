@@ -8,8 +8,11 @@ of ``model.state_dict()`` (was ``model.module``) saved every epoch and loaded at
 
 The job trains 2 epochs, then stands for its restart (torchrun's ``--max-restarts``) in the same
 processes: a new model and optimizer, a new Trainer that finds the snapshot and trains to 3 epochs.
-Each worker writes ``torchrun_w<RANK>.json`` into OUT_DIR: the variables it read, the epochs each
-Trainer ran, replica 0's weights and (the chief) the snapshot's.
+The program keeps the tutorial's ``ddp_setup()`` (``init_process_group``, Gloo on CPUs) for what it
+reduces outside ``strategy.run``: imagenet's ``validate`` on each worker's ``DistributedSampler`` share,
+its ``AverageMeter`` all-reduced across the processes. Each worker writes ``torchrun_w<RANK>.json``
+into OUT_DIR: the variables it read, the epochs each Trainer ran, replica 0's weights, (the chief) the
+snapshot's, and the validation loss.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import os
 import sys
 
 import torch
+import torch.distributed as dist
+import torch.nn.functional as F
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import multidev as md  # noqa: E402
+from pyexamples import AverageMeter  # noqa: E402
 from tutorial import BATCH_SIZE, load_train_objs, params_of, prepare_dataloader, snapshot_params  # noqa: E402
 from tutorial_port import PortedTrainer  # noqa: E402
 
@@ -60,7 +66,21 @@ def _train(strategy, path: str, max_epochs: int):
     return trainer, model
 
 
+def validate(model, dataset) -> float:
+    """imagenet's validate(): this worker's share of the set, the meter all-reduced (its ``args.distributed``)."""
+    sampler = DistributedSampler(dataset, shuffle=False, drop_last=True)   # the program's own process group
+    losses = AverageMeter("Loss")
+    model.eval()
+    with torch.no_grad():
+        for source, targets in prepare_dataloader(dataset, BATCH_SIZE, sampler):
+            losses.update(F.mse_loss(model(source), targets).item(), source.size(0))
+    losses.all_reduce()
+    model.train()
+    return losses.avg
+
+
 def main(out_dir: str) -> None:
+    dist.init_process_group(backend="gloo")   # the tutorial's ddp_setup() (nccl on GPUs), kept
     strategy = md.distribute.MultiWorkerMirroredStrategy()
     path = os.path.join(out_dir, "snapshot.pt")
     first, _ = _train(strategy, path, 2)
@@ -71,9 +91,11 @@ def main(out_dir: str) -> None:
     result.update(epochs=[first.epochs, trainer.epochs], worker_index=strategy.extended.worker_index,
                   params=params_of(model),
                   replica_spread=max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c))),
-                  snapshot=snapshot_params(path) if trainer.is_chief() else None)   # the chief saves
+                  snapshot=snapshot_params(path) if trainer.is_chief() else None,   # the chief saves
+                  val_loss=validate(model, trainer.train_data.dataset))
     with open(os.path.join(out_dir, f"torchrun_w{os.environ['RANK']}.json"), "w") as f:
         json.dump(result, f)
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
