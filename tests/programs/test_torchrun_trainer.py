@@ -5,7 +5,8 @@ tutorial's ``_load_snapshot`` (training the snapshot's epoch again, as the tutor
 DDP's weights: one device on each step's union of the ranks' sampler batches (DDP's equality with that
 reference is ``test_programs.py``'s ``test_ddp_tutorial_port_equals_ddp``). Its own process group
 (``init_process_group`` on the launcher's MASTER_ADDR/MASTER_PORT) all-reduces imagenet's validation
-meter outside ``strategy.run``: the loss over the whole set, on every worker."""
+meter outside ``strategy.run``: the loss over the whole set, on every worker; inside it (one replica
+per process) the distributed tutorial's ``average_gradients`` leaves the averaged gradients as they are."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def test_torchrun_trainer_resumes_from_its_snapshot_under_multidev_launch(tmp_pa
         assert (got["RANK"], got["LOCAL_RANK"], got["WORLD_SIZE"], got["LOCAL_WORLD_SIZE"]) == (str(rank), str(rank), "2", "2")
         assert got["worker_index"] == rank and got["epochs"] == [[0, 1], [1, 2]]
         assert got["replica_spread"] == 0.0 and got["params"] == workers[0]["params"]
+        assert got["averaged_twice"] is True, "average_gradients by hand changed the averaged gradients"
     assert workers[0]["snapshot"] == workers[0]["params"] and workers[1]["snapshot"] is None
     want = one_device([0, 1, 1, 2])
     assert _difference(workers[0]["params"], want) <= 1e-12

@@ -29,6 +29,7 @@ from torch.utils.data.distributed import DistributedSampler
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import multidev as md  # noqa: E402
 from pyexamples import AverageMeter  # noqa: E402
+from pyexamples_idioms import average_gradients  # noqa: E402
 from tutorial import BATCH_SIZE, load_train_objs, params_of, prepare_dataloader, snapshot_params  # noqa: E402
 from tutorial_port import PortedTrainer  # noqa: E402
 
@@ -79,6 +80,17 @@ def validate(model, dataset) -> float:
     return losses.avg
 
 
+def averaged_twice(model, source, targets) -> bool:
+    """The distributed tutorial's ``average_gradients`` after ``loss.backward()`` in the step: with the
+    program's own process group and one replica per process torch.distributed passes through, and the
+    hand-made average of gradients already averaged leaves them as they are (DDP's numbers)."""
+    model.zero_grad()
+    F.mse_loss(model(source), targets).backward()
+    before = [p.grad.clone() for p in model.parameters()]
+    average_gradients(model)
+    return all(torch.equal(b, p.grad) for b, p in zip(before, model.parameters()))
+
+
 def main(out_dir: str) -> None:
     dist.init_process_group(backend="gloo")   # the tutorial's ddp_setup() (nccl on GPUs), kept
     strategy = md.distribute.MultiWorkerMirroredStrategy()
@@ -92,7 +104,8 @@ def main(out_dir: str) -> None:
                   params=params_of(model),
                   replica_spread=max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c))),
                   snapshot=snapshot_params(path) if trainer.is_chief() else None,   # the chief saves
-                  val_loss=validate(model, trainer.train_data.dataset))
+                  val_loss=validate(model, trainer.train_data.dataset),
+                  averaged_twice=bool(strategy.run(averaged_twice, args=(model, *next(iter(trainer.dist_data))))))
     with open(os.path.join(out_dir, f"torchrun_w{os.environ['RANK']}.json"), "w") as f:
         json.dump(result, f)
     dist.destroy_process_group()
