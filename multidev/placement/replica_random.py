@@ -103,14 +103,15 @@ class ReplicaStream:
                 generator.set_state(saved)
 
     def get_rng_state(self, original: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """``torch.get_rng_state()`` in this replica: its own state (the device generator's for the first)."""
+        """``torch.get_rng_state()`` (the CPU generator's) in this replica: its own state (the device
+        generator's for the first); replicas on GPUs share the CPU generator, so theirs is torch's."""
         with _LOCK:
-            return original() if self.owner else self.state.clone()
+            return original() if self.owner or self.device.type != "cpu" else self.state.clone()
 
     def set_rng_state(self, original: Callable[[torch.Tensor], None], new_state: torch.Tensor) -> None:
         """``torch.set_rng_state(state)`` in this replica: checked by a generator, kept as its own state."""
         with _LOCK:
-            if self.owner:
+            if self.owner or self.device.type != "cpu":
                 return original(new_state)
             generator = torch.Generator(device=self.device)
             generator.set_state(new_state)   # torch's own check of the state
