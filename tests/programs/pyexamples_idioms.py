@@ -11,7 +11,8 @@ MultiWorkerMirroredStrategy), float64:
   replay each replica's masks) and ``torch.manual_seed(seed + step)`` in the step;
 * Hugging Face style accumulation over steps: one micro-batch per run, ``model.no_sync()`` under DDP
   on all but the last, ``.grad`` accumulated across runs, then clipping, AdamW, ``OneCycleLR`` and an
-  ``AveragedModel`` EMA at each update.
+  ``AveragedModel`` EMA at each update;
+* ``ReduceLROnPlateau.step(val_loss)`` on a validation loss computed between epochs.
 
 This module imports only torch: the DDP runner must not import multidev.
 """
@@ -216,4 +217,31 @@ PYEXAMPLE_IDIOMS += [
     Program("accumulation_across_steps_no_sync", _accumulation_build, _six_batches, _accumulation_step,
             initial_carry=lambda bsz: (torch.zeros((), dtype=F64),), averaged=("ema",), compare_one_device=False,
             observe=lambda state: [state["optimizer"].param_groups[0]["lr"], float(state["ema"].n_averaged)]),
+]
+
+
+# --- ReduceLROnPlateau on a validation loss computed between epochs (cross-replica) --------------------------
+def _plateau_build():
+    torch.manual_seed(16)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    return {"model": model, "opt": optimizer,
+            "plateau": torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.5)}
+
+
+def _plateau_epoch_end(state, i):
+    """Every step ends an epoch here: the validation loss (model.eval(), no_grad) steps the schedule."""
+    g = _gen(88)
+    x, y = torch.randn(10, 6, generator=g, dtype=F64), torch.randint(0, 3, (10,), generator=g)
+    model = state["model"]
+    model.eval()
+    with torch.no_grad():
+        val_loss = F.cross_entropy(model(x), y).item()
+    model.train()
+    state["plateau"].step(val_loss)
+
+
+PYEXAMPLE_IDIOMS += [
+    Program("plateau_on_validation_loss", _plateau_build, _class_batches(87), _plain_step, after_step=_plateau_epoch_end,
+            observe=lambda state: [state["opt"].param_groups[0]["lr"], state["plateau"].best]),
 ]
