@@ -27,8 +27,10 @@ from torch import nn
 from torch.nn import functional as F
 
 try:   # the runners put this directory on sys.path; pytest imports the package
+    from idioms2 import plain_step as _plain_step
     from programs import F64, GLOBAL_BATCH, Program, _gen
 except ImportError:
+    from tests.programs.idioms2 import plain_step as _plain_step
     from tests.programs.programs import F64, GLOBAL_BATCH, Program, _gen
 
 # --- "Writing Distributed Applications with PyTorch": average_gradients by hand ------------------------------
@@ -138,15 +140,6 @@ def _checkpoint_dropout_build(reentrant: bool):
         model = CheckpointedDropoutNet(reentrant).double()
         return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.5)}
     return build
-
-
-def _plain_step(state, batch, carry):
-    x, y = batch
-    state["opt"].zero_grad()
-    loss = F.cross_entropy(state["model"](x), y)
-    loss.backward()
-    state["opt"].step()
-    return loss.detach(), carry
 
 
 def _seeded_step(state, batch, carry):
