@@ -162,6 +162,11 @@ class Variable(torch.nn.Parameter):
     def trainable(self) -> bool:
         return self._md_trainable
 
+    @property
+    def path(self) -> str:
+        """Keras 3's ``variable.path`` of a layer's weight (``'dense/kernel'``), else the variable's name."""
+        return self.__dict__.get("_keras_path") or self._md_name
+
     def read_value(self) -> torch.Tensor:
         """A snapshot of the value (the calling replica's copy inside ``strategy.run``)."""
         with torch.no_grad(), DisableTorchFunctionSubclass():

@@ -283,8 +283,9 @@ class DistributedVariable(Variable):
                 if mine.data_ptr() != new._components[0].data_ptr() or mine is new._components[0]:
                     mine.copy_(theirs)
         new._mark_synced()
-        if "_keras_name" in self.__dict__:   # a front end's name for it (md.keras's 'kernel')
-            new._keras_name = self._keras_name
+        for attr in ("_keras_name", "_keras_path"):   # a front end's name for it (md.keras's 'kernel')
+            if attr in self.__dict__:
+                setattr(new, attr, self.__dict__[attr])
         memo[id(self)] = new
         return new
 
