@@ -29,6 +29,7 @@ def test_beginner_quickstart_softmax_line_and_its_neighbours():
     np.testing.assert_allclose(probabilities.sum(), 1.0, rtol=1e-6)
     np.testing.assert_allclose(md.nn.softmax(model(x[:1])).numpy(), probabilities, rtol=1e-6)   # a live output
     np.testing.assert_allclose(np.exp(md.nn.log_softmax(predictions, axis=-1).numpy()), probabilities, rtol=1e-5)
+    assert md.math.softmax is md.nn.softmax and md.math.log_softmax is md.nn.log_softmax   # TF's aliases
     out = model(x)
     assert (out * 2).numpy().shape == (4, 10) and (2 * out + 1).numpy().shape == (4, 10)
     assert (-out).numpy().shape == (4, 10) and abs(out).numpy().min() >= 0
