@@ -57,8 +57,12 @@ def assert_ran(output) -> None:
 TQDM_STAND_IN = '''
 import importlib.machinery, sys, types
 try:
-    import tqdm.notebook  # noqa: F401
-except ImportError:   # the notebook's progress bar; not installed here: an identity stand-in
+    import tqdm.notebook, tqdm.std
+    try:
+        import ipywidgets  # noqa: F401  (the notebook's progress bar is a widget)
+    except ImportError:   # tqdm without ipywidgets cannot draw in a kernel with no front end: its text bar
+        tqdm.notebook.tqdm = tqdm.std.tqdm
+except ImportError:   # no tqdm here: an identity stand-in
     _t, _n = types.ModuleType("tqdm"), types.ModuleType("tqdm.notebook")
     _t.__spec__, _n.__spec__ = importlib.machinery.ModuleSpec("tqdm", None), importlib.machinery.ModuleSpec("tqdm.notebook", None)
     _n.tqdm = lambda iterable, *args, **kwargs: iterable
