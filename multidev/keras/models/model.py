@@ -218,6 +218,11 @@ class Model(Trainer, Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
+        """A subclass from its own config; ``keras.Model.from_config(functional.get_config())`` rebuilds the
+        functional model, as Keras 3's does."""
+        if cls is Model and all(key in config for key in ("layers", "input_layers", "output_layers")):
+            from multidev.keras.models.functional import Functional
+            return Functional.from_config(config, custom_objects=custom_objects)
         return cls(**config)
 
     @staticmethod
