@@ -54,8 +54,14 @@ class LossesContainer:
 
     @staticmethod
     def _per_sample(fn, y_true, y_pred):
-        """Unreduced losses (one per sample, or per element for sequence outputs)."""
-        return fn.call(y_true, y_pred) if isinstance(fn, losses_mod.Loss) else fn(y_true, y_pred)
+        """Unreduced losses (one per sample, or per element for sequence outputs). A plain function gets the
+        targets at the predictions' rank first, as Keras wraps it (keras.io's siamese contrastive loss: (batch,)
+        labels against a (batch, 1) output would broadcast to (batch, batch))."""
+        if isinstance(fn, losses_mod.Loss):
+            return fn.call(y_true, y_pred)
+        if isinstance(y_true, torch.Tensor) and isinstance(y_pred, torch.Tensor):
+            y_true, y_pred = losses_mod.align_ranks(y_true, y_pred)
+        return fn(y_true, y_pred)
 
     @staticmethod
     def _reduce(per, sample_weight, divisor, fn=None, batch=None):

@@ -111,6 +111,8 @@ EXPECT = {
     "p31_customizing_saving_and_serialization": {"keras3": RUNS, "md1": fails("keras.variable", MD_NO_VARIABLE),
                                                  "md2": fails("keras.variable", MD_NO_VARIABLE), "k3md2": EQUAL},
     "p32_custom_build_and_config": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p33_understanding_masking_and_padding": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p34_siamese_contrastive": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # synchronized BN on 2 replicas
 }
 
 
