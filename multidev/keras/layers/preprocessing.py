@@ -1,4 +1,4 @@
-"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation.
+"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation, RandomZoom.
 
 Example:
     norm = md.keras.layers.Normalization()
@@ -197,19 +197,75 @@ class RandomRotation(Layer):
     def call(self, inputs, training=False):
         if not training:
             return inputs
-        x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
-        n = x.shape[0]
+        n = inputs.shape[0] if inputs.dim() == 4 else 1
         u = batch_draw.rows(lambda k: torch.rand(k, generator=self._rng, dtype=torch.float64), n)
-        angle = ((self.lower + (self.upper - self.lower) * u) * 2 * math.pi).to(x.dtype).to(x.device)
+        angle = ((self.lower + (self.upper - self.lower) * u) * 2 * math.pi).to(inputs.dtype).to(inputs.device)
         cos, sin = torch.cos(angle), torch.sin(angle)
         zero = torch.zeros_like(cos)
         theta = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
-        images = x.movedim(-1, 1).to(torch.float32) if not x.is_floating_point() else x.movedim(-1, 1)
-        grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
-        out = F.grid_sample(images, grid, mode=self.interpolation, padding_mode=self._FILL[self.fill_mode],
-                            align_corners=False).movedim(1, -1).to(x.dtype)
-        return out if inputs.dim() == 4 else out[0]
+        return _affine(inputs, theta, self.interpolation, self._FILL[self.fill_mode])
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor, "fill_mode": self.fill_mode,
                 "interpolation": self.interpolation, "seed": self.seed, "fill_value": self.fill_value}
+
+
+def _affine(inputs, theta, interpolation, padding_mode):
+    """Channels-last ``inputs`` (one image or a batch) sampled through the per-image affine maps ``theta``
+    (output -> input, in [-1, 1] coordinates, as ``F.affine_grid``)."""
+    x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
+    images = x.movedim(-1, 1).to(torch.float32) if not x.is_floating_point() else x.movedim(-1, 1)
+    grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
+    out = F.grid_sample(images, grid, mode=interpolation, padding_mode=padding_mode,
+                        align_corners=False).movedim(1, -1).to(x.dtype)
+    return out if inputs.dim() == 4 else out[0]
+
+
+def _zoom_range(factor, what):
+    lo, hi = (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
+    if lo > hi or lo < -1:
+        raise ValueError(f"`{what}` must be a float or a (lower, upper) pair with -1 <= lower <= upper. "
+                         f"Received: {what}={factor!r}")
+    return float(lo), float(hi)
+
+
+class RandomZoom(Layer):
+    """While training, zoom each image by ``1 + factor``, ``factor`` drawn per image in ``height_factor``'s
+    range (a positive factor zooms out, as Keras 3's); ``width_factor=None`` keeps the aspect ratio.
+
+    Example:
+        >>> zoom = md.keras.layers.RandomZoom(height_factor=0.2, width_factor=0.2, seed=1)
+        >>> zoom(images, training=True)    # each image zoomed in or out by up to 20% per axis
+    """
+
+    def __init__(self, height_factor, width_factor=None, fill_mode="reflect", interpolation="bilinear", seed=None,
+                 fill_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.height_lower, self.height_upper = _zoom_range(height_factor, "height_factor")
+        self.width_range = None if width_factor is None else _zoom_range(width_factor, "width_factor")
+        if fill_mode not in RandomRotation._FILL:
+            raise ValueError(f"Unknown `fill_mode` {fill_mode!r}. Expected one of {sorted(RandomRotation._FILL)}.")
+        if interpolation not in ("bilinear", "nearest"):
+            raise ValueError(f"Unknown `interpolation` {interpolation!r}. Expected 'bilinear' or 'nearest'.")
+        if fill_mode == "constant" and fill_value:
+            raise ValueError(f"fill_mode='constant' supports fill_value=0.0 only. Received: fill_value={fill_value!r}")
+        self.height_factor, self.width_factor = height_factor, width_factor
+        self.fill_mode, self.interpolation, self.seed, self.fill_value = fill_mode, interpolation, seed, fill_value
+        self._rng = _generator(seed)
+
+    def call(self, inputs, training=False):
+        if not training:
+            return inputs
+        n = inputs.shape[0] if inputs.dim() == 4 else 1
+        u = batch_draw.rows(lambda k: torch.rand(k, 2, generator=self._rng, dtype=torch.float64), n)
+        height = 1 + self.height_lower + (self.height_upper - self.height_lower) * u[:, 0]
+        lower, upper = self.width_range or (self.height_lower, self.height_upper)
+        width = height if self.width_range is None else 1 + lower + (upper - lower) * u[:, 1]
+        zero = torch.zeros_like(height)
+        theta = torch.stack([torch.stack([width, zero, zero], 1), torch.stack([zero, height, zero], 1)], 1)
+        return _affine(inputs, theta.to(inputs.device), self.interpolation, RandomRotation._FILL[self.fill_mode])
+
+    def get_config(self):
+        return {**super().get_config(), "height_factor": self.height_factor, "width_factor": self.width_factor,
+                "fill_mode": self.fill_mode, "interpolation": self.interpolation, "seed": self.seed,
+                "fill_value": self.fill_value}

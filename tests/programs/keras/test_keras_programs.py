@@ -113,6 +113,7 @@ EXPECT = {
     "p32_custom_build_and_config": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p33_understanding_masking_and_padding": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p34_siamese_contrastive": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # synchronized BN on 2 replicas
+    "p35_vision_transformer": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
 }
 
 
