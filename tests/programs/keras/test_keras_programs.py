@@ -116,6 +116,7 @@ EXPECT = {
     "p33_understanding_masking_and_padding": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p34_siamese_contrastive": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # synchronized BN on 2 replicas
     "p35_vision_transformer": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p37_mixup": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p36_actor_critic": {"keras3": fails("requires grad", K3_NO_TAPE), "md2": EQUAL,
                          "k3md2": fails("requires grad", K3_NO_TAPE)},
 }
