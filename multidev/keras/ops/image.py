@@ -14,6 +14,21 @@ from multidev.keras.ops.core import convert_to_tensor
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
 
 
+def _batch_channels_first(images, data_format):
+    """(a batch of channels-first images, whether ``images`` was one image): torch's image ops' layout.
+
+    Raises:
+        ValueError: a rank other than 3 (one image) or 4 (a batch).
+    """
+    images = convert_to_tensor(images)
+    if images.ndim not in (3, 4):
+        raise ValueError(f"Invalid images rank: expected rank 3 (single image) or rank 4 (batch of images). "
+                         f"Received input with shape: {tuple(images.shape)}")
+    single = images.ndim == 3
+    x = images.unsqueeze(0) if single else images
+    return (x.permute(0, 3, 1, 2) if data_format in (None, "channels_last") else x), single
+
+
 def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,
            pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, data_format=None):
     """``images`` (3-D or 4-D) resized to ``size`` = (height, width).
@@ -28,15 +43,8 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
     if crop_to_aspect_ratio or pad_to_aspect_ratio:
         raise ValueError("md.keras.ops.image.resize does not crop or pad to the aspect ratio; resize to a size "
                          "of the same aspect ratio, or use Keras 3 (`import keras`) on multidev.")
-    images = convert_to_tensor(images)
-    if images.ndim not in (3, 4):
-        raise ValueError(f"Invalid images rank: expected rank 3 (single image) or rank 4 (batch of images). "
-                         f"Received input with shape: {tuple(images.shape)}")
-    single = images.ndim == 3
-    x = images.unsqueeze(0) if single else images
+    x, single = _batch_channels_first(images, data_format)
     channels_last = data_format in (None, "channels_last")
-    if channels_last:
-        x = x.permute(0, 3, 1, 2)
     dtype = x.dtype
     if not x.is_floating_point():
         x = x.float()
@@ -63,13 +71,7 @@ def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"
     if dilation_rate != 1:
         raise ValueError(f"md.keras.ops.image.extract_patches supports dilation_rate=1 only; received "
                          f"dilation_rate={dilation_rate!r}. Use Keras 3 (`import keras`) on multidev.")
-    images = convert_to_tensor(images)
-    if images.ndim not in (3, 4):
-        raise ValueError(f"Invalid images rank: expected rank 3 (single image) or rank 4 (batch of images). "
-                         f"Received input with shape: {tuple(images.shape)}")
-    single = images.ndim == 3
-    x = images.unsqueeze(0) if single else images
-    x = x.permute(0, 3, 1, 2) if data_format in (None, "channels_last") else x
+    x, single = _batch_channels_first(images, data_format)
     kh, kw = (size, size) if isinstance(size, int) else tuple(size)
     sh, sw = (kh, kw) if strides is None else (strides, strides) if isinstance(strides, int) else tuple(strides)
     if padding == "same":   # TensorFlow's SAME: the output covers ceil(size / stride), the extra padding after
