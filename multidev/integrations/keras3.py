@@ -388,6 +388,5 @@ def register() -> None:
     nothing in torch (strategies install ``FRONT_END``'s hooks while they live)."""
     front_end.register(FRONT_END)
     trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
-    keras = _keras3()
-    if keras is not None:   # imported before multidev: md.data datasets feed its fit at once
-        keras3_datasets.install(keras)
+    if _keras3() is not None:   # imported before multidev: md.data datasets feed its fit at once (if they can)
+        keras3_datasets.install(_keras3(), quiet=True)

@@ -20,16 +20,24 @@ from multidev.data.dataset import Dataset
 _state = {"adapter": None}   # Keras's DataAdapter subclass, made when Keras is patched
 
 
-def install(keras: Any) -> None:
-    """Let Keras 3's data adapters take ``md.data`` datasets (idempotent; torch backend only)."""
-    if _state["adapter"] is not None or keras.backend.backend() != "torch":
+def install(keras: Any, quiet: bool = False) -> None:
+    """Let Keras 3's data adapters take ``md.data`` datasets (idempotent; torch backend only). ``quiet`` (at
+    ``import multidev``): a Keras this cannot patch is left alone (a strategy's scope entry refuses it, saying why)."""
+    if _state["adapter"] is not None:
         return
-    adapters = importlib.import_module("keras.src.trainers.data_adapters")
-    base = importlib.import_module("keras.src.trainers.data_adapters.data_adapter").DataAdapter
-    utils = importlib.import_module("keras.src.trainers.data_adapters.data_adapter_utils")
+    try:
+        if keras.backend.backend() != "torch":
+            return
+        adapters = importlib.import_module("keras.src.trainers.data_adapters")
+        base = importlib.import_module("keras.src.trainers.data_adapters.data_adapter").DataAdapter
+        utils = importlib.import_module("keras.src.trainers.data_adapters.data_adapter_utils")
+        original = adapters.get_data_adapter
+    except (AttributeError, ImportError):
+        if quiet:
+            return
+        raise
     to_weights = staticmethod(utils.class_weight_to_sample_weights)
     _state["adapter"] = type("MultidevDatasetAdapter", (_AdapterMethods, base), {"_to_weights": to_weights})
-    original = adapters.get_data_adapter
 
     @functools.wraps(original)
     def get_data_adapter(x, y=None, sample_weight=None, batch_size=None, steps_per_epoch=None, shuffle=False,

@@ -31,6 +31,7 @@ from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses, layer_state
+from multidev.keras.layers.build_config import BuildConfig
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
     KerasParameter, LayerWeights, _module_weights)
@@ -102,7 +103,7 @@ def attached_metrics(layer) -> list:
     return out
 
 
-class Layer(LayerWeights, nn.Module):
+class Layer(LayerWeights, BuildConfig, nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
     supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)
@@ -379,32 +380,8 @@ class Layer(LayerWeights, nn.Module):
         """Rebuild a layer from ``get_config()`` output."""
         return cls(**config)
 
-    def get_build_config(self):
-        """Keras 3's: what ``build_from_config`` needs to build the layer again (the input shape it was built with)."""
-        if not self.built or self._build_input_shape is None:
-            return None
-        return {"input_shape": _listed(self._build_input_shape)}
-
-    def build_from_config(self, config):
-        """Build from ``get_build_config()``: ``load_model`` calls it before reading the weights of a layer that
-        overrides either (keras.io: a ``build`` with an extra argument, built by hand before the model)."""
-        if config and config.get("input_shape") is not None:
-            self._build_once(_tupled(config["input_shape"]))
-
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
-
-
-def _listed(shape):
-    """A shape (or nested shapes) as JSON lists."""
-    return [_listed(s) for s in shape] if isinstance(shape, (list, tuple)) else shape
-
-
-def _tupled(shape):
-    """A shape read back from JSON: a flat list is one shape (a tuple), a list of lists several."""
-    if isinstance(shape, list) and any(isinstance(s, (list, tuple)) for s in shape):
-        return [_tupled(s) for s in shape]
-    return tuple(shape) if isinstance(shape, (list, tuple)) else shape
 
 
 def _merged_shape(old, new):
