@@ -130,3 +130,55 @@ def test_numpy_functions_read_a_models_output_that_requires_grad():
     squeezed = np.squeeze(probs)   # keras.io's actor-critic: np.random.choice(2, p=np.squeeze(action_probs))
     assert isinstance(squeezed, np.ndarray) and squeezed.shape == (2,)
     assert np.random.RandomState(0).choice(2, p=squeezed) in (0, 1)
+
+
+def test_keras_variable_is_a_tracked_md_variable():
+    v = keras.Variable(np.random.RandomState(0).random((3,)), name="my_variable")
+    assert isinstance(v, md.Variable) and v.dtype == torch.float32 and v.trainable
+    w = keras.Variable("ones", shape=(2,), trainable=False)
+    assert torch.equal(w.detach(), torch.ones(2)) and not w.trainable
+    with pytest.raises(ValueError, match="`shape` argument should be specified"):
+        keras.Variable("zeros")
+
+
+def test_save_and_load_own_variables_hooks_run_in_save_and_load_model(tmp_path):
+    class Offset(keras.layers.Dense):   # keras.io's LayerWithCustomVariable, its load hook doubling the variable
+        def __init__(self, units, **kwargs):
+            super().__init__(units, **kwargs)
+            self.my_variable = keras.Variable(np.ones((units,)), name="my_variable")
+
+        def save_own_variables(self, store):
+            super().save_own_variables(store)
+            store["variables"] = self.my_variable.numpy()
+
+        def load_own_variables(self, store):
+            self.my_variable.assign(2 * store["variables"])
+            for i, v in enumerate([self.kernel, self.bias]):
+                v.assign(store[f"{i}"])
+
+        def call(self, inputs):
+            return super().call(inputs) + self.my_variable
+
+    model = keras.Sequential([keras.Input((4,)), Offset(2, name="offset")])
+    store = {}
+    model.layers[0].save_own_variables(store)
+    assert sorted(store) == ["0", "1", "variables"]   # Dense's default: kernel and bias, as Keras 3's
+    model.save(tmp_path / "m.keras")
+    with keras.saving.custom_object_scope({"Offset": Offset}):
+        restored = keras.models.load_model(tmp_path / "m.keras")
+    torch.testing.assert_close(restored.layers[0].my_variable.detach(), torch.full((2,), 2.0))   # the hook ran last
+    torch.testing.assert_close(restored.layers[0].kernel.detach(), model.layers[0].kernel.detach())
+
+
+def test_default_own_variables_round_trip_and_refuse_a_short_store():
+    norm = keras.layers.BatchNormalization()
+    norm(torch.rand(4, 3), training=True)
+    store = {}
+    norm.save_own_variables(store)
+    assert [store[k].shape for k in sorted(store)] == [(3,)] * 4   # gamma, beta, moving mean, moving variance
+    fresh = keras.layers.BatchNormalization()
+    fresh(torch.zeros(1, 3))
+    fresh.load_own_variables(store)
+    torch.testing.assert_close(fresh.moving_mean, norm.moving_mean)
+    with pytest.raises(ValueError, match="expected 4 variables, but received 1"):
+        fresh.load_own_variables({"0": store["0"]})

@@ -31,7 +31,7 @@ from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses, layer_state
-from multidev.keras.layers.build_config import BuildConfig
+from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
     KerasParameter, LayerWeights, _module_weights)
@@ -103,7 +103,7 @@ def attached_metrics(layer) -> list:
     return out
 
 
-class Layer(LayerWeights, BuildConfig, nn.Module):
+class Layer(LayerWeights, SavingHooks, nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
     supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)

@@ -50,6 +50,10 @@ class Dense(Layer):
         out = F.linear(x, self.kernel.t(), self.bias if self.use_bias else None)
         return self.activation(out)
 
+    def _saved_weights(self) -> list:
+        """Keras 3's Dense stores its kernel and bias as "0" and "1", not a subclass's other variables."""
+        return ([self.kernel] + ([self.bias] if self.use_bias else [])) if self.built else []
+
     def get_config(self):
         return {**super().get_config(), "units": self.units, "activation": activations.serialize(self.activation),
                 "use_bias": self.use_bias, "kernel_initializer": initializers.serialize(self.kernel_initializer),

@@ -5,8 +5,8 @@ trained, saved to ``.keras``, reloaded with ``load_model`` in the strategy's sco
 One change: the guide's ``load_own_variables`` assigns ``store[str(i)]`` to ``enumerate(self.weights)``, but
 Keras 3.15 lists ``my_variable`` first in ``self.weights`` (before kernel and bias), so the guide's code fails
 on one device too ("A total of 1 objects could not be loaded ... variable.shape=(1,), Received: value.shape=
-(10, 1)"); here the loop skips ``my_variable`` (assigned just before). md.keras has no ``keras.Variable``
-(it says so, naming Keras 3 on multidev). Shrunk: 10 features, 32 examples, batch 8, 2 epochs.
+(10, 1)"); here the loop skips ``my_variable`` (assigned just before). Shrunk: 10 features, 32 examples, batch 8,
+2 epochs.
 """
 
 import os

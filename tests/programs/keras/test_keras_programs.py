@@ -59,8 +59,6 @@ BATCH_TENSORDOT = ("keras.io's RecommenderNet contracts the batch axis too (ops.
                    "movie_vector, 2) adds one number summed over the whole batch to every prediction), so each "
                    "replica sums its own half, as TensorFlow's MirroredStrategy does; with a per-example dot "
                    "product (ops.sum(u * m, axis=1, keepdims=True)) both front ends equal one device")
-MD_NO_VARIABLE = ("md.keras has no free-standing keras.Variable (its layers' state comes from add_weight) nor "
-                  "save_own_variables/load_own_variables hooks: the AttributeError names Keras 3 on multidev")
 K3_NO_TAPE = ("the example needs Keras 3's TensorFlow backend (tf.GradientTape): on torch, np.squeeze(action_probs) "
               "refuses a tensor that requires grad on one device too (torch's own error)")
 GRAPH_DROPOUT = ("the GNN's Dropout draws over the graph's nodes (not the batch) on every replica: each replica its own "
@@ -117,8 +115,7 @@ EXPECT = {
     "p28_distributed_training_with_torch": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p29_distributed_training_with_tensorflow": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p30_writing_your_own_callbacks": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
-    "p31_customizing_saving_and_serialization": {"keras3": RUNS, "md1": fails("keras.variable", MD_NO_VARIABLE),
-                                                 "md2": fails("keras.variable", MD_NO_VARIABLE), "k3md2": EQUAL},
+    "p31_customizing_saving_and_serialization": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p32_custom_build_and_config": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p33_understanding_masking_and_padding": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p34_siamese_contrastive": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # synchronized BN on 2 replicas
@@ -141,7 +138,7 @@ def report():
 
 def _cases():
     for program in PROGRAMS:
-        for mode, (kind, detail) in {"md1": RUNS, **EXPECT[program]}.items():   # md.keras's one-device reference (EXPECT may override it)
+        for mode, (kind, detail) in {"md1": RUNS, **EXPECT[program]}.items():   # md.keras's one-device reference
             marks = [pytest.mark.xfail(strict=False, reason=detail)] if kind == "pending" else []
             yield pytest.param(program, mode, kind, detail, marks=marks, id=f"{program}-{mode}")
 
