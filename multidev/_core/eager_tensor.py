@@ -58,6 +58,11 @@ class EagerTensor(torch.Tensor):
     def __format__(self, spec: str) -> str:
         return self.detach().__format__(spec)
 
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy's functions read the snapshot, as on TensorFlow's eager tensors: ``np.squeeze(probs)`` (keras.io's
+        actor-critic) called torch's ``squeeze`` and handed numpy a tensor that requires grad."""
+        return func(*_snapshots(args), **_snapshots(kwargs))
+
     def __repr__(self, *, tensor_contents=None) -> str:
         """torch's text of the tensor, naming the op that made it (not the alias this class adds)."""
         text = torch.Tensor.__repr__(self.detach(), tensor_contents=tensor_contents)
@@ -66,6 +71,17 @@ class EagerTensor(torch.Tensor):
 
     def __reduce_ex__(self, proto):
         return torch.Tensor.__reduce_ex__(self.as_subclass(torch.Tensor), proto)
+
+
+def _snapshots(value):
+    """``value`` with every ``EagerTensor`` in it (nested lists, tuples, dicts) read as a numpy array."""
+    if isinstance(value, EagerTensor):
+        return value.numpy()
+    if type(value) in (list, tuple):
+        return type(value)(_snapshots(v) for v in value)
+    if type(value) is dict:
+        return {k: _snapshots(v) for k, v in value.items()}
+    return value
 
 
 def _with_arrays_as_tensors(name: str):

@@ -40,8 +40,8 @@ from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
-from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_dropout,
-                                   keras3_layers, keras3_loss_scale, keras3_random, keras3_split)
+from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_datasets,
+                                   keras3_dropout, keras3_layers, keras3_loss_scale, keras3_random, keras3_split)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -332,6 +332,7 @@ def _patch(keras: Any) -> None:
     keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
     keras3_loss_scale.install(importlib.import_module("keras.src.losses.loss"))
     keras3_layers.per_replica_losses(keras.layers.Layer)
+    keras3_datasets.install(keras)
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         _wrap_method(model_cls, name, functools.partial(keras3_trainer.trainer, name))
     _state["patched"] = True
@@ -387,3 +388,5 @@ def register() -> None:
     nothing in torch (strategies install ``FRONT_END``'s hooks while they live)."""
     front_end.register(FRONT_END)
     trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
+    if _keras3() is not None:   # imported before multidev: md.data datasets feed its fit at once (if they can)
+        keras3_datasets.install(_keras3(), quiet=True)

@@ -7,7 +7,8 @@ cross-replica context (summed over every replica's examples). Each replica's los
 scaled by its share of the global batch, so the summed gradients are the global batch's, exactly,
 uneven last batch included. ``predict`` gathers every replica's outputs (all workers') in order;
 shuffled ``fit`` across workers starts each epoch from the chief's RNG state. Only public Keras
-names here, plus ``keras3.loss_tracker`` and ``Model._compute_loss`` (Keras's own steps call it: it drops
+names here, plus ``keras3.loss_tracker``, ``Layer._call_has_training_arg`` (whether Keras's steps pass ``training``)
+and ``Model._compute_loss`` (Keras's own steps call it: it drops
 ``training`` for a ``compute_loss`` override written without it, as keras.io's knowledge distillation's).
 """
 
@@ -66,6 +67,13 @@ def _split(batch: Any, replicas: int, full: int) -> list:
     return [tuple(part[kept.index(i)] if i in kept else None for i in range(len(batch))) for part in parts]
 
 
+def _call(model: Any, x: Any, training: bool) -> Any:
+    """The model on ``x`` as Keras's own steps call it: with ``training`` only when its ``call`` takes it. (A
+    ``call(self, input_node_indices)``, keras.io's GNN, gets no flag, so Keras 3 runs its nested BatchNormalization
+    in inference mode in ``fit`` on one device; passing ``training=True`` trained it on replicas.)"""
+    return model(x, training=training) if model._call_has_training_arg else model(x)
+
+
 def _in_keras_step(replica_step: Any) -> Any:
     """``replica_step`` with Keras's losses left unscaled (``keras3_loss_scale``): this step weighs them."""
     def run(*args: Any) -> Any:
@@ -88,7 +96,7 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
             grads = [torch.zeros_like(t) for t in values]
         else:
             with keras3_dropout.batch_slice(sizes, context.current_replica_context()._global_replica_id):
-                y_pred = model(x, training=True)
+                y_pred = _call(model, x, training=True)
             loss = model._compute_loss(x, y, y_pred, sample_weight, training=True)   # Keras's step calls it so
             loss_tracker.update_state(loss, sample_weight=size)
             model.optimizer.scale_loss(loss * (size / global_size)).backward()
@@ -119,7 +127,7 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
         if size == 0:
             return
         with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
-            y_pred = model(x, training=False)   # (a VAE's Sampling draws in evaluate too: keras3_random)
+            y_pred = _call(model, x, training=False)   # (a VAE's Sampling draws in evaluate too: keras3_random)
         loss = model._compute_loss(x, y, y_pred, sample_weight, training=False)
         loss_tracker.update_state(loss, sample_weight=size)
         model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)

@@ -15,6 +15,7 @@ from multidev.keras import (activations, backend, callbacks, datasets, initializ
                             utils)
 from multidev.keras.layers import Input
 from multidev.keras.models import Model, Sequential
+from multidev.keras.variables import Variable   # Keras 3's keras.Variable (not in __all__: tf.keras has none)
 
 __all__ = ["models", "layers", "optimizers", "losses", "metrics", "callbacks", "datasets", "preprocessing", "utils",
            "mixed_precision", "ops", "random", "activations", "initializers", "regularizers", "backend", "saving", "Model", "Sequential", "Input"]

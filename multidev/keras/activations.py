@@ -123,6 +123,10 @@ def get(identifier):
         return identifier
     if isinstance(identifier, str) and identifier in _BY_NAME:
         return _BY_NAME[identifier]
+    from multidev.keras.saving import serialization   # (saving imports the layers, which import this module)
+    registered = serialization.get_custom_objects().get(identifier) if isinstance(identifier, str) else None
+    if callable(registered):   # @register_keras_serializable() functions, saved by name
+        return registered
     raise ValueError(f"Unknown activation function: {identifier!r}. Valid names: {sorted(_BY_NAME)}.")
 
 
@@ -131,6 +135,7 @@ def serialize(fn) -> str:
     for name, f in _BY_NAME.items():
         if f is fn:
             return name
-    return getattr(fn, "__name__", repr(fn))
+    from multidev.keras.saving import serialization
+    return serialization.registered_name(fn) or getattr(fn, "__name__", repr(fn))
 
 __getattr__ = missing_names(__name__, 'activations', globals())  # unknown names: does Keras 3 have them?

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 
 from multidev.keras import step_inputs
 from multidev.values import context
@@ -50,3 +51,14 @@ def _draw_for_replicas(strategy: Any, draw: Any, size: Any, global_size: Any) ->
         offsets = [sum(sizes[:r]) for r in range(len(sizes))]
         return PerReplica([full[o:o + n] for o, n in zip(offsets, sizes)])
     return PerReplica([draw(n) for n in sizes])
+
+
+def dropout(inputs: torch.Tensor, rate: float, training: bool) -> torch.Tensor:
+    """``F.dropout(inputs, rate, training)``, its mask (one per example) drawn through ``rows`` in a step on
+    several replicas: ``Dropout``'s and the attention layers' dropout on their weights alike."""
+    if training and 0 < rate < 1 and inputs.dim() > 0 and in_step():
+        shape, dtype, device = tuple(inputs.shape[1:]), inputs.dtype, inputs.device
+        noise = rows(lambda n: F.dropout(torch.ones((n, *shape), dtype=dtype, device=device), rate, training=True),
+                     inputs.shape[0])
+        return inputs * noise.to(device)
+    return F.dropout(inputs, rate, training=bool(training))

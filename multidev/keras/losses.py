@@ -30,7 +30,7 @@ def _as_tensor(x, like=None):
     return t.to(like.device) if like is not None else t
 
 
-def _align(y_true, y_pred):
+def align_ranks(y_true, y_pred):
     """Keras's rule: when the ranks differ by one and the longer ends in 1, squeeze that axis (or, when
     the other is rank 1, expand the other)."""
     y_true, y_pred = _as_tensor(y_true, y_pred if isinstance(y_pred, torch.Tensor) else None), _as_tensor(y_pred)
@@ -42,7 +42,7 @@ def _align(y_true, y_pred):
 
 
 def _float(y_true, y_pred):
-    y_true, y_pred = _align(y_true, y_pred)
+    y_true, y_pred = align_ranks(y_true, y_pred)
     if not y_pred.is_floating_point():
         y_pred = y_pred.float()
     return y_true.to(y_pred.dtype), y_pred

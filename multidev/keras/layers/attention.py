@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
-from multidev.keras import initializers, regularizers
+from multidev.keras import batch_draw, initializers, regularizers
 from multidev.keras.layers import layer_losses
 from multidev.keras.layers.base import Layer
 
@@ -117,7 +116,7 @@ class MultiHeadAttention(Layer):
         probs = torch.softmax(scores, dim=-1)
         if mask is not None:   # a query allowed nothing attends to nothing (TF's output: the output bias)
             probs = probs.masked_fill(~mask[:, None], 0.0)
-        attended = F.dropout(probs, self.dropout, training=bool(training)) if self.dropout else probs
+        attended = batch_draw.dropout(probs, self.dropout, training) if self.dropout else probs   # one device's mask
         out = torch.einsum("bnts,bsnh->btnh", attended, v)
         out = torch.einsum("btnh,nhd->btd", out, self.output_kernel)
         if self.use_bias:

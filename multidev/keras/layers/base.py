@@ -32,6 +32,7 @@ from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses, layer_state, weight_paths
+from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
     KerasParameter, LayerWeights, _module_weights)
@@ -104,7 +105,7 @@ def attached_metrics(layer) -> list:
     return out
 
 
-class Layer(LayerWeights, nn.Module):
+class Layer(LayerWeights, SavingHooks, nn.Module):
     """Base class of all Keras layers (and of Model)."""
 
     supports_masking = False   # True: the input's mask passes through unchanged (override compute_mask otherwise)

@@ -50,6 +50,10 @@ class Dense(Layer):
         out = F.linear(x, self.kernel.t(), self.bias if self.use_bias else None)
         return self.activation(out)
 
+    def _saved_weights(self) -> list:
+        """Keras 3's Dense stores its kernel and bias as "0" and "1", not a subclass's other variables."""
+        return ([self.kernel] + ([self.bias] if self.use_bias else [])) if self.built else []
+
     def get_config(self):
         return {**super().get_config(), "units": self.units, "activation": activations.serialize(self.activation),
                 "use_bias": self.use_bias, "kernel_initializer": initializers.serialize(self.kernel_initializer),
@@ -86,13 +90,8 @@ class Dropout(Layer):
         self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
 
     def call(self, inputs, training=False):
-        if training and 0 < self.rate < 1 and inputs.dim() > 0 and batch_draw.in_step():
-            # On replicas in fit: the rows of one device's mask for the global batch (not one mask per replica)
-            shape, dtype, device = tuple(inputs.shape[1:]), inputs.dtype, inputs.device
-            noise = batch_draw.rows(lambda n: F.dropout(torch.ones((n, *shape), dtype=dtype, device=device),
-                                                        self.rate, training=True), inputs.shape[0])
-            return inputs * noise.to(inputs.device)
-        return F.dropout(inputs, self.rate, training=bool(training))
+        # On replicas in fit: the rows of one device's mask for the global batch (not one mask per replica)
+        return batch_draw.dropout(inputs, self.rate, training)
 
     def get_config(self):
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape, "seed": self.seed}

@@ -9,9 +9,8 @@ Example:
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from multidev.keras import initializers
+from multidev.keras import batch_draw, initializers
 from multidev.keras.layers.base import Layer
 
 
@@ -57,7 +56,7 @@ class Attention(Layer):
         if allowed is not None:   # Keras subtracts 1e9 where not allowed (a fully masked row stays uniform-ish)
             scores = scores - 1.0e9 * (~allowed).to(scores.dtype)
         weights = torch.softmax(scores, dim=-1)
-        attended = F.dropout(weights, self.dropout, training=True) if training and self.dropout > 0 else weights
+        attended = batch_draw.dropout(weights, self.dropout, training) if self.dropout > 0 else weights
         out = torch.matmul(attended, value)
         if q_mask is not None:
             out = out * q_mask.to(out.dtype).unsqueeze(-1)

@@ -1,4 +1,4 @@
-"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation.
+"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation, RandomZoom.
 
 Example:
     norm = md.keras.layers.Normalization()
@@ -164,7 +164,48 @@ class RandomFlip(Layer):
         return {**super().get_config(), "mode": self.mode, "seed": self.seed}
 
 
-class RandomRotation(Layer):
+class _RandomAffine(Layer):
+    """Base of the per-image affine augmentations: while training, ``_draws`` uniforms per image (one device's
+    numbers on replicas: ``batch_draw.rows``) give each image's map ``_theta(u)``, sampled by ``grid_sample``
+    (fill modes: torch's zeros, reflection and border padding; 'wrap' and a nonzero fill value are not there)."""
+
+    _FILL = {"constant": "zeros", "reflect": "reflection", "nearest": "border"}
+    _draws = 1
+
+    def __init__(self, fill_mode, interpolation, seed, fill_value, **kwargs):
+        super().__init__(**kwargs)
+        if fill_mode not in self._FILL:
+            raise ValueError(f"Unknown `fill_mode` {fill_mode!r}. Expected one of {sorted(self._FILL)}.")
+        if interpolation not in ("bilinear", "nearest"):
+            raise ValueError(f"Unknown `interpolation` {interpolation!r}. Expected 'bilinear' or 'nearest'.")
+        if fill_mode == "constant" and fill_value:
+            raise ValueError(f"fill_mode='constant' supports fill_value=0.0 only. Received: fill_value={fill_value!r}")
+        self.fill_mode, self.interpolation, self.seed, self.fill_value = fill_mode, interpolation, seed, fill_value
+        self._rng = _generator(seed)
+
+    def _theta(self, u, inputs):
+        """(images, 2, 3) maps from output to input coordinates in [-1, 1], from (images, _draws) uniforms."""
+        raise NotImplementedError
+
+    def call(self, inputs, training=False):
+        if not training:
+            return inputs
+        n = inputs.shape[0] if inputs.dim() == 4 else 1
+        u = batch_draw.rows(lambda k: torch.rand(k, self._draws, generator=self._rng, dtype=torch.float64), n)
+        theta = self._theta(u, inputs).to(inputs.device)
+        x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
+        images = x.movedim(-1, 1).to(torch.float32) if not x.is_floating_point() else x.movedim(-1, 1)
+        grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
+        out = F.grid_sample(images, grid, mode=self.interpolation, padding_mode=self._FILL[self.fill_mode],
+                            align_corners=False).movedim(1, -1).to(x.dtype)
+        return out if inputs.dim() == 4 else out[0]
+
+    def get_config(self):
+        return {**super().get_config(), "fill_mode": self.fill_mode, "interpolation": self.interpolation,
+                "seed": self.seed, "fill_value": self.fill_value}
+
+
+class RandomRotation(_RandomAffine):
     """While training, rotate each image by a random angle in ``factor * 2 * pi`` (channels-last images).
 
     ``factor`` is a fraction of a full turn: ``0.1`` draws from [-36, 36] degrees; ``(lo, hi)`` gives
@@ -177,39 +218,56 @@ class RandomRotation(Layer):
         >>> rotate(images, training=True)  # each image turned by up to 36 degrees
     """
 
-    _FILL = {"constant": "zeros", "reflect": "reflection", "nearest": "border"}
-
     def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", seed=None, fill_value=0.0, **kwargs):
-        super().__init__(**kwargs)
         lo, hi = (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
         if lo > hi:
             raise ValueError(f"`factor` lower bound must not exceed the upper bound. Received: factor={factor!r}")
-        if fill_mode not in self._FILL:
-            raise ValueError(f"Unknown `fill_mode` {fill_mode!r}. Expected one of {sorted(self._FILL)}.")
-        if interpolation not in ("bilinear", "nearest"):
-            raise ValueError(f"Unknown `interpolation` {interpolation!r}. Expected 'bilinear' or 'nearest'.")
-        if fill_mode == "constant" and fill_value:
-            raise ValueError(f"fill_mode='constant' supports fill_value=0.0 only. Received: fill_value={fill_value!r}")
+        super().__init__(fill_mode, interpolation, seed, fill_value, **kwargs)
         self.factor, self.lower, self.upper = factor, float(lo), float(hi)
-        self.fill_mode, self.interpolation, self.seed, self.fill_value = fill_mode, interpolation, seed, fill_value
-        self._rng = _generator(seed)
 
-    def call(self, inputs, training=False):
-        if not training:
-            return inputs
-        x = inputs if inputs.dim() == 4 else inputs.unsqueeze(0)
-        n = x.shape[0]
-        u = batch_draw.rows(lambda k: torch.rand(k, generator=self._rng, dtype=torch.float64), n)
-        angle = ((self.lower + (self.upper - self.lower) * u) * 2 * math.pi).to(x.dtype).to(x.device)
+    def _theta(self, u, inputs):
+        angle = ((self.lower + (self.upper - self.lower) * u[:, 0]) * 2 * math.pi).to(inputs.dtype)
         cos, sin = torch.cos(angle), torch.sin(angle)
         zero = torch.zeros_like(cos)
-        theta = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
-        images = x.movedim(-1, 1).to(torch.float32) if not x.is_floating_point() else x.movedim(-1, 1)
-        grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
-        out = F.grid_sample(images, grid, mode=self.interpolation, padding_mode=self._FILL[self.fill_mode],
-                            align_corners=False).movedim(1, -1).to(x.dtype)
-        return out if inputs.dim() == 4 else out[0]
+        return torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
 
     def get_config(self):
-        return {**super().get_config(), "factor": self.factor, "fill_mode": self.fill_mode,
-                "interpolation": self.interpolation, "seed": self.seed, "fill_value": self.fill_value}
+        return {**super().get_config(), "factor": self.factor}
+
+
+def _zoom_range(factor, what):
+    lo, hi = (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
+    if lo > hi or lo < -1:
+        raise ValueError(f"`{what}` must be a float or a (lower, upper) pair with -1 <= lower <= upper. "
+                         f"Received: {what}={factor!r}")
+    return float(lo), float(hi)
+
+
+class RandomZoom(_RandomAffine):
+    """While training, zoom each image by ``1 + factor``, ``factor`` drawn per image in ``height_factor``'s
+    range (a positive factor zooms out, as Keras 3's); ``width_factor=None`` keeps the aspect ratio.
+
+    Example:
+        >>> zoom = md.keras.layers.RandomZoom(height_factor=0.2, width_factor=0.2, seed=1)
+        >>> zoom(images, training=True)    # each image zoomed in or out by up to 20% per axis
+    """
+
+    _draws = 2
+
+    def __init__(self, height_factor, width_factor=None, fill_mode="reflect", interpolation="bilinear", seed=None,
+                 fill_value=0.0, **kwargs):
+        heights = _zoom_range(height_factor, "height_factor")
+        widths = None if width_factor is None else _zoom_range(width_factor, "width_factor")
+        super().__init__(fill_mode, interpolation, seed, fill_value, **kwargs)
+        (self.height_lower, self.height_upper), self.width_range = heights, widths
+        self.height_factor, self.width_factor = height_factor, width_factor
+
+    def _theta(self, u, inputs):
+        height = 1 + self.height_lower + (self.height_upper - self.height_lower) * u[:, 0]
+        lower, upper = self.width_range or (self.height_lower, self.height_upper)
+        width = height if self.width_range is None else 1 + lower + (upper - lower) * u[:, 1]
+        zero = torch.zeros_like(height)
+        return torch.stack([torch.stack([width, zero, zero], 1), torch.stack([zero, height, zero], 1)], 1)
+
+    def get_config(self):
+        return {**super().get_config(), "height_factor": self.height_factor, "width_factor": self.width_factor}

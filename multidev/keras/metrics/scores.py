@@ -197,9 +197,9 @@ class R2Score(Metric):
             self.add_variable(n, ())
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        from multidev.keras.losses import _align
+        from multidev.keras.losses import align_ranks
 
-        y_true, y_pred = _align(as_tensor(y_true).to(self.dtype), as_tensor(y_pred).to(self.dtype))
+        y_true, y_pred = align_ranks(as_tensor(y_true).to(self.dtype), as_tensor(y_pred).to(self.dtype))
         if y_pred.ndim != 2 or y_true.ndim != 2:
             raise ValueError("R2Score expects 2D inputs with shape (batch_size, output_dim). Received input "
                              f"shapes: y_pred.shape={tuple(y_pred.shape)} and y_true.shape={tuple(y_true.shape)}.")

@@ -54,8 +54,14 @@ class LossesContainer:
 
     @staticmethod
     def _per_sample(fn, y_true, y_pred):
-        """Unreduced losses (one per sample, or per element for sequence outputs)."""
-        return fn.call(y_true, y_pred) if isinstance(fn, losses_mod.Loss) else fn(y_true, y_pred)
+        """Unreduced losses (one per sample, or per element for sequence outputs). A plain function gets the
+        targets at the predictions' rank first, as Keras wraps it (keras.io's siamese contrastive loss: (batch,)
+        labels against a (batch, 1) output would broadcast to (batch, batch))."""
+        if isinstance(fn, losses_mod.Loss):
+            return fn.call(y_true, y_pred)
+        if isinstance(y_true, torch.Tensor) and isinstance(y_pred, torch.Tensor):
+            y_true, y_pred = losses_mod.align_ranks(y_true, y_pred)
+        return fn(y_true, y_pred)
 
     @staticmethod
     def _reduce(per, sample_weight, divisor, fn=None, batch=None):
@@ -171,6 +177,7 @@ class MetricsContainer:
         self._metrics: list[list] | None = None
         self._lock = threading.Lock()
         self._pending = None
+        self._built_in_step = None   # the StepInputs of the replicas' step that built the metrics (None: none)
         for specs in self._specs + self._weighted_specs:
             for s in _listify(specs):
                 if not (isinstance(s, str) and s in metrics_mod.SHAPE_DEPENDENT):
@@ -220,6 +227,7 @@ class MetricsContainer:
             with self._lock:       # replicas may reach the first update concurrently: build once
                 if self._metrics is None:
                     self._build(ys, ps)
+                    self._built_in_step = step_inputs.current()
         for i in range(n):
             sw = sample_weight[i] if isinstance(sample_weight, (list, tuple)) else sample_weight
             for m in self._metrics[i]:
@@ -230,6 +238,13 @@ class MetricsContainer:
     @property
     def built(self) -> bool:
         return self._metrics is not None
+
+    def listed_as_built(self) -> bool:
+        """Whether ``model.metrics`` lists the built metrics here: not inside the replicas' step that built them,
+        so every replica of that step updates them through ``compile_metrics``, as one device's first step does
+        (a replica reaching ``self.metrics`` after another built them updated ``mae`` itself, weighted)."""
+        step = self._built_in_step
+        return self.built and (step is None or step is not step_inputs.current())
 
     def pending(self) -> list:
         """``[CompileMetrics]`` standing for the compiled metrics until the first batch builds them

@@ -108,9 +108,10 @@ def ensure_built(model, strategy, data) -> None:
     from multidev.keras import random
 
     x, _, _ = unpack_x_y_sample_weight(data)
-    sample = _first_examples(x)
+    # The whole first batch, as one device builds on it: one example made keras.io's GNN's
+    # ops.squeeze(input_node_indices) a scalar, and its logits layer refused a 1-D input.
     with strategy.scope(), torch.no_grad(), random.unconsumed():   # one device makes no such pass: draw nothing
-        model(sample, training=False)
+        model(x, training=False)
 
 
 def check_variables(model, strategy) -> None:
@@ -131,9 +132,3 @@ def check_variables(model, strategy) -> None:
                 "most likely because some layers, model, or optimizer was being created outside the distribution "
                 "strategy scope. Create (and build) the model and its layers inside `with strategy.scope():`, "
                 "then compile and fit.")
-
-
-def _first_examples(x: Any) -> Any:
-    from multidev.values.distributed import map_structure
-
-    return map_structure(lambda t: t[:1] if isinstance(t, torch.Tensor) and t.dim() > 0 else t, x)

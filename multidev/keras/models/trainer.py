@@ -113,7 +113,7 @@ class Trainer:
         out = list(self.compiled_loss.metrics) if self.compiled_loss else []
         container = self.compiled_metrics
         if container is not None:
-            out += container.metrics if container.built else container.pending()
+            out += container.metrics if container.listed_as_built() else container.pending()
         listed = set(map(id, out))
         return out + [m for m in attached_metrics(self) if id(m) not in listed]
 

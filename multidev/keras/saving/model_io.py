@@ -28,6 +28,7 @@ from multidev._core.user_warnings import warn_user
 from multidev.keras import losses, metrics, optimizers
 from multidev.keras.metrics.base import Metric
 from multidev.keras.saving import subclassed, weights_io
+from multidev.keras.saving import own_variables
 from multidev.keras.saving.serialization import deserialize_layer, serialize_layer
 
 FORMAT = "multidev.keras.model/1"
@@ -71,7 +72,8 @@ def _members(model, include_optimizer) -> dict:
     config = {"format": FORMAT, **model_config, "compile_config": _compile_config(model)}
     members = {CONFIG: json.dumps(config, indent=1).encode()}
     variables = weights_io.variable_dict(model)
-    members[WEIGHTS] = weights_io.to_bytes(variables, {"format": weights_io.FORMAT, "model": model.name})
+    members[WEIGHTS] = weights_io.to_bytes({**variables, **own_variables.stores(model)},
+                                           {"format": weights_io.FORMAT, "model": model.name})
     if include_optimizer and model.optimizer is not None and model.optimizer._torch_opt is not None:
         names = {id(v): k for k, v in variables.items()}
         members[OPTIMIZER] = weights_io.to_bytes(model.optimizer.state_tensors(names), {"format": FORMAT})
@@ -169,7 +171,9 @@ def _from_members(members: dict, path: str, custom_objects, compile: bool, verif
     variables = weights_io.variable_dict(model)
     if WEIGHTS in members:   # an unbuilt model's copy has none
         tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}", verify_checksum)
+        tensors, own = own_variables.split(tensors)
         weights_io.check_and_assign(variables, tensors, f"{path}/{WEIGHTS}")
+        own_variables.load(model, own)
     cc = config.get("compile_config")
     if compile and cc:
         model.compile(optimizer=optimizers.get(cc["optimizer"]), loss=_loss(cc["loss"]), metrics=_metric(cc["metrics"]),

@@ -42,6 +42,11 @@ def register_keras_serializable(package="Custom", name=None):
     return decorator
 
 
+def registered_name(obj) -> str | None:
+    """``package>name`` of a class or function registered with ``register_keras_serializable`` (else None)."""
+    return next((name for registered, name in _REGISTERED.items() if registered is obj), None)
+
+
 def _builtins() -> dict:
     from multidev.keras import layers as L
     from multidev.keras.models.functional import Functional
@@ -59,7 +64,17 @@ def serialize_layer(layer) -> dict:
     out = {"class_name": type(layer).__name__, "config": layer.get_config()}
     if type(layer) in _REGISTERED:
         out["registered_name"] = _REGISTERED[type(layer)]
+    if _own_build_config(layer) and layer.built:
+        out["build_config"] = layer.get_build_config()
     return out
+
+
+def _own_build_config(layer) -> bool:
+    """Whether the layer's class overrides ``get_build_config``/``build_from_config`` (md.keras rebuilds other
+    layers by replaying their calls; these may build from other arguments, so loading builds them first)."""
+    from multidev.keras.layers.base import Layer
+    cls = type(layer)
+    return (cls.get_build_config is not Layer.get_build_config) or (cls.build_from_config is not Layer.build_from_config)
 
 
 def resolve_class(class_name, custom_objects=None):
@@ -83,5 +98,40 @@ def deserialize_layer(config: dict, custom_objects=None):
     cfg = config.get("config", {})
     from multidev.keras.models.model import Model
     if isinstance(cls, type) and issubclass(cls, Model) and "custom_objects" in cls.from_config.__code__.co_varnames:
-        return cls.from_config(cfg, custom_objects=custom_objects)
-    return cls.from_config(cfg)
+        layer = cls.from_config(cfg, custom_objects=custom_objects)
+    else:
+        layer = cls.from_config(cfg)
+    if config.get("build_config") and not layer.built:   # Keras 3's order: built before the weights are read
+        layer.build_from_config(config["build_config"])
+    return layer
+
+
+def serialize_keras_object(obj):
+    """Keras 3's ``serialize_keras_object`` for what md.keras configs hold: a layer or model (its
+    ``serialize_layer`` dict), a registered function (its ``package>name``), None and plain values as they are.
+
+    Example (keras.io's nested sublayer): ``config["sublayer"] = keras.saving.serialize_keras_object(self.sublayer)``.
+    """
+    from multidev.keras.layers.base import Layer
+    if isinstance(obj, Layer):
+        return serialize_layer(obj)
+    if obj is None or isinstance(obj, (bool, int, float, str, list, tuple, dict)):
+        return obj
+    name = registered_name(obj)
+    if name is not None:
+        return name
+    raise TypeError(f"Cannot serialize {obj!r} ({type(obj).__name__}): md.keras serializes layers, models, functions "
+                    "registered with @keras.saving.register_keras_serializable(), None and plain Python values. "
+                    "Register the function, or store what rebuilds the object in get_config().")
+
+
+def deserialize_keras_object(config, custom_objects=None, safe_mode=True, **kwargs):
+    """The object of ``serialize_keras_object(obj)``: a layer or model from its dict, a registered function from
+    its name (``custom_objects`` first), anything else as it is."""
+    if isinstance(config, dict) and "class_name" in config:
+        return deserialize_layer(config, custom_objects)
+    if isinstance(config, str):
+        for table in (custom_objects or {}, _CUSTOM):
+            if config in table:
+                return table[config]
+    return config

@@ -1,0 +1,71 @@
+"""``md.data`` datasets given to Keras 3's ``fit``/``evaluate``/``predict`` (keras.io's distributed guide typed
+with ``tf.`` -> ``md.``), as Keras on TensorFlow takes ``tf.data``: each element is a batch, ``class_weight``
+becomes sample weights as Keras computes them, ``y`` beside a dataset is refused. The same program on 2
+replicas is tests/programs/keras/p29 and p37."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import multidev as md
+from tests.integrations._keras3_env import import_keras3
+
+keras = import_keras3()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed():
+    with md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():   # multidev imported first: its scope installs
+        pass
+
+
+def _model():
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+    model.compile(optimizer=keras.optimizers.SGD(0.1),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+def _data(n=20):
+    rng = np.random.RandomState(0)
+    return rng.rand(n, 4).astype("float32"), rng.randint(0, 3, n)
+
+
+def test_fit_evaluate_predict_on_an_md_dataset_equal_arrays_with_class_weight():
+    x, y = _data()
+    weights = {0: 1.0, 1: 3.0, 2: 0.5}
+    by_arrays, by_dataset = _model(), _model()
+    expected = by_arrays.fit(x, y, batch_size=8, epochs=2, class_weight=weights, shuffle=False, verbose=0).history
+    dataset = md.data.Dataset.from_tensor_slices((x, y)).batch(8)   # 8, 8, 4: a partial last batch
+    history = by_dataset.fit(dataset, epochs=2, class_weight=weights, validation_data=dataset, verbose=0).history
+    for key in ("loss", "accuracy"):
+        np.testing.assert_allclose(history[key], expected[key], rtol=1e-6)
+    assert len(history["val_loss"]) == 2
+    np.testing.assert_allclose(by_dataset.evaluate(dataset, verbose=0), by_arrays.evaluate(x, y, verbose=0), rtol=1e-6)
+    np.testing.assert_allclose(by_dataset.predict(dataset, verbose=0), by_arrays.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_a_dataset_of_unknown_length_is_read_to_its_end_every_epoch():
+    x, y = _data()
+    dataset = md.data.Dataset.from_tensor_slices((x, y)).filter(lambda a, b: b >= 0).batch(8)
+    assert dataset.cardinality() == md.data.UNKNOWN_CARDINALITY
+    seen = []
+    counter = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: seen.append(batch))
+    _model().fit(dataset, epochs=2, verbose=0, callbacks=[counter])
+    assert seen == [0, 1, 2, 0, 1, 2]
+
+
+def test_targets_beside_a_dataset_are_refused_with_the_fix():
+    x, y = _data()
+    dataset = md.data.Dataset.from_tensor_slices(x).batch(8)
+    with pytest.raises(ValueError, match=r"md.data.Dataset, `y` should not be passed .*from_tensor_slices\(\(x, y"):
+        _model().fit(dataset, y, verbose=0)
+
+
+def test_class_weight_needs_inputs_and_targets():
+    x, _ = _data()
+    with pytest.raises(ValueError, match="`class_weight` needs a md.data.Dataset of \\(inputs, targets\\)"):
+        _model().fit(md.data.Dataset.from_tensor_slices(x).batch(8), class_weight={0: 1.0}, verbose=0)
