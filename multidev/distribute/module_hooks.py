@@ -246,16 +246,20 @@ def refuse_shared_parameters(optimizer: torch.optim.Optimizer) -> None:
     if env is None or env.strategy.extended.num_local_replicas == 1 or not env.strategy.extended.distributes_variables:
         return
     shared = [p for g in optimizer.param_groups for p in g["params"]
-              if isinstance(p, torch.nn.Parameter) and p.requires_grad and p.grad is not None
+              if isinstance(p, torch.Tensor) and p.requires_grad and p.grad is not None
               and not isinstance(p, DistributedVariable) and not _is_built_in_replica(p)]
     if shared:
         strategy = type(env.strategy).__name__
         shapes = [tuple(p.shape) for p in shared[:3]]
         raise ValueError(
-            f"{type(optimizer).__name__}.step() inside {strategy}.run would update parameters (shapes {shapes}"
-            f"{' ...' if len(shared) > 3 else ''}) that were built outside {strategy}.scope(): one set shared by all "
-            f"{env.strategy.num_replicas_in_sync} replicas, whose updates would race. Build the model and its "
-            "optimizer inside `with strategy.scope():` (after creating the strategy).")
+            f"{type(optimizer).__name__}.step() inside {strategy}.run would update tensors (shapes {shapes}"
+            f"{' ...' if len(shared) > 3 else ''}) that are not mirrored: parameters of a module built outside "
+            f"{strategy}.scope(), or tensors outside any torch.nn.Module (a bare nn.Parameter or "
+            "`torch.randn(..., requires_grad=True)`, even in the scope). One such tensor is shared by all "
+            f"{env.strategy.num_replicas_in_sync} replicas, whose backward passes add into its one .grad and whose "
+            "updates race. Build the model and its optimizer inside `with strategy.scope():` (after creating the "
+            "strategy), and make a free-standing weight an md.Variable(...) created in the scope, or an attribute "
+            "of a torch.nn.Module built there.")
 
 
 def _refuse_shared(module: torch.nn.Module, args: Any) -> None:

@@ -115,6 +115,7 @@ def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any)
             setattr(twin, k, lists[id(v)])
     twin.param_groups = groups
     twin.state = state
+    twin._multidev_twin = True   # a subclass's ``super().step()`` reaches the hooks again with the twin
     return twin
 
 
@@ -124,6 +125,9 @@ class _Plan:
     def __init__(self, optimizer: torch.optim.Optimizer, params: list):
         self.params = params
         self.key = tuple(id(p) for p in params)
+        # Plain tensors beside the distributed variables (a bare nn.Parameter, one built outside the scope):
+        # every replica's backward adds into its one .grad, so each step checks them (usually none).
+        self.has_plain = not all(isinstance(p, DistributedVariable) for p in params)
         self.strategy = replica_update.strategy_of(params, f"Optimizer {type(optimizer).__name__}")
         extended = self.strategy.extended
         self.devices = extended.torch_devices
@@ -245,7 +249,8 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
 def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
     plan = _plan_for(optimizer)
     if plan is None:
-        module_hooks.refuse_shared_parameters(optimizer)   # a model built before the strategy existed
+        if not getattr(optimizer, "_multidev_twin", False):   # a twin's tensors are replicas' own
+            module_hooks.refuse_shared_parameters(optimizer)   # a model built before the strategy existed
         return None
     env = _replica_env()   # (the ContextVar's own get: no Python call)
     if env is None:
@@ -254,6 +259,8 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             "cannot be called in cross-replica context: call it inside strategy.run(train_step, ...) so every "
             "replica's gradients are summed and every copy is updated."
         )
+    if plan.has_plain:
+        module_hooks.refuse_shared_parameters(optimizer)
     replica_id = env.replica_id
     closure = args[1] if len(args) > 1 else kwargs.get("closure")
     if closure is not None:
