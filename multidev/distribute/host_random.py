@@ -17,17 +17,23 @@ applies torch's rule (``placement/replica_random.py``) to the host's generators:
   list by replica id) takes that replica's final state when the run ends, so its next run continues
   where it stopped, as on that rank; an object several replicas drew from keeps the first's.
 
-Routed while a strategy lives (``live_hooks.STRATEGY_HOOKS``): the public methods of ``random.Random``
-(its class: every instance, ``random``'s own included) and the module attributes of ``random`` and
-``np.random`` that are bound to their hidden instance. Outside replica threads (and inside
-``merge_call``) each call costs one context-variable read more and does what it did.
+Routed while a strategy lives (``live_hooks.STRATEGY_HOOKS``): the methods of ``random.Random`` that
+read or write its state (its class: every instance, ``random``'s own included; the others reach the
+state through them), ``random``'s module functions of those, and ``np.random``'s functions of its
+global ``RandomState``. The cost (``benchmarks/host_random_cost.py``): outside replica threads (and
+in ``merge_call``) each call reads one context variable more (about 0.1 us); in a replica about as
+much again; a run whose step draws forks the states at its first draws, about 10 us for ``random``
+and 0.1-0.2 ms for ``np.random`` (numpy reads and writes its 624-word state element by element).
 
 Not covered (each replica shares the object, as before): names bound before the first strategy
-existed (``from random import random``), numpy ``Generator`` objects (``np.random.default_rng(0)``)
-and ``RandomState`` instances created outside the step (numpy's classes are compiled: their methods
-cannot be wrapped); create those inside the step (each replica then holds its own, seeded alike, as
-each rank does) or draw from ``random`` / ``np.random`` / a ``random.Random``. ``random.SystemRandom``
-has no state to copy and is shared.
+existed to ``random``'s routed functions (``from random import random``, ``seed``, ``gauss``...) or
+to ``np.random``'s (``from numpy.random import rand``) keep the unrouted function (``random``'s
+others, ``from random import randint`` / ``choice`` / ``shuffle`` / ``uniform``..., reach the state
+through the routed methods and follow the rule however bound); numpy ``Generator`` objects
+(``np.random.default_rng(0)``) and ``RandomState`` instances created outside the step (numpy's
+classes are compiled: their methods cannot be wrapped): create those inside the step (each replica
+then holds its own, seeded alike, as each rank does) or draw from ``random`` / ``np.random`` / a
+``random.Random``. ``random.SystemRandom`` has no state to copy and is shared (it is no stream).
 """
 
 from __future__ import annotations
@@ -42,8 +48,11 @@ import numpy as np
 
 _LOCK = threading.Lock()
 _ACTIVE: contextvars.ContextVar["HostStream | None"] = contextvars.ContextVar("multidev_host_stream", default=None)
-_RANDOM_METHODS = tuple(n for n in dir(random.Random) if not n.startswith("_") and callable(getattr(random.Random, n)))
+# The methods of random.Random that read or write its state; the others reach it through these (self.random(),
+# self.getrandbits(), self._randbelow()), so they draw from whichever object these pick.
+_RANDOM_METHODS = ("random", "getrandbits", "seed", "getstate", "setstate", "gauss")
 _NUMPY_GLOBAL = np.random.mtrand._rand
+_MAX_SPARES = 8
 # np.random's functions of its global RandomState that are no bound methods of it: name -> method of a RandomState.
 _NUMPY_FUNCTIONS = {"seed": "seed", "ranf": "random_sample", "sample": "random_sample"}
 
@@ -60,28 +69,49 @@ class HostStream:
         self.owner = replica_id == 0
         # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers].
         self.run_states = run_states
-        self.copies: dict[int, Any] = {}   # this replica's copies this run
+        self.copies: dict[int, Any] = {}   # this replica's copies (the first replica's objects) this run
+        # Copies of past runs, reused: building a numpy RandomState costs more than setting its state.
+        self._spares: dict[Callable, list] = {}
+        self._made: list[tuple[Callable, Any]] = []
         self._in_replica = in_replica
 
-    def target(self, obj: Any, get_state: Callable[[Any], Any], make_copy: Callable[[Any], Any]) -> Any:
+    def release(self) -> None:
+        """Forget this run's copies (kept as spares for the next runs)."""
+        for make_copy, copy in self._made:
+            spares = self._spares.setdefault(make_copy, [])
+            if len(spares) < _MAX_SPARES:
+                spares.append(copy)
+        self._made.clear()
+        self.copies.clear()
+
+    def target(self, obj: Any, get_state: Callable[[Any], Any], make_copy: Callable[[Any, Any], Any]) -> Any:
         """The object this replica's call on ``obj`` acts on: ``obj`` itself (the first replica, a
-        ``merge_call``) or this replica's copy of ``obj``'s state at the run's first draw from it."""
-        if not self._in_replica():
+        ``merge_call``) or this replica's copy of ``obj``'s state at the run's first draw from it.
+        After a replica's first call on ``obj`` in a run this is one dictionary read (and, for the
+        other replicas, one context read)."""
+        copy = self.copies.get(id(obj))
+        if copy is not None:
+            return copy if copy is obj or self._in_replica() else obj
+        if not self.owner and not self._in_replica():
             return obj
-        key = id(obj)
-        entry = self.run_states.get(key)
-        if entry is None or self.replica_id not in entry[2]:
-            with _LOCK:
-                entry = self.run_states.get(key)
-                if entry is None:
-                    entry = self.run_states[key] = [obj, get_state(obj), set()]
-                entry[2].add(self.replica_id)
-        if self.owner:
-            return obj
-        copy = self.copies.get(key)
-        if copy is None:
-            copy = self.copies[key] = make_copy(entry[1])
+        with _LOCK:
+            entry = self.run_states.get(id(obj))
+            if entry is None:
+                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set()]
+        entry[2].add(self.replica_id)
+        if self.owner or entry[1] is None:
+            copy = obj
+        else:
+            spares = self._spares.get(make_copy)
+            copy = make_copy(entry[1], spares.pop() if spares else None)
+            self._made.append((make_copy, copy))
+        self.copies[id(obj)] = copy
         return copy
+
+
+def _state_or_none(obj: Any, get_state: Callable[[Any], Any]) -> Any:
+    """``obj``'s state, or None for a generator without one (``random.SystemRandom``: shared)."""
+    return None if isinstance(obj, random.SystemRandom) else get_state(obj)
 
 
 class HostStreams:
@@ -97,7 +127,7 @@ class HostStreams:
         forked at its first draw of this run."""
         self.run_states.clear()
         for stream in self.streams:
-            stream.copies.clear()
+            stream.release()
 
     def join(self) -> None:
         """At the end of a run: an object no first replica drew from, and exactly one other replica did,
@@ -105,11 +135,11 @@ class HostStreams:
         for key, (obj, _, drawers) in list(self.run_states.items()):
             if len(drawers) == 1 and 0 not in drawers:
                 copy = self.streams[next(iter(drawers))].copies.get(key)
-                if copy is not None:
+                if copy is not None and copy is not obj:
                     _write_back(obj, copy)
         self.run_states.clear()
         for stream in self.streams:
-            stream.copies.clear()
+            stream.release()
 
     def scope(self, replica_id: int) -> "_Scope | None":
         """The context replica ``replica_id``'s thread runs its task in (None: a single replica)."""
@@ -136,8 +166,8 @@ def _random_state(obj: random.Random) -> Any:
     return _ORIGINAL_RANDOM["getstate"](obj)
 
 
-def _random_copy(state: Any) -> _Copy:
-    copy = _Copy(0)   # (seeded cheaply: its state is replaced)
+def _random_copy(state: Any, spare: _Copy | None) -> _Copy:
+    copy = spare or _Copy(0)   # (seeded cheaply: its state is replaced)
     _ORIGINAL_RANDOM["setstate"](copy, state)
     return copy
 
@@ -146,8 +176,8 @@ def _numpy_state(obj: np.random.RandomState) -> Any:
     return obj.get_state(legacy=False)
 
 
-def _numpy_copy(state: Any) -> np.random.RandomState:
-    copy = np.random.RandomState(0)
+def _numpy_copy(state: Any, spare: np.random.RandomState | None) -> np.random.RandomState:
+    copy = np.random.RandomState(0) if spare is None else spare
     copy.set_state(state)
     return copy
 
@@ -163,7 +193,7 @@ def _routed_method(name: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def method(self, *args: Any, **kwargs: Any) -> Any:
         stream = _ACTIVE.get()
-        if stream is None or type(self) is _Copy or isinstance(self, random.SystemRandom):
+        if stream is None or type(self) is _Copy or stream.copies.get(id(self)) is self:   # (the first replica's)
             return original(self, *args, **kwargs)
         return original(stream.target(self, _random_state, _random_copy), *args, **kwargs)
 
@@ -199,8 +229,9 @@ def install() -> Callable[[], None]:
     if getattr(random.Random.random, "_multidev_wrapped", False):
         return lambda: None
     own = {n: n in random.Random.__dict__ for n in _RANDOM_METHODS}
-    modules = {(random, n): getattr(random, n) for n in dir(random)
-               if getattr(getattr(random, n), "__self__", None) is random._inst}
+    # random's functions are bound methods of its hidden instance: those of the routed methods are rebound.
+    modules = {(random, n): getattr(random, n) for n in _RANDOM_METHODS
+               if getattr(getattr(random, n, None), "__self__", None) is random._inst}
     modules.update({(np.random, n): getattr(np.random, n) for n in _numpy_names()})
     for name in _RANDOM_METHODS:
         setattr(random.Random, name, _routed_method(name, _ORIGINAL_RANDOM[name]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 PROGRAM = r'''
 import gc, random
 import numpy as np
+from random import uniform as bound_uniform        # bound before any strategy: reaches the routed methods
 import multidev as md
 md.config.set_logical_device_configuration(md.config.list_physical_devices("CPU")[0],
                                            [md.config.LogicalDeviceConfiguration()] * 2)
@@ -49,7 +50,8 @@ def draws():
             random.uniform(-1, 1), random.random() < 0.5, np.random.rand(3).tolist(), np.random.randn(2).tolist(),
             np.random.randint(0, 1000, size=4).tolist(), float(np.random.beta(0.4, 0.4)),
             np.random.uniform(size=2).tolist(), np.random.choice(10, size=3).tolist(),
-            np.random.permutation(10).tolist(), a.tolist(), captured.random(), captured.randint(0, 99)]
+            np.random.permutation(10).tolist(), a.tolist(), captured.random(), captured.randint(0, 99),
+            bound_uniform(0, 1), random.sample(range(100), 3), random.choices("xyz", k=4)]
 
 # --- 1. draws in the step: every replica draws what every rank draws; the caller continues rank 0's ----
 random.seed(1); np.random.seed(1)
