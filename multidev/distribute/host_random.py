@@ -110,8 +110,11 @@ class HostStream:
 
 
 def _state_or_none(obj: Any, get_state: Callable[[Any], Any]) -> Any:
-    """``obj``'s state, or None for a generator without one (``random.SystemRandom``: shared)."""
-    return None if isinstance(obj, random.SystemRandom) else get_state(obj)
+    """``obj``'s state, or None where it has none to copy: ``random.SystemRandom`` (shared), and a
+    ``random.Random`` being built (its ``__init__`` seeds it: one built in the step is the replica's own)."""
+    if isinstance(obj, random.Random) and (isinstance(obj, random.SystemRandom) or not hasattr(obj, "gauss_next")):
+        return None
+    return get_state(obj)
 
 
 class HostStreams:

@@ -84,7 +84,12 @@ for r, seed in enumerate((10, 11)):
     expected = random.Random(seed)
     assert [run[r] for run in runs] == [expected.random(), expected.random()], runs
 
-# --- 4. outside replicas the functions are Python's and numpy's; gone with the last strategy ------------
+# --- 4. a generator built in the step is the replica's own (as on each rank) -------------------------
+got = on_replicas(lambda: [random.Random(5).random(), random.Random(5).randint(0, 99)])
+expected = random.Random(5)
+assert got[0] == got[1] == [expected.random(), random.Random(5).randint(0, 99)], got
+
+# --- 5. outside replicas the functions are Python's and numpy's; gone with the last strategy ------------
 assert random.random is not ORIGINALS[0]
 random.seed(3); a = random.random(); random.seed(3); assert a == random.random()
 del strategy
