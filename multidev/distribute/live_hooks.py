@@ -7,7 +7,8 @@ freed with its distributed variables, which hold it): module parameter/buffer re
 (``module_hooks``), optimizer step pre/post hooks (``optimizer_hooks``), the scheduler ``step``
 wrappers (``scheduler_hooks``), torch's module transforms (``module_transforms``), ``GradScaler``'s
 step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa_hooks``),
-torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), and the hooks
+torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), torch's random-state
+functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``), and the hooks
 of each registered front end (``front_end.register``). Other owners:
 ``parameter_server.gradient_push`` (a connected cluster or server), ``train.deferred`` (a pending
 restore).

@@ -163,8 +163,8 @@ class ReplicaRunner:
                 # so torch's process-wide thread pools are not resized twice per replica per step.
                 torch.set_num_threads(intra_op_threads)
             try:
-                with random_mode, host_random, placement.device_scope(device), modes.applied(device.torch_device.type), \
-                        _on_stream(env.stream):
+                with random_mode, host_random, placement.device_scope(device), \
+                        modes.applied(device.torch_device.type), _on_stream(env.stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
                 rendezvous.abort(exc)
