@@ -20,10 +20,11 @@ applies torch's rule (``placement/replica_random.py``) to the host's generators:
 Routed while a strategy lives (``live_hooks.STRATEGY_HOOKS``): the methods of ``random.Random`` that
 read or write its state (its class: every instance, ``random``'s own included; the others reach the
 state through them), ``random``'s module functions of those, and ``np.random``'s functions of its
-global ``RandomState``. The cost (``benchmarks/host_random_cost.py``): outside replica threads (and
-in ``merge_call``) each call reads one context variable more (about 0.1 us); in a replica about as
-much again; a run whose step draws forks the states at its first draws, about 10 us for ``random``
-and 0.1-0.2 ms for ``np.random`` (numpy reads and writes its 624-word state element by element).
+global ``RandomState``. The cost (``benchmarks/host_random_cost.py``, on 2 busy cores): outside
+replica threads (and in ``merge_call``) a routed call reads one context variable more, 0.1-0.3 us
+(``random.randint`` makes one or two); in a replica about as much again; a run whose step draws forks
+the states at its first draws: about 10 us for ``random``, 0.1-0.25 ms for ``np.random`` (numpy reads
+and writes its 624-word state element by element). Runs that draw nothing pay nothing.
 
 Not covered (each replica shares the object, as before): names bound before the first strategy
 existed to ``random``'s routed functions (``from random import random``, ``seed``, ``gauss``...) or
