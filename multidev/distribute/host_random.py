@@ -193,7 +193,7 @@ def _write_back(obj: Any, copy: Any) -> None:
         obj.set_state(_numpy_state(copy))
 
 
-def _routed_method(name: str, original: Callable) -> Callable:
+def _routed_method(original: Callable) -> Callable:
     @functools.wraps(original)
     def method(self, *args: Any, **kwargs: Any) -> Any:
         stream = _ACTIVE.get()
@@ -238,7 +238,7 @@ def install() -> Callable[[], None]:
                if getattr(getattr(random, n, None), "__self__", None) is random._inst}
     modules.update({(np.random, n): getattr(np.random, n) for n in _numpy_names()})
     for name in _RANDOM_METHODS:
-        setattr(random.Random, name, _routed_method(name, _ORIGINAL_RANDOM[name]))
+        setattr(random.Random, name, _routed_method(_ORIGINAL_RANDOM[name]))
     for (module, name), fn in modules.items():
         routed = getattr(random._inst, name) if module is random else _routed_numpy(name, fn)
         setattr(module, name, routed)

@@ -8,7 +8,7 @@ One fresh interpreter."""
 from __future__ import annotations
 
 PROGRAM = r'''
-import gc, random
+import gc, random, time
 import numpy as np
 from random import uniform as bound_uniform        # bound before any strategy: reaches the routed methods
 import multidev as md
@@ -89,7 +89,18 @@ got = on_replicas(lambda: [random.Random(5).random(), random.Random(5).randint(0
 expected = random.Random(5)
 assert got[0] == got[1] == [expected.random(), random.Random(5).randint(0, 99)], got
 
-# --- 5. outside replicas the functions are Python's and numpy's; gone with the last strategy ------------
+# --- 5. a merge_call's function (cross-replica: once) draws from the object itself -----------------------
+def draw_then_merge():
+    for _ in range(2 - rid()):    # replica 0 draws twice, replica 1 once (its copy is one draw behind)
+        random.random()
+    time.sleep(0.05 * rid())      # replica 1 arrives last: the exchange runs the merge in its thread
+    return md.distribute.get_replica_context().merge_call(lambda s: random.random())
+random.seed(2)
+got = on_replicas(draw_then_merge)
+random.seed(2)
+assert got[0] == got[1] == [random.random() for _ in range(3)][2], got
+
+# --- 6. outside replicas the functions are Python's and numpy's; gone with the last strategy ------------
 assert random.random is not ORIGINALS[0]
 random.seed(3); a = random.random(); random.seed(3); assert a == random.random()
 del strategy
