@@ -27,6 +27,7 @@ from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute import module_hooks
+from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
 from multidev.distribute.replica_threads import ReplicaThreads
@@ -53,6 +54,8 @@ class ReplicaRunner:
         self._streams = [registry.stream_for(d) for d in self._devices]
         # Replicas sharing a torch device draw random numbers from their own streams (DDP's rule).
         self._random_streams = ReplicaStreams(self._torch_devices, lambda: context.current_replica_id() is not None)
+        # Likewise Python's ``random`` and numpy's global generator, shared by every replica thread.
+        self._host_streams = HostStreams(len(self._devices), lambda: context.current_replica_id() is not None)
         # CPU replicas share the cores: each replica's kernels get an equal share of torch's
         # intra-op threads (a per-thread OpenMP setting) instead of all oversubscribing them.
         cpu_replicas = sum(1 for d in self._devices if d.torch_device.type == "cpu")
@@ -80,6 +83,7 @@ class ReplicaRunner:
         _check_replica_counts((args, kwargs), n, "strategy.run")
         prepare()
         self._random_streams.fork()
+        self._host_streams.fork()
         modes = context.CallerModes.capture({d.type for d in self._torch_devices})
         if self._threads is not None:  # replicas left running by a failed run must not join this one
             self._threads.wait_idle()
@@ -102,6 +106,7 @@ class ReplicaRunner:
                     self._watched.add(fn)
         finally:
             self.steps.end()
+            self._host_streams.join()
         self._raise_first_error(outcomes)
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
         return regroup([map_structure(readable, value) for _, value in outcomes])
@@ -149,6 +154,7 @@ class ReplicaRunner:
                                  replica_step=replica_step, num_replicas_in_sync=self._strategy.num_replicas_in_sync)
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
         random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
+        host_random = self._host_streams.scope(r) or contextlib.nullcontext()
 
         def task() -> Any:
             token = context.enter_replica_env(env)
@@ -157,8 +163,8 @@ class ReplicaRunner:
                 # so torch's process-wide thread pools are not resized twice per replica per step.
                 torch.set_num_threads(intra_op_threads)
             try:
-                with random_mode, placement.device_scope(device), modes.applied(device.torch_device.type), \
-                        _on_stream(env.stream):
+                with random_mode, host_random, placement.device_scope(device), \
+                        modes.applied(device.torch_device.type), _on_stream(env.stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
                 rendezvous.abort(exc)

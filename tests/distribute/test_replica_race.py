@@ -40,7 +40,7 @@ import random, time
 from multidev.distribute import replica_update
 
 def publish_without_barrier(self, replica_id):
-    time.sleep(random.random() * 0.003)
+    time.sleep(random.SystemRandom().random() * 0.003)   # independent per replica
     self._copy_out(replica_id)
 
 replica_update.SplitPlan.publish = publish_without_barrier

@@ -15,6 +15,7 @@ from tests.conftest import ROOT, run_fresh
 
 _SETUP = """
 import random, time, torch, multidev as md
+jitter = random.SystemRandom()   # independent sleeps per replica (random's own draws follow DDP's ranks: equal)
 cpu = md.config.list_physical_devices("CPU")[0]
 md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 3)
 """
@@ -29,7 +30,7 @@ with strategy.scope():
 dropout = torch.nn.Dropout(0.5)
 
 def nap():
-    time.sleep(random.random() * 0.002)
+    time.sleep(jitter.random() * 0.002)
 
 def step(x):
     nap(); a = dropout(layer(x))
@@ -150,7 +151,7 @@ for trial in range(12):
     with strategy.scope():
         model = make()
     def first_call(x):
-        time.sleep(random.random() * 0.003)
+        time.sleep(jitter.random() * 0.003)
         return model(x)
     strategy.run(first_call, args=(torch.zeros(1, 5),))
     matches += all(torch.equal(c, e) for w, e in zip(model.weights, expected) for c in w.values)
