@@ -156,5 +156,5 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
                 raise ValueError(f"Signature names must be identifiers; received {name!r}.")
             out[name] = _from_function(fn, f"signatures[{name!r}]")
         return out
-    raise TypeError(f"signatures must be None, an md.function with an input_signature or a dict of them; received "
+    raise ValueError(f"signatures must be None, an md.function with an input_signature or a dict of them; received "
                     f"{signatures!r}.")
