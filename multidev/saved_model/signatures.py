@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -145,8 +146,8 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
         traced = _traced_calls(obj)
         if traced:
             return traced
-        raise ValueError(f"Nothing to export from {type(obj).__name__}: it is not a Keras model and has no method "
-                         "decorated with md.function(input_signature=...). Pass signatures=.")
+        raise ValueError(f"Nothing to export from {type(obj).__name__} {reprlib.repr(obj)}: it is not a Keras model "
+                         "and has no method decorated with md.function(input_signature=...). Pass signatures=.")
     if callable(signatures) and not isinstance(signatures, dict):
         return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _from_function(signatures, "signatures")}
     if isinstance(signatures, dict):

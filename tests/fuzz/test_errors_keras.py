@@ -171,7 +171,7 @@ def test_layer_sizes_take_numpy_integers_and_zero_output_padding():
 @pytest.mark.parametrize("weights, error, shown", [
     (lambda w: w[:1], ValueError, None), (lambda w: w + w, ValueError, None),
     (lambda w: [np.ones((3, 1)), w[1]], ValueError, (3, 1)), (lambda w: None, TypeError, None),
-    (lambda w: "ab", TypeError, "ab"), (lambda w: [w[0], np.array(["a"])], TypeError, None),
+    (lambda w: "ab", TypeError, "ab"), (lambda w: [w[0] + 1, np.array(["a"])], TypeError, None),
 ], ids=["fewer", "more", "shape", "None", "str", "strings of the right shape"])
 def test_set_weights_changes_nothing_when_it_refuses(weights, error, shown):
     model = _model()
