@@ -24,7 +24,8 @@ import torch
 
 from multidev._core.errors import NotFoundError
 from multidev.distribute.context_api import get_strategy
-from multidev.train import containers, files, restorer, saver, state_file, write_errors
+from multidev._core import write_errors
+from multidev.train import containers, files, restorer, saver, state_file
 from multidev.train import options as ckpt_options
 from multidev.train import trackables as T
 from multidev.train.status import CheckpointLoadStatus, InitializationOnlyStatus

@@ -23,7 +23,8 @@ import numbers
 import os
 import time
 
-from multidev.train import files, state_file, write_errors
+from multidev._core import write_errors
+from multidev.train import files, state_file
 from multidev.train import options as ckpt_options
 from multidev.train.checkpoint import Checkpoint, _is_chief, counted_save, workers_meet
 

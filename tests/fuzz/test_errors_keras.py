@@ -161,6 +161,11 @@ def test_layer_sizes_must_be_positive(make, shown):
     _raises(make, ValueError, shown)
 
 
+def test_a_dropout_rate_of_another_type():
+    _raises(lambda: L.Dropout("a"), TypeError, "a")          # TF 2.21: a bare TypeError from `<=`
+    assert L.Dropout(np.float32(0.5)).rate == 0.5
+
+
 def test_layer_sizes_take_numpy_integers_and_zero_output_padding():
     n = np.int64(2)
     assert L.Conv2D(n, n, strides=np.int32(1)).filters == 2 and L.Embedding(n, n).input_dim == 2

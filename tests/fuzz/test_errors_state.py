@@ -70,6 +70,15 @@ def test_variable_writes_refused_leave_the_value(strategy, name, call, error, sh
                 np.testing.assert_array_equal(copy.detach().cpu().numpy(), value)
 
 
+@pytest.mark.parametrize("op, error", [("assign", ValueError), ("assign_add", md.errors.InvalidArgumentError)])
+def test_a_write_of_another_shape_inside_run(strategy, op, error):
+    with strategy.scope():
+        v = md.Variable([1.0, 2.0])
+    _raises(lambda: strategy.run(lambda: getattr(v, op)([1.0, 2.0, 3.0])), error, (3,))
+    for copy in strategy.experimental_local_results(v):
+        assert copy.detach().tolist() == [1.0, 2.0]
+
+
 def test_what_tensorflow_converts_still_converts():
     i, f = md.Variable(np.array([1, 2], np.int32)), md.Variable([1.0, 2.0])
     assert i.assign(np.array([1.7, 2.2])).numpy().tolist() == [1, 2]           # numpy is cast, as TF does
@@ -236,3 +245,7 @@ def test_saved_model_errors(tmp_path):
     assert loaded([1, 2]).tolist() == [2.0, 4.0]                 # Python and numpy values are converted
     assert loaded(np.array([1.5])).tolist() == [3.0]
     assert loaded(torch.ones(3, dtype=torch.float64)).tolist() == [2.0] * 3
+    (tmp_path / "afile").write_text("x")
+    err = _raises(lambda: md.saved_model.save(module, str(tmp_path / "afile" / "sm")), md.errors.FailedPreconditionError,
+                  str(tmp_path / "afile" / "sm"))
+    assert isinstance(err, OSError) and (tmp_path / "afile").read_text() == "x"

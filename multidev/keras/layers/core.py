@@ -82,6 +82,9 @@ class Dropout(Layer):
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
+            raise TypeError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                            f"Received: rate={rate!r} (type {type(rate).__name__})")
         if not 0 <= rate <= 1:
             raise ValueError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.noise_shape, self.seed = rate, noise_shape, seed

@@ -1,5 +1,5 @@
-"""A checkpoint that cannot be written raises TensorFlow's error for the cause (a path under a file:
-``FailedPreconditionError``; no permission: ``PermissionDeniedError``; a full disk:
+"""A checkpoint or SavedModel that cannot be written raises TensorFlow's error for the cause (a path
+under a file: ``FailedPreconditionError``; no permission: ``PermissionDeniedError``; a full disk:
 ``ResourceExhaustedError``), naming the path and the fix, instead of a bare ``OSError``.
 
 The raised error is also an ``OSError`` with the original ``errno`` and ``filename``, so programs
