@@ -12,12 +12,13 @@ from multidev.array_ops import (abs, add, argmax, argmin, divide, equal, exp, gr
                                 less_equal, log, maximum, minimum, multiply, negative, not_equal, pow, reduce_all,
                                 reduce_any, reduce_max, reduce_min, reduce_prod, round, sigmoid, sign, sqrt, square,
                                 subtract, tanh)
+from multidev.nn import log_softmax, softmax   # tf.math.softmax is tf.nn.softmax
 from multidev.ops import add_n, reduce_mean, reduce_sum
 
 __all__ = ["abs", "add", "add_n", "argmax", "argmin", "divide", "equal", "exp", "greater", "greater_equal", "less",
-           "less_equal", "log", "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
+           "less_equal", "log", "log_softmax", "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
            "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "round", "sigmoid",
-           "sign", "sqrt", "square", "subtract", "tanh"]
+           "sign", "softmax", "sqrt", "square", "subtract", "tanh"]
 
 
 def __getattr__(name: str):

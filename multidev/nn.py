@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
+from multidev._core import errors as md_errors
 from multidev._core.eager_tensor import readable_results
+from multidev.ops import _to_tensor
 from multidev.values import context
 
 
@@ -61,11 +64,44 @@ def scale_regularization_loss(regularization_loss: Any) -> torch.Tensor:
     return total / _num_replicas()
 
 
-# Results a TF program reads with .numpy() while they carry gradients (``loss.numpy()`` in a replica function).
-compute_average_loss, scale_regularization_loss = (readable_results(op) for op in (compute_average_loss,
-                                                                                   scale_regularization_loss))
+def _logits(logits: Any, axis: Any) -> tuple[torch.Tensor, int]:
+    """``logits`` as a floating tensor (a numpy array as TensorFlow converts it) and the axis as an int."""
+    x = _to_tensor(logits, None)
+    if not x.is_floating_point():
+        raise md_errors.InvalidArgumentError(
+            f"Value for attr 'T' of {str(x.dtype).replace('torch.', '')} is not in the list of allowed values: "
+            "half, bfloat16, float, double (softmax needs floating logits): cast first, e.g. "
+            "md.cast(logits, md.float32).")
+    if axis is None:
+        return x, -1
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"`axis` must be an int (the axis to normalize along, -1 for the last), got {axis!r}.")
+    rank = max(x.dim(), 1)
+    if not -rank <= axis < rank:
+        raise md_errors.InvalidArgumentError(
+            f"`dim` must be in the range [-{rank}, {rank}) where {rank} is the number of dimensions in the "
+            f"input. Received: dim={axis!r}")
+    return x, int(axis)
 
-__all__ = ["compute_average_loss", "scale_regularization_loss"]
+
+def softmax(logits: Any, axis: int | None = None, name: str | None = None) -> torch.Tensor:
+    """``tf.nn.softmax``: the beginner quickstart's ``tf.nn.softmax(predictions).numpy()`` (a numpy array
+    or a tensor; ``axis`` defaults to the last, where ``torch.softmax`` needs ``dim``)."""
+    x, axis = _logits(logits, axis)
+    return torch.softmax(x, dim=axis)
+
+
+def log_softmax(logits: Any, axis: int | None = None, name: str | None = None) -> torch.Tensor:
+    """``tf.nn.log_softmax``: ``softmax``'s logarithm, computed stably (``torch.log_softmax``)."""
+    x, axis = _logits(logits, axis)
+    return torch.log_softmax(x, dim=axis)
+
+
+# Results a TF program reads with .numpy() while they carry gradients (``loss.numpy()`` in a replica function).
+compute_average_loss, scale_regularization_loss, softmax, log_softmax = (
+    readable_results(op) for op in (compute_average_loss, scale_regularization_loss, softmax, log_softmax))
+
+__all__ = ["compute_average_loss", "log_softmax", "scale_regularization_loss", "softmax"]
 
 
 def __getattr__(name: str):

@@ -9,8 +9,13 @@ other ``md.*`` ops) is an ``EagerTensor`` when it requires grad: the same tensor
 autograd graph (``loss.backward()`` and ``tape.gradient`` work), whose ``numpy``, ``item``,
 ``float()`` and ``format`` read a detached snapshot, as TensorFlow's do.
 
-Ops on it give plain tensors (torch function dispatch is off, as for ``nn.Parameter``), so nothing
-is slower after the first op and nothing else in torch changes.
+torch functions on it give plain tensors (torch function dispatch is off, as for ``nn.Parameter``), so
+the torch ops of a model's loss and of the layers inside it cost nothing more. What a TF program
+writes on such a result is Python's operators (``(model(x) * 2).numpy()``, ``logits - m``, ``-loss``)
+and ``md.*`` ops (``md.nn.softmax(predictions)``, ``md.argmax(model(x), axis=1)``, themselves
+``readable_results``): the operators below, already Python methods here (they convert numpy operands),
+hand their result on ``readable`` too, so a chain of them stays readable; that is one ``as_subclass``
+per operator on an eager result, and none on the torch calls of the training hot path.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ def _with_arrays_as_tensors(name: str):
     def method(self, other):
         if isinstance(other, np.ndarray):
             other = torch.as_tensor(other, device=self.device)
-        return op(self, other)
+        return readable(op(self, other))
 
     method.__name__ = name
     return method
@@ -86,6 +91,21 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
 for _dunder in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
     setattr(EagerTensor, _dunder, _with_arrays_as_tensors(_dunder))
 EagerTensor.__hash__ = torch.Tensor.__hash__   # defining __eq__ above would drop it
+
+
+def _unary(name: str):
+    """``EagerTensor.<name>`` (``-x``, ``abs(x)``) whose result stays readable, as the binary operators'."""
+    op = getattr(torch.Tensor, name)
+
+    def method(self):
+        return readable(op(self))
+
+    method.__name__ = name
+    return method
+
+
+for _dunder in ("__neg__", "__pos__", "__abs__"):
+    setattr(EagerTensor, _dunder, _unary(_dunder))
 
 
 def readable(value):

@@ -4,7 +4,9 @@ Local: ``multidev launch --workers 2 [--chief] [--ps 1] [--devices-per-worker K]
 starts one process per task with ``TF_CONFIG`` on free loopback ports, prefixes every output line
 with ``[worker 0]``, stops everyone when one task fails and returns its exit code; Ctrl-C stops all.
 Every task gets the job's secret in ``MULTIDEV_JOB_SECRET`` (a fresh random one unless already set),
-so that only these tasks are admitted to the job's rendezvous.
+so that only these tasks are admitted to the job's rendezvous; the chief and workers also get torchrun's
+``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``
+(``torchrun_variables``), which ported DDP programs read.
 
 Multi-host: add ``--nnodes N --node-rank R --rdzv-endpoint HOST:PORT`` and the job is handed to
 torch's elastic launcher (``torch.distributed.run``), which sets RANK/WORLD_SIZE/MASTER_ADDR/...;
@@ -142,6 +144,39 @@ def _task_env(cluster: dict, role: str, index: int, args: argparse.Namespace, to
     return env
 
 
+TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def torchrun_variables(compute: list[tuple[str, int]], role: str, index: int, master_port: int) -> dict[str, str]:
+    """torchrun's variables for one task of a local job, so that a ported DDP program reads the job it
+    runs in: ``int(os.environ["LOCAL_RANK"])`` (the DDP tutorial series' Trainer), a
+    ``DistributedSampler(dataset, num_replicas=int(os.environ["WORLD_SIZE"]), rank=int(os.environ["RANK"]))``,
+    and its own ``init_process_group("gloo")`` (env://, on ``master_port``) for what it reduces outside
+    ``strategy.run`` (imagenet's ``AverageMeter.all_reduce`` in ``validate``).
+
+    The compute tasks (chief, then workers: TF_CONFIG's collective order, ``worker_index``) are ranks
+    0..n-1 on one host; a parameter server is no rank (empty: its variables are removed). A strategy
+    reads TF_CONFIG before torchrun's variables, so the cluster stays the launcher's.
+
+    Example:
+        >>> torchrun_variables([("worker", 0), ("worker", 1)], "worker", 1, 29500)["LOCAL_RANK"]
+        '1'
+    """
+    if (role, index) not in compute:
+        return {}
+    rank, size = str(compute.index((role, index))), str(len(compute))
+    return dict(zip(TORCHRUN_VARIABLES, (rank, rank, size, size, "127.0.0.1", str(master_port))))
+
+
+def _master_port(cluster: dict) -> int:
+    """A free loopback port for the program's own process group, none of the tasks' ports."""
+    taken = {int(address.rsplit(":", 1)[1]) for addresses in cluster.values() for address in addresses}
+    while True:
+        (port,) = _free_ports(1)
+        if port not in taken:
+            return port
+
+
 def _command(args: argparse.Namespace) -> list[str]:
     target = ["-m", args.script] if args.module else [args.script]
     return [sys.executable, *target, *args.script_args]
@@ -239,6 +274,7 @@ def _run_local(args: argparse.Namespace) -> int:
     compute = [r for r in roles if r[0] != "ps"]
     slices = _gpu_slices(args, len(compute))
     secret = os.environ.get(SECRET_ENV) or new_secret()  # one per job: admits only its own tasks
+    master_port = _master_port(cluster)
     lock = threading.Lock()
     tasks: list[_Task] = []
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -246,6 +282,9 @@ def _run_local(args: argparse.Namespace) -> int:
         for role, index in roles:
             env = _task_env(cluster, role, index, args, len(roles))
             env[SECRET_ENV] = secret
+            for name in TORCHRUN_VARIABLES:   # a parameter server (or an outer job's value) is no rank here
+                env.pop(name, None)
+            env.update(torchrun_variables(compute, role, index, master_port))
             if slices is not None:
                 env["CUDA_VISIBLE_DEVICES"] = slices[compute.index((role, index))] if role != "ps" else ""
             tasks.append(_Task(role, index, _command(args), env, lock))

@@ -133,4 +133,4 @@ def _lazy(module: str) -> Installer:
 #: What every strategy needs while it lives; front ends add theirs (``front_end.register``).
 STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "optimizer_hooks", "scheduler_hooks",
                                                                "module_transforms", "grad_scaler_hooks", "swa_hooks",
-                                                               "torch_distributed_hooks")])
+                                                               "torch_distributed_hooks", "random_state_hooks")])

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from multidev._core.eager_tensor import readable
 from multidev._core.errors import AbortedError
 from multidev.devices import registry
 from multidev import placement
@@ -102,7 +103,8 @@ class ReplicaRunner:
         finally:
             self.steps.end()
         self._raise_first_error(outcomes)
-        return regroup([value for _, value in outcomes])
+        # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
+        return regroup([map_structure(readable, value) for _, value in outcomes])
 
     def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
         """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads

@@ -215,7 +215,9 @@ class Strategy:
 
     def experimental_local_results(self, value: Any) -> tuple:
         """The per-replica components of ``value`` as a tuple (a one-tuple for plain values)."""
-        if isinstance(value, (DistributedValues, DistributedVariable)):
+        if isinstance(value, DistributedVariable):
+            return value._local_variables()
+        if isinstance(value, DistributedValues):
             return tuple(value.values)
         leaves = flatten(value)
         if any(isinstance(v, DistributedValues) for v in leaves):

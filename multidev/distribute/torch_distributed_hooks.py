@@ -11,7 +11,11 @@ strategy lives (``live_hooks``) torch.distributed's collectives and rank queries
 ``replica_id_in_sync_group`` and ``num_replicas_in_sync``; only a process group the program
 started, with one replica per process (whose ranks are then the replicas), passes through.
 Outside ``strategy.run`` torch's functions behave as torch's (``dist.is_initialized()`` is False
-without a group, so timm's ``if args.distributed`` branches stay off).
+without a group, so timm's ``if args.distributed`` branches stay off); only the error of
+``get_world_size``/``get_rank`` without a group (what ``DistributedSampler(dataset)`` calls, DDP's
+input kept by a two-line port) names multidev's fix, the job's layout, instead of
+``init_process_group``. Answering with the layout instead would make torch's rank queries lie to
+any other code that asks (and a sampler of a job's replicas is the wrong one: ``docs/ddp_port.md``).
 """
 
 from __future__ import annotations
@@ -42,12 +46,27 @@ def _refusal(name: str, env: Any) -> ValueError:
         "(a DDP program's `if rank == 0:` logging: strategy.extended.worker_index == 0 outside the step).")
 
 
+def _no_process_group(name: str) -> ValueError:
+    """torch's ``ValueError`` for a rank query without a process group, saying what to do in multidev."""
+    return ValueError(
+        f"Default process group has not been initialized (torch.distributed.{name}, which "
+        "DistributedSampler(dataset) calls without num_replicas and rank): multidev starts no process group. "
+        "Give the sampler the job's workers: DistributedSampler(dataset, num_replicas="
+        "strategy.extended.num_workers, rank=strategy.extended.worker_index) (each loader batch is then this "
+        "worker's share, split across its replicas), or drop the sampler and give every worker the same global "
+        "batches (the strategy splits them across all replicas). See docs/ddp_port.md.")
+
+
 def _guarded(name: str, original: Callable) -> Callable:
+    rank_query = name in ("get_rank", "get_world_size")
+
     @functools.wraps(original)
     def call(*args: Any, **kwargs: Any) -> Any:
         env = context.replica_env()
         if env is not None and (env.strategy.extended.num_local_replicas > 1 or not dist.is_initialized()):
             raise _refusal(name, env)
+        if rank_query and env is None and not dist.is_initialized():
+            raise _no_process_group(name)
         return original(*args, **kwargs)
 
     call._multidev_wrapped = True

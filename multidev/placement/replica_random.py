@@ -23,16 +23,26 @@ The seam is a ``TorchFunctionMode`` in the replica's thread that intercepts the 
 with dropout, attention with dropout, ``torch.nn.init``) and runs each under one process-wide lock
 with the device generator's state swapped for the replica's. A draw made by a thread that is no
 replica (an input pipeline thread) while a replica's state is swapped in is not protected.
+
+The CPU generator's state functions a replica calls act on its stream, as on its DDP rank's generator
+(``distribute/random_state_hooks.py`` routes them here while strategies live): ``torch.manual_seed``
+in the step re-seeds the calling replica's stream, and ``torch.get_rng_state`` / ``set_rng_state``
+read and write it, which is how ``torch.utils.checkpoint`` replays the forward's dropout masks when
+it recomputes a block in backward (``preserve_rng_state``); autograd runs backward without torch
+function modes, so ``torch.random.fork_rng`` (the recomputation's context) enters the replica's mode
+again there (``missing_mode``). Other draws in backward (a custom ``backward`` drawing noise) still
+take the shared generator.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.init
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 _TORCH_NAMES = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
@@ -49,6 +59,7 @@ _INIT_NAMES = {n for n in dir(torch.nn.init) if not n.startswith("_") and n not 
 RANDOM_OP_NAMES = frozenset(_TORCH_NAMES | _TENSOR_METHODS | _INIT_NAMES)
 
 _LOCK = threading.Lock()
+_ACTIVE: contextvars.ContextVar["ReplicaStream | None"] = contextvars.ContextVar("multidev_replica_stream", default=None)
 
 
 def _default_generator(device: torch.device) -> torch.Generator:
@@ -91,6 +102,32 @@ class ReplicaStream:
                 self.state = generator.get_state()
                 generator.set_state(saved)
 
+    def get_rng_state(self, original: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """``torch.get_rng_state()`` (the CPU generator's) in this replica: its own state (the device
+        generator's for the first); replicas on GPUs share the CPU generator, so theirs is torch's."""
+        with _LOCK:
+            return original() if self.owner or self.device.type != "cpu" else self.state.clone()
+
+    def set_rng_state(self, original: Callable[[torch.Tensor], None], new_state: torch.Tensor) -> None:
+        """``torch.set_rng_state(state)`` in this replica: checked by a generator, kept as its own state."""
+        with _LOCK:
+            if self.owner or self.device.type != "cpu":
+                return original(new_state)
+            generator = torch.Generator(device=self.device)
+            generator.set_state(new_state)   # torch's own check of the state
+            self.state = generator.get_state()
+
+    def manual_seed(self, original: Callable[[Any], torch.Generator], seed: Any) -> torch.Generator:
+        """``torch.manual_seed(seed)`` in this replica: its stream restarts from ``seed``, as a DDP rank's
+        generator does (the first replica seeds torch's generators, as rank 0 seeds its own)."""
+        with _LOCK:
+            if self.owner:
+                return original(seed)
+            generator = torch.Generator(device=self.device)
+            generator.manual_seed(seed)
+            self.state = generator.get_state()
+            return _default_generator(self.device)
+
     def draw_from(self, func, args: tuple, kwargs: dict, generator: torch.Generator) -> Any:
         """Run ``func`` with the program's own ``generator=``: on the object itself for the first
         replica (and in a ``merge_call``), on this replica's copy of its state at the run's first
@@ -114,6 +151,17 @@ class ReplicaRandomMode(TorchFunctionMode):
     def __init__(self, stream: ReplicaStream):
         super().__init__()
         self.stream = stream
+        self._tokens: list[contextvars.Token] = []
+
+    def __enter__(self):
+        self._tokens.append(_ACTIVE.set(self.stream))
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        try:
+            return super().__exit__(*exc_info)
+        finally:
+            _ACTIVE.reset(self._tokens.pop())
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         # Every torch op and tensor attribute access of the replica's thread comes through here
@@ -124,6 +172,24 @@ class ReplicaRandomMode(TorchFunctionMode):
                 return self.stream.draw(func, args, kwargs or {})
             return self.stream.draw_from(func, args, kwargs, generator)
         return func(*args, **kwargs) if kwargs else func(*args)
+
+
+def active_stream() -> ReplicaStream | None:
+    """The stream of the replica this thread runs now, or None (no replica, a replica alone on its
+    device, inside a ``merge_call``)."""
+    stream = _ACTIVE.get()
+    return stream if stream is not None and stream._in_replica() else None
+
+
+def missing_mode() -> ReplicaRandomMode | None:
+    """A mode for this replica's stream where its thread runs without it: torch runs autograd's
+    backward (hooks, a checkpointed block recomputed there) with no torch function mode, so draws
+    there would take the device generator every replica shares. None where the mode is on the stack
+    or no replica stream is active (a second mode of one stream would take the lock twice)."""
+    stream = active_stream()
+    if stream is None or any(isinstance(m, ReplicaRandomMode) for m in _get_current_function_mode_stack()):
+        return None
+    return ReplicaRandomMode(stream)
 
 
 class ReplicaStreams:
@@ -155,4 +221,4 @@ class ReplicaStreams:
         return None if stream is None else ReplicaRandomMode(stream)
 
 
-__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES"]
+__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES", "active_stream", "missing_mode"]

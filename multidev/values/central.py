@@ -42,6 +42,9 @@ class AggregatingVariable(MirroredVariable):
         """The one copy (TensorFlow's ``experimental_local_results`` gives ``(v,)``)."""
         return (self,)
 
+    def _local_variables(self) -> tuple:
+        return (self,)
+
     def _reduce_parts(self) -> None:
         return None   # reduced like a plain tensor: MEAN gives the value, SUM across replicas raises
 

@@ -134,14 +134,22 @@ class DistributedVariable(Variable):
         """The strategy whose scope created the variable (``tf.distribute.DistributedValues``'s)."""
         return self._strategy
 
-    def _copy_variable(self, replica_id: int) -> Variable:
+    def _copy_variable(self, replica_id: int, trainable: bool = False) -> Variable:
         """Replica ``replica_id``'s copy as an ``md.Variable`` sharing its storage (what
         ``extended.update`` hands its function, as TensorFlow hands it the component variable)."""
         with torch.no_grad(), DisableTorchFunctionSubclass():
             storage = self._components[replica_id].detach()
         name = self._md_name if replica_id == 0 else f"{self._md_name}/replica_{replica_id}"
-        return Variable._from_tensor(storage, trainable=False, name=name, synchronization=self.synchronization,
+        return Variable._from_tensor(storage, trainable=trainable, name=name, synchronization=self.synchronization,
                                      aggregation=self.aggregation)
+
+    def _local_variables(self) -> tuple:
+        """``strategy.experimental_local_results(v)``: TensorFlow's component variables, one per replica,
+        each an ``md.Variable`` sharing its copy's storage (``.numpy()``, ``float``, ``print``, ``assign``
+        to that replica's copy only, ``name`` ``'v/replica_1:0'``), not the autograd leaves (whose
+        ``numpy()`` torch refuses). ``p.grad`` of a replica stays on the variable (``v.grad`` there)."""
+        self.values   # noqa: B018 - a cross-replica p.data write reaches every copy first
+        return tuple(self._copy_variable(r, self._md_trainable) for r in range(len(self._components)))
 
     def _replica_result(self, replica_id: int) -> torch.Tensor:
         """What a write in replica context returns: the replica's copy, read when used (TensorFlow
@@ -275,8 +283,9 @@ class DistributedVariable(Variable):
                 if mine.data_ptr() != new._components[0].data_ptr() or mine is new._components[0]:
                     mine.copy_(theirs)
         new._mark_synced()
-        if "_keras_name" in self.__dict__:   # a front end's name for it (md.keras's 'kernel')
-            new._keras_name = self._keras_name
+        for attr in ("_keras_name", "_keras_path"):   # a front end's name for it (md.keras's 'kernel')
+            if attr in self.__dict__:
+                setattr(new, attr, self.__dict__[attr])
         memo[id(self)] = new
         return new
 

@@ -19,6 +19,7 @@ try:   # the runners put this directory on sys.path; pytest imports the package
     from gpt import GPT_PROGRAMS
     from idioms2 import IDIOMS2, plain_step as _plain_step
     from programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from pyexamples import PYEXAMPLES
     from torchvision_recipe import TORCHVISION_PROGRAMS
     from utilities import UTILITIES
     from vision_examples import VISION_EXAMPLES
@@ -26,6 +27,7 @@ except ImportError:
     from tests.programs.gpt import GPT_PROGRAMS
     from tests.programs.idioms2 import IDIOMS2, plain_step as _plain_step
     from tests.programs.programs import F64, GLOBAL_BATCH, PROGRAMS, Program, _gen
+    from tests.programs.pyexamples import PYEXAMPLES
     from tests.programs.torchvision_recipe import TORCHVISION_PROGRAMS
     from tests.programs.utilities import UTILITIES
     from tests.programs.vision_examples import VISION_EXAMPLES
@@ -405,3 +407,4 @@ IDIOMS = [
 ]
 
 ALL_PROGRAMS = PROGRAMS + IDIOMS + UTILITIES + GPT_PROGRAMS + TORCHVISION_PROGRAMS + VISION_EXAMPLES + IDIOMS2
+ALL_PROGRAMS += PYEXAMPLES   # pytorch/examples and tutorials as printed (pyexamples.py)

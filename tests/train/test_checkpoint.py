@@ -269,7 +269,7 @@ def test_checkpoints_can_be_inspected_without_the_objects(tmp_path):
                                                       ("save_counter:value", []), ("step:value", [])]
     assert int(md.train.load_variable(str(tmp_path), "step:value")) == 3
     reader = md.train.load_checkpoint(str(tmp_path / "ckpt-1"))
-    assert reader.has_tensor("net:weight") and reader.get_variable_to_dtype_map()["step:value"] == torch.int64
+    assert reader.has_tensor("net:weight") and reader.get_variable_to_dtype_map()["step:value"] == torch.int32
     with pytest.raises(md.errors.NotFoundError, match="'nope' not found.*net:bias"):
         reader.get_tensor("nope")
 

@@ -4,7 +4,8 @@ customization/custom_training_walkthrough, typed as printed with ``tf.`` -> ``md
 Data: synthetic arrays of MNIST's / Fashion MNIST's / the penguins' shapes and dtypes (never
 downloaded), 32 training examples so each epoch is one batch of 32 (a shuffle then only reorders
 a sum). Weights are set from a fixed pattern after the model is built (``deterministic``), so both
-frameworks start equal. Substitutions: ``tf.nn.softmax``/``tf.nn.relu`` (torch's on md). ``print``
+frameworks start equal. Substitutions: ``tf.nn.softmax`` past the beginner quickstart and ``tf.nn.relu``
+(torch's on md). ``print``
 lines became observations; the f-strings are kept ("printed").
 """
 
@@ -28,7 +29,7 @@ def quickstart_beginner(replicas, rate=0.2):
         deterministic(model)
     predictions = model(x_train[:1]).numpy()
     out["predictions"] = rnd(predictions)
-    out["softmax"] = rnd(softmax(tf.constant(predictions)).numpy())   # tf.nn.softmax(predictions).numpy()
+    out["softmax"] = rnd(tf.nn.softmax(predictions).numpy())
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     out["loss"] = rnd(loss_fn(y_train[:1], predictions).numpy())
     with scope(replicas):

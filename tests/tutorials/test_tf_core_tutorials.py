@@ -40,8 +40,6 @@ TF_TWO_REPLICAS = {
 
 #: Observations where multidev differs from TF on purpose: (program, key) -> (check of md's value, why).
 MD_DIFFERS = {
-    ("guide_variable", "step_counter"): (lambda got: got == ["int64", False, 1],
-                                         "md.Variable(1) is int64 (torch's default integer; TF: int32)"),
     ("intro_to_modules", "list_variables"): (
         lambda got: sorted(shape for _, shape in got) == [[2], [3], [3, 2], [3, 3]],
         "md's checkpoint keys are 'model:dense_1.b' (safetensors + JSON, no object-graph entry); same shapes"),
@@ -95,7 +93,7 @@ def test_two_replica_exceptions_are_real_tensorflow_differences():
 
 
 @pytest.mark.parametrize("tf_name, torch_name", [
-    ("nn.softmax", "torch.softmax"), ("nn.relu", "torch.relu"), ("nn.sigmoid", "torch.sigmoid"),
+    ("nn.relu", "torch.relu"), ("nn.sigmoid", "torch.sigmoid"),
     ("nn.softplus", "torch.nn.functional.softplus"), ("math.sin", "torch.sin"), ("linspace", "torch.linspace"),
     ("random.normal", "torch.randn"), ("norm", "torch.norm"), ("nn.elu", "torch.nn.functional.elu"), ("data.experimental.make_csv_dataset", "md.data.Dataset.from_tensor_slices"),
 ])

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -30,7 +31,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import layer_losses, layer_state
+from multidev.keras.layers import layer_losses, layer_state, weight_paths
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
     KerasParameter, LayerWeights, _module_weights)
@@ -39,6 +40,7 @@ from multidev.values.variables import DistributedVariable  # noqa: F401  (import
 
 # (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
 _call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
+_NO_SCOPE = contextlib.nullcontext()
 _BUILD_LOCK = threading.RLock()
 _SIG_CACHE: dict[tuple[type, str], bool] = {}
 
@@ -241,7 +243,8 @@ class Layer(LayerWeights, nn.Module):
         with _BUILD_LOCK:          # threads may make the first call concurrently: build once
             if self.built:
                 return
-            self.build(shape)
+            with weight_paths.layer_scope(self):
+                self.build(shape)
             self._build_input_shape = shape
             self.built = True
 
@@ -266,7 +269,8 @@ class Layer(LayerWeights, nn.Module):
             inputs = self._convert_inputs(inputs)
         elif inputs.is_floating_point() and not self._dtype_policy.is_mixed and inputs.dtype != self._compute_torch_dtype:
             inputs = inputs.to(self._compute_torch_dtype)
-        if not self.built:
+        first = not self.built     # the call that builds makes the weights of the layers it calls: named under it
+        if first:
             self._check_input(inputs)      # rank checks before build (build would fail less clearly)
             self._maybe_build(inputs)
         self._check_input(inputs)
@@ -282,7 +286,8 @@ class Layer(LayerWeights, nn.Module):
             layer_losses.clear_call_losses(self)
         token = _call_state.set((training, depth + 1))
         try:
-            with self._dtype_policy.autocast(self._device_type(inputs)):
+            with self._dtype_policy.autocast(self._device_type(inputs)), \
+                    weight_paths.layer_scope(self) if first else _NO_SCOPE:
                 outputs = super().__call__(inputs, *args[1:], **kwargs)
         finally:
             _call_state.reset(token)

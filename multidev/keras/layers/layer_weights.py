@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from multidev.keras import backend, initializers, regularizers
-from multidev.keras.layers import layer_state
+from multidev.keras.layers import layer_state, weight_paths
 from multidev.values.variables import DistributedVariable
 
 
@@ -38,11 +38,24 @@ class KerasParameter(nn.Parameter):
         program's ``"variance" in w.name`` runs on one device too (torch's ``Tensor.name`` is None)."""
         return self.__dict__.get("_keras_name")
 
+    @property
+    def path(self) -> str | None:
+        """Keras 3's ``variable.path``: the layers that made it and its name (``'sequential/dense/kernel'``)."""
+        return self.__dict__.get("_keras_path") or self.name
+
+    @property
+    def trainable(self) -> bool:
+        """Keras 3's ``variable.trainable``: whether the optimizer updates it (``requires_grad`` here)."""
+        return self.requires_grad
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self.requires_grad_(bool(value))
+
     def __deepcopy__(self, memo):
-        """torch's copy of a Parameter, keeping Keras's ``name`` (torch's drops the instance's attributes)."""
+        """torch's copy of a Parameter, keeping Keras's ``name`` and ``path`` (torch's drops the instance's attributes)."""
         copied = super().__deepcopy__(memo)
-        if "_keras_name" in self.__dict__:
-            copied._keras_name = self._keras_name
+        _copy_keras_names(self, copied)
         return copied
 
     def numpy(self) -> np.ndarray:
@@ -93,18 +106,30 @@ class KerasBuffer(torch.Tensor):
         """A new buffer with a copy of the value and Keras's ``name`` (torch's default needs ``new_empty``)."""
         if id(self) not in memo:
             copied = memo[id(self)] = KerasBuffer(self.detach().clone())
-            if "_keras_name" in self.__dict__:
-                copied._keras_name = self._keras_name
+            _copy_keras_names(self, copied)
         return memo[id(self)]
+
+    @property
+    def trainable(self) -> bool:
+        """Keras 3's ``variable.trainable``: a non-trainable weight (a buffer) is never trained."""
+        return False
 
     value = KerasParameter.value
     name = KerasParameter.name
+    path = KerasParameter.path
     numpy = KerasParameter.numpy
     read_value = KerasParameter.read_value
     assign = KerasParameter.assign
     assign_add = KerasParameter.assign_add
     assign_sub = KerasParameter.assign_sub
     _update = KerasParameter._update
+
+
+def _copy_keras_names(source, copy) -> None:
+    """Keras's ``name`` and ``path`` of ``source`` onto its ``copy`` (``copy.deepcopy``, ``clone_model``)."""
+    for attr in ("_keras_name", "_keras_path"):
+        if attr in source.__dict__:
+            setattr(copy, attr, source.__dict__[attr])
 
 
 def _module_weights(module: nn.Module, trainable: bool):
@@ -157,7 +182,7 @@ class LayerWeights:
             self.register_parameter(name, parameter)
         else:
             layer_state.register_state(self, name, value, KerasBuffer, synchronization, aggregation)
-        _name_weight(getattr(self, name), name)
+        _name_weight(getattr(self, name), name, weight_paths.path_for(self, name))
         self._weight_specs.append((name, bool(trainable)))
         return getattr(self, name)
 
@@ -302,8 +327,10 @@ class LayerWeights:
         return int(sum(w.numel() for w in self.weights))
 
 
-def _name_weight(weight, name: str) -> None:
-    """Give ``weight`` Keras 3's ``name`` (``'kernel'``): the registered object, which under a strategy's scope
-    is the distributed variable made from the layer's tensor (TF's ``'Dense.kernel:0'`` otherwise)."""
+def _name_weight(weight, name: str, path: str) -> None:
+    """Give ``weight`` Keras 3's ``name`` (``'kernel'``) and ``path`` (``'dense/kernel'``): the registered
+    object, which under a strategy's scope is the distributed variable made from the layer's tensor (TF's
+    ``'Dense.kernel:0'`` otherwise)."""
     if isinstance(weight, torch.Tensor):
         weight._keras_name = name
+        weight._keras_path = path

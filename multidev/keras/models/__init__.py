@@ -13,8 +13,11 @@ from multidev.keras.saving.model_io import load_model, save_model
 
 
 def clone_model(model, custom_objects=None):
-    """A new model with the same architecture (fresh weights), from ``get_config``."""
+    """A new model with the same architecture (fresh weights), from ``get_config``; a subclassed model
+    through its own class (``type(model).from_config(model.get_config())``, as Keras 3 clones it)."""
     from multidev.keras.saving.serialization import deserialize_layer, serialize_layer
+    if isinstance(model, Model) and not isinstance(model, (Sequential, Functional, TorchModel)):
+        return type(model).from_config(model.get_config())
     return deserialize_layer(serialize_layer(model), custom_objects)
 
 

@@ -211,14 +211,36 @@ class Model(Trainer, Layer):
         return copied
 
     def get_config(self) -> dict:
-        raise NotImplementedError(
-            f"Model {type(self).__name__!r} is a subclassed model: implement get_config()/from_config() to save its "
-            "configuration, or use save_weights()/load_weights()."
-        )
+        """A subclassed model's ``get_config`` override starts from this (``{**super().get_config(), 'units':
+        ...}``: name, trainable, dtype, as Keras 3's); without an override there is nothing to rebuild it from."""
+        if type(self).get_config is Model.get_config:
+            raise NotImplementedError(
+                f"Model {type(self).__name__!r} is a subclassed model: implement get_config()/from_config() to save "
+                "its configuration, or use save_weights()/load_weights().")
+        return Layer.get_config(self)
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        return cls(**config)
+        """``cls(**config)``; a functional model's config (``layers``, ``input_layers``, ``output_layers``) read
+        through ``md.keras.Model`` rebuilds the graph, as Keras 3's ``Model.from_config`` does."""
+        functional = all(key in config for key in ("name", "layers", "input_layers", "output_layers"))
+        if functional and cls is Model:
+            from multidev.keras.models.functional import Functional
+            return Functional.from_config(config, custom_objects)
+        if cls is Model and "layers" in config:
+            raise ValueError(
+                f"Unrecognized keyword arguments passed to Model: {sorted(set(config) - {'name', 'trainable'})!r}: "
+                "this is a Sequential model's config; rebuild it with md.keras.Sequential.from_config(config) "
+                "(or md.keras.models.clone_model(model)).")
+        try:
+            return cls(**config)
+        except TypeError as err:
+            raise TypeError(
+                f"Unable to revive model from config. When overriding the `get_config()` method, make sure that the "
+                f"returned config contains all items used as arguments in the constructor to {cls!r}, which is the "
+                "default behavior. You can override this default behavior by defining a `from_config(cls, config)` "
+                f"class method to specify how to create an instance of {cls.__name__} from its config.\n\nReceived "
+                f"config={config!r}\n\nError encountered during deserialization: {err}") from err
 
     @staticmethod
     def from_torch(module, name=None, input_shape=None):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from torch import nn
 
 from multidev.keras import backend
+from multidev.keras.layers import weight_paths
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor
@@ -57,7 +58,8 @@ class Sequential(Model):
         if len(self.layers) == 1 and self._input_batch_shape is None and layer._batch_input_shape is not None:
             self._set_input(layer._batch_input_shape, backend.as_dtype(None))
         elif self._last_output is not None:
-            self._last_output = layer(self._last_output)
+            with weight_paths.layer_scope(self):     # its weights' paths: 'sequential/dense/kernel'
+                self._last_output = layer(self._last_output)
             self.built = True
 
     def pop(self):
@@ -81,8 +83,9 @@ class Sequential(Model):
         if self._input_batch_shape is None:
             return
         x = self._first_input
-        for layer in self.layers:
-            x = layer(x)
+        with weight_paths.layer_scope(self):
+            for layer in self.layers:
+                x = layer(x)
         self._last_output = x
         self.built = True
 
