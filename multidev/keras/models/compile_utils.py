@@ -284,3 +284,11 @@ def _listify(spec):
     if spec is None:
         return []
     return list(spec) if isinstance(spec, (list, tuple)) else [spec]
+
+
+def compiled_containers(loss, loss_weights, metrics, weighted_metrics, output_names) -> tuple:
+    """``compile``'s (loss container or None, metrics container): both built, so every name resolved,
+    before ``compile`` changes the model."""
+    compiled_loss = LossesContainer(loss, loss_weights, output_names) if loss is not None else None
+    return compiled_loss, MetricsContainer(metrics, weighted_metrics, output_names,
+                                           compiled_loss.losses if compiled_loss else None)

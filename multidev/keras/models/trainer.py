@@ -23,7 +23,7 @@ from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.base import attached_metrics
 from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
-from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
+from multidev.keras.models.compile_utils import compiled_containers
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight, check_class_weight
 from multidev.keras.models.replica_logs import check_reduction
 from multidev.keras.models.worker_batches import per_worker_input
@@ -86,14 +86,11 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `compile()`: {sorted(kwargs)!r}. Valid: optimizer, loss, "
                             "metrics, loss_weights, weighted_metrics, run_eagerly, steps_per_execution, jit_compile.")
-        # Everything is resolved before the model changes: a bad name leaves the previous compile intact.
-        # As Keras: under a mixed_float16 policy the optimizer is wrapped in a LossScaleOptimizer.
+        # Resolved before the model changes (a bad name leaves the previous compile intact); as Keras, under
+        # a mixed_float16 policy the optimizer is wrapped in a LossScaleOptimizer.
         new_optimizer = mixed_precision.wrap_for_policy(optimizers.get(optimizer), self._dtype_policy)
-        names = self._output_names()
-        compiled_loss = LossesContainer(loss, loss_weights, names) if loss is not None else None
-        compiled_metrics = MetricsContainer(metrics, weighted_metrics, names,
-                                            compiled_loss.losses if compiled_loss else None)
-        self.optimizer, self.compiled_loss, self.compiled_metrics = new_optimizer, compiled_loss, compiled_metrics
+        compiled = compiled_containers(loss, loss_weights, metrics, weighted_metrics, self._output_names())
+        self.optimizer, (self.compiled_loss, self.compiled_metrics) = new_optimizer, compiled
         self._compile_config = {"loss": loss, "metrics": metrics, "loss_weights": loss_weights,
                                 "weighted_metrics": weighted_metrics}
         self._is_compiled = True
