@@ -175,6 +175,25 @@ def test_assert_messages_name_what_did_not_match(tmp_path):
         nothing.assert_existing_objects_matched()
 
 
+def test_another_optimizers_slots_are_not_consumed(tmp_path):
+    """TF 2.21: Adam's checkpoint restored into SGD leaves Adam's slots unresolved (assert_consumed fails)."""
+    def model(optimizer):
+        m = md.keras.Sequential([md.keras.Input((2,)), md.keras.layers.Dense(1)])
+        m.compile(optimizer=optimizer, loss="mse")
+        m.fit(np.ones((4, 2), np.float32), np.ones((4, 1), np.float32), verbose=0)
+        return m
+    adam = model("adam")
+    path = md.train.Checkpoint(model=adam, optimizer=adam.optimizer).save(str(tmp_path / "ck"))
+    sgd = model(md.keras.optimizers.SGD(0.1, momentum=0.9))
+    status = md.train.Checkpoint(model=sgd, optimizer=sgd.optimizer).restore(path)
+    with pytest.raises(AssertionError, match="unresolved values.*kernel/velocity"):
+        status.assert_consumed()
+    status.assert_existing_objects_matched()          # every SGD slot got Adam's momentum (the same name)
+    np.testing.assert_array_equal(sgd.get_weights()[0], adam.get_weights()[0])
+    other_adam = model("adam")
+    md.train.Checkpoint(model=other_adam, optimizer=other_adam.optimizer).restore(path).assert_consumed()
+
+
 @pytest.mark.parametrize("kwargs, error, shown", [
     ({"max_to_keep": 0}, ValueError, 0), ({"max_to_keep": -1}, ValueError, -1),
     ({"max_to_keep": "3"}, TypeError, "3"), ({"max_to_keep": 1.5}, TypeError, 1.5),
