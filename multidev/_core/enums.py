@@ -28,6 +28,12 @@ class ReduceOp(enum.Enum):
     MEAN = "MEAN"
 
     @classmethod
+    def _missing_(cls, value):
+        """``ReduceOp('MAX')``: TensorFlow's ValueError and words, with the valid names."""
+        raise ValueError(f"{value!r} is not a valid ReduceOp: expected one of {[m.value for m in cls]} "
+                         "(md.distribute.ReduceOp.SUM / .MEAN, or their names).")
+
+    @classmethod
     def from_value(cls, op: "ReduceOp | str") -> "ReduceOp":
         """Accept a ``ReduceOp`` or its name ('SUM', 'MEAN', any case)."""
         if isinstance(op, cls):

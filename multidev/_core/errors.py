@@ -73,6 +73,10 @@ class DataLossError(OpError, ValueError):
     """Stored data is damaged or inconsistent (a checksum mismatch, a damaged checkpoint file)."""
 
 
+class PermissionDeniedError(OpError, PermissionError):
+    """The caller may not run the operation (a checkpoint written where the process may not write)."""
+
+
 class UnauthenticatedError(OpError, PermissionError):
     """The request lacks valid credentials (a process without the job's secret tried to join)."""
 
@@ -93,5 +97,6 @@ __all__ = [
     "InternalError",
     "UnimplementedError",
     "DataLossError",
+    "PermissionDeniedError",
     "UnauthenticatedError",
 ]

@@ -11,7 +11,7 @@ from multidev.collectives import algorithms
 from multidev.distribute import front_end, live_hooks
 from multidev.distribute.reduce_checks import check_reduce_arguments
 from multidev.values import context
-from multidev.values.distributed import DistributedValues, PerReplica, flatten, pack_as
+from multidev.values.distributed import DistributedValues, PerReplica, check_same_structure, flatten, pack_as
 from multidev.values.variables import DistributedVariable
 from multidev.distribute.replica_run import _check_replica_counts
 from multidev.distribute.extended import StrategyExtended
@@ -250,6 +250,9 @@ class Strategy:
 
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
         """Build a ``PerReplica`` value by calling ``value_fn(ValueContext)`` for each replica."""
+        if not callable(value_fn):
+            raise TypeError(f"experimental_distribute_values_from_function needs a callable value_fn taking a "
+                            f"md.distribute.experimental.ValueContext, got {value_fn!r}.")
         n = self.num_replicas_in_sync
         offset = self._extended.replica_offset
         values = []
@@ -259,6 +262,7 @@ class Strategy:
         if len(values) == 1:
             return values[0]
         # One PerReplica per leaf (TensorFlow's regroup with always_wrap): a tuple stays a tuple.
+        check_same_structure(values, "experimental_distribute_values_from_function's value_fn")
         columns = zip(*(flatten(v) for v in values))
         return pack_as(values[0], [PerReplica(column) for column in columns])
 

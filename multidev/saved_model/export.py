@@ -18,6 +18,7 @@ import os
 
 import torch
 from multidev._core import checked_safetensors
+from multidev._core import write_errors
 from multidev._core.atomic_files import atomic_directory, atomic_write, atomic_write_text
 
 from multidev.saved_model import serde
@@ -114,7 +115,9 @@ def _write(export_dir: str, resolved: dict, endpoints=()) -> None:
         if id(signature) not in by_id:
             by_id[id(signature)] = _trace(signature)
         traced[name] = by_id[id(signature)]
-    with atomic_directory(export_dir) as staging:
+    with write_errors.writing(export_dir, "write the SavedModel", "Pass a directory path whose parents are "
+                              "directories this process may write; nothing was written."), \
+            atomic_directory(export_dir) as staging:
         os.makedirs(os.path.join(staging, "programs"))
         os.makedirs(os.path.join(staging, "variables"))
         for name, (program, output_names) in traced.items():

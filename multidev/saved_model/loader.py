@@ -12,6 +12,7 @@ from multidev._core import checked_safetensors
 from multidev.data.spec import TensorSpec
 from multidev.saved_model import serde
 from multidev.saved_model.export import FORMAT, VERSION, example_input
+from multidev.saved_model.load_inputs import bound_input, check_tags
 from multidev.saved_model.options import LoadOptions
 from multidev.saved_model.options import check as check_options
 
@@ -47,7 +48,7 @@ class ConcreteFunction:
         missing = [n for n, v in zip(self.input_names, values) if v is None]
         if missing:
             raise TypeError(f"Signature {self.name!r} is missing input(s) {missing}.")
-        return [torch.as_tensor(v, dtype=spec.dtype) for v, spec in zip(values, self.structured_input_signature)]
+        return [bound_input(self.name, v, spec) for v, spec in zip(values, self.structured_input_signature)]
 
     def __call__(self, *args, **kwargs) -> dict[str, torch.Tensor]:
         values = self._arguments(args, kwargs)
@@ -84,6 +85,7 @@ def load(export_dir, tags=None, options=None) -> Any:
     """
     check_options(options, LoadOptions, "md.saved_model.load")
     export_dir = os.fspath(export_dir)
+    check_tags(tags, export_dir)
     meta_path = os.path.join(export_dir, "saved_model.json")
     if not os.path.isfile(meta_path):
         keras = os.path.isfile(os.path.join(export_dir, "config.json")) or export_dir.endswith(".keras")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -145,8 +146,8 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
         traced = _traced_calls(obj)
         if traced:
             return traced
-        raise ValueError(f"Nothing to export from {type(obj).__name__}: it is not a Keras model and has no method "
-                         "decorated with md.function(input_signature=...). Pass signatures=.")
+        raise ValueError(f"Nothing to export from {type(obj).__name__} {reprlib.repr(obj)}: it is not a Keras model "
+                         "and has no method decorated with md.function(input_signature=...). Pass signatures=.")
     if callable(signatures) and not isinstance(signatures, dict):
         return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: _from_function(signatures, "signatures")}
     if isinstance(signatures, dict):
@@ -156,5 +157,5 @@ def resolve(obj: Any, signatures: Any) -> dict[str, Signature]:
                 raise ValueError(f"Signature names must be identifiers; received {name!r}.")
             out[name] = _from_function(fn, f"signatures[{name!r}]")
         return out
-    raise TypeError(f"signatures must be None, an md.function with an input_signature or a dict of them; received "
+    raise ValueError(f"signatures must be None, an md.function with an input_signature or a dict of them; received "
                     f"{signatures!r}.")

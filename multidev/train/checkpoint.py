@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
@@ -23,6 +24,7 @@ import torch
 
 from multidev._core.errors import NotFoundError
 from multidev.distribute.context_api import get_strategy
+from multidev._core import write_errors
 from multidev.train import containers, files, restorer, saver, state_file
 from multidev.train import options as ckpt_options
 from multidev.train import trackables as T
@@ -120,7 +122,8 @@ class Checkpoint:
         file_prefix = _prefix(file_prefix)
         objects, tensors = saver.collect(self)
         target, temp_dir = _write_target(file_prefix, self)
-        files.write(target, {"objects": objects}, tensors)
+        with write_errors.writing(file_prefix):
+            files.write(target, {"objects": objects}, tensors)
         if temp_dir is not None:
             shutil.rmtree(temp_dir, ignore_errors=True)
         return file_prefix
@@ -130,10 +133,11 @@ class Checkpoint:
         latest checkpoint of its directory; returns the path."""
         ckpt_options.check(options)
         file_prefix = _prefix(file_prefix)
-        self.save_counter.assign_add(1)
-        path = self._write_files(f"{file_prefix}-{int(self.save_counter)}")
-        if _is_chief(self):
-            state_file.update_checkpoint_state(os.path.dirname(file_prefix) or ".", path, [path])
+        with counted_save(self.save_counter):
+            path = self._write_files(f"{file_prefix}-{int(self.save_counter)}")
+            if _is_chief(self):
+                with write_errors.writing(file_prefix):
+                    state_file.update_checkpoint_state(os.path.dirname(file_prefix) or ".", path, [path])
         workers_meet(self)
         ckpt_options.after_write(options, path)
         return path
@@ -165,6 +169,17 @@ class Checkpoint:
     def __repr__(self) -> str:
         names = ([] if self._root_object is None else [f"root={type(self._root_object).__name__}"]) + list(self._children)
         return f"Checkpoint({', '.join(names)})"
+
+
+@contextlib.contextmanager
+def counted_save(counter: Variable):
+    """``counter`` + 1 while a save writes, back to its value if the save fails (a failed save is no save)."""
+    counter.assign_add(1)
+    try:
+        yield
+    except BaseException:
+        counter.assign_sub(1)
+        raise
 
 
 def _prefix(file_prefix) -> str:

@@ -19,12 +19,14 @@ Example:
 from __future__ import annotations
 
 import collections
+import numbers
 import os
 import time
 
+from multidev._core import write_errors
 from multidev.train import files, state_file
 from multidev.train import options as ckpt_options
-from multidev.train.checkpoint import Checkpoint, _is_chief, workers_meet
+from multidev.train.checkpoint import Checkpoint, _is_chief, counted_save, workers_meet
 
 
 class CheckpointManager:
@@ -52,11 +54,17 @@ class CheckpointManager:
         if not isinstance(checkpoint, Checkpoint):
             raise TypeError(f"CheckpointManager's `checkpoint` must be an md.train.Checkpoint, got "
                             f"{checkpoint!r} of type {type(checkpoint).__name__}.")
-        if not directory:
+        if not isinstance(directory, (str, os.PathLike)):   # TensorFlow: a TypeError from os.path
+            raise TypeError(f"CheckpointManager's `directory` must be a path (str or os.PathLike), got {directory!r} "
+                            f"of type {type(directory).__name__}.")
+        if not os.fspath(directory):
             raise ValueError(f"CheckpointManager's `directory` must be a non-empty path, got {directory!r}.")
-        if max_to_keep is not None and (isinstance(max_to_keep, bool) or not isinstance(max_to_keep, int)
-                                        or max_to_keep <= 0):
+        if max_to_keep is not None and (isinstance(max_to_keep, bool) or not isinstance(max_to_keep, numbers.Integral)):
+            raise TypeError(f"Expected a positive integer or `None` for `max_to_keep`, got {max_to_keep!r} of type "
+                            f"{type(max_to_keep).__name__}.")
+        if max_to_keep is not None and max_to_keep <= 0:
             raise ValueError(f"Expected a positive integer or `None` for `max_to_keep`, got {max_to_keep!r}.")
+        max_to_keep = None if max_to_keep is None else int(max_to_keep)   # numpy integers too
         if checkpoint_interval is not None and step_counter is None:
             raise ValueError("`step_counter` should be passed if `checkpoint_interval` is not None "
                              f"(got checkpoint_interval={checkpoint_interval!r}).")
@@ -73,7 +81,9 @@ class CheckpointManager:
 
     def _recover_state(self) -> None:
         """Continue the sequence recorded in the directory's ``checkpoint`` index."""
-        state = state_file.get_checkpoint_state(self._directory)
+        with write_errors.writing(self._directory, "read the checkpoint index of the directory",
+                                  "Pass the directory that holds (or will hold) the checkpoints."):
+            state = state_file.get_checkpoint_state(self._directory)
         now = time.time()
         self._maybe_delete: collections.OrderedDict = collections.OrderedDict()
         if state is None:
@@ -128,11 +138,12 @@ class CheckpointManager:
                     return None
                 if check_interval and step < self._last_checkpoint_step + self._checkpoint_interval:
                     return None
-            self._last_checkpoint_step = step
         counter = self._checkpoint.save_counter
-        counter.assign_add(1)
-        number = int(counter) if checkpoint_number is None else int(checkpoint_number)
-        path = self._checkpoint._write_files(f"{self._prefix}-{number}")
+        with counted_save(counter):   # a failed write changes nothing: counter, interval, the kept list
+            number = int(counter) if checkpoint_number is None else int(checkpoint_number)
+            path = self._checkpoint._write_files(f"{self._prefix}-{number}")
+        if self._checkpoint_interval is not None:
+            self._last_checkpoint_step = step
         self._maybe_delete.pop(path, None)       # re-saved: move to the end of the queue
         self._maybe_delete[path] = time.time()
         self._latest_checkpoint = path

@@ -207,10 +207,12 @@ def _plan_keras_optimizer(node, saved, tensors, plan, status) -> None:
     if "learning_rate" in local and isinstance(opt.learning_rate, Variable):
         plan.assignments.append((opt.learning_rate, tensors[local["learning_rate"]], local["learning_rate"]))
     slots = collections.defaultdict(dict)
+    known = opt.slot_names()      # another optimizer's slots (Adam's into SGD) stay unconsumed, as in TF
     for name, key in local.items():
         if "/" in name:
             var_key, slot = name.rsplit("/", 1)
-            slots[var_key][name] = key
+            if known is None or slot in known:
+                slots[var_key][name] = key
     ready = {}
     for var_key, entries in slots.items():
         if var_key in plan.key_to_var:

@@ -17,6 +17,8 @@ from torch._C import DisableTorchFunctionSubclass
 
 from multidev._core.eager_tensor import readable
 from multidev._core.enums import VariableAggregation, VariableSynchronization
+from multidev._core.errors import InvalidArgumentError
+from multidev.values.variable_inputs import check_python_value, check_shape_argument, variable_dtype
 from multidev.values import context
 from multidev.values.distributed import DistributedValues
 
@@ -49,6 +51,7 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
         ) from exc
     if array.dtype == object:
         raise TypeError(f"Cannot convert {value!r} (ragged or non-numeric) to a tensor for a variable.")
+    array = check_python_value(value, array, dtype)
     out = torch.as_tensor(array)
     if out.dtype == torch.float64 and dtype is None:
         out = out.to(torch.float32)  # TF's default float dtype
@@ -114,6 +117,7 @@ class Variable(torch.nn.Parameter):
     ):
         if initial_value is None:
             raise ValueError("md.Variable needs an initial_value (a tensor, array, number or a callable returning one).")
+        dtype = variable_dtype(dtype)
         synchronization = VariableSynchronization.from_value(synchronization)
         aggregation = VariableAggregation.from_value(aggregation)
         if trainable is None:
@@ -121,11 +125,11 @@ class Variable(torch.nn.Parameter):
         if cls is Variable:
             strategy = context.current_scope_strategy()
             if strategy is not None and strategy.extended.distributes_variables:
-                return strategy.extended.create_variable(
+                return check_shape_argument(shape, strategy.extended.create_variable(
                     initial_value, trainable=trainable, name=name, dtype=dtype,
                     synchronization=synchronization, aggregation=aggregation,
-                )
-        data = _as_tensor(initial_value, dtype)
+                ))
+        data = check_shape_argument(shape, _as_tensor(initial_value, dtype))
         if isinstance(initial_value, torch.Tensor) and data.untyped_storage().data_ptr() == \
                 initial_value.untyped_storage().data_ptr():
             data = data.clone()   # a variable owns its value: `tf.Variable(a)` is a copy of a
@@ -231,10 +235,12 @@ class Variable(torch.nn.Parameter):
 
     def _update(self, op: str, value: Any):
         with torch.no_grad(), DisableTorchFunctionSubclass():
-            _UPDATES[op](self, self._coerce(value, self))
+            _UPDATES[op](self, self._coerce(value, self, op))
         return self
 
-    def _coerce(self, value: Any, like: torch.Tensor) -> torch.Tensor:
+    def _coerce(self, value: Any, like: torch.Tensor, op: str = "assign") -> torch.Tensor:
+        """``value`` as a tensor of ``like``'s dtype, device and shape (or one that broadcasts to it);
+        a wrong shape is TF's ValueError for ``assign``, its InvalidArgumentError for ``assign_add/sub``."""
         # The storage's torch device (a parameter-server variable's ``device`` is TF's name of its ps).
         tensor = _as_tensor(value, like.dtype, torch.Tensor.device.__get__(like))
         try:
@@ -242,8 +248,8 @@ class Variable(torch.nn.Parameter):
         except RuntimeError:   # torch's "cannot broadcast": TF's is a ValueError naming both shapes
             fits = False
         if not fits:
-            raise ValueError(
-                f"Cannot assign a value of shape {tuple(tensor.shape)} to variable {self._tf_name!r} "
+            raise (ValueError if op == "assign" else InvalidArgumentError)(
+                f"Cannot {op} a value of shape {tuple(tensor.shape)} to variable {self._tf_name!r} "
                 f"of shape {tuple(like.shape)}."
             )
         return tensor

@@ -142,6 +142,17 @@ def _shape_of(value: Any) -> Any:
     return map_structure(lambda _: None, value)
 
 
+def check_same_structure(per_replica_outputs: Sequence[Any], who: str) -> None:
+    """Refuse outputs whose structures differ between replicas (zipping them would drop leaves)."""
+    shapes = [_shape_of(o) for o in per_replica_outputs]
+    mismatched = [r for r, shape in enumerate(shapes) if shape != shapes[0] or type(shape) is not type(shapes[0])]
+    if mismatched:
+        raise ReplicaResultsMismatchError(
+            f"{who} returned differently structured results: replica 0 returned {shapes[0]!r} and "
+            f"replica {mismatched[0]} {shapes[mismatched[0]]!r} (leaves shown as None). Every replica must "
+            "return the same structure (same dict keys, same sequence lengths).")
+
+
 def regroup(per_replica_outputs: Sequence[Any]) -> Any:
     """Turn one output structure per replica into one structure of ``PerReplica`` leaves.
 
@@ -152,13 +163,7 @@ def regroup(per_replica_outputs: Sequence[Any]) -> Any:
     first = per_replica_outputs[0]
     if len(per_replica_outputs) == 1:
         return first
-    shapes = [_shape_of(o) for o in per_replica_outputs]
-    mismatched = [r for r, shape in enumerate(shapes) if shape != shapes[0] or type(shape) is not type(shapes[0])]
-    if mismatched:
-        raise ReplicaResultsMismatchError(
-            f"Replica functions returned differently structured results: replica 0 returned {shapes[0]!r} and "
-            f"replica {mismatched[0]} {shapes[mismatched[0]]!r} (leaves shown as None). Every replica must "
-            "return the same structure (same dict keys, same sequence lengths).")
+    check_same_structure(per_replica_outputs, "Replica functions")
     columns = list(zip(*(flatten(o) for o in per_replica_outputs)))
     leaves = [_regroup_leaf(column) for column in columns]
     return pack_as(first, leaves)

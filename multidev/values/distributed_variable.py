@@ -256,7 +256,7 @@ class DistributedVariable(Variable):
             if self._share_storage:
                 targets = targets[:1]
             for target in targets:
-                _UPDATES[op](target, self._coerce(value, target))
+                _UPDATES[op](target, self._coerce(value, target, op))
         if 0 in replica_ids:
             self._mark_synced()
 

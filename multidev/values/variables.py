@@ -58,9 +58,9 @@ def _merged_update(strategy: StrategyLike, var: MirroredVariable, op: str, value
     n = len(var._components)
     agg = var.aggregation
     if isinstance(value, PerReplica):
-        parts = [var._coerce(v, var._components[0]) for v in value.values]
+        parts = [var._coerce(v, var._components[0], op) for v in value.values]
     else:
-        tensor = var._coerce(value, var._components[0])
+        tensor = var._coerce(value, var._components[0], op)
         if agg is VariableAggregation.SUM and bool(torch.any(tensor != 0)):
             raise ValueError(
                 f"A non-DistributedValues value {value!r} cannot be reduced with the given reduce op "

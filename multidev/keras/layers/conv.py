@@ -17,16 +17,24 @@ import torch.nn.functional as F
 from multidev.keras import activations, initializers, regularizers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.arg_checks import positive_int
 
 _PADDINGS = ("valid", "same", "causal")
 
 
-def _tuple(value, rank, what):
+def _tuple(value, rank, what, minimum=1):
+    """``value`` (an int or ``rank`` ints, each >= ``minimum``) as a tuple of ``rank`` ints."""
+    received = value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return (int(value),) * rank
-    value = tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in value)
-    if len(value) != rank or not all(isinstance(v, int) and v > 0 for v in value):
-        raise ValueError(f"The `{what}` argument must be a tuple of {rank} positive integers. Received: {what}={value!r}")
+        value = (value,) * rank
+    try:
+        value = tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in value)
+    except TypeError:
+        value = None
+    if value is None or len(value) != rank or not all(isinstance(v, int) and v >= minimum for v in value):
+        kind = "positive" if minimum == 1 else f">= {minimum}"
+        raise ValueError(f"The `{what}` argument must be an integer or a tuple of {rank} {kind} integers. "
+                         f"Received: {what}={received!r}")
     return value
 
 
@@ -67,7 +75,7 @@ class _Conv(Layer):
             raise ValueError(f"Invalid padding {padding!r}. Valid values: {list(_PADDINGS[:3 if self.rank == 1 else 2])}.")
         if data_format not in (None, "channels_last"):
             raise ValueError(f"Only data_format='channels_last' is supported. Received: data_format={data_format!r}")
-        self.filters, self.groups, self.padding, self.use_bias = int(filters), groups, padding, use_bias
+        self.filters, self.groups, self.padding, self.use_bias = positive_int("filters", filters), groups, padding, use_bias
         self.kernel_size = _tuple(kernel_size, self.rank, "kernel_size")
         self.strides = _tuple(strides, self.rank, "strides")
         self.dilation_rate = _tuple(dilation_rate, self.rank, "dilation_rate")

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from multidev.keras import activations, initializers, regularizers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.conv import _PADDINGS, _tuple, conv_nd
+from multidev.keras.layers.arg_checks import positive_int
 
 
 def deconv_output_length(length, kernel, padding, output_padding, stride, dilation):
@@ -67,8 +68,8 @@ class _ConvTranspose(_Base):
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, **kwargs):
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
                          bias_initializer, bias_regularizer, **kwargs)
-        self.filters = int(filters)
-        self.output_padding = None if output_padding is None else _tuple(output_padding, self.rank, "output_padding")
+        self.filters = positive_int("filters", filters)
+        self.output_padding = None if output_padding is None else _tuple(output_padding, self.rank, "output_padding", 0)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
 
@@ -123,7 +124,7 @@ class _Depthwise(_Base):
                  bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None, **kwargs):
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
                          bias_initializer, bias_regularizer, **kwargs)
-        self.depth_multiplier = int(depth_multiplier)
+        self.depth_multiplier = positive_int("depth_multiplier", depth_multiplier)
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
 
@@ -170,7 +171,8 @@ class _Separable(_Base):
                  pointwise_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
                          bias_initializer, **kwargs)
-        self.filters, self.depth_multiplier = int(filters), int(depth_multiplier)
+        self.filters = positive_int("filters", filters)
+        self.depth_multiplier = positive_int("depth_multiplier", depth_multiplier)
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
 

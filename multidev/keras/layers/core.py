@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from multidev.keras import activations, batch_draw, initializers, regularizers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.arg_checks import positive_int
 
 
 class Dense(Layer):
@@ -85,6 +86,9 @@ class Dropout(Layer):
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
+            raise TypeError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                            f"Received: rate={rate!r} (type {type(rate).__name__})")
         if not 0 <= rate <= 1:
             raise ValueError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
@@ -136,7 +140,8 @@ class Embedding(Layer):
         if input_length is not None and "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,)   # deprecated Keras 2 argument: fixes the input length
         super().__init__(**kwargs)
-        self.input_dim, self.output_dim, self.mask_zero = int(input_dim), int(output_dim), mask_zero
+        self.input_dim, self.output_dim = positive_int("input_dim", input_dim), positive_int("output_dim", output_dim)
+        self.mask_zero = mask_zero
         self.input_length = input_length
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)

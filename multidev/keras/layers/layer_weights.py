@@ -10,6 +10,8 @@ Import ``Layer`` and ``KerasParameter`` from ``multidev.keras.layers.base``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import torch
 from torch import nn
@@ -293,6 +295,9 @@ class LayerWeights:
     def set_weights(self, weights) -> None:
         """Assign numpy arrays to ``weights`` (same count and shapes, else ValueError listing all)."""
         own = self.weights
+        if not isinstance(weights, Iterable) or isinstance(weights, (str, bytes, dict)):
+            raise TypeError(f'Layer "{self.name}": set_weights expects a list of {len(own)} numpy arrays (as '
+                            f"get_weights returns). Received: weights={weights!r} (type {type(weights).__name__}).")
         weights = list(weights)
         if len(weights) != len(own):
             raise ValueError(
@@ -304,8 +309,13 @@ class LayerWeights:
         if bad:
             lines = "; ".join(f"weight {i}: expected {e}, received {r}" for i, e, r in bad)
             raise ValueError(f'Layer "{self.name}": weight shape mismatch ({lines}). No weight was changed.')
-        for w, v in zip(own, weights):   # every replica's copy of a distributed variable
-            backend.set_value(w, np.asarray(v))
+        arrays = [np.asarray(v) for v in weights]
+        bad = [(i, a.dtype) for i, a in enumerate(arrays) if a.dtype.kind not in "biufc"]
+        if bad:   # checked before any assignment: a failure half-way would leave some weights changed
+            lines = "; ".join(f"weight {i} has dtype {d}" for i, d in bad)
+            raise TypeError(f'Layer "{self.name}": set_weights expects numeric arrays ({lines}). No weight was changed.')
+        for w, v in zip(own, arrays):   # every replica's copy of a distributed variable
+            backend.set_value(w, v)
 
     def count_params(self) -> int:
         """Number of scalars in all weights (the layer must be built)."""

@@ -12,10 +12,12 @@ import torch.nn.functional as F
 
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
+from multidev.keras.layers.conv import _tuple as conv_tuple
 
 
-def _tuple(value, rank):
-    return (value,) * rank if isinstance(value, int) else tuple(value)
+def _tuple(value, rank, what="pool_size"):
+    """``value`` (an int or ``rank`` positive ints) as a tuple: ``MaxPooling2D(0)`` fails where it is written."""
+    return conv_tuple(value, rank, what)
 
 
 def _max_pool3d_tf_ties(x, pool_size, strides):
@@ -43,7 +45,7 @@ class _Pooling(Layer):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"Only data_format='channels_last' is supported. Received: data_format={data_format!r}")
         self.pool_size = _tuple(pool_size, self.rank)
-        self.strides = _tuple(strides, self.rank) if strides is not None else self.pool_size
+        self.strides = _tuple(strides, self.rank, "strides") if strides is not None else self.pool_size
         self.padding = padding
         self.input_spec = InputSpec(ndim=self.rank + 2)
 

@@ -20,6 +20,7 @@ from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.rnn_cells import add_gate_weights
 from multidev.keras.layers.rnn_state import StatefulLayerMixin, StatefulStates
+from multidev.keras.layers.arg_checks import positive_int
 
 
 class _RNN(StatefulLayerMixin, Layer):
@@ -38,7 +39,7 @@ class _RNN(StatefulLayerMixin, Layer):
         if recurrent_dropout:
             raise ValueError(f"{type(self).__name__}: recurrent_dropout is not supported by torch's fused kernel "
                              f"(received recurrent_dropout={recurrent_dropout!r}); use dropout= instead.")
-        self.units, self.use_bias, self.dropout = int(units), use_bias, float(dropout)
+        self.units, self.use_bias, self.dropout = positive_int("units", units), use_bias, float(dropout)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
         self.zero_output_for_mask = bool(zero_output_for_mask)
         self.stateful = bool(stateful)

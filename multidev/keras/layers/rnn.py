@@ -19,6 +19,7 @@ from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.rnn_cells import SimpleRNNCell
 from multidev.keras.layers.rnn_state import StatefulLayerMixin, StatefulStates
+from multidev.keras.layers.arg_checks import positive_int
 
 
 def _sizes(state_size) -> list:
@@ -118,7 +119,7 @@ class SimpleRNN(RNN):
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                          zero_output_for_mask=zero_output_for_mask, **kwargs)
-        self.units = int(units)
+        self.units = positive_int("units", units)
 
     def get_config(self):
         config = {k: v for k, v in super().get_config().items() if k != "cell"}

@@ -14,6 +14,7 @@ import torch
 
 from multidev.keras import activations, initializers
 from multidev.keras.layers.base import Layer
+from multidev.keras.layers.arg_checks import positive_int
 
 
 class _Cell(Layer):
@@ -28,7 +29,7 @@ class _Cell(Layer):
         if dropout or recurrent_dropout:
             raise ValueError(f"{type(self).__name__}: dropout and recurrent_dropout are not supported by md.keras's "
                              f"cells (received dropout={dropout!r}, recurrent_dropout={recurrent_dropout!r}).")
-        self.units, self.use_bias = int(units), use_bias
+        self.units, self.use_bias = positive_int("units", units), use_bias
         self.activation = activations.get(activation)
         self._activation_name = activation
         self.kernel_initializer = initializers.get(kernel_initializer)

@@ -180,6 +180,9 @@ class LossScaleOptimizer(Optimizer):
     def _aggregate_gradients(self, grads_and_vars):
         return self.inner_optimizer._aggregate_gradients(grads_and_vars)
 
+    def slot_names(self):
+        return self.inner_optimizer.slot_names()
+
     def state_tensors(self, var_names: dict[int, str]) -> dict[str, torch.Tensor]:
         out = self.inner_optimizer.state_tensors(var_names)
         if self.dynamic:

@@ -10,6 +10,7 @@ batch size as weight, so the epoch loss is exact over uneven batches.
 
 from __future__ import annotations
 
+import numbers
 import threading
 
 import torch
@@ -40,6 +41,19 @@ def _per_output(spec, output_names, what):
     return [spec] * n
 
 
+def _loss_weight(weight, received) -> float:
+    """One output's loss weight as a float (None weighs 1; a one-element list is its element)."""
+    if isinstance(weight, (list, tuple)) and len(weight) == 1:
+        weight = weight[0]
+    if weight is None:
+        return 1.0
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+        raise ValueError(f"Expected `loss_weights` argument to be a float (single output case) or a list, tuple, or "
+                         f"dict of floats (multiple output case). Received instead: loss_weights={received!r} of type "
+                         f"{type(received).__name__}.")
+    return float(weight)
+
+
 class LossesContainer:
     """Computes the compiled loss and tracks its running mean as ``loss``."""
 
@@ -47,7 +61,7 @@ class LossesContainer:
         self.output_names = list(output_names)
         self.losses = [losses_mod.get(l) for l in _per_output(loss, self.output_names, "loss")]
         weights = _per_output(loss_weights, self.output_names, "loss_weights") if loss_weights is not None else [1.0] * len(self.output_names)
-        self.loss_weights = [1.0 if w is None else float(w) for w in weights]
+        self.loss_weights = [_loss_weight(w, loss_weights) for w in weights]
         self.tracker = metrics_mod.Mean(name="loss")
         self.output_trackers = ([metrics_mod.Mean(name=f"{n}_loss") for n in self.output_names]
                                 if len(self.output_names) > 1 else [])
@@ -285,3 +299,11 @@ def _listify(spec):
     if spec is None:
         return []
     return list(spec) if isinstance(spec, (list, tuple)) else [spec]
+
+
+def compiled_containers(loss, loss_weights, metrics, weighted_metrics, output_names) -> tuple:
+    """``compile``'s (loss container or None, metrics container): both built, so every name resolved,
+    before ``compile`` changes the model."""
+    compiled_loss = LossesContainer(loss, loss_weights, output_names) if loss is not None else None
+    return compiled_loss, MetricsContainer(metrics, weighted_metrics, output_names,
+                                           compiled_loss.losses if compiled_loss else None)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from multidev.data.cardinality import INFINITE_CARDINALITY
 from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.values.distributed import PerReplica, map_structure as map_leaves
 
@@ -24,6 +25,10 @@ def to_tensor(x):
     if isinstance(x, torch.Tensor):
         return x.float() if x.dtype == torch.float64 else x
     arr = np.asarray(x)
+    if arr.dtype.kind in "US":
+        raise ValueError(f"Failed to convert a NumPy array to a Tensor (strings are not supported): received an array "
+                         f"of dtype={arr.dtype} with shape {arr.shape}, e.g. {arr.flat[0] if arr.size else x!r}. Map "
+                         "strings to numbers first (a StringLookup or TextVectorization layer called on the data).")
     if arr.dtype == object:
         raise ValueError(f"Failed to convert a NumPy array to a Tensor (unsupported object type). Received an array "
                          f"of dtype=object with shape {arr.shape}; pad ragged sequences first (pad_sequences).")
@@ -98,6 +103,8 @@ def _batch_size(batch_size) -> int:
 class ArrayAdapter:
     """Batches of in-memory arrays; ``shuffle`` permutes the samples each epoch."""
 
+    infinite = False   # arrays end
+
     def __init__(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         self.x, self.y = _convert(x), (_convert(y) if y is not None else None)
         self.sample_weight = to_tensor(sample_weight).float() if sample_weight is not None else None
@@ -145,6 +152,7 @@ class IterableAdapter:
     def __init__(self, data):
         self.data = data
         self.length = known_length(data)
+        self.infinite = is_infinite(data)
         self.worker_part = _worker_part(data)
 
     def __len__(self) -> int:
@@ -194,6 +202,14 @@ def _worker_part(data) -> bool:
     return extended.num_workers > 1 and extended.num_local_replicas == 1
 
 
+def is_infinite(data) -> bool:
+    """Whether ``data`` says it never ends (``cardinality() == INFINITE_CARDINALITY``: a ``repeat()``)."""
+    if not callable(getattr(data, "cardinality", None)):
+        return False
+    c = data.cardinality()
+    return int(c.item() if hasattr(c, "item") else c) == INFINITE_CARDINALITY
+
+
 def known_length(data):
     """Number of batches from ``len()`` or ``cardinality()``; None when unknown or infinite."""
     try:
@@ -211,6 +227,9 @@ def make_adapter(x, y=None, sample_weight=None, batch_size=None, shuffle=False):
     """The adapter for ``x``: arrays or a dataset (then ``y``/``sample_weight`` must be None)."""
     if x is None:
         raise ValueError("Expected input data `x`, received None.")
+    if isinstance(x, (str, bytes)):
+        raise ValueError(f"Unrecognized data type: x={x!r} (of type {type(x).__name__}). Pass numpy arrays, torch "
+                         "tensors, or an iterable of (x, y) batches such as md.data.Dataset.")
     if is_array_structure(x):
         return ArrayAdapter(x, y, sample_weight, batch_size, shuffle)
     if not hasattr(x, "__iter__"):

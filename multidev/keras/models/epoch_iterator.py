@@ -9,6 +9,7 @@ replays the pass from that RNG state and skips ``pass_taken`` batches without tr
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 
 import warnings
 
@@ -30,6 +31,11 @@ class EpochIterator:
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps <= 0):
             raise ValueError(f"`steps_per_epoch`/`steps` must be a positive integer or None. Received: {steps!r}")
         steps = None if steps is None else int(steps)   # numpy integers too
+        if steps is None and adapter.infinite:
+            raise ValueError("When providing an infinite dataset, you must specify the number of steps to run: "
+                             "steps_per_epoch= for fit (validation_steps= for its validation data), steps= for "
+                             "evaluate and predict. Received: steps=None (if you did not intend to create an "
+                             "infinite dataset, make sure to not call `repeat()` on the dataset).")
         self.adapter = adapter
         self.steps_arg = steps
         self.steps = steps if steps is not None else da.known_length(adapter)
@@ -103,6 +109,22 @@ class EpochIterator:
                       "generator can generate at least `steps_per_epoch * epochs` batches (use .repeat()).")
         self.exhausted = True
         return None
+
+
+def check_class_weight(class_weight) -> None:
+    """Refuse a ``class_weight`` that is not ``{class index: weight}`` before anything trains."""
+    if class_weight is None:
+        return
+    if not isinstance(class_weight, Mapping):
+        raise TypeError(f"`class_weight` must be a dict mapping class indices (integers) to a weight (float). "
+                        f"Received: class_weight={class_weight!r} (type {type(class_weight).__name__}).")
+    for k, v in class_weight.items():
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"`class_weight` keys must be class indices (integers >= 0). Received the key {k!r} in "
+                             f"class_weight={class_weight!r}.")
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"`class_weight` values must be numbers. Received {v!r} for class {k!r} in "
+                            f"class_weight={class_weight!r}.")
 
 
 def apply_class_weight(batch, class_weight):

@@ -23,8 +23,8 @@ from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.base import attached_metrics
 from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
-from multidev.keras.models.compile_utils import LossesContainer, MetricsContainer
-from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight
+from multidev.keras.models.compile_utils import compiled_containers
+from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight, check_class_weight
 from multidev.keras.models.replica_logs import check_reduction
 from multidev.keras.models.worker_batches import per_worker_input
 from multidev.keras.models.worker_input import worker_input_check
@@ -86,12 +86,11 @@ class Trainer:
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `compile()`: {sorted(kwargs)!r}. Valid: optimizer, loss, "
                             "metrics, loss_weights, weighted_metrics, run_eagerly, steps_per_execution, jit_compile.")
-        # As Keras: under a mixed_float16 policy the optimizer is wrapped in a LossScaleOptimizer.
-        self.optimizer = mixed_precision.wrap_for_policy(optimizers.get(optimizer), self._dtype_policy)
-        names = self._output_names()
-        self.compiled_loss = LossesContainer(loss, loss_weights, names) if loss is not None else None
-        self.compiled_metrics = MetricsContainer(metrics, weighted_metrics, names,
-                                                 self.compiled_loss.losses if self.compiled_loss else None)
+        # Resolved before the model changes (a bad name leaves the previous compile intact); as Keras, under
+        # a mixed_float16 policy the optimizer is wrapped in a LossScaleOptimizer.
+        new_optimizer = mixed_precision.wrap_for_policy(optimizers.get(optimizer), self._dtype_policy)
+        compiled = compiled_containers(loss, loss_weights, metrics, weighted_metrics, self._output_names())
+        self.optimizer, (self.compiled_loss, self.compiled_metrics) = new_optimizer, compiled
         self._compile_config = {"loss": loss, "metrics": metrics, "loss_weights": loss_weights,
                                 "weighted_metrics": weighted_metrics}
         self._is_compiled = True
@@ -217,6 +216,7 @@ class Trainer:
         epochs, initial_epoch, steps_per_epoch, validation_steps, validation_split, validation_freq = fit_args.check_fit(
             epochs, initial_epoch, steps_per_epoch, validation_steps, validation_split, validation_freq)
         self._assert_compiled("training it")
+        check_class_weight(class_weight)
         from multidev.keras.models import coordinated_fit  # variables on parameter servers: schedule steps
         if coordinated_fit.applies(self, x):
             return coordinated_fit.fit(self, x, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
@@ -346,6 +346,7 @@ class Trainer:
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, reset_metrics=True, return_dict=False):
         """One gradient update on one batch; returns loss (and metrics) for the batch."""
         self._assert_compiled("training it")
+        check_class_weight(class_weight)
         if reset_metrics:
             self.reset_metrics()
         batch = next(iter(da.make_adapter(x, y, sample_weight, batch_size=_batch_len(x), shuffle=False)))

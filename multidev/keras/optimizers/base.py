@@ -302,6 +302,17 @@ class Optimizer:
                     out[f"{var_names[id(p)]}/{slot}"] = t.detach().clone()
         return out
 
+    def slot_names(self) -> frozenset | None:
+        """The state this optimizer keeps per variable (``{'momentum', 'velocity', 'step'}`` for Adam), so
+        a checkpoint tells its slots from another optimizer's; None when the rule cannot say."""
+        if not (isinstance(self._torch_class, type) and issubclass(self._torch_class, KerasRule)):
+            return None
+        probe = torch.zeros(1)
+        rule = self._torch_class([probe], lr=self._current_lr(), **self._torch_kwargs())
+        state: dict = {}
+        rule._init_state(state, probe, rule.param_groups[0], rule._slot_names(rule.param_groups[0]))
+        return frozenset(state)
+
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], variables: dict[str, torch.Tensor]) -> None:
         """Restore ``state_tensors`` output onto ``variables`` (name -> parameter)."""
         referenced = {key.rsplit("/", 1)[0] for key in tensors if key != "iterations"}
