@@ -31,7 +31,7 @@ import torch
 from multidev.keras.optimizers import cross_replica, schedules
 from multidev.keras.optimizers.ema import MovingAverages
 from multidev.keras.optimizers.replica_rules import ReplicaRules
-from multidev.keras.optimizers.rules import KerasRule
+from multidev.keras.optimizers.rules import KerasRule, slot_names
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
 from multidev.values.gradients import LocalGrads, SummedGrads
@@ -305,13 +305,7 @@ class Optimizer:
     def slot_names(self) -> frozenset | None:
         """The state this optimizer keeps per variable (``{'momentum', 'velocity', 'step'}`` for Adam), so
         a checkpoint tells its slots from another optimizer's; None when the rule cannot say."""
-        if not (isinstance(self._torch_class, type) and issubclass(self._torch_class, KerasRule)):
-            return None
-        probe = torch.zeros(1)
-        rule = self._torch_class([probe], lr=self._current_lr(), **self._torch_kwargs())
-        state: dict = {}
-        rule._init_state(state, probe, rule.param_groups[0], rule._slot_names(rule.param_groups[0]))
-        return frozenset(state)
+        return slot_names(self._torch_class, self._current_lr(), self._torch_kwargs())
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], variables: dict[str, torch.Tensor]) -> None:
         """Restore ``state_tensors`` output onto ``variables`` (name -> parameter)."""

@@ -292,3 +292,15 @@ class AdagradRule(KerasRule):
 
 for _rule in (SGDRule, AdamRule, NadamRule, RMSpropRule, AdagradRule):
     register_elementwise(_rule)
+
+
+def slot_names(rule_class: object, lr: float, kwargs: dict) -> frozenset | None:
+    """The per-variable state a ``KerasRule`` class keeps (Adam: ``{'momentum', 'velocity', 'step'}``),
+    found by initialising it for a probe tensor; None for a rule that is not a ``KerasRule``."""
+    if not (isinstance(rule_class, type) and issubclass(rule_class, KerasRule)):
+        return None
+    probe = torch.zeros(1)
+    rule = rule_class([probe], lr=lr, **kwargs)
+    state: dict = {}
+    rule._init_state(state, probe, rule.param_groups[0], rule._slot_names(rule.param_groups[0]))
+    return frozenset(state)
