@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
+
+
+class Cardinality(int):
+    """What ``Dataset.cardinality()`` returns: an int that also has TF's ``.numpy()``.
+
+    TF returns a scalar int64 tensor and its docs print ``ds.cardinality().numpy()``; an int
+    keeps ``==``, ``range(n)`` and arithmetic plain, and ``.numpy()`` gives numpy's int64.
+    """
+
+    def numpy(self) -> np.int64:
+        return np.int64(self)
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
 
 
 def known(n: int) -> bool:
@@ -24,8 +40,8 @@ def repeated(n: int, count: int) -> int:
         return 0
     if n == INFINITE_CARDINALITY:
         return INFINITE_CARDINALITY
-    if count < 0:
-        return INFINITE_CARDINALITY if known(n) else UNKNOWN_CARDINALITY
+    if count < 0:   # TF: forever is infinite unless the input is empty, even when its size is unknown
+        return INFINITE_CARDINALITY
     return n * count if known(n) else n
 
 

@@ -139,7 +139,7 @@ def _python_to_numpy(value: Any, what: str) -> np.ndarray:
 
 
 def _all_python(value: Any) -> bool:
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):   # [(7, 8), (9, 10)] is int32 in TF as [[7, 8], [9, 10]] is
         return all(_all_python(v) for v in value)
     return isinstance(value, (bool, int, float))
 

@@ -33,9 +33,25 @@ def val(x):
 
 
 def dtype_name(x) -> str:
-    """``float32`` for a TensorFlow or a torch dtype (or a value that has one)."""
+    """``float32`` for a TensorFlow or a torch dtype (or a value that has one); ``string`` for
+    multidev's string components (dtype ``str``: torch has no string tensors)."""
     dtype = getattr(x, "dtype", x)
+    if dtype is str:
+        return "string"
     return getattr(dtype, "name", None) or str(dtype).replace("torch.", "")
+
+
+def spec(s):
+    """A JSON picture of an element spec: [shape, dtype] per TensorSpec, nested as the element."""
+    if isinstance(s, dict):
+        return {k: spec(v) for k, v in s.items()}
+    if isinstance(s, (tuple, list)):
+        return [spec(v) for v in s]
+    try:
+        shape = [None if d is None else int(d) for d in s.shape]
+    except (TypeError, ValueError):   # unknown rank
+        shape = None
+    return [shape, dtype_name(s)]
 
 
 def raises(fn, *args, **kwargs):
