@@ -20,6 +20,30 @@ What distributed input (``multidev/distribute/input.py``) builds on:
   ``AutoShardPolicy`` rewrite (policy from ``ds.options()`` by default).
 * ``graph.file_readers(ds)`` -> reader nodes; ``reader.filenames`` is their file list.
 * ``experimental.prefetch_to_device(device)`` -> copies batches to a device ahead of use.
+
+Where md.data deliberately differs from tf.data 2.21 (tests/conformance/cases/data_guide.py runs the
+tf.data guide, the Dataset API examples and the Distributed input tutorial on both; KNOWN in
+tests/conformance/test_conformance.py lists these):
+
+* ``element_spec`` after ``map``, ``flat_map``, ``interleave``, ``scan`` is read off the first element: multidev
+  runs Python, it does not trace ``map_func``, so a length that depends on the values (the guide's
+  ``tf.fill([x], x)``) shows the first element's size where TF shows None. Declare the shape with
+  ``from_generator(output_signature=...)`` where a consumer needs None.
+* ``from_generator`` without ``output_signature``/``output_types`` reads the structure and dtypes off
+  the first element (TF raises TypeError).
+* A Python number as ``padding_values`` or as the initial state of ``reduce``/``scan`` takes the
+  elements' (the result's) dtype; TF makes it int32/float32 and raises TypeError against int64.
+* String components are Python ``str`` (batches: numpy object arrays of ``str``): torch has no
+  string tensors. ``as_numpy_iterator()`` gives ``bytes`` as TF does.
+* Errors TF raises by accident of its implementation get the type the mistake deserves, with a
+  message: interleave's ``map_func`` returning no dataset -> TypeError (TF: AttributeError); a
+  ``pad_to_bucket_boundary`` element too long -> InvalidArgumentError (TF wraps it in InternalError);
+  ``experimental_distribute_dataset`` of an unbatched dataset -> ValueError (TF: IndexError).
+  Where TF's type is reasonable but multidev raised another before, the error is both
+  (``padded_shapes`` too small: DataLossError and InvalidArgumentError).
+* Random orders (``shuffle``, ``sample_from_datasets``) are reproducible under a seed within
+  multidev, not TF's sequences; only their properties (every element once per epoch, buffer
+  bounds) are TF's.
 """
 
 from multidev.data import experimental

@@ -244,6 +244,28 @@ def case_iterator_checkpointing(tf):
     return [first, second, third]
 
 
+def case_keras_fit_evaluate_predict(tf):
+    """The guide's "Using tf.data with tf.keras" (Fashion-MNIST -> 400 synthetic 28x28 images): steps
+    of repeated datasets, predict on (images, labels) batches and on images only."""
+    images = (np.arange(400 * 28 * 28) % 251).reshape(400, 28, 28) / 255.0
+    labels = (np.arange(400) % 10).astype(np.int32)
+    fmnist_train_ds = tf.data.Dataset.from_tensor_slices((images, labels))
+    fmnist_train_ds = fmnist_train_ds.shuffle(5000, seed=0).batch(32)
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)])
+    model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    h1 = model.fit(fmnist_train_ds, epochs=2, verbose=0)
+    h2 = model.fit(fmnist_train_ds.repeat(), epochs=2, steps_per_epoch=5, verbose=0)
+    evaluated = [model.evaluate(fmnist_train_ds, verbose=0), model.evaluate(fmnist_train_ds.repeat(), steps=10,
+                                                                             verbose=0)]
+    predict_ds = tf.data.Dataset.from_tensor_slices(images).batch(32)
+    shapes = [list(model.predict(predict_ds, steps=10, verbose=0).shape),
+              list(model.predict(fmnist_train_ds, steps=10, verbose=0).shape),
+              list(model.predict(predict_ds, verbose=0).shape)]
+    return [sorted(h1.history), len(h1.history["loss"]), len(h2.history["loss"]),
+            [len(e) for e in evaluated], shapes]
+
+
 def case_shuffle_reshuffle(tf):
     ds = tf.data.Dataset.range(10).shuffle(10, seed=1, reshuffle_each_iteration=False)
     a, b = _list(ds), _list(ds)
