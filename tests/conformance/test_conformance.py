@@ -59,20 +59,20 @@ KNOWN: dict[str, str] = {
                                            "raises TypeError",
     "data_pipeline.map_element_spec_varying_shape": "map's element_spec is read off the first element (TF traces "
                                                     "map_func): a dimension that varies shows its first size, not None",
-    # the tf.data guide, typed as printed (cases/data_guide.py)
+    # the tf.data guide, the Dataset API examples and the Distributed input tutorial, typed as printed
     "data_guide.padded_batch_guide_specs": "the same as data_pipeline.map_element_spec_varying_shape, in the guide's "
                                            "padded_batch section",
     "data_guide.generator_without_signature": "from_generator without output_signature/output_types reads the "
                                               "structure and dtypes off the first element; TF 2.21 raises TypeError",
-    "data_guide.bucket_python_int_padding_of_int64": "a Python number as padding_values takes the elements' dtype; "
+    "data_api.bucket_python_int_padding_of_int64": "a Python number as padding_values takes the elements' dtype; "
                                                      "TF 2.21 makes -1 an int32 and raises TypeError for int64 "
                                                      "elements (as data_pipeline.reduce_python_initial)",
-    "data_guide.bucket_longer_than_last_boundary": "an element too long for pad_to_bucket_boundary raises "
+    "data_api.bucket_longer_than_last_boundary": "an element too long for pad_to_bucket_boundary raises "
                                                    "InvalidArgumentError (TF's assertion); TF 2.21 wraps it in "
                                                    "InternalError from the group_by_window function",
-    "data_guide.interleave_map_func_not_a_dataset": "interleave's map_func returning a tensor raises TypeError that "
+    "data_api.interleave_map_func_not_a_dataset": "interleave's map_func returning a tensor raises TypeError that "
                                                     "says so; TF 2.21 fails with AttributeError ('_variant_tensor')",
-    "data_guide.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
+    "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
                                                 "ValueError asking for batch(); TF 2.21 fails with IndexError",
 }
 

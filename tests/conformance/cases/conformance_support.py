@@ -158,3 +158,40 @@ class InTempDirectory:
     def __exit__(self, *exc):
         import os
         os.chdir(self.cwd)
+
+
+# tf.data cases (data_guide.py, data_api.py): elements, typed values and specs, as the docs print them.
+
+def typed(x):
+    """An element with the dtype and shape of each component: ``[values, dtype, shape]`` leaves."""
+    if isinstance(x, (tuple, list)):
+        return [typed(v) for v in x]
+    if isinstance(x, dict):
+        return {k: typed(v) for k, v in x.items()}
+    return [val(x), dtype_name(x), [int(d) for d in x.shape]]
+
+
+def elements(ds, n=None):
+    """The elements of ``ds`` (the first ``n``) as plain values."""
+    out = []
+    for i, e in enumerate(ds):
+        if n is not None and i >= n:
+            break
+        out.append(val(e))
+    return out
+
+
+def texts(ds):
+    """String elements, read through ``as_numpy_iterator`` (bytes on both sides)."""
+    return [[b.decode() for b in x] if isinstance(x, (tuple, list)) else x.decode() for x in ds.as_numpy_iterator()]
+
+
+def card(ds):
+    """``ds.cardinality().numpy()`` as the API docs print it."""
+    return int(ds.cardinality().numpy())
+
+
+def dataset_spec(s):
+    """A window's element_spec: DatasetSpec of the components' specs."""
+    return [type(s).__name__, spec(s.element_spec)]
+

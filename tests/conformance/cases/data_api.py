@@ -1,0 +1,240 @@
+"""The tf.data.Dataset API reference's examples (interleave, zip, take_while, scan, rebatch,
+group_by_window, bucket_by_sequence_length, cardinality, iterators, options...), typed as printed
+with ``tf.`` -> ``md.``, observing elements, element_spec, cardinalities and error types together."""
+
+import numpy as np
+
+from conformance_support import card, elements, raises, spec, typed
+
+
+def case_interleave(tf):
+    dataset = tf.data.Dataset.range(1, 6)
+    blocks = dataset.interleave(lambda x: tf.data.Dataset.from_tensors(x).repeat(6), cycle_length=2, block_length=4)
+    default = tf.data.Dataset.range(1, 3).interleave(lambda x: tf.data.Dataset.range(10 * x, 10 * x + 2))
+    parallel = dataset.interleave(lambda x: tf.data.Dataset.from_tensors(x).repeat(2), cycle_length=3,
+                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    uneven = tf.data.Dataset.range(1, 4).interleave(lambda x: tf.data.Dataset.range(x), cycle_length=2)
+    return {"blocks": elements(blocks), "default": elements(default), "parallel": elements(parallel),
+            "uneven": elements(uneven), "spec": spec(blocks.element_spec), "card": card(blocks)}
+
+
+def case_interleave_map_func_not_a_dataset(tf):
+    return raises(lambda: list(tf.data.Dataset.range(3).interleave(lambda x: x, cycle_length=1)))
+
+
+def case_zip_concatenate(tf):
+    a = tf.data.Dataset.range(1, 4)
+    b = tf.data.Dataset.range(4, 7)
+    c = tf.data.Dataset.range(7, 13).batch(2)
+    d = tf.data.Dataset.range(13, 15)
+    z = tf.data.Dataset.zip((a, b))
+    z3 = tf.data.Dataset.zip((a, b, c))
+    zd = tf.data.Dataset.zip((a, d))
+    zpos = tf.data.Dataset.zip(a, b)
+    zdict = tf.data.Dataset.zip({"x": a, "y": b})
+    cat = a.concatenate(b)
+    return {"zip": elements(z), "zip3": elements(z3), "zip_short": elements(zd), "zip_positional": elements(zpos),
+            "zip_dict": elements(zdict), "zip_dict_spec": spec(zdict.element_spec), "zip_card": card(zd),
+            "concat": elements(cat), "concat_card": card(cat), "concat_spec": spec(cat.element_spec),
+            "concat_types": raises(lambda: a.concatenate(tf.data.Dataset.from_tensor_slices(["a"]))),
+            "concat_shapes_spec": spec(tf.data.Dataset.from_tensors([1]).concatenate(
+                tf.data.Dataset.from_tensors([1, 2])).element_spec)}
+
+
+def case_take_skip_filter_enumerate(tf):
+    ds = tf.data.Dataset.range(10)
+    tw = ds.take_while(lambda x: x < 5)
+    f = ds.filter(lambda x: x % 2 == 0)
+    f2 = tf.data.Dataset.from_tensor_slices([1, 2, 3]).filter(lambda x: tf.math.equal(x, 1))
+    e = tf.data.Dataset.from_tensor_slices([1, 2, 3]).enumerate(start=5)
+    e2 = tf.data.Dataset.from_tensor_slices([(7, 8), (9, 10)]).enumerate()
+    return {"take": elements(ds.take(3)), "take_all": len(elements(ds.take(-1))), "skip": elements(ds.skip(7)),
+            "skip_all": elements(ds.skip(-1)), "take_more": card(ds.take(20)), "skip_more": card(ds.skip(20)),
+            "take_while": elements(tw), "take_while_card": card(tw), "filter": elements(f), "filter_card": card(f),
+            "filter_equal": elements(f2), "enumerate": elements(e), "enumerate_spec": spec(e.element_spec),
+            "enumerate_pairs": elements(e2), "enumerate_pairs_spec": spec(e2.element_spec),
+            "filter_not_bool": raises(lambda: list(ds.filter(lambda x: x))),
+            "take_while_not_bool": raises(lambda: list(ds.take_while(lambda x: x)))}
+
+
+def case_reduce_scan(tf):
+    ds = tf.data.Dataset.range(5)
+    count_ = ds.reduce(np.int64(0), lambda x, _: x + 1)
+    total = ds.reduce(np.int64(0), lambda x, y: x + y)
+    pair = ds.reduce((np.int64(0), np.int64(1)), lambda s, x: (s[0] + x, s[1] * (x + 1)))
+    initial_state = tf.constant(0, dtype=tf.int64)
+    scanned = tf.data.Dataset.range(10).scan(initial_state=initial_state, scan_func=lambda state, i: (state + i,
+                                                                                                       state + i))
+    empty = tf.data.Dataset.range(0).reduce(np.int64(3), lambda s, x: s + x)
+    return {"count": typed(count_), "total": typed(total), "pair": typed(pair), "scan": elements(scanned),
+            "scan_spec": spec(scanned.element_spec), "scan_card": card(scanned), "empty": typed(empty),
+            "dtype_change": raises(lambda: ds.reduce(np.int64(0), lambda s, x: tf.cast(s + x, tf.float32))),
+            "scan_dtype_change": raises(lambda: list(ds.scan(np.int64(0), lambda s, x: (tf.cast(s, tf.float32), x))))}
+
+
+def case_unbatch_rebatch(tf):
+    elements = [[1, 2, 3], [1, 2], [1, 2, 3, 4]]
+    ds = tf.data.Dataset.from_generator(lambda: elements, tf.int64)
+    u = ds.unbatch()
+    fixed = tf.data.Dataset.range(6).batch(2).unbatch()
+    r3 = tf.data.Dataset.range(6).batch(2).rebatch(3)
+    r5 = tf.data.Dataset.range(6).batch(2).rebatch(5)
+    rl = tf.data.Dataset.range(8).batch(4).rebatch([2, 1, 1])
+    rd = tf.data.Dataset.range(6).batch(2).rebatch(4, drop_remainder=True)
+    return {"unbatch": elements(u), "unbatch_spec": spec(u.element_spec), "gen_spec": spec(ds.element_spec),
+            "fixed_spec": spec(fixed.element_spec), "fixed_card": card(fixed), "rebatch3": elements(r3),
+            "rebatch3_spec": spec(r3.element_spec), "rebatch5": elements(r5), "rebatch_list": elements(rl),
+            "rebatch_drop": elements(rd), "rebatch_drop_spec": spec(rd.element_spec),
+            "unbatch_scalar": raises(lambda: tf.data.Dataset.range(3).unbatch())}
+
+
+def case_group_by_window(tf):
+    dataset = tf.data.Dataset.range(10)
+    window_size = 5
+    grouped = dataset.group_by_window(key_func=lambda x: x % 2, reduce_func=lambda key, ds: ds.batch(window_size),
+                                      window_size=window_size)
+    small = tf.data.Dataset.range(10).group_by_window(lambda x: x % 3, lambda key, ds: ds.batch(10), window_size=2)
+    return {"grouped": elements(grouped), "spec": spec(grouped.element_spec), "small": elements(small),
+            "both_sizes": raises(lambda: dataset.group_by_window(lambda x: x % 2, lambda k, d: d, window_size=2,
+                                                                window_size_func=lambda k: np.int64(2)))}
+
+
+def case_bucket_by_sequence_length(tf):
+    dataset = _guide_elements(tf)
+    b1 = dataset.bucket_by_sequence_length(element_length_func=lambda elem: tf.shape(elem)[0],
+                                           bucket_boundaries=[3, 5], bucket_batch_sizes=[2, 2, 2])
+    short = dataset.filter(lambda elem: tf.shape(elem)[0] < 5)
+    b2 = short.bucket_by_sequence_length(element_length_func=lambda elem: tf.shape(elem)[0],
+                                         bucket_boundaries=[3, 5], bucket_batch_sizes=[2, 2, 2],
+                                         pad_to_bucket_boundary=True, padding_values=np.int64(-1))
+    b3 = dataset.bucket_by_sequence_length(lambda elem: tf.shape(elem)[0], [3, 5], [2, 2, 2], drop_remainder=True)
+    return {"default": elements(b1), "spec": spec(b1.element_spec), "to_boundary": elements(b2),
+            "to_boundary_spec": spec(b2.element_spec), "drop": elements(b3), "drop_spec": spec(b3.element_spec),
+            "sizes_mismatch": raises(lambda: dataset.bucket_by_sequence_length(lambda e: tf.shape(e)[0], [3, 5], [2]))}
+
+
+def _guide_elements(tf):
+    elements = [[0], [1, 2, 3, 4], [5, 6, 7], [7, 8, 9, 10, 11], [13, 14, 15, 16, 19, 20], [21, 22]]
+    return tf.data.Dataset.from_generator(lambda: elements, tf.int64, output_shapes=[None])
+
+
+def case_bucket_longer_than_last_boundary(tf):
+    """The API docs' pad_to_bucket_boundary example itself: lengths 5 and 6 are not below 5."""
+    dataset = _guide_elements(tf).bucket_by_sequence_length(lambda elem: tf.shape(elem)[0], [3, 5], [2, 2, 2],
+                                                            pad_to_bucket_boundary=True)
+    return raises(lambda: list(dataset))
+
+
+def case_bucket_python_int_padding_of_int64(tf):
+    return raises(lambda: list(_guide_elements(tf).bucket_by_sequence_length(
+        lambda e: tf.shape(e)[0], [3, 5], [2, 2, 2], padding_values=-1)))
+
+
+def case_cache(tf):
+    calls = []
+
+    def gen():
+        calls.append(1)
+        yield from range(5)
+    ds = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec((), tf.int64)).cache()
+    first, second = elements(ds), elements(ds)
+    mapped = tf.data.Dataset.range(5).map(lambda x: x * x).cache()
+    return {"first": first, "second": second, "generator_calls": len(calls), "spec": spec(ds.element_spec),
+            "mapped": [elements(mapped), elements(mapped)], "mapped_card": card(mapped)}
+
+
+def case_cardinality(tf):
+    dataset = tf.data.Dataset.range(42)
+    inf = dataset.repeat()
+    unk = dataset.filter(lambda x: True)
+
+    def length(ds):
+        try:
+            return len(ds)
+        except Exception as exc:   # noqa: BLE001
+            return type(exc).__name__
+    return {"range": card(dataset), "repeat": card(inf), "filter": card(unk),
+            "is_infinite": bool(inf.cardinality() == tf.data.INFINITE_CARDINALITY),
+            "is_unknown": bool(unk.cardinality() == tf.data.UNKNOWN_CARDINALITY),
+            "constants": [int(tf.data.INFINITE_CARDINALITY), int(tf.data.UNKNOWN_CARDINALITY)],
+            "experimental": int(tf.data.experimental.cardinality(dataset)),
+            "len": length(dataset), "len_infinite": length(inf), "len_unknown": length(unk),
+            "batch": card(dataset.batch(5)), "batch_drop": card(dataset.batch(5, drop_remainder=True)),
+            "repeat3": card(dataset.repeat(3)), "shard": card(dataset.shard(5, 3)), "take_inf": card(inf.take(4)),
+            "skip_inf": card(inf.skip(4)), "map": card(dataset.map(lambda x: x)), "zip_inf": card(
+                tf.data.Dataset.zip((dataset, inf))), "concat_unknown": card(dataset.concatenate(unk)),
+            "repeat0": card(dataset.repeat(0)), "empty_repeat": card(dataset.take(0).repeat()),
+            "unknown_repeat": card(unk.repeat()), "interleave": card(dataset.interleave(
+                lambda x: tf.data.Dataset.from_tensors(x))), "padded": card(dataset.padded_batch(4)),
+            "assert": card(unk.apply(tf.data.experimental.assert_cardinality(42)))}
+
+
+def case_as_numpy_iterator(tf):
+    ints = list(tf.data.Dataset.range(3).as_numpy_iterator())
+    strs = list(tf.data.Dataset.from_tensor_slices(["a", "bc"]).as_numpy_iterator())
+    floats = list(tf.data.Dataset.from_tensor_slices([1.5, 2.5]).as_numpy_iterator())
+    batches = list(tf.data.Dataset.range(4).batch(3).as_numpy_iterator())
+    nested = list(tf.data.Dataset.from_tensor_slices({"a": ([1, 2], [3, 4]), "b": [5, 6]}).as_numpy_iterator())
+    str_batch = list(tf.data.Dataset.from_tensor_slices(["a", "bc"]).batch(2).as_numpy_iterator())
+    return {"int_types": [type(x).__name__ for x in ints], "ints": [x.item() for x in ints],
+            "str_types": [type(x).__name__ for x in strs], "strs": [x.decode() for x in strs],
+            "float_types": [type(x).__name__ for x in floats],
+            "batch_types": [type(x).__name__ for x in batches], "batches": [typed(x) for x in batches],
+            "nested": [typed(x) for x in nested], "nested_types": [type(x).__name__ for x in nested],
+            "str_batch": [[b.decode() for b in x] for x in str_batch],
+            "str_batch_types": [[type(x).__name__, type(x[0]).__name__, list(x.shape)] for x in str_batch]}
+
+
+def case_iterator(tf):
+    ds = tf.data.Dataset.range(2)
+    it = iter(ds)
+    first = it.get_next()
+    second = next(it)
+    opt = it.get_next_as_optional()
+    it2 = iter(ds)
+    opt2 = it2.get_next_as_optional()
+    return {"first": typed(first), "second": typed(second), "has_value": bool(opt.has_value()),
+            "get_value_empty": raises(opt.get_value), "next_at_end": raises(lambda: next(it)),
+            "get_next_at_end": raises(it.get_next), "spec": spec(it.element_spec),
+            "opt2": [bool(opt2.has_value()), typed(opt2.get_value())], "opt_spec": spec(opt2.element_spec),
+            "for_after_partial": elements(it2), "fresh_iter": elements(ds)}
+
+
+def case_map_unpacking(tf):
+    pairs = tf.data.Dataset.from_tensor_slices(([1, 2], [10, 20]))
+    dicts = tf.data.Dataset.from_tensor_slices({"a": [1, 2], "b": [3, 4]})
+    nested = tf.data.Dataset.from_tensor_slices((([1, 2], [3, 4]), [5, 6]))
+    added = pairs.map(lambda x, y: x + y)
+    swapped = pairs.map(lambda x, y: (y, x))
+    picked = dicts.map(lambda d: d["a"] * d["b"])
+    to_dict = pairs.map(lambda x, y: {"sum": x + y, "x": x})
+    nest = nested.map(lambda xy, z: xy[0] + xy[1] + z)
+    as_list = pairs.map(lambda x, y: [x, y])
+    const = pairs.map(lambda x, y: 3)
+    parallel = tf.data.Dataset.range(6).map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE)
+    return {"added": elements(added), "added_spec": spec(added.element_spec), "swapped": elements(swapped),
+            "picked": elements(picked), "to_dict": elements(to_dict), "to_dict_spec": spec(to_dict.element_spec),
+            "nested": elements(nest), "as_list": elements(as_list), "as_list_spec": spec(as_list.element_spec),
+            "const": [typed(e) for e in const], "parallel": elements(parallel),
+            "wrong_arity": raises(lambda: list(pairs.map(lambda x: x))),
+            "float_ops": elements(tf.data.Dataset.from_tensor_slices([1.0, 2.0]).map(lambda x: x / 2))}
+
+
+def case_options(tf):
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    ds = tf.data.Dataset.range(4).with_options(options)
+    policy = tf.data.experimental.AutoShardPolicy
+    default = tf.data.Options()
+
+    def bad_policy():
+        tf.data.Options().experimental_distribute.auto_shard_policy = "DATA"
+
+    def bad_attr():
+        tf.data.Options().no_such_option = 1
+    return {"policy": ds.options().experimental_distribute.auto_shard_policy.name,
+            "after_map": ds.map(lambda x: x).options().experimental_distribute.auto_shard_policy.name,
+            "members": {p.name: int(p.value) for p in policy}, "default_policy":
+                default.experimental_distribute.auto_shard_policy.name,
+            "deterministic_default": default.deterministic, "bad_policy": raises(bad_policy),
+            "bad_attr": raises(bad_attr), "values": elements(ds)}
