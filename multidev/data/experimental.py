@@ -12,7 +12,8 @@ import torch
 from multidev.data.cardinality import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from multidev.data.dataset import AUTOTUNE, Dataset
 from multidev.data.device import copy_to_device, prefetch_to_device
-from multidev.data.options import AutoShardPolicy, DistributeOptions, OptimizationOptions, ThreadingOptions
+from multidev.data.options import (AutoShardPolicy, AutotuneAlgorithm, AutotuneOptions, DistributeOptions,
+                                   ExternalStatePolicy, OptimizationOptions, ThreadingOptions)
 from multidev.data.stateful import assert_cardinality, choose_from_datasets, sample_from_datasets
 from multidev.data.transforms import SHARD_HINT
 
@@ -94,6 +95,9 @@ __all__ = [
     "AUTOTUNE",
     "Counter",
     "AutoShardPolicy",
+    "AutotuneAlgorithm",
+    "AutotuneOptions",
+    "ExternalStatePolicy",
     "DistributeOptions",
     "OptimizationOptions",
     "ThreadingOptions",

@@ -238,3 +238,42 @@ def case_options(tf):
                 default.experimental_distribute.auto_shard_policy.name,
             "deterministic_default": default.deterministic, "bad_policy": raises(bad_policy),
             "bad_attr": raises(bad_attr), "values": elements(ds)}
+
+
+def case_options_fields(tf):
+    """Every field of TF 2.21's Options, set and read back (multidev accepts the tuning knobs and runs
+    as written), and the type checks of the newer ones."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.autotune.cpu_budget = 4
+    options.autotune.ram_budget = 1 << 20
+    options.autotune.autotune_algorithm = tf.data.experimental.AutotuneAlgorithm.HILL_CLIMB
+    options.experimental_optimization.inject_prefetch = False
+    options.experimental_optimization.map_parallelization = True
+    options.threading.private_threadpool_size = 4
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    options.experimental_warm_start = True
+    options.dataset_name = "train"
+    ds = tf.data.Dataset.range(3).with_options(options).map(lambda x: x + 1)
+    read = ds.options()
+    set_to = {"enabled": 1, "autotune_algorithm": 1, "min_parallelism": 2.5}
+
+    def bad(name):
+        return raises(lambda: setattr(tf.data.Options().autotune, name, set_to[name]))
+    return [read.autotune.enabled, read.autotune.cpu_budget, read.autotune.autotune_algorithm.name,
+            read.experimental_optimization.inject_prefetch, read.threading.private_threadpool_size,
+            read.experimental_external_state_policy.name, read.experimental_warm_start, read.dataset_name,
+            [p.name for p in tf.data.experimental.AutotuneAlgorithm], elements(ds),
+            [bad(name) for name in sorted(set_to)],
+            raises(lambda: setattr(tf.data.Options(), "experimental_external_state_policy", 1)),
+            raises(lambda: setattr(tf.data.Options(), "dataset_name", 5))]
+
+
+def case_element_spec_shape(tf):
+    """``element_spec.shape`` read as TF programs read a TensorShape."""
+    s = tf.data.Dataset.zip((tf.data.Dataset.range(6), tf.data.Dataset.from_tensor_slices(
+        np.zeros((6, 1, 2))))).batch(2).element_spec
+    shape = s[0].shape
+    return [shape.as_list(), shape.rank, shape.is_fully_defined(), len(shape), str(shape), shape == (None,),
+            list(shape), s[1].shape.as_list(), s[1].shape[0], tf.data.Dataset.range(3).batch(
+                3, drop_remainder=True).element_spec.shape.is_fully_defined()]
