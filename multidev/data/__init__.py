@@ -55,6 +55,24 @@ from multidev.data.iterator import Iterator, Optional
 from multidev.data.options import Options, ThreadingOptions
 from multidev.data.spec import TensorSpec
 
+#: tf.data names multidev does not offer -> what to do instead.
+_NOT_OFFERED = {
+    "TFRecordDataset": "TFRecord files hold protobuf records (tf.train.Example) and multidev parses no protobufs; "
+                       "convert the data once to arrays (numpy .npy, safetensors) and use "
+                       "md.data.Dataset.from_tensor_slices, or md.data.Dataset.from_generator over your own reader",
+    "FixedLengthRecordDataset": "read the file with numpy.fromfile or numpy.memmap (dtype, offset=header_bytes), "
+                                "reshape to (records, record_bytes) and use md.data.Dataset.from_tensor_slices",
+}
+
+
+def __getattr__(name: str):
+    """``md.data.X`` that multidev lacks: an AttributeError that says what to use instead."""
+    if name in _NOT_OFFERED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}: multidev does not implement "
+                             f"tf.data.{name}; {_NOT_OFFERED[name]}.")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Dataset",
     "TextLineDataset",

@@ -102,3 +102,27 @@ def case_distributed_options(tf):
         dist = strategy.experimental_distribute_dataset(dataset)
         out[policy] = [[list(v.shape) for v in strategy.experimental_local_results(x[0])] for x in dist]
     return out
+
+
+def case_element_spec_as_input_signature(tf):
+    """The tutorial's "Using element_spec": a tf.function whose input_signature is the distributed
+    dataset's element_spec (``2 * inputs`` of the (features, labels) tuple repeats it, in TF too)."""
+    global_batch_size = 16
+    epochs = 2
+    steps_per_epoch = 5
+    mirrored_strategy = two_cpus(tf)
+    dataset = tf.data.Dataset.from_tensors(([1.], [1.])).repeat(100).batch(global_batch_size)
+    dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
+
+    @tf.function(input_signature=[dist_dataset.element_spec])
+    def train_step(per_replica_inputs):
+        def step_fn(inputs):
+            return 2 * inputs
+        return mirrored_strategy.run(step_fn, args=(per_replica_inputs,))
+    outputs = []
+    for _ in range(epochs):
+        iterator = iter(dist_dataset)
+        for _ in range(steps_per_epoch):
+            output = train_step(next(iterator))
+        outputs.append(_local_nested(mirrored_strategy, output))
+    return [len(output), [type(s).__name__ for s in dist_dataset.element_spec], outputs[-1]]
