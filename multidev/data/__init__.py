@@ -34,7 +34,8 @@ tests/conformance/test_conformance.py lists these):
 * A Python number as ``padding_values`` or as the initial state of ``reduce``/``scan`` takes the
   elements' (the result's) dtype; TF makes it int32/float32 and raises TypeError against int64.
 * String components are Python ``str`` (batches: numpy object arrays of ``str``): torch has no
-  string tensors. ``as_numpy_iterator()`` gives ``bytes`` as TF does.
+  string tensors. A ``for`` loop hands them out with TF's ``.numpy()`` (bytes; ``data/text.py``),
+  and ``as_numpy_iterator()`` gives ``bytes`` as TF does; inside ``map`` they are plain ``str``.
 * Errors TF raises by accident of its implementation get the type the mistake deserves, with a
   message: interleave's ``map_func`` returning no dataset -> TypeError (TF: AttributeError); a
   ``pad_to_bucket_boundary`` element too long -> InvalidArgumentError (TF wraps it in InternalError);

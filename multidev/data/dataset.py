@@ -377,7 +377,7 @@ def _to_numpy(component: Any) -> Any:
     if isinstance(component, str):
         return component.encode("utf-8")
     if isinstance(component, np.ndarray):
-        return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(component)
+        return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(np.asarray(component))
     return component
 
 

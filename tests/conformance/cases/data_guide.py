@@ -187,6 +187,26 @@ def case_epochs_and_batch_sizes(tf):
             "line_batch": len(line_batch), "batch_spec": spec(zipped.batch(20).element_spec)}
 
 
+def case_text_lines(tf):
+    """The guide's "Consuming text data" (the Iliad translations -> three small files), printing lines
+    with ``line.numpy()``, and a batch of lines with ``.numpy()``."""
+    import os
+    with InTempDirectory():
+        file_paths = []
+        for name in ("cowper.txt", "derby.txt", "butler.txt"):
+            with open(name, "w") as f:
+                f.write("".join(f"{name[:-4]} {i}\n" for i in range(4)))
+            file_paths.append(os.path.abspath(name))
+        dataset = tf.data.TextLineDataset(file_paths)
+        first = [line.numpy().decode() for line in dataset.take(5)]
+        files_ds = tf.data.Dataset.from_tensor_slices(file_paths)
+        lines_ds = files_ds.interleave(tf.data.TextLineDataset, cycle_length=3)
+        interleaved = [line.numpy().decode() for line in lines_ds.take(9)]
+        batch = next(iter(dataset.batch(2))).numpy()
+        return [first, interleaved, [b.decode() for b in batch], type(batch[0]).__name__, list(batch.shape),
+                spec(dataset.element_spec), spec(lines_ds.batch(2).element_spec), card(dataset)]
+
+
 def case_experimental_counter(tf):
     """The guide's Titanic section writes tf.data.experimental.Counter() (deprecated, still in 2.21)."""
     counter = tf.data.experimental.Counter()
