@@ -59,6 +59,8 @@ def user_facing(element: Any) -> Any:
         return element
     if isinstance(element, (str, np.ndarray)):
         return _leaf(element)
+    if type(element) is tuple and all(isinstance(c, torch.Tensor) for c in element):   # (features, labels)
+        return element
     if not _has_text(element):
         return element
     return structure.map_structure(_leaf, element)
