@@ -228,6 +228,9 @@ class UnbatchDataset(_UnaryDataset):
 
     def _cardinality(self) -> int:
         n = self._input._cardinality()
+        source = self._input
+        if _card.known(n) and isinstance(source, BatchDataset) and source.drop_remainder:
+            return n * source.batch_size   # TF: batches of a static size unbatch into a known count
         return n if n in (0, _card.INFINITE_CARDINALITY) else _card.UNKNOWN_CARDINALITY
 
     def _compute_element_spec(self) -> Any:

@@ -56,9 +56,9 @@ def taken(n: int, count: int) -> int:
 
 def skipped(n: int, count: int) -> int:
     """Cardinality after ``skip(count)`` (count -1: all)."""
-    if count < 0:
-        return 0
-    return n if not known(n) else max(n - count, 0)
+    if not known(n):   # TF: skipping from an infinite (unknown) input stays infinite (unknown)
+        return n
+    return 0 if count < 0 else max(n - count, 0)
 
 
 def sharded(n: int, num_shards: int, index: int) -> int:
@@ -69,11 +69,11 @@ def sharded(n: int, num_shards: int, index: int) -> int:
 
 
 def zipped(counts: list[int]) -> int:
-    """Cardinality of ``zip``: the shortest input."""
+    """Cardinality of ``zip``: the shortest input (unknown if any input's size is unknown, as TF)."""
+    if UNKNOWN_CARDINALITY in counts:
+        return UNKNOWN_CARDINALITY
     finite = [n for n in counts if known(n)]
-    if finite:
-        return min(finite)
-    return UNKNOWN_CARDINALITY if UNKNOWN_CARDINALITY in counts else INFINITE_CARDINALITY
+    return min(finite) if finite else INFINITE_CARDINALITY
 
 
 def concatenated(a: int, b: int) -> int:

@@ -277,3 +277,34 @@ def case_element_spec_shape(tf):
     return [shape.as_list(), shape.rank, shape.is_fully_defined(), len(shape), str(shape), shape == (None,),
             list(shape), s[1].shape.as_list(), s[1].shape[0], tf.data.Dataset.range(3).batch(
                 3, drop_remainder=True).element_spec.shape.is_fully_defined()]
+
+
+def case_cardinality_of_every_op(tf):
+    """``cardinality()`` after each transformation over known, unknown (a generator) and infinite inputs."""
+    D = tf.data.Dataset
+    r = D.range(10)
+    g = D.from_generator(lambda: iter(range(5)), output_signature=tf.TensorSpec((), tf.int64))
+    datasets = {
+        "unbatch_drop": r.batch(3, drop_remainder=True).unbatch(), "unbatch": r.batch(3).unbatch(),
+        "rebatch": r.batch(3).rebatch(2), "rebatch_drop": r.batch(2, drop_remainder=True).rebatch(4, drop_remainder=True),
+        "rebatch_list": r.batch(4, drop_remainder=True).rebatch([2, 2]), "prefetch": r.prefetch(1), "cache": r.cache(),
+        "shuffle": r.shuffle(3), "map": r.map(lambda x: x), "enumerate": r.enumerate(),
+        "scan": r.scan(tf.constant(0, tf.int64), lambda s, x: (s, x)), "gen_take": g.take(3), "gen_take0": g.take(0),
+        "gen_skip": g.skip(2), "gen_batch": g.batch(2), "gen_repeat0": g.repeat(0),
+        "take_while": r.take_while(lambda x: x < 3), "window": r.window(3),
+        "window_drop": r.window(3, shift=2, drop_remainder=True),
+        "group": r.group_by_window(lambda x: x % 2, lambda k, d: d.batch(2), window_size=2),
+        "flat_map": r.flat_map(lambda x: D.from_tensors(x)),
+        "interleave": r.interleave(lambda x: D.from_tensors(x), cycle_length=2), "unique": r.unique(),
+        "shard_inf": r.repeat().shard(2, 0), "zip_gen": D.zip((r, g)), "concat_inf_gen": r.repeat().concatenate(g),
+        "concat_gen_inf": g.concatenate(r.repeat()), "choose": D.choose_from_datasets([r, r], D.range(2).repeat(3)),
+        "sample": D.sample_from_datasets([r, r], seed=1),
+        "sample_stop": D.sample_from_datasets([r, r], seed=1, stop_on_empty_dataset=True),
+        "padded_inf": r.repeat().padded_batch(2), "batch_inf_drop": r.repeat().batch(3, drop_remainder=True),
+        "take_neg": r.repeat().take(-1), "skip_inf_all": r.repeat().skip(-1), "repeat_neg2": r.repeat(-2),
+        "assert": r.apply(tf.data.experimental.assert_cardinality(10)),
+        "bucket": r.map(lambda x: tf.fill([x], x)).bucket_by_sequence_length(lambda e: tf.shape(e)[0], [3], [2, 2]),
+        "from_tensors": D.from_tensors(1), "range_empty": D.range(5, 2), "shard_uneven": r.shard(3, 2),
+        "counter_take": D.counter().take(5),
+    }
+    return {name: card(ds) for name, ds in datasets.items()}
