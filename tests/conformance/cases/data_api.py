@@ -308,3 +308,41 @@ def case_cardinality_of_every_op(tf):
         "counter_take": D.counter().take(5),
     }
     return {name: card(ds) for name, ds in datasets.items()}
+
+
+def case_element_spec_of_every_op(tf):
+    """``element_spec`` (shapes and dtypes) after each transformation that needs no tracing of a function."""
+    D = tf.data.Dataset
+    r = D.range(10)
+    m = D.from_tensor_slices(np.zeros((6, 3), np.float32))
+    g = D.from_generator(lambda: iter([[1], [1, 2]]), output_signature=tf.TensorSpec((None,), tf.int32))
+    p = D.from_tensor_slices(({"a": np.zeros((6, 2), np.int32)}, np.arange(6.0)))
+    datasets = {
+        "batch": m.batch(4), "batch_drop": m.batch(4, drop_remainder=True), "unbatch": m.batch(2).unbatch(),
+        "padded": g.padded_batch(2), "padded_shapes": g.padded_batch(2, padded_shapes=[5]),
+        "padded_drop": g.padded_batch(2, drop_remainder=True), "rebatch": m.batch(2).rebatch(3),
+        "rebatch_drop": m.batch(2).rebatch(3, drop_remainder=True),
+        "rebatch_list": m.batch(2).rebatch([1, 2], drop_remainder=True), "rebatch_unknown": g.rebatch(2),
+        "shuffle": p.shuffle(3), "repeat": p.repeat(), "take": p.take(1), "enumerate": p.enumerate(),
+        "zip": D.zip((r, m, p)), "zip_dict": D.zip({"r": r, "p": p}),
+        "concat_shapes": m.batch(4, drop_remainder=True).concatenate(m.batch(2, drop_remainder=True)),
+        "concat_none": m.batch(4).concatenate(m.batch(2, drop_remainder=True)), "cache": p.cache(),
+        "prefetch": p.prefetch(2), "shard": p.shard(2, 1), "filter": p.filter(lambda d, y: y > 1),
+        "take_while": p.take_while(lambda d, y: y < 3), "unique": r.unique(),
+        "range_int32": D.range(3, output_type=tf.int32), "counter": D.counter(dtype=tf.int32),
+        "from_tensors_dict": D.from_tensors({"x": [1.0, 2.0], "y": 3}),
+        "slices_np_int": D.from_tensor_slices(np.arange(3)), "slices_float_list": D.from_tensor_slices([[1.0], [2.0]]),
+        "slices_big_int": D.from_tensor_slices([1, 2**40]), "slices_bool_np": D.from_tensor_slices(np.array([True])),
+        "slices_uint8": D.from_tensor_slices(np.zeros(3, np.uint8)), "slices_f16": D.from_tensor_slices(np.zeros(3, np.float16)),
+        "slices_mixed_tuple": D.from_tensor_slices(([1, 2], [1.5, 2.5], [True, False])),
+        "choose": D.choose_from_datasets([r, r], D.range(2)), "sample": D.sample_from_datasets([m, m]),
+        "group": r.group_by_window(lambda x: x % 2, lambda k, d: d.batch(2, drop_remainder=True), window_size=2),
+        "bucket_no_pad": g.bucket_by_sequence_length(lambda e: tf.shape(e)[0], [2], [2, 2], no_padding=True),
+        "bucket_pad_shapes": g.bucket_by_sequence_length(lambda e: tf.shape(e)[0], [2], [2, 2], padded_shapes=[4]),
+        "gen_types_only": D.from_generator(lambda: iter([1]), output_types=tf.int64),
+        "gen_types_shapes": D.from_generator(lambda: iter([(1, [2.0])]), output_types=(tf.int64, tf.float32),
+                                             output_shapes=((), (1,))),
+        "flat_map_slices": g.flat_map(lambda x: D.from_tensor_slices(x)),
+        "windows_batched": r.window(3, drop_remainder=True).flat_map(lambda w: w.batch(3, drop_remainder=True)),
+    }
+    return {name: spec(ds.element_spec) for name, ds in datasets.items()}
