@@ -39,9 +39,12 @@ tests/conformance/test_conformance.py lists these):
 * Errors TF raises by accident of its implementation get the type the mistake deserves, with a
   message: interleave's ``map_func`` returning no dataset -> TypeError (TF: AttributeError); a
   ``pad_to_bucket_boundary`` element too long -> InvalidArgumentError (TF wraps it in InternalError);
-  ``experimental_distribute_dataset`` of an unbatched dataset -> ValueError (TF: IndexError).
+  ``experimental_distribute_dataset`` of an unbatched dataset -> ValueError (TF: IndexError);
+  ``rebatch([])``, ``concatenate([1])``, ``with_options(3)``, a tuple from ``take_while``'s predicate
+  (TF: IndexError/AttributeError); unsorted ``bucket_boundaries`` raise ValueError (TF accepts them).
   Where TF's type is reasonable but multidev raised another before, the error is both
-  (``padded_shapes`` too small: DataLossError and InvalidArgumentError).
+  (``padded_shapes`` too small: DataLossError and InvalidArgumentError; a map_func that is not
+  callable, a value that converts to no tensor, a float group key: ValueError and TypeError).
 * Random orders (``shuffle``, ``sample_from_datasets``) are reproducible under a seed within
   multidev, not TF's sequences; only their properties (every element once per epoch, buffer
   bounds) are TF's.

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import ArgumentTypeError, InvalidArgumentError
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data._checks import as_int, callable_arg, positive
@@ -143,7 +143,7 @@ class GroupByWindowDataset(_UnaryDataset):
         try:
             return as_int("key_func's result", key)
         except TypeError:
-            raise TypeError(f"`key_func` must return a single int64 scalar tensor, got {key!r}.") from None
+            raise ArgumentTypeError(f"`key_func` must return a single int64 scalar tensor, got {key!r}.") from None
 
     def _reduce(self, key: int, elements: list) -> Dataset:
         result = self._reduce_func(torch.tensor(key, dtype=torch.int64),

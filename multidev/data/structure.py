@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import ArgumentTypeError, InvalidArgumentError
 
 
 def is_structure(value: Any) -> bool:
@@ -108,7 +108,7 @@ def to_component(value: Any, what: str = "value") -> Any:
         if value and all(isinstance(v, torch.Tensor) for v in value):
             return _stack_or_raise(value, what)
         return _from_numpy(_python_to_numpy(value, what), what)
-    raise TypeError(
+    raise ArgumentTypeError(   # TF: ValueError ("Attempt to convert a value ... with an unsupported type")
         f"Cannot convert {what} {_short(value)} of type {type(value).__name__} to a tensor: "
         "expected a torch.Tensor, numpy array, Python number/bool/str or (nested) list of them."
     )

@@ -72,6 +72,11 @@ KNOWN: dict[str, str] = {
                                                    "InternalError from the group_by_window function",
     "data_api.interleave_map_func_not_a_dataset": "interleave's map_func returning a tensor raises TypeError that "
                                                     "says so; TF 2.21 fails with AttributeError ('_variant_tensor')",
+    "data_api.bad_arguments_tf_accidents": "wrong arguments where TF 2.21 fails by accident (rebatch([]): "
+                                           "IndexError; concatenate([1]), take_while returning a tuple, "
+                                           "with_options(3): AttributeError) or not at all (unsorted "
+                                           "bucket_boundaries) raise multidev's InvalidArgumentError/TypeError/"
+                                           "ValueError that say what is wrong",
     "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
                                                 "ValueError asking for batch(); TF 2.21 fails with IndexError",
 }

@@ -63,6 +63,18 @@ def raises(fn, *args, **kwargs):
     return None
 
 
+def catches(fn, error_type) -> bool:
+    """Whether ``except error_type`` catches what ``fn()`` raises (a TF program's handler; multidev's
+    error may be TF's type and another)."""
+    try:
+        fn()
+    except error_type:
+        return True
+    except Exception:  # noqa: BLE001 - not caught by the program's handler
+        return False
+    return False
+
+
 def local(strategy, value):
     """``strategy.experimental_local_results(value)`` as plain numbers."""
     return [val(v) for v in strategy.experimental_local_results(value)]

@@ -4,7 +4,7 @@ with ``tf.`` -> ``md.``, observing elements, element_spec, cardinalities and err
 
 import numpy as np
 
-from conformance_support import card, elements, raises, spec, typed
+from conformance_support import card, catches, elements, raises, spec, typed
 
 
 def case_interleave(tf):
@@ -346,3 +346,54 @@ def case_element_spec_of_every_op(tf):
         "windows_batched": r.window(3, drop_remainder=True).flat_map(lambda w: w.batch(3, drop_remainder=True)),
     }
     return {name: spec(ds.element_spec) for name, ds in datasets.items()}
+
+
+def case_bad_arguments_error_types(tf):
+    """The exception a TF program's handler sees for wrong arguments (``raises``: the type's name;
+    ``catches``: TF's type catches it, where multidev's error is TF's and a TypeError too)."""
+    D = tf.data.Dataset
+    r = D.range(5)
+    names = {
+        "batch0": lambda: list(r.batch(0)), "batch_neg": lambda: list(r.batch(-1)), "batch_float": lambda: list(r.batch(2.5)),
+        "shuffle_neg": lambda: list(r.shuffle(-3)), "take_float": lambda: list(r.take(1.5)),
+        "repeat_str": lambda: list(r.repeat("x")), "window0": lambda: list(r.window(0)),
+        "window_shift0": lambda: list(r.window(2, shift=0)), "window_stride0": lambda: list(r.window(2, stride=0)),
+        "shard0": lambda: list(r.shard(0, 0)), "shard_index": lambda: list(r.shard(2, 2)),
+        "shard_neg": lambda: list(r.shard(2, -1)),
+        "interleave_cycle0": lambda: list(r.interleave(lambda x: D.from_tensors(x), cycle_length=0)),
+        "interleave_block0": lambda: list(r.interleave(lambda x: D.from_tensors(x), cycle_length=1, block_length=0)),
+        "prefetch_neg": lambda: list(r.prefetch(-2)), "zip_not_dataset": lambda: D.zip((r, [1, 2])),
+        "zip_empty": lambda: D.zip(()), "concat_struct": lambda: r.concatenate(D.zip((r, r))),
+        "slices_empty_tuple": lambda: D.from_tensor_slices(()),
+        "padded_wrong_struct": lambda: list(D.zip((r, r)).padded_batch(2, padded_shapes=([],))),
+        "padded_rank": lambda: list(r.map(lambda x: tf.fill([x], x)).padded_batch(2, padded_shapes=[2, 2])),
+        "batch_ragged": lambda: list(D.from_generator(lambda: iter([[1], [1, 2]]),
+                                                      output_signature=tf.TensorSpec((None,), tf.int32)).batch(2)),
+        "reduce_struct": lambda: r.reduce((np.int64(0), np.int64(0)), lambda s, x: s[0] + x),
+        "get_single_many": lambda: r.get_single_element(), "get_single_none": lambda: r.take(0).get_single_element(),
+        "assert_card_wrong": lambda: list(r.apply(tf.data.experimental.assert_cardinality(3))),
+        "choose_bad_index": lambda: list(D.choose_from_datasets([r], D.range(2, 3))),
+        "sample_bad_weights": lambda: list(D.sample_from_datasets([r, r], weights=[0.5])),
+        "gen_not_callable": lambda: D.from_generator([1, 2], output_types=tf.int64),
+        "range_float": lambda: list(D.range(2.5)), "range_step0": lambda: list(D.range(0, 5, 0)),
+        "scan_bad_return": lambda: list(r.scan(np.int64(0), lambda s, x: s + x)),
+        "len_of_unknown": lambda: len(r.filter(lambda x: True)),
+    }
+    value_errors = {
+        "map_not_callable": lambda: r.map(3), "filter_not_callable": lambda: r.filter(None),
+        "slices_none": lambda: D.from_tensor_slices(None), "slices_object": lambda: D.from_tensor_slices(object()),
+        "group_key_float": lambda: list(r.group_by_window(lambda x: tf.cast(x, tf.float32), lambda k, d: d,
+                                                          window_size=2)),
+    }
+    return [{k: raises(f) for k, f in names.items()}, {k: catches(f, ValueError) for k, f in value_errors.items()}]
+
+
+def case_bad_arguments_tf_accidents(tf):
+    """Wrong arguments where TF 2.21 fails by accident of its implementation (IndexError, AttributeError)
+    or not at all (unsorted bucket boundaries); multidev says what is wrong (TypeError/ValueError)."""
+    D = tf.data.Dataset
+    r = D.range(5)
+    return [raises(lambda: list(r.batch(2).rebatch([]))), raises(lambda: r.concatenate([1])),
+            raises(lambda: list(r.take_while(lambda x: (x, x)))), raises(lambda: r.with_options(3)),
+            raises(lambda: r.map(lambda x: tf.fill([x], x)).bucket_by_sequence_length(
+                lambda e: tf.shape(e)[0], [3, 2], [1, 1, 1]))]
