@@ -108,6 +108,8 @@ def to_component(value: Any, what: str = "value") -> Any:
         if value and all(isinstance(v, torch.Tensor) for v in value):
             return _stack_or_raise(value, what)
         return _from_numpy(_python_to_numpy(value, what), what)
+    if hasattr(value, "__array__"):   # pandas Series/DataFrame columns (TF's dict(df) idiom), other array types
+        return _from_numpy(np.asarray(value), what)
     raise ArgumentTypeError(   # TF: ValueError ("Attempt to convert a value ... with an unsupported type")
         f"Cannot convert {what} {_short(value)} of type {type(value).__name__} to a tensor: "
         "expected a torch.Tensor, numpy array, Python number/bool/str or (nested) list of them."

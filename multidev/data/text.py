@@ -35,6 +35,10 @@ class TextArray(np.ndarray):
     def __repr__(self) -> str:
         return repr(np.asarray(self))
 
+    def __getitem__(self, key: Any) -> Any:
+        item = super().__getitem__(key)
+        return Text(item) if isinstance(item, str) and type(item) is not Text else item   # batch[0].numpy()
+
     def numpy(self) -> np.ndarray:
         plain = np.asarray(self)
         return np.array([s.encode("utf-8") if isinstance(s, str) else s for s in plain.flat],

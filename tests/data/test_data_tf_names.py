@@ -67,3 +67,36 @@ def test_generator_structure_and_padding_errors_are_both_types():
     for error in (md.errors.DataLossError, md.errors.InvalidArgumentError):
         with pytest.raises(error, match="smaller size"):
             list(long.padded_batch(1, padded_shapes=(2,)))
+
+
+class _Column:
+    """What pandas' Series is to numpy: an object with ``__array__`` (pandas is not a dependency)."""
+
+    def __init__(self, values):
+        self._values = np.asarray(values)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._values if dtype is None else self._values.astype(dtype)
+
+
+def test_array_like_columns_as_tf_dict_of_dataframe():
+    """TF's ``from_tensor_slices((dict(df), target))``: columns convert through ``__array__``."""
+    features = {"age": _Column([22, 38]), "sex": _Column(np.array(["m", "f"], dtype=object))}
+    ds = D.from_tensor_slices((features, _Column([7.25, 71.3])))
+    spec = ds.element_spec
+    assert spec[0]["age"].dtype == md.int64 and spec[0]["sex"].dtype is str and spec[1].dtype == md.float64
+    (first, fare), = list(ds.take(1))
+    assert int(first["age"]) == 22 and first["sex"].numpy() == b"m" and float(fare) == 7.25
+
+
+def test_string_elements_have_numpy_as_tf_prints_them():
+    """The guide prints text with ``line.numpy()``; the values stay str / object arrays of str."""
+    ds = D.from_tensor_slices(["ab", "c", "d"])
+    line = next(iter(ds))
+    assert line == "ab" and isinstance(line, str) and line.numpy() == b"ab" and line.upper() == "AB"
+    batch = next(iter(ds.batch(2)))
+    assert batch.numpy().tolist() == [b"ab", b"c"] and batch[1].numpy() == b"c"
+    assert [s.numpy() for s in batch] == [b"ab", b"c"] and repr(batch) == "array(['ab', 'c'], dtype=object)"
+    as_numpy = next(ds.batch(2).as_numpy_iterator())
+    assert type(as_numpy) is np.ndarray and as_numpy.tolist() == [b"ab", b"c"]
+    assert ds.map(lambda s: s + "!").reduce("", lambda acc, s: acc + s) == "ab!c!d!"
