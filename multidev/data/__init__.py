@@ -25,9 +25,10 @@ Where md.data deliberately differs from tf.data 2.21 (tests/conformance/cases/da
 tf.data guide, the Dataset API examples and the Distributed input tutorial on both; KNOWN in
 tests/conformance/test_conformance.py lists these):
 
-* ``element_spec`` after ``map``, ``flat_map``, ``interleave``, ``scan`` is read off the first element: multidev
-  runs Python, it does not trace ``map_func``, so a length that depends on the values (the guide's
-  ``tf.fill([x], x)``) shows the first element's size where TF shows None. Declare the shape with
+* ``element_spec`` after ``map`` and ``scan`` is read off the first two elements (a dimension that
+  differs between them is None, as TF shows the guide's ``tf.fill([x], x)``), after ``flat_map`` and
+  ``interleave`` off the first: multidev runs Python, it does not trace ``map_func``, so a length
+  that varies only later keeps the first elements' size where TF shows None. Declare the shape with
   ``from_generator(output_signature=...)`` where a consumer needs None.
 * ``from_generator`` without ``output_signature``/``output_types`` reads the structure and dtypes off
   the first element (TF raises TypeError).

@@ -57,11 +57,7 @@ KNOWN: dict[str, str] = {
     "data_pipeline.reduce_python_initial": "a Python-number initial state of reduce/scan takes the dtype of the "
                                            "result (reduce(0, add) of int64 works); TF 2.21 fixes it at int32 and "
                                            "raises TypeError",
-    "data_pipeline.map_element_spec_varying_shape": "map's element_spec is read off the first element (TF traces "
-                                                    "map_func): a dimension that varies shows its first size, not None",
     # the tf.data guide, the Dataset API examples and the Distributed input tutorial, typed as printed
-    "data_guide.padded_batch_guide_specs": "the same as data_pipeline.map_element_spec_varying_shape, in the guide's "
-                                           "padded_batch section",
     "data_guide.generator_without_signature": "from_generator without output_signature/output_types reads the "
                                               "structure and dtypes off the first element; TF 2.21 raises TypeError",
     "data_api.bucket_python_int_padding_of_int64": "a Python number as padding_values takes the elements' dtype; "
