@@ -25,6 +25,11 @@ class UnknownDeviceError(InvalidArgumentError, RuntimeError):
     """
 
 
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind where TF 2.21 raises ValueError (a map_func that is no callable,
+    a value that converts to no tensor, a float key): a TypeError too, as Python code expects."""
+
+
 class NotFoundError(OpError, LookupError):
     """A file, device or name was not found."""
 

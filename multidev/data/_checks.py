@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import ArgumentTypeError, InvalidArgumentError
 
 
 def as_int(name: str, value: Any) -> int:
@@ -47,7 +47,7 @@ def parallelism(name: str, value: Any) -> int | None:
 
 
 def callable_arg(name: str, value: Any) -> Any:
-    """``value`` if callable, else TypeError."""
+    """``value`` if callable, else a TypeError that is also TF's ValueError."""
     if not callable(value):
-        raise TypeError(f"{name} must be callable, got {value!r} of type {type(value).__name__}.")
+        raise ArgumentTypeError(f"{name} must be callable, got {value!r} of type {type(value).__name__}.")
     return value

@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import DataLossError, InvalidArgumentError
+
+
+class PaddingTooSmallError(DataLossError, InvalidArgumentError):
+    """padded_shapes smaller than an element: TF 2.21 raises DataLossError, and earlier multidev
+    (and the argument's nature) InvalidArgumentError; this is both, so either ``except`` catches it."""
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data._checks import as_int, parallelism, positive
@@ -182,7 +187,7 @@ def _pad_component(parts: list, shape: Any, value: Any, index: int) -> Any:
         for d, want in enumerate(dims):
             if want is not None:
                 if target[d] > want:
-                    raise InvalidArgumentError(   # TF 2.21 raises DataLossError here
+                    raise PaddingTooSmallError(
                         f"Attempted to pad to a smaller size than the input element: component {index} "
                         f"dimension {d} has size {target[d]} but padded_shapes asks for {want}."
                     )
@@ -223,6 +228,9 @@ class UnbatchDataset(_UnaryDataset):
 
     def _cardinality(self) -> int:
         n = self._input._cardinality()
+        source = self._input
+        if _card.known(n) and isinstance(source, BatchDataset) and source.drop_remainder:
+            return n * source.batch_size   # TF: batches of a static size unbatch into a known count
         return n if n in (0, _card.INFINITE_CARDINALITY) else _card.UNKNOWN_CARDINALITY
 
     def _compute_element_spec(self) -> Any:

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
+
+
+class Cardinality(int):
+    """What ``Dataset.cardinality()`` returns: an int that also has TF's ``.numpy()``.
+
+    TF returns a scalar int64 tensor and its docs print ``ds.cardinality().numpy()``; an int
+    keeps ``==``, ``range(n)`` and arithmetic plain, and ``.numpy()`` gives numpy's int64.
+    """
+
+    def numpy(self) -> np.int64:
+        return np.int64(self)
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
 
 
 def known(n: int) -> bool:
@@ -24,8 +40,8 @@ def repeated(n: int, count: int) -> int:
         return 0
     if n == INFINITE_CARDINALITY:
         return INFINITE_CARDINALITY
-    if count < 0:
-        return INFINITE_CARDINALITY if known(n) else UNKNOWN_CARDINALITY
+    if count < 0:   # TF: forever is infinite unless the input is empty, even when its size is unknown
+        return INFINITE_CARDINALITY
     return n * count if known(n) else n
 
 
@@ -40,9 +56,9 @@ def taken(n: int, count: int) -> int:
 
 def skipped(n: int, count: int) -> int:
     """Cardinality after ``skip(count)`` (count -1: all)."""
-    if count < 0:
-        return 0
-    return n if not known(n) else max(n - count, 0)
+    if not known(n):   # TF: skipping from an infinite (unknown) input stays infinite (unknown)
+        return n
+    return 0 if count < 0 else max(n - count, 0)
 
 
 def sharded(n: int, num_shards: int, index: int) -> int:
@@ -53,11 +69,11 @@ def sharded(n: int, num_shards: int, index: int) -> int:
 
 
 def zipped(counts: list[int]) -> int:
-    """Cardinality of ``zip``: the shortest input."""
+    """Cardinality of ``zip``: the shortest input (unknown if any input's size is unknown, as TF)."""
+    if UNKNOWN_CARDINALITY in counts:
+        return UNKNOWN_CARDINALITY
     finite = [n for n in counts if known(n)]
-    if finite:
-        return min(finite)
-    return UNKNOWN_CARDINALITY if UNKNOWN_CARDINALITY in counts else INFINITE_CARDINALITY
+    return min(finite) if finite else INFINITE_CARDINALITY
 
 
 def concatenated(a: int, b: int) -> int:

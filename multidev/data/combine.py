@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from multidev._core.errors import InvalidArgumentError
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data.dataset import Dataset
@@ -16,6 +17,9 @@ class ZipDataset(Dataset):
         if isinstance(datasets, list):
             datasets = tuple(datasets)
         leaves = structure.flatten(datasets)
+        if not leaves:
+            raise InvalidArgumentError(f"Dataset.zip needs at least one dataset, got {datasets!r}: pass a "
+                                       "tuple or dict of md.data.Dataset, e.g. Dataset.zip((a, b)).")
         for i, leaf in enumerate(leaves):
             if not isinstance(leaf, Dataset):
                 raise TypeError(

@@ -94,9 +94,10 @@ class Dataset(DatasetMethods, abc.ABC):
     def cardinality(self) -> int:
         """Element count, or ``md.data.INFINITE_CARDINALITY`` (-1) / ``UNKNOWN_CARDINALITY`` (-2).
 
-        Example: ``md.data.Dataset.range(10).batch(3).cardinality()`` is 4.
+        Example: ``md.data.Dataset.range(10).batch(3).cardinality()`` is 4 (an int with TF's
+        ``.numpy()``, so ``ds.cardinality().numpy()`` as in TF's docs works too).
         """
-        return self._cardinality()
+        return _card.Cardinality(self._cardinality())
 
     def __len__(self) -> int:
         n = self._cardinality()
@@ -376,7 +377,7 @@ def _to_numpy(component: Any) -> Any:
     if isinstance(component, str):
         return component.encode("utf-8")
     if isinstance(component, np.ndarray):
-        return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(component)
+        return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(np.asarray(component))
     return component
 
 

@@ -7,12 +7,20 @@
 
 from __future__ import annotations
 
+import torch
+
 from multidev.data.cardinality import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from multidev.data.dataset import AUTOTUNE, Dataset
 from multidev.data.device import copy_to_device, prefetch_to_device
-from multidev.data.options import AutoShardPolicy, DistributeOptions, OptimizationOptions, ThreadingOptions
+from multidev.data.options import (AutoShardPolicy, AutotuneAlgorithm, AutotuneOptions, DistributeOptions,
+                                   ExternalStatePolicy, OptimizationOptions, ThreadingOptions)
 from multidev.data.stateful import assert_cardinality, choose_from_datasets, sample_from_datasets
 from multidev.data.transforms import SHARD_HINT
+
+
+def Counter(start: int = 0, step: int = 1, dtype=torch.int64) -> Dataset:  # noqa: N802 - TF's name
+    """``tf.data.experimental.Counter`` (the guide's Titanic section; now ``Dataset.counter``)."""
+    return Dataset.counter(start, step, dtype)
 
 
 def cardinality(dataset: Dataset) -> int:
@@ -85,7 +93,11 @@ _INSTEAD = {
 
 __all__ = [
     "AUTOTUNE",
+    "Counter",
     "AutoShardPolicy",
+    "AutotuneAlgorithm",
+    "AutotuneOptions",
+    "ExternalStatePolicy",
     "DistributeOptions",
     "OptimizationOptions",
     "ThreadingOptions",

@@ -90,9 +90,14 @@ def _inferred_signature(value: Any) -> Any:
     return structure.map_structure(spec, element)
 
 
+class GeneratorStructureError(InvalidArgumentError, TypeError):
+    """A generator's element whose structure is not the signature's: TF 2.21 raises InvalidArgumentError
+    (the TypeError inside its py_func, converted); a TypeError too, as multidev raised before."""
+
+
 def _conform(value: Any, signature: Any, index: int) -> Any:
     if not structure.same_structure(_as_structure(value, signature), signature):
-        raise TypeError(
+        raise GeneratorStructureError(
             f"`generator` yielded an element that did not match the expected structure. The expected "
             f"structure was {signature}, but element {index} was {value!r}."
         )

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import ArgumentTypeError, InvalidArgumentError
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data._checks import as_int, callable_arg, positive
@@ -123,8 +123,10 @@ class GroupByWindowDataset(_UnaryDataset):
     (and, at the end, every non-empty group, in key order as TF) goes through ``reduce_func``."""
 
     def __init__(self, input_dataset: Dataset, key_func: Callable, reduce_func: Callable,
-                 window_size: Any = None, window_size_func: Callable | None = None):
+                 window_size: Any = None, window_size_func: Callable | None = None,
+                 spec_fn: Callable[[Any], Any] | None = None):
         super().__init__(input_dataset)
+        self._spec_fn = spec_fn or (lambda spec: spec)   # bucketing widens the first window's spec
         if (window_size is None) == (window_size_func is None):
             raise ValueError("Either the `window_size` argument or the `window_size_func` argument must be "
                              f"specified (exactly one), got window_size={window_size!r}, "
@@ -141,7 +143,7 @@ class GroupByWindowDataset(_UnaryDataset):
         try:
             return as_int("key_func's result", key)
         except TypeError:
-            raise TypeError(f"`key_func` must return a single int64 scalar tensor, got {key!r}.") from None
+            raise ArgumentTypeError(f"`key_func` must return a single int64 scalar tensor, got {key!r}.") from None
 
     def _reduce(self, key: int, elements: list) -> Dataset:
         result = self._reduce_func(torch.tensor(key, dtype=torch.int64),
@@ -174,7 +176,7 @@ class GroupByWindowDataset(_UnaryDataset):
 
     def _compute_element_spec(self) -> Any:
         for element in self._input._iterate():
-            return self._reduce(self._key(element), [element]).element_spec
+            return self._spec_fn(self._reduce(self._key(element), [element]).element_spec)
         raise ValueError("Cannot infer group_by_window's element_spec: its input is empty.")
 
 
@@ -211,8 +213,19 @@ def bucket_by_sequence_length(dataset: Dataset, element_length_func: Callable, b
             shapes = _filled_shapes(padded_shapes or group.element_spec, boundaries[bucket] - 1)
         return group.padded_batch(size, shapes, padding_values, drop_remainder=drop_remainder)
 
+    def widened(spec: Any) -> Any:
+        """TF's spec: the batch size (and a length padded to the bucket's boundary) varies by bucket."""
+        def leaf(batch_spec: TensorSpec, element_spec: TensorSpec) -> TensorSpec:
+            if batch_spec.shape is None:
+                return batch_spec
+            rows = batch_spec.shape[1:]
+            if pad_to_bucket_boundary and padded_shapes is None and element_spec.shape is not None:
+                rows = tuple(None if e is None else d for d, e in zip(rows, element_spec.shape))
+            return TensorSpec((None,) + rows, batch_spec.dtype, batch_spec.name)
+        return structure.map_structure(leaf, spec, dataset.element_spec)
+
     return GroupByWindowDataset(dataset, lambda *args: bucket_id(*args), batching,
-                                window_size_func=lambda key: sizes[int(key)])
+                                window_size_func=lambda key: sizes[int(key)], spec_fn=widened)
 
 
 def _filled_shapes(shapes: Any, filler: int) -> Any:

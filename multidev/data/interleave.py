@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Iterator
 
 from multidev.data import cardinality as _card
@@ -10,6 +11,14 @@ from multidev.data.dataset import Dataset
 from multidev.data.mapping import call_unpacked
 from multidev.data.threads import BackgroundIterator
 from multidev.data.transforms import _UnaryDataset
+
+
+def default_cycle_length() -> int:
+    """TF's default ``cycle_length`` (AUTOTUNE): the number of CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:   # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def interleave_iterators(iterators: Iterator[Iterator], cycle_length: int, block_length: int = 1) -> Iterator:
@@ -75,7 +84,7 @@ class InterleaveDataset(_UnaryDataset):
             yield result._iterate()
 
     def _interleaved(self) -> Iterator:
-        cycle = self._cycle or 4
+        cycle = self._cycle or default_cycle_length()
         return interleave_iterators(self._datasets(), cycle, self._block)
 
     def _iterate(self):

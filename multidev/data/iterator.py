@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from multidev._core.errors import InvalidArgumentError, OutOfRangeError
+from multidev.data.text import user_facing
 
 
 class Optional:
@@ -70,7 +71,7 @@ class Iterator:
             self.close()
             raise
         self._position += 1
-        return element
+        return user_facing(element)
 
     def get_next(self) -> Any:
         """The next element, or ``md.errors.OutOfRangeError`` at the end (as TF)."""

@@ -184,14 +184,30 @@ def _unknown_leading_dim(spec: TensorSpec) -> TensorSpec:
 
 
 def _spec_from_first(dataset: Dataset, what: str) -> Any:
-    """Element spec of a function-transformed dataset, from its first element (TF traces instead)."""
+    """Element spec of a function-transformed dataset, from its first two elements (TF traces instead):
+    a dimension that differs between them is None, as TF shows a length that depends on the values
+    (``map(lambda x: tf.fill([x], x))``); one that varies only later keeps the first elements' size."""
     with peeking():
         source = dataset._iterate()
     try:
         with peeking():
             first = next(source)
+            second = next(source, None)
     except StopIteration:
         raise ValueError(f"Cannot infer the element_spec of {what}: the dataset is empty.") from None
     finally:
         source.close()
-    return spec_of_element(first)
+    spec = spec_of_element(first)
+    return spec if second is None else _widened(spec, spec_of_element(second))
+
+
+def _widened(a: Any, b: Any) -> Any:
+    """``a`` with the dimensions where ``b`` differs made None (``a`` itself where the structures or
+    dtypes differ: the element's own checks report that when it is produced)."""
+    if not structure.same_structure(a, b):
+        return a
+    leaves = [x.most_specific_common_supertype(y) if isinstance(x, TensorSpec) and isinstance(y, TensorSpec) else None
+              for x, y in zip(structure.flatten(a), structure.flatten(b))]
+    if any(leaf is None for leaf in leaves):
+        return a
+    return structure.pack_as(a, leaves)

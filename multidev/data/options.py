@@ -28,6 +28,25 @@ class AutoShardPolicy(enum.IntEnum):
     HINT = 3
 
 
+class AutotuneAlgorithm(enum.IntEnum):
+    """``options.autotune.autotune_algorithm`` (TF's values; multidev has no autotuner to pick)."""
+
+    DEFAULT = 0
+    HILL_CLIMB = 1
+    GRADIENT_DESCENT = 2
+    MAX_PARALLELISM = 3
+    STAGE_BASED = 4
+
+
+class ExternalStatePolicy(enum.IntEnum):
+    """``options.experimental_external_state_policy`` (TF's values: what checkpointing does with
+    functions that touch external state; multidev checkpoints iterator positions only)."""
+
+    WARN = 0
+    IGNORE = 1
+    FAIL = 2
+
+
 class _OptionsBase:
     """Fixed set of typed fields; remembers which were set so merges keep explicit values."""
 
@@ -52,6 +71,9 @@ class _OptionsBase:
                 f"Cannot set the property {name!r} on {type(self).__name__}; valid options: {sorted(fields)}."
             )
         self._values[name] = fields[name][1](name, value)
+
+    def __dir__(self) -> list:
+        return sorted(set(super().__dir__()) | set(type(self)._fields))
 
     def merge(self, other: "_OptionsBase") -> "_OptionsBase":
         """A copy of self with every field ``other`` set explicitly taken from ``other``."""
@@ -84,6 +106,17 @@ def _optional_positive_int(name: str, value: Any) -> Any:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise ValueError(f"Option {name} must be a positive int or None, got {value!r}.")
     return value
+
+
+def _optional_of(kind: Any):
+    """A validator for None or a value of ``kind`` (TF checks these options' types only)."""
+    def check(name: str, value: Any) -> Any:
+        if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise TypeError(f"Property {name!r} must be of type {names}, got {value!r} "
+                            f"(type: {type(value).__name__}).")
+        return value
+    return check
 
 
 def _policy(name: str, value: Any) -> AutoShardPolicy:
@@ -134,7 +167,22 @@ class OptimizationOptions(_OptionsBase):
         for name in (
             "apply_default_optimizations", "filter_fusion", "map_and_batch_fusion", "map_and_filter_fusion",
             "map_fusion", "map_parallelization", "noop_elimination", "parallel_batch", "shuffle_and_repeat_fusion",
+            "filter_parallelization", "inject_prefetch", "seq_interleave_prefetch",
         )
+    }
+
+
+class AutotuneOptions(_OptionsBase):
+    """``options.autotune``: TF's autotuner budgets. Accepted so TF code ports unchanged
+    (``options.autotune.enabled = False`` is common); multidev sizes its pools without an autotuner."""
+
+    _fields = {
+        "enabled": (None, _optional_of(bool)),
+        "cpu_budget": (None, _optional_of(int)),
+        "ram_budget": (None, _optional_of(int)),
+        "autotune_algorithm": (None, _optional_of(AutotuneAlgorithm)),
+        "initial_parallelism": (None, _optional_of(int)),
+        "min_parallelism": (None, _optional_of(int)),
     }
 
 
@@ -149,6 +197,13 @@ class Options(_OptionsBase):
         "experimental_threading": (ThreadingOptions, _nested(ThreadingOptions)),
         "experimental_slack": (None, _optional_bool),
         "experimental_optimization": (OptimizationOptions, _nested(OptimizationOptions)),
+        "autotune": (AutotuneOptions, _nested(AutotuneOptions)),
+        # accepted and kept, with no effect on multidev's pipelines (TF's checkpointing and tracing knobs)
+        "experimental_external_state_policy": (None, _optional_of(ExternalStatePolicy)),
+        "experimental_symbolic_checkpoint": (None, _optional_of(bool)),
+        "experimental_warm_start": (None, _optional_of(bool)),
+        "dataset_name": (None, _optional_of(str)),
+        "framework_type": (None, _optional_of((list, tuple))),
     }
 
     def is_deterministic(self) -> bool:
@@ -159,4 +214,5 @@ class Options(_OptionsBase):
         return True
 
 
-__all__ = ["AutoShardPolicy", "DistributeOptions", "ThreadingOptions", "OptimizationOptions", "Options"]
+__all__ = ["AutoShardPolicy", "AutotuneAlgorithm", "AutotuneOptions", "DistributeOptions", "ExternalStatePolicy",
+           "ThreadingOptions", "OptimizationOptions", "Options"]

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from multidev._core.errors import InvalidArgumentError
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data._checks import as_int
@@ -89,7 +90,7 @@ class RangeDataset(Dataset):
             raise TypeError(f"Dataset.range takes 1 to 3 arguments (start, stop, step), got {len(args)}: {args!r}.")
         ints = [as_int("Dataset.range argument", a) for a in args]
         if len(ints) == 3 and ints[2] == 0:
-            raise ValueError("Dataset.range step must not be zero.")
+            raise InvalidArgumentError("Dataset.range step must be a non-zero integer, got step=0.")
         self._range = range(*ints)
         self._dtype = dtype
 

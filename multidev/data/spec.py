@@ -17,6 +17,21 @@ import numpy as np
 import torch
 
 
+class SpecShape(tuple):
+    """A spec's shape: a plain tuple (``==``, ``+``, slicing, ``len``) that also answers TF's
+    ``TensorShape`` methods (``as_list()``, ``rank``, ``is_fully_defined()``, ...), as TF programs
+    read ``ds.element_spec.shape.as_list()``."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from multidev.tensor_shape import TensorShape
+
+        return getattr(TensorShape(tuple(self)), name)
+
+
 class TensorSpec:
     """Describes a tensor: ``shape`` (tuple of int/None, or None) and ``dtype``.
 
@@ -31,8 +46,9 @@ class TensorSpec:
         self._name = name
 
     @property
-    def shape(self) -> tuple | None:
-        return self._shape
+    def shape(self) -> "SpecShape | None":
+        """A tuple of ints/None (None: unknown rank) that also has TensorShape's methods."""
+        return None if self._shape is None else SpecShape(self._shape)
 
     @property
     def dtype(self):
@@ -128,4 +144,4 @@ def common_shape(a: tuple | None, b: tuple | None) -> tuple | None:
     return tuple(x if x == y else None for x, y in zip(a, b))
 
 
-__all__ = ["TensorSpec", "shapes_compatible", "common_shape"]
+__all__ = ["TensorSpec", "SpecShape", "shapes_compatible", "common_shape"]

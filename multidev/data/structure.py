@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from multidev._core.errors import InvalidArgumentError
+from multidev._core.errors import ArgumentTypeError, InvalidArgumentError
 
 
 def is_structure(value: Any) -> bool:
@@ -108,7 +108,9 @@ def to_component(value: Any, what: str = "value") -> Any:
         if value and all(isinstance(v, torch.Tensor) for v in value):
             return _stack_or_raise(value, what)
         return _from_numpy(_python_to_numpy(value, what), what)
-    raise TypeError(
+    if hasattr(value, "__array__"):   # pandas Series/DataFrame columns (TF's dict(df) idiom), other array types
+        return _from_numpy(np.asarray(value), what)
+    raise ArgumentTypeError(   # TF: ValueError ("Attempt to convert a value ... with an unsupported type")
         f"Cannot convert {what} {_short(value)} of type {type(value).__name__} to a tensor: "
         "expected a torch.Tensor, numpy array, Python number/bool/str or (nested) list of them."
     )
@@ -139,7 +141,7 @@ def _python_to_numpy(value: Any, what: str) -> np.ndarray:
 
 
 def _all_python(value: Any) -> bool:
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):   # [(7, 8), (9, 10)] is int32 in TF as [[7, 8], [9, 10]] is
         return all(_all_python(v) for v in value)
     return isinstance(value, (bool, int, float))
 

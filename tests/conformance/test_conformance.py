@@ -57,8 +57,24 @@ KNOWN: dict[str, str] = {
     "data_pipeline.reduce_python_initial": "a Python-number initial state of reduce/scan takes the dtype of the "
                                            "result (reduce(0, add) of int64 works); TF 2.21 fixes it at int32 and "
                                            "raises TypeError",
-    "data_pipeline.map_element_spec_varying_shape": "map's element_spec is read off the first element (TF traces "
-                                                    "map_func): a dimension that varies shows its first size, not None",
+    # the tf.data guide, the Dataset API examples and the Distributed input tutorial, typed as printed
+    "data_guide.generator_without_signature": "from_generator without output_signature/output_types reads the "
+                                              "structure and dtypes off the first element; TF 2.21 raises TypeError",
+    "data_api.bucket_python_int_padding_of_int64": "a Python number as padding_values takes the elements' dtype; "
+                                                     "TF 2.21 makes -1 an int32 and raises TypeError for int64 "
+                                                     "elements (as data_pipeline.reduce_python_initial)",
+    "data_api.bucket_longer_than_last_boundary": "an element too long for pad_to_bucket_boundary raises "
+                                                   "InvalidArgumentError (TF's assertion); TF 2.21 wraps it in "
+                                                   "InternalError from the group_by_window function",
+    "data_api.interleave_map_func_not_a_dataset": "interleave's map_func returning a tensor raises TypeError that "
+                                                    "says so; TF 2.21 fails with AttributeError ('_variant_tensor')",
+    "data_api.bad_arguments_tf_accidents": "wrong arguments where TF 2.21 fails by accident (rebatch([]): "
+                                           "IndexError; concatenate([1]), take_while returning a tuple, "
+                                           "with_options(3): AttributeError) or not at all (unsorted "
+                                           "bucket_boundaries) raise multidev's InvalidArgumentError/TypeError/"
+                                           "ValueError that say what is wrong",
+    "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
+                                                "ValueError asking for batch(); TF 2.21 fails with IndexError",
 }
 
 #: case that TF 2.21 fails -> the case whose TF result multidev must give instead (the idiom with TF's

@@ -33,9 +33,25 @@ def val(x):
 
 
 def dtype_name(x) -> str:
-    """``float32`` for a TensorFlow or a torch dtype (or a value that has one)."""
+    """``float32`` for a TensorFlow or a torch dtype (or a value that has one); ``string`` for
+    multidev's string components (dtype ``str``: torch has no string tensors)."""
     dtype = getattr(x, "dtype", x)
+    if dtype is str:
+        return "string"
     return getattr(dtype, "name", None) or str(dtype).replace("torch.", "")
+
+
+def spec(s):
+    """A JSON picture of an element spec: [shape, dtype] per TensorSpec, nested as the element."""
+    if isinstance(s, dict):
+        return {k: spec(v) for k, v in s.items()}
+    if isinstance(s, (tuple, list)):
+        return [spec(v) for v in s]
+    try:
+        shape = [None if d is None else int(d) for d in s.shape]
+    except (TypeError, ValueError):   # unknown rank
+        shape = None
+    return [shape, dtype_name(s)]
 
 
 def raises(fn, *args, **kwargs):
@@ -45,6 +61,18 @@ def raises(fn, *args, **kwargs):
     except Exception as exc:  # the observation is the type's name
         return type(exc).__name__
     return None
+
+
+def catches(fn, error_type) -> bool:
+    """Whether ``except error_type`` catches what ``fn()`` raises (a TF program's handler; multidev's
+    error may be TF's type and another)."""
+    try:
+        fn()
+    except error_type:
+        return True
+    except Exception:  # noqa: BLE001 - not caught by the program's handler
+        return False
+    return False
 
 
 def local(strategy, value):
@@ -142,3 +170,40 @@ class InTempDirectory:
     def __exit__(self, *exc):
         import os
         os.chdir(self.cwd)
+
+
+# tf.data cases (data_guide.py, data_api.py): elements, typed values and specs, as the docs print them.
+
+def typed(x):
+    """An element with the dtype and shape of each component: ``[values, dtype, shape]`` leaves."""
+    if isinstance(x, (tuple, list)):
+        return [typed(v) for v in x]
+    if isinstance(x, dict):
+        return {k: typed(v) for k, v in x.items()}
+    return [val(x), dtype_name(x), [int(d) for d in x.shape]]
+
+
+def elements(ds, n=None):
+    """The elements of ``ds`` (the first ``n``) as plain values."""
+    out = []
+    for i, e in enumerate(ds):
+        if n is not None and i >= n:
+            break
+        out.append(val(e))
+    return out
+
+
+def texts(ds):
+    """String elements, read through ``as_numpy_iterator`` (bytes on both sides)."""
+    return [[b.decode() for b in x] if isinstance(x, (tuple, list)) else x.decode() for x in ds.as_numpy_iterator()]
+
+
+def card(ds):
+    """``ds.cardinality().numpy()`` as the API docs print it."""
+    return int(ds.cardinality().numpy())
+
+
+def dataset_spec(s):
+    """A window's element_spec: DatasetSpec of the components' specs."""
+    return [type(s).__name__, spec(s.element_spec)]
+

@@ -3,24 +3,11 @@ batch/unbatch/padded_batch/rebatch, window/flat_map, interleave, zip/concatenate
 prefetch, from_generator, reduce, cardinality, bucket_by_sequence_length, ...). Every case is
 deterministic; shuffle's random orders are checked by their properties only."""
 
-from conformance_support import dtype_name, raises, val
+from conformance_support import dtype_name, raises, spec, val
 
 
 def _list(dataset):
     return [val(x) for x in dataset]
-
-
-def spec(s):
-    """A JSON picture of an element spec: [shape, dtype] per TensorSpec, nested as the element."""
-    if isinstance(s, dict):
-        return {k: spec(v) for k, v in s.items()}
-    if isinstance(s, (tuple, list)):
-        return [spec(v) for v in s]
-    try:
-        shape = [None if d is None else int(d) for d in s.shape]
-    except (TypeError, ValueError):   # unknown rank
-        shape = None
-    return [shape, dtype_name(s)]
 
 
 def case_range_forms(tf):
