@@ -157,9 +157,25 @@ def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str,
     if is_lazy(tensor):
         lazy_modules.defer(module, name, tensor, strategy, _make_replica_aware)
         return None, True
+    if tensor.is_meta:   # a placeholder (Hugging Face's from_pretrained builds on "meta"): its value, set later
+        return None, True   # with setattr, comes through this hook again and is distributed then
     var = getattr(strategy.extended, create)(module, name, tensor)
+    _keep_attributes(tensor, var)
     _make_replica_aware(module, attribute)
     return var, True
+
+
+def _keep_attributes(tensor: torch.Tensor, var: DistributedVariable) -> None:
+    """The Python attributes a library set on the tensor it registered stay readable on what replaces
+    it (the variable, and each replica's copy inside ``strategy.run``), as on the one parameter DDP
+    keeps: Hugging Face's ``from_pretrained`` marks each loaded weight ``_is_hf_initialized`` and
+    re-initialises every weight without it."""
+    for key, value in vars(tensor).items():
+        if key not in vars(var):
+            setattr(var, key, value)
+            for component in var._components:
+                if component is not var and key not in vars(component):
+                    setattr(component, key, value)
 
 
 def _adopt_assigned(module: torch.nn.Module, attribute: str) -> None:

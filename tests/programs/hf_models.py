@@ -1,0 +1,171 @@
+"""Tiny Hugging Face ``transformers`` models fine-tuned as HF's "Fine-tune a pretrained model in native
+PyTorch" tutorial writes the loop: ``outputs = model(**batch); loss = outputs.loss; loss.backward()``,
+``clip_grad_norm_``, ``AdamW``, ``get_scheduler("linear", ...)``, ``model.train()``, dropout on (0.1),
+attention masks over padded batches, labels padded with -100. Models come from configs with a fixed
+seed (never downloaded); "pretrained" weights are a local ``save_pretrained`` directory, loaded with
+``from_pretrained`` where the tutorial does (so in ``strategy.scope()`` under multidev). float64.
+
+* ``hf_bert_cls``: ``BertForSequenceClassification.from_pretrained`` of a saved ``BertModel`` (its
+  classifier head is a missing key: HF initialises it after loading), padded sequences;
+* ``hf_gpt2_lm``: ``GPT2LMHeadModel`` with ``gradient_checkpointing_enable()``, causal-LM labels with
+  -100 on padding (each replica's mean over its own tokens, as each DDP rank's), greedy ``generate``;
+* ``hf_t5``: ``T5ForConditionalGeneration`` (encoder-decoder, relative attention bias), padded targets
+  with -100, greedy ``generate``.
+
+``evaluate(model)`` is what a script does after training: ``model.eval()`` and, under ``torch.no_grad()``,
+logits of an evaluation batch and greedy generations. This module imports only torch and transformers:
+the DDP runner must not import multidev.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from transformers import (BertConfig, BertForSequenceClassification, BertModel, GPT2Config, GPT2LMHeadModel,
+                          T5Config, T5ForConditionalGeneration, get_scheduler)
+
+F64 = torch.float64
+GLOBAL_BATCH, SEQ, VOCAB, STEPS = 8, 12, 100, 3
+PAD = 0
+DROPOUT = float(os.environ.get("HF_TEST_DROPOUT", "0.1"))
+
+
+@dataclass(frozen=True)
+class HFProgram:
+    """``build() -> (model, optimizer, lr_scheduler)``; the global batches (dicts of tensors, split
+    along dimension 0); ``evaluate(model) -> list of floats`` after training."""
+
+    name: str
+    model_class: type
+    build: Callable[[], tuple]
+    batches: Callable[[], list]
+    evaluate: Callable[[torch.nn.Module], list]
+
+
+def train_step(state: tuple, batch: dict) -> torch.Tensor:
+    """The tutorial's loop body, unchanged between one device, DDP and ``strategy.run``."""
+    model, optimizer, lr_scheduler = state
+    outputs = model(**batch)
+    loss = outputs.loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    lr_scheduler.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+def _optimize(model: torch.nn.Module) -> tuple:
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    lr_scheduler = get_scheduler("linear", optimizer=optimizer, num_warmup_steps=1, num_training_steps=STEPS)
+    return model, optimizer, lr_scheduler
+
+
+def _padded(g: torch.Generator, rows: int, length: int, shortest: int) -> tuple:
+    """Token ids padded after each row's own length, and the attention mask (uneven counts per row)."""
+    ids = torch.randint(2, VOCAB, (rows, length), generator=g)
+    lengths = torch.randint(shortest, length + 1, (rows,), generator=g)
+    mask = (torch.arange(length)[None, :] < lengths[:, None]).long()
+    return ids.masked_fill(mask == 0, PAD), mask
+
+
+# --- BERT: sequence classification from a "pretrained" base model -----------------------------------------------
+BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=VOCAB,
+            max_position_embeddings=64, hidden_dropout_prob=DROPOUT, attention_probs_dropout_prob=DROPOUT, pad_token_id=PAD)
+_saved: dict[str, str] = {}
+
+
+def pretrained_bert_dir() -> str:
+    """A ``BertModel`` from its config (seed 0) saved locally: the tutorial's ``"bert-base-cased"``."""
+    if "bert" not in _saved:
+        torch.manual_seed(0)
+        path = os.path.join(tempfile.mkdtemp(prefix="hf_bert_"), "base")
+        BertModel(BertConfig(**BERT)).save_pretrained(path)
+        _saved["bert"] = path
+    return _saved["bert"]
+
+
+def _bert_build() -> tuple:
+    path = pretrained_bert_dir()
+    torch.manual_seed(1)   # the classifier head (a missing key) is initialised from torch's generator
+    model = BertForSequenceClassification.from_pretrained(path, num_labels=3, dtype=F64)
+    return _optimize(model)
+
+
+def _bert_batches() -> list:
+    g = torch.Generator().manual_seed(11)
+    out = []
+    for _ in range(STEPS):
+        ids, mask = _padded(g, GLOBAL_BATCH, SEQ, 3)
+        out.append({"input_ids": ids, "attention_mask": mask, "labels": torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)})
+    return out
+
+
+def _bert_evaluate(model: torch.nn.Module) -> list:
+    ids, mask = _padded(torch.Generator().manual_seed(12), 4, SEQ, 3)
+    model.eval()
+    with torch.no_grad():
+        return model(input_ids=ids, attention_mask=mask).logits.reshape(-1).tolist()
+
+
+# --- GPT-2: causal LM, gradient checkpointing, -100 on padding, generate ----------------------------------------
+def _gpt2_build() -> tuple:
+    torch.manual_seed(2)
+    model = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=VOCAB, n_positions=64,
+                                       bos_token_id=1, eos_token_id=1, pad_token_id=PAD, resid_pdrop=DROPOUT,
+                                       embd_pdrop=DROPOUT, attn_pdrop=DROPOUT)).to(F64)
+    model.gradient_checkpointing_enable()
+    return _optimize(model)
+
+
+def _lm_batches(seed: int) -> Callable[[], list]:
+    def batches() -> list:
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for _ in range(STEPS):
+            ids, mask = _padded(g, GLOBAL_BATCH, SEQ, 2)
+            out.append({"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)})
+        return out
+    return batches
+
+
+def _generate_evaluate(prompt_len: int) -> Callable[[torch.nn.Module], list]:
+    def evaluate(model: torch.nn.Module) -> list:
+        g = torch.Generator().manual_seed(13)
+        ids = torch.randint(2, VOCAB, (2, prompt_len), generator=g)
+        model.eval()
+        with torch.no_grad():
+            logits = model(input_ids=ids, labels=ids).logits if not model.config.is_encoder_decoder else \
+                model(input_ids=ids, labels=ids[:, :3].contiguous()).logits
+            tokens = model.generate(ids, max_new_tokens=5, do_sample=False)
+        return logits.reshape(-1).tolist() + tokens.reshape(-1).double().tolist()
+    return evaluate
+
+
+# --- T5: encoder-decoder, padded targets ------------------------------------------------------------------------
+def _t5_build() -> tuple:
+    torch.manual_seed(3)
+    config = T5Config(d_model=32, d_ff=37, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=2, vocab_size=VOCAB,
+                      dropout_rate=DROPOUT, pad_token_id=PAD, eos_token_id=1, decoder_start_token_id=PAD)
+    return _optimize(T5ForConditionalGeneration(config).to(F64))
+
+
+def _t5_batches() -> list:
+    g = torch.Generator().manual_seed(14)
+    out = []
+    for _ in range(STEPS):
+        ids, mask = _padded(g, GLOBAL_BATCH, SEQ, 3)
+        target, target_mask = _padded(g, GLOBAL_BATCH, 6, 1)
+        out.append({"input_ids": ids, "attention_mask": mask, "labels": target.masked_fill(target_mask == 0, -100)})
+    return out
+
+
+HF_PROGRAMS = [
+    HFProgram("hf_bert_cls", BertForSequenceClassification, _bert_build, _bert_batches, _bert_evaluate),
+    HFProgram("hf_gpt2_lm", GPT2LMHeadModel, _gpt2_build, _lm_batches(15), _generate_evaluate(4)),
+    HFProgram("hf_t5", T5ForConditionalGeneration, _t5_build, _t5_batches, _generate_evaluate(5)),
+]

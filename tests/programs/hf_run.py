@@ -1,0 +1,108 @@
+"""Run ``hf_models.py``'s programs and write their results as JSON into the directory given.
+
+    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/hf_run.py multidev OUT_DIR   # one device, then MirroredStrategy
+    RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/hf_run.py ddp OUT_DIR
+
+The multidev run is the port docs/ddp_port.md describes: model, optimizer and scheduler built in
+``strategy.scope()``, the tutorial's DataLoader through ``experimental_distribute_dataset`` and the
+loop body in ``strategy.run``; after training, ``evaluate`` outside ``strategy.run`` and the trained
+model's ``save_pretrained`` / ``from_pretrained`` round trip. The DDP run imports no multidev.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import tempfile
+import traceback
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_models import F64, HF_PROGRAMS, pretrained_bert_dir, train_step  # noqa: E402
+
+
+def _flat(params) -> list:
+    return [p.detach().double().reshape(-1).tolist() for p in params]
+
+
+def _loader(program) -> torch.utils.data.DataLoader:
+    """The tutorial's ``train_dataloader``, over global batches already collated (padded)."""
+    return torch.utils.data.DataLoader(program.batches(), batch_size=None)
+
+
+def _recorded(run, *args) -> dict:
+    """``run(*args)``'s result, or the error it raised (the test reports it)."""
+    try:
+        return run(*args)
+    except Exception as e:   # noqa: BLE001 - recorded, and checked by the test
+        traceback.print_exc()   # in the process's log, which the test shows on failure
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def one_device(program) -> dict:
+    state = program.build()
+    losses = [float(train_step(state, batch)) for batch in _loader(program)]
+    return {"losses": losses, "params": _flat(state[0].parameters()), "evaluation": program.evaluate(state[0])}
+
+
+def on_strategy(program, strategy) -> dict:
+    import multidev as md   # noqa: F401 - the strategy's package
+    with strategy.scope():
+        state = program.build()
+    model = state[0]
+    losses = []
+    for batch in strategy.experimental_distribute_dataset(_loader(program)):
+        loss = strategy.run(train_step, args=(state, batch))
+        losses.append(float(strategy.reduce("MEAN", loss, axis=None)))
+    copies = [p.values for p in model.parameters()]
+    spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
+    result = {"losses": losses, "replica_spread": spread, "params": _flat(c[0] for c in copies),
+              "evaluation": program.evaluate(model)}
+    with tempfile.TemporaryDirectory() as path:
+        model.save_pretrained(path)
+        loaded = program.model_class.from_pretrained(path, dtype=F64)
+        result["reloaded_params"] = _flat(loaded.parameters())
+        result["reloaded_evaluation"] = program.evaluate(loaded)
+    return result
+
+
+def main_multidev(out_dir: str) -> None:
+    import multidev as md
+    strategy = md.distribute.MirroredStrategy()
+    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
+    results = {p.name: {"one_device": _recorded(one_device, p), "multidev": _recorded(on_strategy, p, strategy)}
+               for p in HF_PROGRAMS}
+    with open(os.path.join(out_dir, "hf_multidev.json"), "w") as f:
+        json.dump(results, f)
+
+
+def ddp(program, rank: int, world: int) -> dict:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model, optimizer, lr_scheduler = program.build()
+    state = (DDP(model), optimizer, lr_scheduler)
+    losses = []
+    for batch in _loader(program):   # its iterator draws a base seed, as multidev's does
+        mine = {k: torch.tensor_split(v, world)[rank] for k, v in batch.items()}
+        total = train_step(state, mine).clone()
+        torch.distributed.all_reduce(total)
+        losses.append(float(total) / world)
+    return {"losses": losses, "params": _flat(model.parameters()), "evaluation": program.evaluate(model)}
+
+
+def main_ddp(out_dir: str) -> None:
+    dist = torch.distributed
+    pretrained_bert_dir()   # "downloaded" before the job: HF's save_pretrained writes on rank 0 only
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    results = {p.name: _recorded(ddp, p, rank, world) for p in HF_PROGRAMS}
+    if rank == 0:
+        with open(os.path.join(out_dir, "hf_ddp.json"), "w") as f:
+            json.dump(results, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    {"multidev": main_multidev, "ddp": main_ddp}[sys.argv[1]](sys.argv[2])
