@@ -12,7 +12,7 @@ seed (never downloaded); "pretrained" weights are a local ``save_pretrained`` di
 * ``hf_t5``: ``T5ForConditionalGeneration`` (encoder-decoder, relative attention bias), padded targets
   with -100, greedy ``generate``.
 
-``evaluate(model)`` is what a script does after training: ``model.eval()`` and, under ``torch.no_grad()``,
+``evaluate`` is what a script does after training: ``model.eval()`` and, under ``torch.no_grad()``,
 logits of an evaluation batch and greedy generations. This module imports only torch and transformers:
 the DDP runner must not import multidev.
 """
@@ -30,19 +30,20 @@ from transformers import (BertConfig, BertForSequenceClassification, BertModel, 
 F64 = torch.float64
 GLOBAL_BATCH, SEQ, VOCAB, STEPS = 8, 12, 100, 3
 PAD = 0
-DROPOUT = float(os.environ.get("HF_TEST_DROPOUT", "0.1"))
+DROPOUT = 0.1   # the configs' default: on, so every replica must draw its DDP rank's masks
 
 
 @dataclass(frozen=True)
 class HFProgram:
     """``build() -> (model, optimizer, lr_scheduler)``; the global batches (dicts of tensors, split
-    along dimension 0); ``evaluate(model) -> list of floats`` after training."""
+    along dimension 0); an evaluation batch; whether ``evaluate`` also generates."""
 
     name: str
     model_class: type
     build: Callable[[], tuple]
     batches: Callable[[], list]
-    evaluate: Callable[[torch.nn.Module], list]
+    eval_batch: Callable[[], dict]
+    generates: bool
 
 
 def train_step(state: tuple, batch: dict) -> torch.Tensor:
@@ -105,11 +106,9 @@ def _bert_batches() -> list:
     return out
 
 
-def _bert_evaluate(model: torch.nn.Module) -> list:
+def _bert_eval_batch() -> dict:
     ids, mask = _padded(torch.Generator().manual_seed(12), 4, SEQ, 3)
-    model.eval()
-    with torch.no_grad():
-        return model(input_ids=ids, attention_mask=mask).logits.reshape(-1).tolist()
+    return {"input_ids": ids, "attention_mask": mask}
 
 
 # --- GPT-2: causal LM, gradient checkpointing, -100 on padding, generate ----------------------------------------
@@ -133,17 +132,20 @@ def _lm_batches(seed: int) -> Callable[[], list]:
     return batches
 
 
-def _generate_evaluate(prompt_len: int) -> Callable[[torch.nn.Module], list]:
-    def evaluate(model: torch.nn.Module) -> list:
-        g = torch.Generator().manual_seed(13)
-        ids = torch.randint(2, VOCAB, (2, prompt_len), generator=g)
-        model.eval()
-        with torch.no_grad():
-            logits = model(input_ids=ids, labels=ids).logits if not model.config.is_encoder_decoder else \
-                model(input_ids=ids, labels=ids[:, :3].contiguous()).logits
-            tokens = model.generate(ids, max_new_tokens=5, do_sample=False)
-        return logits.reshape(-1).tolist() + tokens.reshape(-1).double().tolist()
-    return evaluate
+def _gpt2_eval_batch() -> dict:
+    return {"input_ids": torch.randint(2, VOCAB, (4, 4), generator=torch.Generator().manual_seed(13))}
+
+
+def evaluate(program: "HFProgram", model: torch.nn.Module, batch: dict) -> tuple:
+    """After training: ``model.eval()``, then under ``torch.no_grad()`` the logits of an evaluation
+    batch and, for generative models, greedy ``generate`` (5 new tokens) from its prompts."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(**batch).logits
+        if not program.generates:
+            return logits, None
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        return logits, model.generate(**inputs, max_new_tokens=5, do_sample=False)
 
 
 # --- T5: encoder-decoder, padded targets ------------------------------------------------------------------------
@@ -152,6 +154,12 @@ def _t5_build() -> tuple:
     config = T5Config(d_model=32, d_ff=37, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=2, vocab_size=VOCAB,
                       dropout_rate=DROPOUT, pad_token_id=PAD, eos_token_id=1, decoder_start_token_id=PAD)
     return _optimize(T5ForConditionalGeneration(config).to(F64))
+
+
+def _t5_eval_batch() -> dict:
+    g = torch.Generator().manual_seed(16)
+    ids, mask = _padded(g, 4, SEQ, 3)
+    return {"input_ids": ids, "attention_mask": mask, "labels": torch.randint(2, VOCAB, (4, 4), generator=g)}
 
 
 def _t5_batches() -> list:
@@ -165,7 +173,7 @@ def _t5_batches() -> list:
 
 
 HF_PROGRAMS = [
-    HFProgram("hf_bert_cls", BertForSequenceClassification, _bert_build, _bert_batches, _bert_evaluate),
-    HFProgram("hf_gpt2_lm", GPT2LMHeadModel, _gpt2_build, _lm_batches(15), _generate_evaluate(4)),
-    HFProgram("hf_t5", T5ForConditionalGeneration, _t5_build, _t5_batches, _generate_evaluate(5)),
+    HFProgram("hf_bert_cls", BertForSequenceClassification, _bert_build, _bert_batches, _bert_eval_batch, False),
+    HFProgram("hf_gpt2_lm", GPT2LMHeadModel, _gpt2_build, _lm_batches(15), _gpt2_eval_batch, True),
+    HFProgram("hf_t5", T5ForConditionalGeneration, _t5_build, _t5_batches, _t5_eval_batch, True),
 ]

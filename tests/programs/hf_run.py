@@ -20,11 +20,26 @@ import traceback
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_models import F64, HF_PROGRAMS, pretrained_bert_dir, train_step  # noqa: E402
+from hf_models import F64, HF_PROGRAMS, evaluate, pretrained_bert_dir, train_step  # noqa: E402
 
 
 def _flat(params) -> list:
     return [p.detach().double().reshape(-1).tolist() for p in params]
+
+
+def _evaluation(program, model) -> dict:
+    logits, tokens = evaluate(program, model, program.eval_batch())
+    return {"logits": logits.reshape(-1).tolist(), "tokens": None if tokens is None else tokens.tolist()}
+
+
+def _evaluation_in_run(program, model, strategy) -> dict:
+    """The evaluation as each DDP rank runs it on its share of the batch (``strategy.run``), gathered."""
+    halves = {k: strategy.experimental_distribute_values_from_function(
+        lambda ctx, v=v: torch.tensor_split(v, ctx.num_replicas_in_sync)[ctx.replica_id_in_sync_group])
+        for k, v in program.eval_batch().items()}
+    logits, tokens = strategy.run(lambda batch: evaluate(program, model, batch), args=(halves,))
+    tokens = None if tokens is None else strategy.gather(tokens, axis=0).tolist()
+    return {"logits": strategy.gather(logits, axis=0).reshape(-1).tolist(), "tokens": tokens}
 
 
 def _loader(program) -> torch.utils.data.DataLoader:
@@ -44,7 +59,7 @@ def _recorded(run, *args) -> dict:
 def one_device(program) -> dict:
     state = program.build()
     losses = [float(train_step(state, batch)) for batch in _loader(program)]
-    return {"losses": losses, "params": _flat(state[0].parameters()), "evaluation": program.evaluate(state[0])}
+    return {"losses": losses, "params": _flat(state[0].parameters()), "evaluation": _evaluation(program, state[0])}
 
 
 def on_strategy(program, strategy) -> dict:
@@ -59,12 +74,12 @@ def on_strategy(program, strategy) -> dict:
     copies = [p.values for p in model.parameters()]
     spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
     result = {"losses": losses, "replica_spread": spread, "params": _flat(c[0] for c in copies),
-              "evaluation": program.evaluate(model)}
+              "evaluation": _evaluation(program, model), "evaluation_in_run": _evaluation_in_run(program, model, strategy)}
     with tempfile.TemporaryDirectory() as path:
         model.save_pretrained(path)
         loaded = program.model_class.from_pretrained(path, dtype=F64)
         result["reloaded_params"] = _flat(loaded.parameters())
-        result["reloaded_evaluation"] = program.evaluate(loaded)
+        result["reloaded_evaluation"] = _evaluation(program, loaded)
     return result
 
 
@@ -88,7 +103,7 @@ def ddp(program, rank: int, world: int) -> dict:
         total = train_step(state, mine).clone()
         torch.distributed.all_reduce(total)
         losses.append(float(total) / world)
-    return {"losses": losses, "params": _flat(model.parameters()), "evaluation": program.evaluate(model)}
+    return {"losses": losses, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model)}
 
 
 def main_ddp(out_dir: str) -> None:
