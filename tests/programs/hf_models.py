@@ -7,10 +7,11 @@ seed (never downloaded); "pretrained" weights are a local ``save_pretrained`` di
 
 * ``hf_bert_cls``: ``BertForSequenceClassification.from_pretrained`` of a saved ``BertModel`` (its
   classifier head is a missing key: HF initialises it after loading), padded sequences;
-* ``hf_gpt2_lm``: ``GPT2LMHeadModel`` with ``gradient_checkpointing_enable()``, causal-LM labels with
-  -100 on padding (each replica's mean over its own tokens, as each DDP rank's), greedy ``generate``;
-* ``hf_t5``: ``T5ForConditionalGeneration`` (encoder-decoder, relative attention bias), padded targets
-  with -100, greedy ``generate``.
+* ``hf_gpt2_lm``: ``GPT2LMHeadModel.from_pretrained`` (its head tied to the token embedding) with
+  ``resize_token_embeddings`` and ``gradient_checkpointing_enable()``, causal-LM labels with -100 on
+  padding (each replica's mean over its own tokens, as each DDP rank's), greedy ``generate``;
+* ``hf_t5``: ``T5ForConditionalGeneration`` built from its config in the scope (encoder-decoder,
+  relative attention bias), padded targets with -100, greedy ``generate``.
 
 ``evaluate`` is what a script does after training: ``model.eval()`` and, under ``torch.no_grad()``,
 logits of an evaluation batch and greedy generations. This module imports only torch and transformers:
@@ -76,22 +77,26 @@ def _padded(g: torch.Generator, rows: int, length: int, shortest: int) -> tuple:
 
 # --- BERT: sequence classification from a "pretrained" base model -----------------------------------------------
 BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=VOCAB,
-            max_position_embeddings=64, hidden_dropout_prob=DROPOUT, attention_probs_dropout_prob=DROPOUT, pad_token_id=PAD)
+            max_position_embeddings=64, hidden_dropout_prob=DROPOUT, attention_probs_dropout_prob=DROPOUT,
+            pad_token_id=PAD)
+GPT2 = dict(n_embd=32, n_layer=2, n_head=2, vocab_size=VOCAB, n_positions=64, bos_token_id=1, eos_token_id=1,
+            pad_token_id=PAD, resid_pdrop=DROPOUT, embd_pdrop=DROPOUT, attn_pdrop=DROPOUT)
 _saved: dict[str, str] = {}
 
 
-def pretrained_bert_dir() -> str:
-    """A ``BertModel`` from its config (seed 0) saved locally: the tutorial's ``"bert-base-cased"``."""
-    if "bert" not in _saved:
+def pretrained_dirs() -> dict:
+    """Models from their configs (seed 0) saved locally: the tutorial's ``"bert-base-cased"`` (a
+    ``BertModel``) and a ``"gpt2"`` (``GPT2LMHeadModel``, its head tied to the token embedding)."""
+    if not _saved:
         torch.manual_seed(0)
-        path = os.path.join(tempfile.mkdtemp(prefix="hf_bert_"), "base")
-        BertModel(BertConfig(**BERT)).save_pretrained(path)
-        _saved["bert"] = path
-    return _saved["bert"]
+        for name, model in (("bert", BertModel(BertConfig(**BERT))), ("gpt2", GPT2LMHeadModel(GPT2Config(**GPT2)))):
+            _saved[name] = os.path.join(tempfile.mkdtemp(prefix=f"hf_{name}_"), "pretrained")
+            model.save_pretrained(_saved[name])
+    return _saved
 
 
 def _bert_build() -> tuple:
-    path = pretrained_bert_dir()
+    path = pretrained_dirs()["bert"]
     torch.manual_seed(1)   # the classifier head (a missing key) is initialised from torch's generator
     model = BertForSequenceClassification.from_pretrained(path, num_labels=3, dtype=F64)
     return _optimize(model)
@@ -102,7 +107,8 @@ def _bert_batches() -> list:
     out = []
     for _ in range(STEPS):
         ids, mask = _padded(g, GLOBAL_BATCH, SEQ, 3)
-        out.append({"input_ids": ids, "attention_mask": mask, "labels": torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)})
+        labels = torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)
+        out.append({"input_ids": ids, "attention_mask": mask, "labels": labels})
     return out
 
 
@@ -113,10 +119,11 @@ def _bert_eval_batch() -> dict:
 
 # --- GPT-2: causal LM, gradient checkpointing, -100 on padding, generate ----------------------------------------
 def _gpt2_build() -> tuple:
+    """``from_pretrained`` (tied weights: transformers ties the head after loading), then the
+    tokenizer's added tokens (``resize_token_embeddings``: new rows drawn around the old ones' mean)."""
     torch.manual_seed(2)
-    model = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=VOCAB, n_positions=64,
-                                       bos_token_id=1, eos_token_id=1, pad_token_id=PAD, resid_pdrop=DROPOUT,
-                                       embd_pdrop=DROPOUT, attn_pdrop=DROPOUT)).to(F64)
+    model = GPT2LMHeadModel.from_pretrained(pretrained_dirs()["gpt2"], dtype=F64)
+    model.resize_token_embeddings(VOCAB + 4)
     model.gradient_checkpointing_enable()
     return _optimize(model)
 

@@ -1,6 +1,6 @@
 """Run ``hf_models.py``'s programs and write their results as JSON into the directory given.
 
-    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/hf_run.py multidev OUT_DIR   # one device, then MirroredStrategy
+    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/hf_run.py multidev OUT_DIR   # MirroredStrategy, 2 replicas
     RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/hf_run.py ddp OUT_DIR
 
 The multidev run is the port docs/ddp_port.md describes: model, optimizer and scheduler built in
@@ -20,7 +20,7 @@ import traceback
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_models import F64, HF_PROGRAMS, evaluate, pretrained_bert_dir, train_step  # noqa: E402
+from hf_models import F64, HF_PROGRAMS, evaluate, pretrained_dirs, train_step  # noqa: E402
 
 
 def _flat(params) -> list:
@@ -42,6 +42,12 @@ def _evaluation_in_run(program, model, strategy) -> dict:
     return {"logits": strategy.gather(logits, axis=0).reshape(-1).tolist(), "tokens": tokens}
 
 
+def _tied(model) -> bool:
+    """Whether the output head shares the token embedding's tensor (GPT-2's, T5's)."""
+    head = model.get_output_embeddings()
+    return head is not None and head.weight is model.get_input_embeddings().weight
+
+
 def _loader(program) -> torch.utils.data.DataLoader:
     """The tutorial's ``train_dataloader``, over global batches already collated (padded)."""
     return torch.utils.data.DataLoader(program.batches(), batch_size=None)
@@ -56,14 +62,8 @@ def _recorded(run, *args) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def one_device(program) -> dict:
-    state = program.build()
-    losses = [float(train_step(state, batch)) for batch in _loader(program)]
-    return {"losses": losses, "params": _flat(state[0].parameters()), "evaluation": _evaluation(program, state[0])}
-
-
 def on_strategy(program, strategy) -> dict:
-    import multidev as md   # noqa: F401 - the strategy's package
+    """The port on ``strategy``'s replicas; replica 0's weights, then evaluation and the round trip."""
     with strategy.scope():
         state = program.build()
     model = state[0]
@@ -73,8 +73,9 @@ def on_strategy(program, strategy) -> dict:
         losses.append(float(strategy.reduce("MEAN", loss, axis=None)))
     copies = [p.values for p in model.parameters()]
     spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
-    result = {"losses": losses, "replica_spread": spread, "params": _flat(c[0] for c in copies),
-              "evaluation": _evaluation(program, model), "evaluation_in_run": _evaluation_in_run(program, model, strategy)}
+    result = {"losses": losses, "replica_spread": spread, "tied": _tied(model), "params": _flat(c[0] for c in copies),
+              "evaluation": _evaluation(program, model),
+              "evaluation_in_run": _evaluation_in_run(program, model, strategy)}
     with tempfile.TemporaryDirectory() as path:
         model.save_pretrained(path)
         loaded = program.model_class.from_pretrained(path, dtype=F64)
@@ -87,13 +88,13 @@ def main_multidev(out_dir: str) -> None:
     import multidev as md
     strategy = md.distribute.MirroredStrategy()
     assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
-    results = {p.name: {"one_device": _recorded(one_device, p), "multidev": _recorded(on_strategy, p, strategy)}
-               for p in HF_PROGRAMS}
+    results = {p.name: {"multidev": _recorded(on_strategy, p, strategy)} for p in HF_PROGRAMS}
     with open(os.path.join(out_dir, "hf_multidev.json"), "w") as f:
         json.dump(results, f)
 
 
 def ddp(program, rank: int, world: int) -> dict:
+    """The tutorial's loop on this rank's half of each global batch, the model wrapped in DDP."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     model, optimizer, lr_scheduler = program.build()
     state = (DDP(model), optimizer, lr_scheduler)
@@ -103,12 +104,13 @@ def ddp(program, rank: int, world: int) -> dict:
         total = train_step(state, mine).clone()
         torch.distributed.all_reduce(total)
         losses.append(float(total) / world)
-    return {"losses": losses, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model)}
+    return {"losses": losses, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model),
+            "tied": _tied(model)}
 
 
 def main_ddp(out_dir: str) -> None:
     dist = torch.distributed
-    pretrained_bert_dir()   # "downloaded" before the job: HF's save_pretrained writes on rank 0 only
+    pretrained_dirs()   # "downloaded" before the job: transformers' save_pretrained writes on rank 0 only
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     results = {p.name: _recorded(ddp, p, rank, world) for p in HF_PROGRAMS}
