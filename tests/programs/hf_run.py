@@ -1,7 +1,7 @@
 """Run ``hf_models.py``'s programs and write their results as JSON into the directory given.
 
-    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/hf_run.py multidev OUT_DIR   # MirroredStrategy, 2 replicas
-    RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/hf_run.py ddp OUT_DIR
+    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/hf_run.py OUT_DIR   # MirroredStrategy, 2 replicas
+    RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/hf_run.py OUT_DIR   # a DDP rank
 
 The multidev run is the port docs/ddp_port.md describes: model, optimizer and scheduler built in
 ``strategy.scope()``, the tutorial's DataLoader through ``experimental_distribute_dataset`` and the
@@ -122,4 +122,4 @@ def main_ddp(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    {"multidev": main_multidev, "ddp": main_ddp}[sys.argv[1]](sys.argv[2])
+    (main_ddp if "RANK" in os.environ else main_multidev)(sys.argv[1])   # launched as a rank: DDP

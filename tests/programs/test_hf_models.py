@@ -15,54 +15,32 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.programs.test_programs import _finish, _free_port, _params_difference, _start
 
 # Only the runners import transformers (about 1.5 s): collecting this file costs nothing.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
                                 reason="transformers is not installed (pip install transformers)")
 PROGRAMS = ("hf_bert_cls", "hf_gpt2_lm", "hf_t5")   # hf_models.HF_PROGRAMS' names
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+QUIET = dict(HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error", HF_HUB_DISABLE_PROGRESS_BARS="1")
 TIMEOUT_S = 240
 # Both sides run the same ops on the same slices and sum 2 gradients (exact in any order): 0.0 here;
 # the margin is for AdamW's division by near-zero running norms on another CPU's kernels.
 TOLERANCE = 1e-10
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(mode: str, out_dir: str, **env: str) -> subprocess.Popen:
-    full = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1",
-                HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error", HF_HUB_DISABLE_PROGRESS_BARS="1", **env)
-    return subprocess.Popen([sys.executable, os.path.join(HERE, "hf_run.py"), mode, out_dir], env=full, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("hf_models"))
     port = str(_free_port())
-    procs = [_start("multidev", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("ddp", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                     MASTER_PORT=port) for r in range(2)]
-    try:
-        logs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=10)
-    failed = [(p.args[2], p.returncode, log) for p, log in zip(procs, logs) if p.returncode != 0]
+    procs = [_start("hf_run.py", out, MULTIDEV_LOGICAL_CPUS="2", **QUIET)]
+    procs += [_start("hf_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT=port, **QUIET) for r in range(2)]
+    logs = _finish(procs, TIMEOUT_S)
+    failed = [(p.returncode, log) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
     loaded = []
     for name in ("hf_multidev.json", "hf_ddp.json"):
@@ -77,18 +55,13 @@ def _ok(result: dict, logs: str) -> dict:
     return result
 
 
-def _max_difference(a: list, b: list) -> float:
-    assert [len(p) for p in a] == [len(p) for p in b]
-    return max(abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q))
-
-
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_hf_model_trains_as_ddp(results, program):
     (ours, ddp), logs = results
     got, theirs = _ok(ours[program]["multidev"], logs["multidev"]), _ok(ddp[program], logs["ddp"])
     assert got["replica_spread"] == 0.0, "every replica's copy is the same"
     assert got["tied"] == theirs["tied"] and (got["tied"] or program != "hf_gpt2_lm")   # GPT-2's head stays tied
-    assert _max_difference(got["params"], theirs["params"]) <= TOLERANCE
+    assert _params_difference(got["params"], theirs["params"]) <= TOLERANCE
     assert got["losses"] == pytest.approx(theirs["losses"], rel=TOLERANCE, abs=TOLERANCE)
     ev, ev_ddp = got["evaluation"], theirs["evaluation"]
     assert ev["logits"] == pytest.approx(ev_ddp["logits"], rel=TOLERANCE, abs=TOLERANCE)
