@@ -170,13 +170,15 @@ def _keep_attributes(tensor: torch.Tensor, var: DistributedVariable) -> None:
     """The Python attributes a library set on the tensor it registered stay readable on what replaces
     it (the variable, and each replica's copy inside ``strategy.run``), as on the one parameter DDP
     keeps: Hugging Face's ``from_pretrained`` marks each loaded weight ``_is_hf_initialized`` and
-    re-initialises every weight without it."""
+    re-initialises every weight without it. Never over the variable's own state or its class's
+    attributes (a tensor's ``name`` is not the variable's TensorFlow name)."""
     for key, value in vars(tensor).items():
-        if key not in vars(var):
-            setattr(var, key, value)
-            for component in var._components:
-                if component is not var and key not in vars(component):
-                    setattr(component, key, value)
+        if key in vars(var) or hasattr(type(var), key):
+            continue
+        setattr(var, key, value)
+        for component in var._components:
+            if component is not var and key not in vars(component) and not hasattr(type(component), key):
+                setattr(component, key, value)
 
 
 def _adopt_assigned(module: torch.nn.Module, attribute: str) -> None:
