@@ -10,6 +10,9 @@ seed (never downloaded); "pretrained" weights are a local ``save_pretrained`` di
 * ``hf_gpt2_lm``: ``GPT2LMHeadModel.from_pretrained`` (its head tied to the token embedding) with
   ``resize_token_embeddings`` and ``gradient_checkpointing_enable()``, causal-LM labels with -100 on
   padding (each replica's mean over its own tokens, as each DDP rank's), greedy ``generate``;
+* ``hf_gpt2_global_tokens``: the same without dropout, the loss normalised as HF's Trainer does it
+  across devices (``num_items_in_batch``: the labelled tokens of the whole global batch): one device's
+  weights too;
 * ``hf_t5``: ``T5ForConditionalGeneration`` built from its config in the scope (encoder-decoder,
   relative attention bias), padded targets with -100, greedy ``generate``.
 
@@ -37,7 +40,8 @@ DROPOUT = 0.1   # the configs' default: on, so every replica must draw its DDP r
 @dataclass(frozen=True)
 class HFProgram:
     """``build() -> (model, optimizer, lr_scheduler)``; the global batches (dicts of tensors, split
-    along dimension 0); an evaluation batch; whether ``evaluate`` also generates."""
+    along dimension 0); an evaluation batch; whether ``evaluate`` also generates; the loop body
+    (``train_step``, or ``train_step_global_tokens``, which sums across ranks: one device's result)."""
 
     name: str
     model_class: type
@@ -45,6 +49,8 @@ class HFProgram:
     batches: Callable[[], list]
     eval_batch: Callable[[], dict]
     generates: bool
+    step: Callable[..., torch.Tensor] | None = None   # None: train_step
+    one_device_equal: bool = False   # no dropout, a global mean: one device gives the same weights
 
 
 def train_step(state: tuple, batch: dict) -> torch.Tensor:
@@ -58,6 +64,24 @@ def train_step(state: tuple, batch: dict) -> torch.Tensor:
     lr_scheduler.step()
     optimizer.zero_grad()
     return loss.detach()
+
+
+def train_step_global_tokens(state: tuple, batch: dict, sum_across: Callable, replicas: int) -> torch.Tensor:
+    """HF Trainer's ``average_tokens_across_devices``: the summed token loss over the global batch's
+    count of labelled tokens (``num_items_in_batch``, summed across ranks), times the ranks DDP's
+    gradient averages over: one device's gradient whatever each rank's count. ``sum_across`` and
+    ``replicas``: ``dist.all_reduce`` and the world size under DDP; in ``strategy.run`` the replica
+    context's ``all_reduce("sum", ...)`` and ``num_replicas_in_sync``."""
+    model, optimizer, lr_scheduler = state
+    num_items_in_batch = sum_across((batch["labels"][:, 1:] != -100).sum())
+    outputs = model(**batch, num_items_in_batch=num_items_in_batch)
+    loss = outputs.loss * replicas
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    lr_scheduler.step()
+    optimizer.zero_grad()
+    return loss.detach()   # its mean over the ranks: the global batch's loss
 
 
 def _optimize(model: torch.nn.Module) -> tuple:
@@ -118,14 +142,17 @@ def _bert_eval_batch() -> dict:
 
 
 # --- GPT-2: causal LM, gradient checkpointing, -100 on padding, generate ----------------------------------------
-def _gpt2_build() -> tuple:
-    """``from_pretrained`` (tied weights: transformers ties the head after loading), then the
-    tokenizer's added tokens (``resize_token_embeddings``: new rows drawn around the old ones' mean)."""
-    torch.manual_seed(2)
-    model = GPT2LMHeadModel.from_pretrained(pretrained_dirs()["gpt2"], dtype=F64)
-    model.resize_token_embeddings(VOCAB + 4)
-    model.gradient_checkpointing_enable()
-    return _optimize(model)
+def _gpt2_build(dropout: float) -> Callable[[], tuple]:
+    def build() -> tuple:
+        """``from_pretrained`` (tied weights: transformers ties the head after loading), then the
+        tokenizer's added tokens (``resize_token_embeddings``: new rows drawn around the old ones' mean)."""
+        torch.manual_seed(2)
+        model = GPT2LMHeadModel.from_pretrained(pretrained_dirs()["gpt2"], dtype=F64, resid_pdrop=dropout,
+                                                embd_pdrop=dropout, attn_pdrop=dropout)
+        model.resize_token_embeddings(VOCAB + 4)
+        model.gradient_checkpointing_enable()
+        return _optimize(model)
+    return build
 
 
 def _lm_batches(seed: int) -> Callable[[], list]:
@@ -181,6 +208,8 @@ def _t5_batches() -> list:
 
 HF_PROGRAMS = [
     HFProgram("hf_bert_cls", BertForSequenceClassification, _bert_build, _bert_batches, _bert_eval_batch, False),
-    HFProgram("hf_gpt2_lm", GPT2LMHeadModel, _gpt2_build, _lm_batches(15), _gpt2_eval_batch, True),
+    HFProgram("hf_gpt2_lm", GPT2LMHeadModel, _gpt2_build(DROPOUT), _lm_batches(15), _gpt2_eval_batch, True),
+    HFProgram("hf_gpt2_global_tokens", GPT2LMHeadModel, _gpt2_build(0.0), _lm_batches(17), _gpt2_eval_batch, True,
+              step=train_step_global_tokens, one_device_equal=True),
     HFProgram("hf_t5", T5ForConditionalGeneration, _t5_build, _t5_batches, _t5_eval_batch, True),
 ]

@@ -11,6 +11,7 @@ model's ``save_pretrained`` / ``from_pretrained`` round trip. The DDP run import
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import sys
@@ -53,6 +54,23 @@ def _loader(program) -> torch.utils.data.DataLoader:
     return torch.utils.data.DataLoader(program.batches(), batch_size=None)
 
 
+def _step(program, sum_across, replicas: int):
+    """The program's loop body, told how to sum across ranks where it does (``train_step_global_tokens``)."""
+    if program.step is None:
+        return train_step
+    return functools.partial(program.step, sum_across=sum_across, replicas=replicas)
+
+
+def _replica_sum(t: torch.Tensor) -> torch.Tensor:
+    import multidev as md
+    return md.distribute.get_replica_context().all_reduce("sum", t)
+
+
+def _rank_sum(t: torch.Tensor) -> torch.Tensor:
+    torch.distributed.all_reduce(t)
+    return t
+
+
 def _recorded(run, *args) -> dict:
     """``run(*args)``'s result, or the error it raised (the test reports it)."""
     try:
@@ -62,6 +80,15 @@ def _recorded(run, *args) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+def one_device(program) -> dict:
+    """The whole global batch on one device (a reference where there is no dropout and the loss is
+    the global batch's mean)."""
+    state = program.build()
+    step = _step(program, lambda t: t, 1)
+    losses = [float(step(state, batch)) for batch in _loader(program)]
+    return {"losses": losses, "params": _flat(state[0].parameters()), "evaluation": _evaluation(program, state[0])}
+
+
 def on_strategy(program, strategy) -> dict:
     """The port on ``strategy``'s replicas; replica 0's weights, then evaluation and the round trip."""
     with strategy.scope():
@@ -69,7 +96,7 @@ def on_strategy(program, strategy) -> dict:
     model = state[0]
     losses = []
     for batch in strategy.experimental_distribute_dataset(_loader(program)):
-        loss = strategy.run(train_step, args=(state, batch))
+        loss = strategy.run(_step(program, _replica_sum, strategy.num_replicas_in_sync), args=(state, batch))
         losses.append(float(strategy.reduce("MEAN", loss, axis=None)))
     copies = [p.values for p in model.parameters()]
     spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
@@ -89,6 +116,9 @@ def main_multidev(out_dir: str) -> None:
     strategy = md.distribute.MirroredStrategy()
     assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
     results = {p.name: {"multidev": _recorded(on_strategy, p, strategy)} for p in HF_PROGRAMS}
+    for p in HF_PROGRAMS:
+        if p.one_device_equal:
+            results[p.name]["one_device"] = _recorded(one_device, p)
     with open(os.path.join(out_dir, "hf_multidev.json"), "w") as f:
         json.dump(results, f)
 
@@ -98,10 +128,11 @@ def ddp(program, rank: int, world: int) -> dict:
     from torch.nn.parallel import DistributedDataParallel as DDP
     model, optimizer, lr_scheduler = program.build()
     state = (DDP(model), optimizer, lr_scheduler)
+    step = _step(program, _rank_sum, world)
     losses = []
     for batch in _loader(program):   # its iterator draws a base seed, as multidev's does
         mine = {k: torch.tensor_split(v, world)[rank] for k, v in batch.items()}
-        total = train_step(state, mine).clone()
+        total = step(state, mine).clone()
         torch.distributed.all_reduce(total)
         losses.append(float(total) / world)
     return {"losses": losses, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model),

@@ -23,7 +23,7 @@ from tests.programs.test_programs import _finish, _free_port, _params_difference
 # Only the runners import transformers (about 1.5 s): collecting this file costs nothing.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
                                 reason="transformers is not installed (pip install transformers)")
-PROGRAMS = ("hf_bert_cls", "hf_gpt2_lm", "hf_t5")   # hf_models.HF_PROGRAMS' names
+PROGRAMS = ("hf_bert_cls", "hf_gpt2_lm", "hf_gpt2_global_tokens", "hf_t5")   # hf_models.HF_PROGRAMS' names
 
 QUIET = dict(HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error", HF_HUB_DISABLE_PROGRESS_BARS="1")
 TIMEOUT_S = 240
@@ -60,7 +60,7 @@ def test_hf_model_trains_as_ddp(results, program):
     (ours, ddp), logs = results
     got, theirs = _ok(ours[program]["multidev"], logs["multidev"]), _ok(ddp[program], logs["ddp"])
     assert got["replica_spread"] == 0.0, "every replica's copy is the same"
-    assert got["tied"] == theirs["tied"] and (got["tied"] or program != "hf_gpt2_lm")   # GPT-2's head stays tied
+    assert got["tied"] == theirs["tied"] and (got["tied"] or "gpt2" not in program)   # GPT-2's head stays tied
     assert _params_difference(got["params"], theirs["params"]) <= TOLERANCE
     assert got["losses"] == pytest.approx(theirs["losses"], rel=TOLERANCE, abs=TOLERANCE)
     ev, ev_ddp = got["evaluation"], theirs["evaluation"]
@@ -82,3 +82,17 @@ def test_hf_model_evaluates_in_run_and_reloads(results, program):
     assert in_run["tokens"] == whole["tokens"]
     assert got["reloaded_params"] == got["params"]
     assert got["reloaded_evaluation"] == whole
+
+
+def test_hf_global_token_count_gives_one_device(results):
+    """HF Trainer's ``average_tokens_across_devices`` in the step (``num_items_in_batch`` summed with
+    the replica context's ``all_reduce``, the loss times ``num_replicas_in_sync``): one device's weights,
+    loss and evaluation (the tutorial's loss, each replica's mean over its own labelled tokens, gives DDP's
+    result instead: test_hf_model_trains_as_ddp)."""
+    (ours, _), logs = results
+    got = _ok(ours["hf_gpt2_global_tokens"]["multidev"], logs["multidev"])
+    reference = _ok(ours["hf_gpt2_global_tokens"]["one_device"], logs["multidev"])
+    assert _params_difference(got["params"], reference["params"]) <= TOLERANCE
+    assert got["losses"] == pytest.approx(reference["losses"], rel=TOLERANCE, abs=TOLERANCE)
+    assert got["evaluation"]["logits"] == pytest.approx(reference["evaluation"]["logits"], rel=TOLERANCE, abs=TOLERANCE)
+    assert got["evaluation"]["tokens"] == reference["evaluation"]["tokens"]
