@@ -58,6 +58,7 @@ TQDM_STAND_IN = '''
 import importlib.machinery, sys, types
 try:
     import tqdm.notebook  # noqa: F401
+    import ipywidgets  # noqa: F401  (tqdm.notebook's bars need it: tqdm alone comes with transformers)
 except ImportError:   # the notebook's progress bar; not installed here: an identity stand-in
     _t, _n = types.ModuleType("tqdm"), types.ModuleType("tqdm.notebook")
     _t.__spec__, _n.__spec__ = importlib.machinery.ModuleSpec("tqdm", None), importlib.machinery.ModuleSpec("tqdm.notebook", None)
