@@ -157,9 +157,28 @@ def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str,
     if is_lazy(tensor):
         lazy_modules.defer(module, name, tensor, strategy, _make_replica_aware)
         return None, True
+    if tensor.is_meta:   # a placeholder (Hugging Face's from_pretrained builds on "meta"): its value, set later
+        _on_meta.add(module)   # with setattr, comes through this hook again and is distributed then
+        return None, True
     var = getattr(strategy.extended, create)(module, name, tensor)
+    _keep_attributes(tensor, var)
     _make_replica_aware(module, attribute)
     return var, True
+
+
+def _keep_attributes(tensor: torch.Tensor, var: DistributedVariable) -> None:
+    """The Python attributes a library set on the tensor it registered stay readable on what replaces
+    it (the variable, and each replica's copy inside ``strategy.run``), as on the one parameter DDP
+    keeps: Hugging Face's ``from_pretrained`` marks each loaded weight ``_is_hf_initialized`` and
+    re-initialises every weight without it. Never over the variable's own state or its class's
+    attributes (a tensor's ``name`` is not the variable's TensorFlow name)."""
+    for key, value in vars(tensor).items():
+        if key in vars(var) or hasattr(type(var), key):
+            continue
+        setattr(var, key, value)
+        for component in var._components:
+            if component is not var and key not in vars(component) and not hasattr(type(component), key):
+                setattr(component, key, value)
 
 
 def _adopt_assigned(module: torch.nn.Module, attribute: str) -> None:
@@ -222,6 +241,12 @@ _unscoped: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 _seen: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
 
+#: Modules that registered a meta-device placeholder in a distributing scope: their values must come
+#: through the registration hooks (setattr, ``load_state_dict(assign=True)``), not ``Module.to_empty``,
+#: which writes ``_parameters`` directly (``_refuse_shared`` says so).
+_on_meta: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+
+
 #: Parameters of modules built inside a replica function (each replica its own), by id (a tensor's
 #: ``==`` is element-wise, so no WeakSet); an entry leaves with its tensor.
 _built_in_replica: dict[int, weakref.ref] = {}
@@ -272,10 +297,12 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
         return
     if type(module) is torch.nn.SyncBatchNorm and module.training:
         _refuse_unsynchronised(module, env)
-    if (module in _seen and module not in _unscoped) or not torch.is_grad_enabled():
+    if (module in _seen and module not in _unscoped and module not in _on_meta) or not torch.is_grad_enabled():
         return
     plain = [n for n, p in dict.items(module._parameters)
              if p is not None and p.requires_grad and not _is_distributed(p) and not _is_built_in_replica(p)]
+    if plain and module in _on_meta:
+        _refuse_materialised(module, plain, env)
     if plain:
         strategy = type(env.strategy).__name__
         raise ValueError(
@@ -284,6 +311,16 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
             "(their backward passes would race on its .grad, their updates on its values). Build the model and its "
             "optimizer inside `with strategy.scope():` (or, if it is only read, freeze it with "
             "requires_grad_(False) or call it under torch.no_grad()).")
+
+
+def _refuse_materialised(module: torch.nn.Module, plain: list, env: Any) -> None:
+    strategy = type(env.strategy).__name__
+    raise ValueError(
+        f"{type(module).__name__} (parameters {plain!r}) was built on the meta device in {strategy}.scope() and then "
+        "given values that bypass torch's registration hooks (Module.to_empty()), so its one set of parameters "
+        f"would be shared by all {env.strategy.num_replicas_in_sync} replicas. Give the values in the scope through "
+        "setattr (module.weight = torch.nn.Parameter(value), as transformers' from_pretrained does) or "
+        "model.load_state_dict(state_dict, assign=True), or build the model on a real device in the scope.")
 
 
 def _refuse_unsynchronised(module: torch.nn.Module, env: Any) -> None:

@@ -57,6 +57,17 @@ def _start_workers(layout: str, out_dir: str) -> list[subprocess.Popen]:
             for i in range(int(workers))]
 
 
+def _finish(procs: list[subprocess.Popen], timeout: float) -> list[str]:
+    """Each process's output once all exit; any still running after ``timeout`` is killed."""
+    try:
+        return [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+
+
 def _load(out: str, name: str) -> dict:
     with open(os.path.join(out, name)) as f:
         return json.load(f)
@@ -72,13 +83,7 @@ def results(tmp_path_factory):
               for r in range(2)]
     for layout in WORKER_LAYOUTS:
         procs += _start_workers(layout, out)
-    try:
-        logs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=10)
+    logs = _finish(procs, TIMEOUT_S)
     failed = [(p.args[2], p.returncode, log) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
     workers = {layout: [_load(out, f"mwms_{layout}_w{w}.json") for w in range(int(layout.split("x")[1]))]
