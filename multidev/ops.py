@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from multidev._core.eager_tensor import readable_results
+from multidev._core.python_numbers import with_tf_dtype
 from multidev._core.errors import InvalidArgumentError
 
 
@@ -31,13 +32,6 @@ def _as_dtype(dtype) -> torch.dtype | None:
     return found
 
 
-def _python_values(value: Any) -> bool:
-    """Python numbers or (nested) lists/tuples of them (TF gives these int32/float32 tensors)."""
-    if isinstance(value, (list, tuple)):
-        return all(_python_values(v) for v in value)
-    return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
-
-
 def _to_tensor(value: Any, dtype: torch.dtype | None) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value if dtype is None else value.to(dtype)
@@ -45,12 +39,7 @@ def _to_tensor(value: Any, dtype: torch.dtype | None) -> torch.Tensor:
     if array.dtype == object:
         raise TypeError(f"Cannot convert {value!r} to a tensor (ragged or non-numeric).")
     tensor = torch.as_tensor(array)
-    if dtype is None and _python_values(value):
-        if tensor.dtype == torch.float64:
-            tensor = tensor.to(torch.float32)           # TF: Python floats are float32
-        elif tensor.dtype == torch.int64 and (tensor.numel() == 0 or tensor.abs().max() < 2**31):
-            tensor = tensor.to(torch.int32)             # TF: Python ints are int32
-    return tensor if dtype is None else tensor.to(dtype)
+    return with_tf_dtype(value, tensor) if dtype is None else tensor.to(dtype)
 
 
 def constant(value, dtype=None, shape=None, name=None) -> torch.Tensor:

@@ -84,44 +84,36 @@ def _snapshots(value):
     return value
 
 
-def _with_arrays_as_tensors(name: str):
-    """``EagerTensor.<name>`` taking a numpy array operand as a tensor, as TensorFlow converts it.
-
-    torch's own operator returns NotImplemented for an ndarray, so numpy computed ``model(x) - y`` from
-    the detached snapshot ``numpy()`` gives: a result with no gradient, training nothing, silently."""
+def readable_operator(name: str, convert=None):
+    """``torch.Tensor.<name>`` (a Python operator) whose operand, if any, passes through ``convert(self,
+    other)`` and whose result stays readable: ``(model(x) * 2).numpy()``, ``-loss``, ``(v * [3., 4.])``."""
     op = getattr(torch.Tensor, name)
 
-    def method(self, other):
-        if isinstance(other, np.ndarray):
-            other = torch.as_tensor(other, device=self.device)
-        return readable(op(self, other))
+    def method(self, *other):
+        if convert is not None:
+            other = tuple(convert(self, o) for o in other)
+        return readable(op(self, *other))
 
     method.__name__ = name
     return method
+
+
+def _array_as_tensor(self, other):
+    """A numpy operand as a tensor, as TensorFlow converts it: torch's own operator returns NotImplemented
+    for an ndarray, so numpy computed ``model(x) - y`` from the detached snapshot ``numpy()`` gives: a
+    result with no gradient, training nothing, silently."""
+    return torch.as_tensor(other, device=self.device) if isinstance(other, np.ndarray) else other
 
 
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
     for _dunder in (f"__{_name}__", f"__r{_name}__"):
         if hasattr(torch.Tensor, _dunder):
-            setattr(EagerTensor, _dunder, _with_arrays_as_tensors(_dunder))
+            setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor))
 for _dunder in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
-    setattr(EagerTensor, _dunder, _with_arrays_as_tensors(_dunder))
+    setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor))
 EagerTensor.__hash__ = torch.Tensor.__hash__   # defining __eq__ above would drop it
-
-
-def _unary(name: str):
-    """``EagerTensor.<name>`` (``-x``, ``abs(x)``) whose result stays readable, as the binary operators'."""
-    op = getattr(torch.Tensor, name)
-
-    def method(self):
-        return readable(op(self))
-
-    method.__name__ = name
-    return method
-
-
 for _dunder in ("__neg__", "__pos__", "__abs__"):
-    setattr(EagerTensor, _dunder, _unary(_dunder))
+    setattr(EagerTensor, _dunder, readable_operator(_dunder))
 
 
 def readable(value):

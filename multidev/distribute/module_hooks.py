@@ -263,14 +263,17 @@ def _is_built_in_replica(param: torch.Tensor) -> bool:
     return ref is not None and ref() is param
 
 
-def refuse_shared_parameters(optimizer: torch.optim.Optimizer) -> None:
+def refuse_shared_parameters(optimizer: torch.optim.Optimizer, params: list | None = None) -> None:
     """Inside a run of several local replicas of a distributing strategy: ``optimizer.step()`` over
-    plain parameters that no replica built (a module built before any strategy existed, which no hook
-    saw) would have every replica update one set of parameters: ``ValueError`` before any update."""
+    plain tensors that no replica built (a module built before any strategy existed, which no hook
+    saw; a tensor outside any module) would have every replica update one set of parameters:
+    ``ValueError`` before any update. ``params``: the optimizer's plain tensors, where known."""
     env = _replica_env()
     if env is None or env.strategy.extended.num_local_replicas == 1 or not env.strategy.extended.distributes_variables:
         return
-    shared = [p for g in optimizer.param_groups for p in g["params"]
+    if params is None:
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+    shared = [p for p in params
               if isinstance(p, torch.Tensor) and p.requires_grad and p.grad is not None
               and not isinstance(p, DistributedVariable) and not _is_built_in_replica(p)]
     if shared:

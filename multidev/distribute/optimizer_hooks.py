@@ -126,8 +126,8 @@ class _Plan:
         self.params = params
         self.key = tuple(id(p) for p in params)
         # Plain tensors beside the distributed variables (a bare nn.Parameter, one built outside the scope):
-        # every replica's backward adds into its one .grad, so each step checks them (usually none).
-        self.has_plain = not all(isinstance(p, DistributedVariable) for p in params)
+        # every replica's backward adds into its one .grad, so each step checks these (usually none).
+        self.plain = [p for p in params if not isinstance(p, DistributedVariable)]
         self.strategy = replica_update.strategy_of(params, f"Optimizer {type(optimizer).__name__}")
         extended = self.strategy.extended
         self.devices = extended.torch_devices
@@ -259,8 +259,8 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             "cannot be called in cross-replica context: call it inside strategy.run(train_step, ...) so every "
             "replica's gradients are summed and every copy is updated."
         )
-    if plan.has_plain:
-        module_hooks.refuse_shared_parameters(optimizer)
+    if plan.plain:
+        module_hooks.refuse_shared_parameters(optimizer, plan.plain)
     replica_id = env.replica_id
     closure = args[1] if len(args) > 1 else kwargs.get("closure")
     if closure is not None:

@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from torch._C import DisableTorchFunctionSubclass
 
-from multidev._core.eager_tensor import readable
+from multidev._core.eager_tensor import readable_operator
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev._core.errors import InvalidArgumentError
+from multidev._core.python_numbers import with_tf_dtype
 from multidev.values.variable_inputs import check_python_value, check_shape_argument, variable_dtype
 from multidev.values import context
 from multidev.values.distributed import DistributedValues
@@ -53,41 +54,19 @@ def _as_tensor(value: Any, dtype: torch.dtype | None = None, device: torch.devic
         raise TypeError(f"Cannot convert {value!r} (ragged or non-numeric) to a tensor for a variable.")
     array = check_python_value(value, array, dtype)
     out = torch.as_tensor(array)
-    if out.dtype == torch.float64 and dtype is None:
-        out = out.to(torch.float32)  # TF's default float dtype
-    elif dtype is None and out.dtype == torch.int64 and _python_ints(value) and _fits_int32(out):
-        out = out.to(torch.int32)    # TF: `tf.Variable(1)` is int32, as md.constant(1) (a numpy int64 stays int64)
+    if dtype is None:
+        out = with_tf_dtype(value, out)   # `tf.Variable(1)` is int32, as md.constant(1) (a numpy int64 stays int64)
+        if out.dtype == torch.float64:
+            out = out.to(torch.float32)   # numpy's float64 too: multidev's variables default to float32
     return out.to(dtype=dtype or out.dtype, device=device)
 
 
-def _python_ints(value: Any) -> bool:
-    """Python ints, or (nested) lists/tuples of them: TensorFlow makes these int32 (numpy's stay int64).
-
-    torch indexes and looks up embeddings with int32 too; its losses' targets and ``one_hot`` need
-    int64 (``labels.long()``), as they do for ``md.constant([1, 2])``."""
-    if isinstance(value, (list, tuple)):
-        return all(_python_ints(v) for v in value)
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _fits_int32(tensor: torch.Tensor) -> bool:
-    """TensorFlow gives int64 to a Python int beyond int32 (``tf.Variable(2**40)``)."""
-    return tensor.numel() == 0 or bool(tensor.abs().max() < 2**31)
-
-
-def _list_operand(method: str):
-    """``torch.Tensor``'s binary ``method`` taking a Python list or tuple as TensorFlow does
-    (``x * [3., 4.]``, ``[[1., 2., 3.]] @ w``: converted to the variable's dtype); torch would
-    refuse it, or read ``v * [..]`` as list repetition. The result reads with ``.numpy()`` while it
-    requires grad (``(v * 3).numpy()``, as TensorFlow's; ``readable``)."""
-    torch_op = getattr(torch.Tensor, method)
-
-    def op(self, other):
-        if isinstance(other, (list, tuple)):
-            other = torch.as_tensor(other, dtype=self.dtype, device=torch.Tensor.device.__get__(self))
-        return readable(torch_op(self, other))
-    op.__name__ = method
-    return op
+def _list_as_tensor(self, other):
+    """A Python list or tuple operand as TensorFlow takes it (``x * [3., 4.]``, ``[[1., 2., 3.]] @ w``:
+    converted to the variable's dtype); torch would refuse it, or read ``v * [..]`` as list repetition."""
+    if isinstance(other, (list, tuple)):
+        return torch.as_tensor(other, dtype=self.dtype, device=torch.Tensor.device.__get__(self))
+    return other
 
 
 def _default_name() -> str:
@@ -204,13 +183,12 @@ class Variable(torch.nn.Parameter):
     def assign_sub(self, delta: Any, use_locking: bool | None = None, name: str | None = None, read_value: bool = True):
         return self._update("assign_sub", delta)
 
-    __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__ = (_list_operand(m) for m in (
+    # The result reads with ``.numpy()`` while it requires grad (``(v * 3).numpy()``, as TensorFlow's).
+    __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__ = (readable_operator(m, _list_as_tensor) for m in (
         "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"))
-    __truediv__, __rtruediv__, __matmul__, __rmatmul__, __pow__ = (_list_operand(m) for m in (
+    __truediv__, __rtruediv__, __matmul__, __rmatmul__, __pow__ = (readable_operator(m, _list_as_tensor) for m in (
         "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__pow__"))
-
-    def __neg__(self):
-        return readable(torch.Tensor.__neg__(self))
+    __neg__ = readable_operator("__neg__")
 
     # ``v += 1`` on a trainable variable: torch refuses an in-place op on a leaf that requires grad;
     # say it as TensorFlow does (it refuses ``+=`` on every tf.Variable) and name the fixes.
