@@ -16,6 +16,7 @@ import json
 
 import torch
 
+from multidev.train import torch_states
 from multidev.train import trackables as T
 from multidev.values.variables import Variable
 
@@ -111,6 +112,10 @@ def _save_torch_optimizer(node, var_keys, tensors) -> dict:
             "param_groups": groups, "params": params}
 
 
+def _save_torch_state(node, var_keys, tensors) -> dict:
+    return torch_states.encode(node.obj, node.path, tensors, T.storage_key)
+
+
 def _jsonable(value) -> bool:
     try:
         json.dumps(value)
@@ -121,4 +126,4 @@ def _jsonable(value) -> bool:
 
 _SAVERS = {T.CHECKPOINT: _save_checkpoint, T.MODULE: _save_module, T.VARIABLE: _save_variable,
            T.ITERATOR: _save_iterator, T.KERAS_OPTIMIZER: _save_keras_optimizer,
-           T.TORCH_OPTIMIZER: _save_torch_optimizer, T.TENSORS: _save_tensors}
+           T.TORCH_OPTIMIZER: _save_torch_optimizer, T.TENSORS: _save_tensors, T.TORCH_STATE: _save_torch_state}

@@ -1,0 +1,76 @@
+"""torch objects whose whole state is their ``state_dict``: LR schedulers and ``GradScaler``.
+
+A resumed PyTorch loop needs them as much as the optimizer: a ``StepLR`` restarted at epoch 0 (or a
+``GradScaler`` back at its initial scale) gives another run, silently. ``md.train.Checkpoint`` stores
+such a ``state_dict`` as JSON in the index (numbers, strings, lists, dicts, ``inf``), its tensors (a
+``ReduceLROnPlateau`` fed tensor losses) in the safetensors file, and never pickles. A value that is
+neither (a function left in a scheduler's dict) raises ``ValueError`` at save naming it, instead of
+being dropped.
+
+Example:
+    ckpt = md.train.Checkpoint(model=model, optimizer=opt, scheduler=scheduler, scaler=scaler)
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+KIND = "torch_state"
+_TENSOR = "__tensor__"      # {"__tensor__": storage key} stands for a tensor in the JSON state
+
+
+def accepts(obj) -> bool:
+    """Whether ``obj`` is checkpointed through its ``state_dict`` (torch's LR schedulers, ``GradScaler``)."""
+    return isinstance(obj, (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau,
+                            torch.amp.GradScaler))
+
+
+def encode(obj, path: str, tensors: dict, storage_key) -> dict:
+    """``obj.state_dict()`` as JSON; its tensors go to ``tensors`` under ``storage_key(path, name)``."""
+    before = set(tensors)
+    state = _to_json(obj.state_dict(), "state", path, tensors, storage_key, type(obj).__name__)
+    local = {key.split(":", 1)[1]: key for key in tensors if key not in before}
+    return {"kind": KIND, "class": type(obj).__name__, "state": state, "tensors": local}
+
+
+def _to_json(value, where: str, path: str, tensors: dict, storage_key, owner: str):
+    if isinstance(value, torch.Tensor):
+        key = storage_key(path, where)
+        tensors[key] = value.detach().clone()
+        return {_TENSOR: key}
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise ValueError(f"Cannot checkpoint the {owner} at {path!r}: its state_dict has non-string keys at "
+                             f"{where!r} ({list(value)!r}); a checkpoint's index is JSON.")
+        return {k: _to_json(v, f"{where}/{k}", path, tensors, storage_key, owner) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v, f"{where}/{i}", path, tensors, storage_key, owner) for i, v in enumerate(value)]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):     # numpy scalars too (a plateau metric read with .numpy())
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise ValueError(f"Cannot checkpoint the {owner} at {path!r}: its state_dict holds {value!r} of type "
+                     f"{type(value).__name__} at {where!r}, which is neither a tensor nor JSON (md.train never "
+                     "pickles). Keep such values out of the object's __dict__ (a scheduler's lambda is skipped by "
+                     "torch itself), or save this object with torch.save and load it with weights_only=False.")
+
+
+def decode(saved: dict, tensors: dict):
+    """The ``state_dict`` that ``encode`` stored, with its tensors; and the storage keys it used."""
+    used: list[str] = []
+
+    def back(value):
+        if isinstance(value, dict) and set(value) == {_TENSOR}:
+            used.append(value[_TENSOR])
+            return tensors[value[_TENSOR]].clone()
+        if isinstance(value, dict):
+            return {k: back(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [back(v) for v in value]
+        return value
+
+    return back(saved["state"]), used
