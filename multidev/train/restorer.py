@@ -289,7 +289,7 @@ def _plan_torch_state(node, saved, tensors, plan, status) -> None:
         plan.unmatched.append(node.path)
         return
     state, keys = torch_states.decode(saved, tensors)
-    plan.actions.append(lambda: node.obj.load_state_dict(state))
+    plan.actions.append(lambda: torch_states.load_state_dict(node.obj, state))
     plan.consumed += keys
 
 

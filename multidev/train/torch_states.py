@@ -1,4 +1,4 @@
-"""torch objects whose whole state is their ``state_dict``: LR schedulers and ``GradScaler``.
+"""torch objects whose whole state is their ``state_dict``: LR schedulers, ``GradScaler``, ``torch.Generator``.
 
 A resumed PyTorch loop needs them as much as the optimizer: a ``StepLR`` restarted at epoch 0 (or a
 ``GradScaler`` back at its initial scale) gives another run, silently. ``md.train.Checkpoint`` stores
@@ -8,7 +8,8 @@ neither (a function left in a scheduler's dict) raises ``ValueError`` at save na
 being dropped.
 
 Example:
-    ckpt = md.train.Checkpoint(model=model, optimizer=opt, scheduler=scheduler, scaler=scaler)
+    ckpt = md.train.Checkpoint(model=model, optimizer=opt, scheduler=scheduler, scaler=scaler,
+                               rng=torch.default_generator)      # dropout resumes where it was
 """
 
 from __future__ import annotations
@@ -24,13 +25,27 @@ _TENSOR = "__tensor__"      # {"__tensor__": storage key} stands for a tensor in
 def accepts(obj) -> bool:
     """Whether ``obj`` is checkpointed through its ``state_dict`` (torch's LR schedulers, ``GradScaler``)."""
     return isinstance(obj, (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau,
-                            torch.amp.GradScaler))
+                            torch.amp.GradScaler, torch.Generator))
+
+
+def state_dict(obj) -> dict:
+    """``obj.state_dict()``; a ``torch.Generator``'s state (``torch.default_generator``: dropout's stream)."""
+    if isinstance(obj, torch.Generator):
+        return {"rng_state": obj.get_state()}
+    return obj.state_dict()
+
+
+def load_state_dict(obj, state: dict) -> None:
+    if isinstance(obj, torch.Generator):
+        obj.set_state(state["rng_state"])
+    else:
+        obj.load_state_dict(state)
 
 
 def encode(obj, path: str, tensors: dict, storage_key) -> dict:
     """``obj.state_dict()`` as JSON; its tensors go to ``tensors`` under ``storage_key(path, name)``."""
     before = set(tensors)
-    state = _to_json(obj.state_dict(), "state", path, tensors, storage_key, type(obj).__name__)
+    state = _to_json(state_dict(obj), "state", path, tensors, storage_key, type(obj).__name__)
     local = {key.split(":", 1)[1]: key for key in tensors if key not in before}
     return {"kind": KIND, "class": type(obj).__name__, "state": state, "tensors": local}
 
