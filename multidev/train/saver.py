@@ -31,6 +31,8 @@ def canonical_value(t: torch.Tensor) -> torch.Tensor:
 def collect(root) -> tuple[dict, dict[str, torch.Tensor]]:
     """``({path: node description}, {storage key: tensor})`` for the graph under ``root``."""
     nodes = T.walk(root)
+    torch_states.warn_untracked_schedulers([(n.path, n.obj) for n in nodes if n.kind == T.TORCH_OPTIMIZER],
+                                           [n.obj for n in nodes if n.kind == T.TORCH_STATE])
     objects, tensors, var_keys = {}, {}, {}
     # Variables first, optimizers second: slots refer to the variables' keys.
     for node in sorted(nodes, key=lambda n: n.kind in (T.KERAS_OPTIMIZER, T.TORCH_OPTIMIZER)):

@@ -14,9 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import numbers
+import weakref
 
 import torch
+
+_log = logging.getLogger("multidev.train")
+_warned: "weakref.WeakSet" = weakref.WeakSet()
 
 KIND = "torch_state"
 _TENSOR = "__tensor__"      # {"__tensor__": storage key} stands for a tensor in the JSON state
@@ -89,3 +94,15 @@ def decode(saved: dict, tensors: dict):
         return value
 
     return back(saved["state"]), used
+
+
+def warn_untracked_schedulers(optimizers: list, tracked: list) -> None:
+    """Log once per optimizer that a torch LR scheduler drives it (torch marks the optimizer's ``step``)
+    while the checkpoint tracks none for it: the resumed run would restart the schedule, silently."""
+    driven = {id(s.optimizer) for s in tracked if isinstance(s, torch.optim.lr_scheduler.LRScheduler)}
+    for path, opt in optimizers:
+        if getattr(opt.step, "_wrapped_by_lr_sched", False) and id(opt) not in driven and opt not in _warned:
+            _warned.add(opt)
+            _log.warning("The torch optimizer %r of this checkpoint is driven by an LR scheduler that the checkpoint "
+                         "does not track: a run resumed from it restarts the schedule. Track it too: "
+                         "md.train.Checkpoint(..., scheduler=scheduler).", path)

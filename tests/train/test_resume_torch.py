@@ -130,3 +130,28 @@ def test_scheduler_states_and_refusal(run):
     got = run[1]["idioms"]["scheduler_states"]
     assert got["best"] == 2.0 and got["bad_epochs"] == 0 and got["plateau_equal"] and got["seq_equal"]
     assert "'state/callback'" in got["refused"] and "never pickles" in got["refused"]
+
+
+def test_untracked_scheduler_is_reported_once(caplog, tmp_path):
+    """A checkpoint of a torch optimizer that an LR scheduler drives, without the scheduler, would resume
+    with the schedule restarted: the first save says so (once), a checkpoint that tracks it says nothing."""
+    import logging
+
+    import torch
+
+    import multidev as md
+
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+    with caplog.at_level(logging.WARNING, logger="multidev.train"):
+        ckpt = md.train.Checkpoint(model=model, optimizer=optimizer)
+        ckpt.write(str(tmp_path / "a"))
+        ckpt.write(str(tmp_path / "b"))
+    assert [r.getMessage().count("does not track") for r in caplog.records] == [1]
+    caplog.clear()
+    other = torch.optim.SGD(model.parameters(), lr=0.1)
+    with caplog.at_level(logging.WARNING, logger="multidev.train"):
+        md.train.Checkpoint(model=model, optimizer=other,
+                            scheduler=torch.optim.lr_scheduler.ExponentialLR(other, 0.9)).write(str(tmp_path / "c"))
+    assert caplog.records == [] and scheduler.get_last_lr() == [0.1]
