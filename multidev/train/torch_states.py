@@ -3,7 +3,7 @@
 A resumed PyTorch loop needs them as much as the optimizer: a ``StepLR`` restarted at epoch 0 (or a
 ``GradScaler`` back at its initial scale) gives another run, silently. ``md.train.Checkpoint`` stores
 such a ``state_dict`` as JSON in the index (numbers, strings, lists, dicts, ``inf``), its tensors (a
-``ReduceLROnPlateau`` fed tensor losses) in the safetensors file, and never pickles. A value that is
+generator's state, tensor learning rates) in the safetensors file, and never pickles. A value that is
 neither (a function left in a scheduler's dict) raises ``ValueError`` at save naming it, instead of
 being dropped.
 
@@ -28,7 +28,8 @@ _TENSOR = "__tensor__"      # {"__tensor__": storage key} stands for a tensor in
 
 
 def accepts(obj) -> bool:
-    """Whether ``obj`` is checkpointed through its ``state_dict`` (torch's LR schedulers, ``GradScaler``)."""
+    """Whether ``obj`` is checkpointed through its ``state_dict`` (torch's LR schedulers, ``GradScaler``,
+    ``torch.Generator``)."""
     return isinstance(obj, (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau,
                             torch.amp.GradScaler, torch.Generator))
 
@@ -75,8 +76,8 @@ def _to_json(value, where: str, path: str, tensors: dict, storage_key, owner: st
         return float(value)
     raise ValueError(f"Cannot checkpoint the {owner} at {path!r}: its state_dict holds {value!r} of type "
                      f"{type(value).__name__} at {where!r}, which is neither a tensor nor JSON (md.train never "
-                     "pickles). Keep such values out of the object's __dict__ (a scheduler's lambda is skipped by "
-                     "torch itself), or save this object with torch.save and load it with weights_only=False.")
+                     "pickles). Keep such values out of the object's __dict__ (torch itself leaves LambdaLR's "
+                     "functions out of its state_dict), or hold them as numbers, strings or tensors.")
 
 
 def decode(saved: dict, tensors: dict):

@@ -125,7 +125,7 @@ def best_weights(strategy) -> dict:
 
 
 def scheduler_states() -> dict:
-    """``md.train.Checkpoint`` round-trips schedulers (a ReduceLROnPlateau fed tensor losses, which it keeps as floats, a
+    """``md.train.Checkpoint`` round-trips schedulers (a ReduceLROnPlateau fed tensor losses, which torch keeps as floats, a
     SequentialLR of two) and refuses a state it cannot store without pickle, naming it."""
     p = torch.nn.Parameter(torch.zeros(2))
     opt = torch.optim.SGD([p], lr=0.1)
