@@ -4,8 +4,8 @@ Kinds: nested ``Checkpoint`` (children by attribute name; lists, dicts and tuple
 one are wrapped (``containers``) and are of this kind, children by index or key), ``torch.nn.Module`` (md.keras models
 and layers included: its ``state_dict``; a compiled model's optimizer is its child ``optimizer``), md.keras optimizers, ``torch.optim`` optimizers,
 variables (``md.Variable``, distributed variables, any ``torch.nn.Parameter``), md.data /
-distributed iterators and torch objects saved by their ``state_dict`` (LR schedulers, ``GradScaler``, ``torch.Generator``:
-``torch_states``). ``walk`` lists the graph breadth-first from the root; an object reachable
+distributed iterators and torch objects saved by their ``state_dict`` (LR schedulers, ``GradScaler``,
+``torch.Generator``: ``torch_states``). ``walk`` lists the graph breadth-first from the root; an object reachable
 twice is stored once, under the first path (later paths are aliases), as TensorFlow does.
 
 Example:
@@ -29,7 +29,8 @@ CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR, TENSOR
     "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator", "tensors", torch_states.KIND)
 ACCEPTED = ("md.train.Checkpoint, lists/dicts/tuples of trackables, torch.nn.Module (md.keras models and "
             "layers), md.keras optimizers, "
-            "torch.optim optimizers and LR schedulers, torch.amp.GradScaler, torch.Generator, md.Variable / torch.nn.Parameter, md.data and distributed iterators, "
+            "torch.optim optimizers and LR schedulers, torch.amp.GradScaler, torch.Generator, "
+            "md.Variable / torch.nn.Parameter, md.data and distributed iterators, "
             "Keras 3 models, layers and optimizers")
 _TENSOR_SOURCES: list = []  # (accepts(obj) -> bool, tensors(obj) -> {name: tensor}), registered by front ends
 
