@@ -1,0 +1,75 @@
+"""``optimizer.add_param_group(...)`` and ``optimizer.load_state_dict(...)`` inside ``strategy.run``
+happen once per step, as on each DDP rank, not once per replica.
+
+A step function that unfreezes a layer (``add_param_group`` at step k) or rewinds its optimizer
+(``load_state_dict`` of a saved dict) calls it on every replica, and the replicas share the one
+optimizer object: the second ``add_param_group`` raised torch's "some parameters appear in more
+than one parameter group", and concurrent ``load_state_dict`` calls replaced the groups and state
+while another replica was reading them. Under DDP each process has its own optimizer and calls it
+once. Here the local replicas meet (the strategy's replica group, as ``once_per_step`` does), the
+last to arrive makes the call once, in cross-replica context, with replica 0's arguments, and every
+replica continues on the result (its twin follows the new groups or state at its next ``step``).
+
+Only optimizers that hold distributed variables meet; optimizers the replicas build each for itself
+inside the step (each its own object) make their own calls, and torch's own constructor's calls on
+an optimizer with no distributed variable yet (multidev's Keras rules over plain copies) never meet.
+
+torch has no hook for these methods, so while a strategy lives (``live_hooks``) ``install`` wraps
+them on ``torch.optim.Optimizer`` (no torch optimizer overrides them).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+from multidev.distribute import once_per_step
+from multidev.values import context
+from multidev.values.variables import DistributedVariable
+
+_METHODS = ("add_param_group", "load_state_dict")
+
+
+def _holds_distributed_variables(optimizer: torch.optim.Optimizer) -> bool:
+    groups = optimizer.__dict__.get("param_groups", ())
+    return any(isinstance(p, DistributedVariable) for g in groups for p in g["params"])
+
+
+def _once_per_step(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def wrapper(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
+        env = once_per_step.several_local_replicas()
+        if env is None or getattr(self, "_multidev_twin", False) or not _holds_distributed_variables(self):
+            return method(self, *args, **kwargs)
+
+        def combine(every: list) -> list:
+            """Once with replica 0's arguments on one shared optimizer; each replica's own call on
+            optimizers the replicas built each for itself."""
+            with context.cross_replica(env.strategy):
+                if all(o is every[0][0] for o, _, _ in every):
+                    return [method(every[0][0], *every[0][1], **every[0][2])] * len(every)
+                return [method(o, *a, **k) for o, a, k in every]
+
+        return env.strategy.extended.replica_group.exchange(
+            env.replica_id, (f"Optimizer.{method.__name__}",), (self, args, kwargs), combine)
+
+    wrapper._multidev_once_per_step = True
+    return wrapper
+
+
+def install() -> Callable[[], None]:
+    """Wrap ``Optimizer.add_param_group`` and ``Optimizer.load_state_dict``; returns how to put torch's
+    back (``live_hooks.STRATEGY_HOOKS`` calls both while strategies live)."""
+    cls = torch.optim.Optimizer
+    originals = {name: cls.__dict__[name] for name in _METHODS
+                 if not getattr(cls.__dict__[name], "_multidev_once_per_step", False)}
+    for name, original in originals.items():
+        setattr(cls, name, _once_per_step(original))
+
+    def remove() -> None:
+        for name, original in originals.items():
+            setattr(cls, name, original)
+
+    return remove

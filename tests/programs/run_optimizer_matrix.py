@@ -1,0 +1,156 @@
+"""Run every case of ``optimizer_matrix.py`` and write its results as JSON into the directory given.
+
+    MULTIDEV_LOGICAL_CPUS=2 python run_optimizer_matrix.py OUT_DIR   # one device and MirroredStrategy
+    RANK=.. WORLD_SIZE=2 MASTER_ADDR=.. MASTER_PORT=.. python run_optimizer_matrix.py OUT_DIR   # a DDP rank
+
+A case's result: its losses and the lrs read in the step (each replica's or rank's), the groups'
+hyperparameters after each step, the final weights and optimizer state; or the error it raised.
+The DDP mode imports no multidev.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optimizer_matrix import CASES, batches, optimizer_record, parameters  # noqa: E402
+
+F64 = torch.float64
+
+
+def _flat(tensors) -> list:
+    return [t.detach().to_dense().double().reshape(-1).tolist() for t in tensors]
+
+
+def _train(case, state, step_fn) -> dict:
+    """The case's loop: ``step_fn(batch, i) -> (loss, [lr read by each replica])``, ``after`` between steps."""
+    losses, lrs, groups = [], [], []
+    for i, batch in enumerate(batches()):
+        loss, read = step_fn(batch, torch.tensor(float(i), dtype=F64))
+        losses.append(loss)
+        lrs.append(read)
+        if case.after is not None:
+            case.after(state, i)
+        groups.append({k: v["groups"] for k, v in optimizer_record(state).items()})
+    return {"losses": losses, "lrs": lrs, "groups": groups, "params": _flat(parameters(state)),
+            "optimizer": optimizer_record(state)}
+
+
+def one_device(case) -> dict:
+    state = case.build()
+
+    def step(batch, i):
+        loss, lr = case.step(state, batch, i)
+        return float(loss), [float(lr)]
+    return _train(case, state, step)
+
+
+def on_strategy(case, strategy) -> dict:
+    """The case on MirroredStrategy's replicas; replica 0's weights, the user's optimizer's state, and
+    how far every replica's weights and every twin's state are from replica 0's."""
+    import multidev as md
+    from multidev.distribute.optimizer_hooks import replica_optimizer
+
+    with strategy.scope():
+        state = case.build()
+    n = strategy.num_replicas_in_sync
+
+    def step(batch, i):
+        parts = tuple(md.distribute.PerReplica(tuple(torch.tensor_split(t, n))) for t in batch)
+        loss, lr = strategy.run(case.step, args=(state, parts, i))
+        return float(strategy.reduce("MEAN", loss, axis=None)), [float(v) for v in strategy.experimental_local_results(lr)]
+
+    if case.after is not None:
+        after = case.after
+        case.after = lambda s, i: _in_scope(strategy, after, s, i)
+    try:
+        result = _train(case, state, step)
+    finally:
+        if case.after is not None:
+            case.after = after
+    copies = [p.values for p in parameters(state)]
+    result["replica_spread"] = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
+    result["state_spread"] = _state_spread(state, replica_optimizer)
+    return result
+
+
+def _in_scope(strategy, fn, state, i):
+    with strategy.scope():
+        fn(state, i)
+
+
+def _state_spread(state, replica_optimizer) -> float:
+    """How far any replica's optimizer state (its twin's) is from replica 0's."""
+    spread = 0.0
+    for key in ("opt", "opt2"):
+        if key not in state:
+            continue
+        twins = [replica_optimizer(state[key], r) for r in range(2)]
+        pairs = [pair for g0, g1 in zip(twins[0].param_groups, twins[1].param_groups)
+                 for pair in zip(g0["params"], g1["params"])]
+        for p0, p1 in pairs:
+            for k, v in twins[0].state.get(p0, {}).items():
+                w = twins[1].state[p1][k]
+                if isinstance(v, torch.Tensor):
+                    spread = max(spread, float((v.double() - w.double()).abs().max()) if v.numel() else 0.0)
+    return spread
+
+
+def ddp(case, rank: int, world: int) -> dict:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    state = case.build()
+    state["model"] = DDP(state["model"])
+
+    def step(batch, i):
+        loss, lr = case.step(state, tuple(torch.tensor_split(t, world)[rank] for t in batch), i)
+        every = torch.stack([loss.detach(), lr]).clone()
+        gathered = [torch.empty_like(every) for _ in range(world)]
+        dist.all_gather(gathered, every)
+        return float(sum(g[0] for g in gathered)) / world, [float(g[1]) for g in gathered]
+
+    result = _train(case, state, step)
+    flat = torch.cat([torch.tensor(p, dtype=F64) for p in result["params"]])
+    first = flat.clone()
+    dist.broadcast(first, src=0)
+    spread = (flat - first).abs().max()
+    dist.all_reduce(spread, op=dist.ReduceOp.MAX)
+    result["rank_spread"] = float(spread)
+    return result
+
+
+def _recorded(run, *args) -> dict:
+    try:
+        return run(*args)
+    except Exception as e:   # noqa: BLE001 - recorded, and checked by the test
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def main(out_dir: str) -> None:
+    if "RANK" not in os.environ:
+        import multidev as md
+        strategy = md.distribute.MirroredStrategy()
+        assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
+        results = {c.name: {"one_device": _recorded(one_device, c), "multidev": _recorded(on_strategy, c, strategy)}
+                   for c in CASES}
+        name = "multidev.json"
+    else:
+        import torch.distributed as dist
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        rank, world = dist.get_rank(), dist.get_world_size()
+        results = {c.name: _recorded(ddp, c, rank, world) for c in CASES}
+        name = f"ddp{rank}.json"
+        dist.barrier()
+        dist.destroy_process_group()
+    with open(os.path.join(out_dir, name), "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
