@@ -50,7 +50,8 @@ class Case:
     the program's step (``i``: the step's index as a float64 tensor); ``after(state, i)`` runs
     between steps (an epoch's end, cross-replica); ``torch_refuses``: a regular expression that the
     error torch itself raises on one device matches (every runner must raise it, nothing hangs);
-    ``ddp_differs``: why DDP is no reference (compared with one device only)."""
+    ``ddp_differs``: why DDP is no reference (compared with one device only); ``shared_storage_refused``:
+    what CentralStorageStrategy's refusal says (its replicas update one shared copy)."""
 
     name: str
     make: Callable[[nn.Module], dict]
@@ -59,6 +60,7 @@ class Case:
     sparse: bool = False
     torch_refuses: str = ""
     ddp_differs: str = ""
+    shared_storage_refused: str = ""
 
     def __post_init__(self):
         self.step = self.step or plain_step
@@ -251,6 +253,7 @@ _SGD = _opt(torch.optim.SGD, lr=0.1, momentum=0.9)
 _ADAM = _opt(torch.optim.Adam, lr=0.05)
 CPU_CAPTURABLE = r"AssertionError: If capturable=True, .* must be on supported devices"
 DIFFERENTIABLE = r"RuntimeError: a leaf Variable that requires grad is being used in an in-place operation"
+LBFGS_SHARED = r"ValueError: LBFGS.step\(closure\) cannot run on CentralStorageStrategy: .* re-evaluates the closure"
 PLATEAU_DDP = "each rank's ReduceLROnPlateau sees its own loss: DDP's ranks decide apart (no all-reduce)"
 
 OPTIMIZERS = [
@@ -281,9 +284,10 @@ OPTIMIZERS = [
     Case("radam_decoupled_wd_for_loop", _opt(torch.optim.RAdam, lr=0.05, weight_decay=0.1, decoupled_weight_decay=True,
                                              foreach=False)),
     Case("muon_with_adamw", _muon),
-    Case("lbfgs_closure", _opt(torch.optim.LBFGS, lr=0.5, max_iter=4, history_size=3), step=closure_step),
+    Case("lbfgs_closure", _opt(torch.optim.LBFGS, lr=0.5, max_iter=4, history_size=3), step=closure_step,
+         shared_storage_refused=LBFGS_SHARED),
     Case("lbfgs_strong_wolfe", _opt(torch.optim.LBFGS, lr=1.0, max_iter=3, line_search_fn="strong_wolfe"),
-         step=closure_step),
+         step=closure_step, shared_storage_refused=LBFGS_SHARED),
     Case("adam_closure", _ADAM, step=closure_step),
     Case("sparse_adam", _sparse, sparse=True),
     Case("sgd_groups_with_options", _groups_with_options),

@@ -132,13 +132,35 @@ def _recorded(run, *args) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+def _all_reduce(case, strategy) -> dict:
+    """The case with no optimizer split across replicas: every replica sums the gradients and updates
+    its own copies from its own state (the plan of GPUs and of several processes)."""
+    from multidev.distribute import replica_update
+
+    split = set(replica_update.ELEMENTWISE)
+    replica_update.ELEMENTWISE.clear()
+    try:
+        return on_strategy(case, strategy)
+    finally:
+        replica_update.ELEMENTWISE.update(split)
+
+
+def _multidev_results() -> dict:
+    """One device's result, and each of multidev's update plans on 2 replicas: split (ZeRO-1), all-reduce,
+    CentralStorageStrategy's shared storage."""
+    import multidev as md
+    mirrored = md.distribute.MirroredStrategy()
+    central = md.distribute.experimental.CentralStorageStrategy(["/cpu:0", "/cpu:1"])
+    assert mirrored.num_replicas_in_sync == central.num_replicas_in_sync == 2
+    return {c.name: {"one_device": _recorded(one_device, c), "split": _recorded(on_strategy, c, mirrored),
+                     "all_reduce": _recorded(_all_reduce, c, mirrored),
+                     "central_storage": _recorded(on_strategy, c, central)}
+            for c in CASES}
+
+
 def main(out_dir: str) -> None:
     if "RANK" not in os.environ:
-        import multidev as md
-        strategy = md.distribute.MirroredStrategy()
-        assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
-        results = {c.name: {"one_device": _recorded(one_device, c), "multidev": _recorded(on_strategy, c, strategy)}
-                   for c in CASES}
+        results = _multidev_results()
         name = "multidev.json"
     else:
         import torch.distributed as dist

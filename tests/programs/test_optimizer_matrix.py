@@ -1,5 +1,6 @@
-"""Every ``torch.optim`` optimizer and LR scheduler on MirroredStrategy's 2 replicas gives DDP's result
-on 2 Gloo processes and one device's on the global batch (``optimizer_matrix.py``: flags, groups,
+"""Every ``torch.optim`` optimizer and LR scheduler on 2 replicas gives DDP's result on 2 Gloo processes
+and one device's on the global batch, with each of multidev's update plans (MirroredStrategy's split
+update, its all-reduce, CentralStorageStrategy's shared storage) (``optimizer_matrix.py``: flags, groups,
 closures, sparse gradients, state_dict reloads, schedulers stepped inside and outside the step), or
 the error torch itself raises on one device. Compared after 4 steps: the weights, every number of
 the optimizer's state, each group's hyperparameters after every step, the lr each replica (rank)
@@ -70,10 +71,14 @@ def _state_difference(got: dict, want: dict, skip: set = frozenset()) -> float:
     return worst
 
 
+@pytest.mark.parametrize("plan", ["split", "all_reduce", "central_storage"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_optimizer_equals_one_device_and_ddp(results, case):
+def test_optimizer_equals_one_device_and_ddp(results, case, plan):
     ours, ddp = results
-    one, got, theirs = ours[case.name]["one_device"], ours[case.name]["multidev"], ddp[case.name]
+    one, got, theirs = ours[case.name]["one_device"], ours[case.name][plan], ddp[case.name]
+    if plan == "central_storage" and case.shared_storage_refused:
+        assert re.search(case.shared_storage_refused, got.get("error", "")), got
+        return
     if case.torch_refuses:   # torch's own error on one device, raised alike by every replica and rank
         assert re.search(case.torch_refuses, one.get("error", "")), one
         assert got.get("error") == one["error"] and theirs.get("error") == one["error"], (got, theirs)
