@@ -1,5 +1,6 @@
 """``optimizer.add_param_group(...)`` and ``optimizer.load_state_dict(...)`` inside ``strategy.run``
-happen once per step, as on each DDP rank, not once per replica.
+happen once per step, as on each DDP rank, not once per replica; ``optimizer.state_dict()`` there is
+the calling replica's own state, as each rank's.
 
 A step function that unfreezes a layer (``add_param_group`` at step k) or rewinds its optimizer
 (``load_state_dict`` of a saved dict) calls it on every replica, and the replicas share the one
@@ -14,6 +15,13 @@ Only optimizers that hold distributed variables meet; optimizers the replicas bu
 inside the step (each its own object) make their own calls, and torch's own constructor's calls on
 an optimizer with no distributed variable yet (multidev's Keras rules over plain copies) never meet.
 
+``state_dict()`` in the step (a checkpoint saved every k steps, a snapshot to rewind to) read the
+user's optimizer, whose state is replica 0's: on the plans where every replica updates its own copies
+(GPUs, several processes) another replica read it while replica 0 was still updating it (a torn
+snapshot: its ``step`` counter one behind its moments). Inside ``strategy.run`` it now packs the
+calling replica's twin (``optimizer_hooks``), which that replica alone updates, with the user's
+``state_dict`` hooks run on the user's optimizer, as torch runs them.
+
 torch has no hook for these methods, so while a strategy lives (``live_hooks``) ``install`` wraps
 them on ``torch.optim.Optimizer`` (no torch optimizer overrides them).
 """
@@ -25,7 +33,7 @@ from typing import Any, Callable
 
 import torch
 
-from multidev.distribute import once_per_step
+from multidev.distribute import once_per_step, optimizer_hooks
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -59,14 +67,35 @@ def _once_per_step(method: Callable) -> Callable:
     return wrapper
 
 
+def _own_state(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def state_dict(self: torch.optim.Optimizer) -> dict:
+        env = context.replica_env()
+        twin = self if env is None or getattr(self, "_multidev_twin", False) else \
+            optimizer_hooks.replica_optimizer(self, env.replica_id)
+        if twin is self:
+            return method(self)
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
+        packed = method(twin)
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            result = hook(self, packed)
+            packed = packed if result is None else result
+        return packed
+
+    state_dict._multidev_once_per_step = True
+    return state_dict
+
+
 def install() -> Callable[[], None]:
-    """Wrap ``Optimizer.add_param_group`` and ``Optimizer.load_state_dict``; returns how to put torch's
-    back (``live_hooks.STRATEGY_HOOKS`` calls both while strategies live)."""
+    """Wrap ``Optimizer.add_param_group``, ``load_state_dict`` and ``state_dict``; returns how to put
+    torch's back (``live_hooks.STRATEGY_HOOKS`` calls both while strategies live)."""
     cls = torch.optim.Optimizer
-    originals = {name: cls.__dict__[name] for name in _METHODS
+    wrappers = dict.fromkeys(_METHODS, _once_per_step) | {"state_dict": _own_state}
+    originals = {name: cls.__dict__[name] for name in wrappers
                  if not getattr(cls.__dict__[name], "_multidev_once_per_step", False)}
     for name, original in originals.items():
-        setattr(cls, name, _once_per_step(original))
+        setattr(cls, name, wrappers[name](original))
 
     def remove() -> None:
         for name, original in originals.items():

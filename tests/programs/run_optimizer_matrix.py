@@ -1,6 +1,7 @@
 """Run every case of ``optimizer_matrix.py`` and write its results as JSON into the directory given.
 
     MULTIDEV_LOGICAL_CPUS=2 python run_optimizer_matrix.py OUT_DIR   # one device and MirroredStrategy
+    TF_CONFIG=.. MULTIDEV_JOB_SECRET=.. python run_optimizer_matrix.py OUT_DIR   # a MultiWorkerMirroredStrategy worker
     RANK=.. WORLD_SIZE=2 MASTER_ADDR=.. MASTER_PORT=.. python run_optimizer_matrix.py OUT_DIR   # a DDP rank
 
 A case's result: its losses and the lrs read in the step (each replica's or rank's), the groups'
@@ -19,6 +20,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from optimizer_matrix import CASES, batches, optimizer_record, parameters  # noqa: E402
+
+if os.environ.get("OPTIMIZER_MATRIX_CASES"):   # a comma-separated subset, to look at a few cases by hand
+    CASES = [c for c in CASES if c.name in os.environ["OPTIMIZER_MATRIX_CASES"].split(",")]
 
 F64 = torch.float64
 
@@ -51,17 +55,18 @@ def one_device(case) -> dict:
 
 
 def on_strategy(case, strategy) -> dict:
-    """The case on MirroredStrategy's replicas; replica 0's weights, the user's optimizer's state, and
-    how far every replica's weights and every twin's state are from replica 0's."""
+    """The case on ``strategy``'s local replicas (this worker's slices of each global batch); replica
+    0's weights, the user's optimizer's state, and how far every local replica's weights and every
+    twin's state are from replica 0's."""
     import multidev as md
     from multidev.distribute.optimizer_hooks import replica_optimizer
 
     with strategy.scope():
         state = case.build()
-    n = strategy.num_replicas_in_sync
+    n, k, offset = strategy.num_replicas_in_sync, strategy.extended.num_local_replicas, strategy.extended.replica_offset
 
     def step(batch, i):
-        parts = tuple(md.distribute.PerReplica(tuple(torch.tensor_split(t, n))) for t in batch)
+        parts = tuple(md.distribute.PerReplica(tuple(torch.tensor_split(t, n)[offset:offset + k])) for t in batch)
         loss, lr = strategy.run(case.step, args=(state, parts, i))
         return float(strategy.reduce("MEAN", loss, axis=None)), [float(v) for v in strategy.experimental_local_results(lr)]
 
@@ -75,7 +80,7 @@ def on_strategy(case, strategy) -> dict:
             case.after = after
     copies = [p.values for p in parameters(state)]
     result["replica_spread"] = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
-    result["state_spread"] = _state_spread(state, replica_optimizer)
+    result["state_spread"] = _state_spread(state, replica_optimizer, k)
     return result
 
 
@@ -84,20 +89,21 @@ def _in_scope(strategy, fn, state, i):
         fn(state, i)
 
 
-def _state_spread(state, replica_optimizer) -> float:
-    """How far any replica's optimizer state (its twin's) is from replica 0's."""
+def _state_spread(state, replica_optimizer, num_local: int) -> float:
+    """How far any local replica's optimizer state (its twin's) is from replica 0's."""
     spread = 0.0
     for key in ("opt", "opt2"):
         if key not in state:
             continue
-        twins = [replica_optimizer(state[key], r) for r in range(2)]
-        pairs = [pair for g0, g1 in zip(twins[0].param_groups, twins[1].param_groups)
-                 for pair in zip(g0["params"], g1["params"])]
-        for p0, p1 in pairs:
-            for k, v in twins[0].state.get(p0, {}).items():
-                w = twins[1].state[p1][k]
-                if isinstance(v, torch.Tensor):
-                    spread = max(spread, float((v.double() - w.double()).abs().max()) if v.numel() else 0.0)
+        twins = [replica_optimizer(state[key], r) for r in range(num_local)]
+        for other in twins[1:]:
+            pairs = [pair for g0, g1 in zip(twins[0].param_groups, other.param_groups)
+                     for pair in zip(g0["params"], g1["params"])]
+            for p0, p1 in pairs:
+                for k, v in twins[0].state.get(p0, {}).items():
+                    w = other.state[p1][k]
+                    if isinstance(v, torch.Tensor) and v.numel():
+                        spread = max(spread, float((v.double() - w.double()).abs().max()))
     return spread
 
 
@@ -158,8 +164,27 @@ def _multidev_results() -> dict:
             for c in CASES}
 
 
+def _worker_results() -> tuple[dict, str]:
+    """Each case on this worker of MultiWorkerMirroredStrategy; the workers agree on which cases failed."""
+    import multidev as md
+    options = md.distribute.experimental.CommunicationOptions(timeout_seconds=30)
+    strategy = md.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    ext = strategy.extended
+    results = {}
+    for c in CASES:
+        result = _recorded(on_strategy, c, strategy)
+        print(c.name, result.get("error", "ok")[:300], flush=True)   # the job's log says where a case failed
+        failed = torch.tensor([float("error" in result)], dtype=F64)
+        if int(ext.worker_collective.sum(failed)) not in (0, ext.num_workers):
+            result = dict(result, error=result.get("error", "another worker raised"), asymmetric=True)
+        results[c.name] = result
+    return results, f"mwms_{ext.num_local_replicas}x{ext.num_workers}_w{ext.worker_index}.json"
+
+
 def main(out_dir: str) -> None:
-    if "RANK" not in os.environ:
+    if "TF_CONFIG" in os.environ:
+        results, name = _worker_results()
+    elif "RANK" not in os.environ:
         results = _multidev_results()
         name = "multidev.json"
     else:
