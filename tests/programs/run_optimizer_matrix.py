@@ -11,6 +11,7 @@ The DDP mode imports no multidev.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -31,15 +32,17 @@ def _flat(tensors) -> list:
     return [t.detach().to_dense().double().reshape(-1).tolist() for t in tensors]
 
 
-def _train(case, state, step_fn) -> dict:
-    """The case's loop: ``step_fn(batch, i) -> (loss, [lr read by each replica])``, ``after`` between steps."""
+def _train(case, state, step_fn, scope=contextlib.nullcontext) -> dict:
+    """The case's loop: ``step_fn(batch, i) -> (loss, [lr read by each replica])``, ``after`` between steps
+    (in ``scope()``: the strategy's, as a program's epoch end runs there)."""
     losses, lrs, groups = [], [], []
     for i, batch in enumerate(batches()):
         loss, read = step_fn(batch, torch.tensor(float(i), dtype=F64))
         losses.append(loss)
         lrs.append(read)
         if case.after is not None:
-            case.after(state, i)
+            with scope():
+                case.after(state, i)
         groups.append({k: v["groups"] for k, v in optimizer_record(state).items()})
     return {"losses": losses, "lrs": lrs, "groups": groups, "params": _flat(parameters(state)),
             "optimizer": optimizer_record(state)}
@@ -70,23 +73,11 @@ def on_strategy(case, strategy) -> dict:
         loss, lr = strategy.run(case.step, args=(state, parts, i))
         return float(strategy.reduce("MEAN", loss, axis=None)), [float(v) for v in strategy.experimental_local_results(lr)]
 
-    if case.after is not None:
-        after = case.after
-        case.after = lambda s, i: _in_scope(strategy, after, s, i)
-    try:
-        result = _train(case, state, step)
-    finally:
-        if case.after is not None:
-            case.after = after
+    result = _train(case, state, step, strategy.scope)
     copies = [p.values for p in parameters(state)]
     result["replica_spread"] = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
     result["state_spread"] = _state_spread(state, replica_optimizer, k)
     return result
-
-
-def _in_scope(strategy, fn, state, i):
-    with strategy.scope():
-        fn(state, i)
 
 
 def _state_spread(state, replica_optimizer, num_local: int) -> float:
