@@ -326,6 +326,12 @@ SCHEDULES = {
     "sequential": (_SGD, _sequential),
     "chained": (_ADAM, _chained),
     "one_cycle": (_ADAM, lambda o: sched.OneCycleLR(o, max_lr=0.1, total_steps=STEPS)),
+    "step": (_SGD, lambda o: sched.StepLR(o, step_size=2, gamma=0.3)),
+    "multistep": (_ADAM, lambda o: sched.MultiStepLR(o, milestones=[1, 3], gamma=0.5)),
+    "cosine": (_SGD, lambda o: sched.CosineAnnealingLR(o, T_max=STEPS, eta_min=0.01)),
+    "swa_lr": (_SGD, lambda o: torch.optim.swa_utils.SWALR(o, swa_lr=0.02, anneal_epochs=2)),
+    "tensor_lr_fused": (lambda model: {"opt": torch.optim.Adam(model.parameters(), lr=torch.tensor(0.05), fused=True)},
+                        lambda o: sched.ExponentialLR(o, gamma=0.7)),   # the scheduler fills the lr tensor in place
 }
 
 SCHEDULERS = [
