@@ -11,9 +11,9 @@ once. Here the local replicas meet (the strategy's replica group, as ``once_per_
 last to arrive makes the call once, in cross-replica context, with replica 0's arguments, and every
 replica continues on the result (its twin follows the new groups or state at its next ``step``).
 
-Only optimizers that hold distributed variables meet; optimizers the replicas build each for itself
-inside the step (each its own object) make their own calls, and torch's own constructor's calls on
-an optimizer with no distributed variable yet (multidev's Keras rules over plain copies) never meet.
+Only optimizers that hold distributed variables meet: one with none yet (the first group of torch's
+constructor; multidev's Keras rules over plain copies) never does. Optimizers the replicas build each
+for itself inside the step (each its own object, as each rank's) meet too, and each makes its own call.
 
 ``state_dict()`` in the step (a checkpoint saved every k steps, a snapshot to rewind to) read the
 user's optimizer, whose state is replica 0's: on the plans where every replica updates its own copies
@@ -23,7 +23,8 @@ calling replica's twin (``optimizer_hooks``), which that replica alone updates, 
 ``state_dict`` hooks run on the user's optimizer, as torch runs them.
 
 torch has no hook for these methods, so while a strategy lives (``live_hooks``) ``install`` wraps
-them on ``torch.optim.Optimizer`` (no torch optimizer overrides them).
+them on ``torch.optim.Optimizer`` (no ``torch.optim`` optimizer overrides them; a subclass that does
+and calls ``super()`` reaches the wrapper).
 """
 
 from __future__ import annotations
