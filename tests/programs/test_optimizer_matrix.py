@@ -8,7 +8,8 @@ the optimizer's state, each group's hyperparameters after every step, the lr eac
 read inside the step, and the losses.
 
 Against DDP the comparison is bit for bit: with 2 replicas a gradient is ``(a + b) / 2`` on both
-sides. Against one device (one mean over the whole batch) the sums are reassociated: 1e-12.
+sides. Against one device (one mean over the whole batch) the sums are reassociated: 1e-12 (relative
+where a number exceeds 1).
 All multidev cases run in one fresh interpreter, all DDP cases in one 2-process Gloo job, the workers'
 in one 2-process job per layout, all started together.
 """
@@ -75,8 +76,9 @@ def _no_error(result: dict) -> dict:
 
 
 def _max_difference(a: list, b: list) -> float:
+    """The largest difference, relative where a number exceeds 1 (LBFGS's ``ro`` is in the tens)."""
     assert [len(p) for p in a] == [len(p) for p in b]
-    return max((abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q)), default=0.0)
+    return max((abs(x - y) / max(1.0, abs(y)) for p, q in zip(a, b) for x, y in zip(p, q)), default=0.0)
 
 
 def _state_difference(got: dict, want: dict, skip: set = frozenset()) -> float:
