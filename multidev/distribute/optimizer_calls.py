@@ -42,11 +42,14 @@ _METHODS = ("add_param_group", "load_state_dict")
 
 
 def _holds_distributed_variables(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether the replicas may share ``optimizer`` (torch's constructor calls ``add_param_group``
+    before ``param_groups`` holds anything)."""
     groups = optimizer.__dict__.get("param_groups", ())
     return any(isinstance(p, DistributedVariable) for g in groups for p in g["params"])
 
 
 def _once_per_step(method: Callable) -> Callable:
+    """``method`` made once per step for the local replicas of a shared optimizer (see the module)."""
     @functools.wraps(method)
     def wrapper(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
         env = once_per_step.several_local_replicas()
@@ -64,11 +67,12 @@ def _once_per_step(method: Callable) -> Callable:
         return env.strategy.extended.replica_group.exchange(
             env.replica_id, (f"Optimizer.{method.__name__}",), (self, args, kwargs), combine)
 
-    wrapper._multidev_once_per_step = True
+    wrapper._multidev_wrapped = True
     return wrapper
 
 
 def _own_state(method: Callable) -> Callable:
+    """``state_dict`` packing the calling replica's twin inside ``strategy.run`` (see the module)."""
     @functools.wraps(method)
     def state_dict(self: torch.optim.Optimizer) -> dict:
         env = context.replica_env()
@@ -84,7 +88,7 @@ def _own_state(method: Callable) -> Callable:
             packed = packed if result is None else result
         return packed
 
-    state_dict._multidev_once_per_step = True
+    state_dict._multidev_wrapped = True
     return state_dict
 
 
@@ -94,7 +98,7 @@ def install() -> Callable[[], None]:
     cls = torch.optim.Optimizer
     wrappers = dict.fromkeys(_METHODS, _once_per_step) | {"state_dict": _own_state}
     originals = {name: cls.__dict__[name] for name in wrappers
-                 if not getattr(cls.__dict__[name], "_multidev_once_per_step", False)}
+                 if not getattr(cls.__dict__[name], "_multidev_wrapped", False)}
     for name, original in originals.items():
         setattr(cls, name, wrappers[name](original))
 
