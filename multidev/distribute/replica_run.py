@@ -106,6 +106,7 @@ class ReplicaRunner:
                     self._watched.add(fn)
         finally:
             self.steps.end()
+            self._random_streams.join()
             self._host_streams.join()
         self._raise_first_error(outcomes)
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
