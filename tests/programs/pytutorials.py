@@ -294,17 +294,22 @@ def fgsm_attack(image, epsilon, data_grad):
     return torch.clamp(perturbed_image, 0, 1)   # clipping to maintain [0,1] range
 
 
-def _fgsm_test_step(model, data, target, epsilon):
-    """``test``'s loop body for one image (the tutorial's batch of 1): 1 when the attack fails."""
+def _fgsm_test_step(model, data, target, epsilon, input_grad=False):
+    """``test``'s loop body for one image (the tutorial's batch of 1): 1 when the attack fails;
+    ``input_grad``: the gradient with respect to the image from ``torch.autograd.grad`` (the fix
+    multidev's refusal of a backward that only some replicas run names), not ``loss.backward()``."""
     data.requires_grad = True   # Set requires_grad attribute of tensor. Important for Attack
     output = model(data)
     init_pred = output.max(1, keepdim=True)[1]   # get the index of the max log-probability
     if init_pred.item() != target.item():   # If the initial prediction is wrong, don't bother attacking
         return torch.zeros((), dtype=torch.int64)
     loss = F.nll_loss(output, target)
-    model.zero_grad()
-    loss.backward()
-    data_grad = data.grad.data
+    if input_grad:
+        data_grad, = torch.autograd.grad(loss, data)
+    else:
+        model.zero_grad()
+        loss.backward()
+        data_grad = data.grad.data
     perturbed_data = fgsm_attack(data, epsilon, data_grad)
     final_pred = model(perturbed_data).max(1, keepdim=True)[1]
     return (final_pred.squeeze() == target.squeeze()).long()
@@ -324,7 +329,7 @@ def _adversarial_step(model, optimizer, data, target, epsilon):
     return loss.detach()
 
 
-def fgsm(port) -> dict:
+def fgsm(port, input_grad=False) -> dict:
     torch.manual_seed(0)
     train_loader = DataLoader(_images(60, 16, (1, 12, 12), 10), batch_size=8, shuffle=True)
     test_loader = DataLoader(_images(61, 12, (1, 12, 12), 10), batch_size=2)   # 1 per process, as printed
@@ -335,7 +340,7 @@ def fgsm(port) -> dict:
     log = []
     for epsilon in (0.0, 0.3):
         model.eval()   # the tutorial attacks a trained model in evaluation mode
-        correct = sum(port.sum(port.run(_fgsm_test_step, args=(net, data, target, epsilon)))   # net: not DDP's
+        correct = sum(port.sum(port.run(_fgsm_test_step, args=(net, data, target, epsilon, input_grad)))   # net: not DDP's
                       for data, target in port.distribute(test_loader))
         log.append(correct / len(test_loader.dataset))
         model.train()
@@ -344,5 +349,10 @@ def fgsm(port) -> dict:
     return {**port.weights(model), "log": log}
 
 
+def fgsm_autograd_grad(port) -> dict:
+    return fgsm(port, input_grad=True)
+
+
 TUTORIALS = {"transfer_finetune": transfer_finetune, "transfer_fixed_feature_extractor": transfer_fixed_feature_extractor,
-             "cifar10_classifier": cifar10_classifier, "spatial_transformer": spatial_transformer, "fgsm": fgsm}
+             "cifar10_classifier": cifar10_classifier, "spatial_transformer": spatial_transformer, "fgsm": fgsm,
+             "fgsm_autograd_grad": fgsm_autograd_grad}
