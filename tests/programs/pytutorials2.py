@@ -15,8 +15,8 @@ the port's changes only (``pytutorials.py`` says which; runners in ``pytutorials
 * "Learning PyTorch with Examples": the ``LegendrePolynomial3`` autograd Function with the manual update,
   the ``nn.Sequential`` polynomial with ``MSELoss(reduction='sum')``, and "What is torch.nn really?"'s
   ``Mnist_Logistic`` with ``F.cross_entropy`` and the manual update;
-  ``legendre_free_tensors`` (a, b, c, d free tensors updated by hand in the step) is not run: nothing
-  refuses it yet, and its replicas race on the tensors' one ``.grad`` (docs/ddp_port.md).
+  ``legendre_free_tensors`` (a, b, c, d free tensors updated by hand in the step) is refused: its
+  replicas would race on the tensors' one ``.grad``.
 
 This module imports only torch: the DDP runner must not import multidev.
 """
@@ -421,5 +421,5 @@ def mnist_logistic(port) -> dict:
 
 
 TUTORIALS2 = {"dqn": dqn, "dqn_update_in_run": dqn_update_in_run, "transformer_lm": transformer_lm,
-              "legendre_module": legendre_module,
+              "legendre_module": legendre_module, "legendre_free_tensors": legendre_free_tensors,
               "polynomial_sequential": polynomial_sequential, "mnist_logistic": mnist_logistic, **TUTORIALS3}

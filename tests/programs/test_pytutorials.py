@@ -26,6 +26,7 @@ EQUAL = ("transfer_finetune", "transfer_fixed_feature_extractor", "cifar10_class
 REFUSED = {   # tutorial -> (exception type, what its message must say)
     "fgsm": ("AbortedError", "torch.autograd.grad(loss, data)"),   # `continue` before backward on one replica
     "neural_style": ("ValueError", "LBFGS.step() inside MirroredStrategy.run would update tensors"),
+    "legendre_free_tensors": ("ValueError", "loss.backward() inside MirroredStrategy.run would accumulate into tensors"),
 }
 
 
@@ -84,7 +85,9 @@ def test_tutorial_refused_saying_why(results, tutorial):
     the other replica's backward reduces the model's gradients and would wait for it, as a DDP rank of a
     wrapped model would; the error names ``torch.autograd.grad`` (``fgsm_autograd_grad`` trains as DDP
     with it). Neural Transfer's input image is a plain tensor that LBFGS would have both replicas update:
-    refused before the closure's first backward. DDP trains both (the attacked model is not wrapped)."""
+    refused before the closure's first backward. "Learning PyTorch with Examples"' free tensors a, b, c, d
+    updated by hand: refused at the backward that reaches them from a second replica. DDP runs all three
+    (the attacked model is not wrapped; nothing reduces the free tensors: each rank trains on its half)."""
     (ours, ddp), log = results
     kind, says = REFUSED[tutorial]
     error = ours[tutorial].get("error", "")
