@@ -3,6 +3,7 @@ into the directory given.
 
     MULTIDEV_LOGICAL_CPUS=2 python tests/programs/pytutorials_run.py OUT_DIR   # MirroredStrategy, 2 replicas
     RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/pytutorials_run.py OUT_DIR   # DDP
+    multidev launch --workers 2 tests/programs/pytutorials_run.py OUT_DIR   # MultiWorkerMirroredStrategy
 
 Each tutorial is one function ``tutorial(port) -> dict`` typed as printed, with what a port changes
 behind ``port``: ``DdpPort`` wraps the trained models in ``DistributedDataParallel`` and feeds each rank
@@ -122,6 +123,22 @@ def main_multidev(out_dir: str) -> None:
         json.dump(results, f)
 
 
+# Under ``multidev launch --workers 2`` (MultiWorkerMirroredStrategy, one replica per worker): the tutorials
+# that train as DDP with MirroredStrategy (a refusal's replicas are those of one process).
+ON_WORKERS = ("transfer_finetune", "transfer_fixed_feature_extractor", "cifar10_classifier", "spatial_transformer",
+              "fgsm_autograd_grad", "dqn", "dqn_update_in_run", "transformer_lm", "legendre_module",
+              "polynomial_sequential", "mnist_logistic", "seq2seq_translation", "neural_style")
+
+
+def main_workers(out_dir: str) -> None:
+    import multidev as md
+    strategy = md.distribute.MultiWorkerMirroredStrategy()
+    port = MirroredPort(strategy)
+    results = {name: _recorded(ALL[name], port) for name in ON_WORKERS}
+    with open(os.path.join(out_dir, f"pytutorials_worker{strategy.extended.worker_index}.json"), "w") as f:
+        json.dump(results, f)
+
+
 def main_ddp(out_dir: str) -> None:
     dist = torch.distributed
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
@@ -134,5 +151,5 @@ def main_ddp(out_dir: str) -> None:
     dist.destroy_process_group()
 
 
-if __name__ == "__main__":
-    (main_ddp if "RANK" in os.environ else main_multidev)(sys.argv[1])   # launched as a rank: DDP
+if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
+    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])

@@ -2,19 +2,24 @@
 the port's changes (models and optimizers in ``strategy.scope()``, the loop body in ``strategy.run``, the
 data through ``experimental_distribute_dataset``) train on MirroredStrategy (2 logical CPUs) as DDP trains
 them on 2 Gloo processes: the same weights, losses and logged numbers (float64; bit for bit here), every
-replica's copy equal (``experimental_local_results``), or multidev refuses them saying why.
+replica's copy equal (``experimental_local_results``), or multidev refuses them saying why; under
+``multidev launch --workers 2`` (MultiWorkerMirroredStrategy) those that train give DDP's result too.
 
-All multidev cases run in one fresh interpreter and the DDP ranks in one 2-process job, started together
-(``pytutorials_run.py``).
+All MirroredStrategy cases run in one fresh interpreter, the DDP ranks in one 2-process job and the
+launched workers in another, all started together (``pytutorials_run.py``).
 """
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from tests.programs.test_programs import _finish, _free_port, _start
+from tests.conftest import ROOT
+from tests.programs.pytutorials_run import ON_WORKERS
+from tests.programs.test_programs import HERE, _finish, _free_port, _start
 
 TIMEOUT_S = 240
 # Both sides run the same ops on the same slices and average 2 gradients (exact in any order): 0.0 here;
@@ -37,6 +42,7 @@ def results(tmp_path_factory):
     procs = [_start("pytutorials_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
     procs += [_start("pytutorials_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
+    procs.append(_launch(out))
     logs = _finish(procs, TIMEOUT_S)
     failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
@@ -45,7 +51,20 @@ def results(tmp_path_factory):
         with open(os.path.join(out, name)) as f:
             loaded.append(json.load(f))
     assert sorted(loaded[0]) == sorted(loaded[1]) == sorted(EQUAL + tuple(REFUSED)), "every tutorial is tested"
-    return loaded, logs[0]
+    for w in range(2):
+        with open(os.path.join(out, f"pytutorials_worker{w}.json")) as f:
+            loaded.append(json.load(f))
+    return loaded, logs[0] + logs[3]
+
+
+def _launch(out: str) -> subprocess.Popen:
+    """``multidev launch --workers 2 pytutorials_run.py OUT`` (MultiWorkerMirroredStrategy, 1 replica a worker)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    for name in ("TF_CONFIG", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    return subprocess.Popen([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2",
+                             os.path.join(HERE, "pytutorials_run.py"), out], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def _flat(rows) -> list:
@@ -59,7 +78,7 @@ def _ok(result: dict, log: str) -> dict:
 
 @pytest.mark.parametrize("tutorial", EQUAL)
 def test_tutorial_trains_as_ddp(results, tutorial):
-    (ours, ddp), log = results
+    (ours, ddp, *_), log = results
     got, theirs = _ok(ours[tutorial], log), _ok(ddp[tutorial], "")
     assert got["spread"] == 0.0 and theirs["spread"] == 0.0, "every replica's (rank's) copy is the same"
     assert len(got["params"]) == len(theirs["params"])
@@ -72,7 +91,7 @@ def test_best_weights_are_a_snapshot(results, tutorial):
     """``copy.deepcopy(model.state_dict())`` (and ``torch.save`` of it) at the best validation accuracy is
     a snapshot: ``load_state_dict`` at the end brings back weights the later epochs had moved (DDP's), and
     the predictions after loading (outside ``strategy.run``) are DDP's."""
-    (ours, ddp), log = results
+    (ours, ddp, *_), log = results
     got, theirs = _ok(ours[tutorial], log), ddp[tutorial]
     assert max(abs(x - y) for x, y in zip(got["trained"], got["params"])) > 1e-3, "the best epoch was not the last"
     assert got["trained"] == pytest.approx(theirs["trained"], rel=TOLERANCE, abs=TOLERANCE)
@@ -88,8 +107,20 @@ def test_tutorial_refused_saying_why(results, tutorial):
     refused before the closure's first backward. "Learning PyTorch with Examples"' free tensors a, b, c, d
     updated by hand: refused at the backward that reaches them from a second replica. DDP runs all three
     (the attacked model is not wrapped; nothing reduces the free tensors: each rank trains on its half)."""
-    (ours, ddp), log = results
+    (ours, ddp, *_), log = results
     kind, says = REFUSED[tutorial]
     error = ours[tutorial].get("error", "")
     assert error.startswith(kind) and says in error, error
     _ok(ddp[tutorial], "")
+
+
+@pytest.mark.parametrize("tutorial", ON_WORKERS)
+def test_tutorial_under_multidev_launch_trains_as_ddp(results, tutorial):
+    """``multidev launch --workers 2``: both workers hold DDP's weights and log DDP's numbers (Neural
+    Transfer too: one replica per worker has the plain image to itself, as each DDP rank has)."""
+    (_, ddp, *workers), log = results
+    first = _ok(workers[0][tutorial], log)
+    assert all(_ok(w[tutorial], log)["params"] == first["params"] for w in workers), "every worker's"
+    assert first["spread"] == 0.0
+    assert max(abs(x - y) for x, y in zip(first["params"], ddp[tutorial]["params"])) <= TOLERANCE
+    assert _flat(first["log"]) == pytest.approx(_flat(ddp[tutorial]["log"]), rel=TOLERANCE, abs=TOLERANCE)
