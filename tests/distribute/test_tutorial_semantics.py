@@ -93,3 +93,19 @@ def test_local_results_show_a_cross_replica_load_state_dict(strategy):
     model.load_state_dict(new)
     for copy in strategy.experimental_local_results(model.weight):
         assert float(torch.as_tensor(copy.numpy()).sum()) == 12.0
+
+
+def test_backward_with_inputs_checks_only_those(strategy):
+    """``loss.backward(inputs=[w])`` accumulates into ``w`` only: a shared tensor elsewhere in the graph
+    (given no ``.grad``) passes."""
+    with strategy.scope():
+        model = torch.nn.Linear(2, 1, bias=False, dtype=torch.float64)
+        shared = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    x = _halves(strategy, torch.arange(4.0, dtype=torch.float64).reshape(2, 2))
+
+    def step(x):
+        model(x * shared).sum().backward(inputs=[model.weight])
+        return model.weight.grad.sum()
+
+    grads = strategy.experimental_local_results(strategy.run(step, args=(x,)))
+    assert [float(g) for g in grads] == [3.0, 3.0] and shared.grad is None   # the mean of rows (0, 1) and (2, 3)
