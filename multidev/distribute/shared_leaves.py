@@ -10,6 +10,9 @@ so ``loss.backward()`` in a replica checks which leaves its graph reaches: a lea
 backward reached in the same run raises ``ValueError`` (in the later replica: the earlier one may
 already have updated it; the run fails either way). Leaves each replica has its own (a distributed
 variable's copy, a replica's slice with ``requires_grad = True``, a tensor made in the step) pass.
+Parameters are left to the checks of modules (``module_hooks``: a module built outside the scope is
+refused at its forward, an optimizer over plain parameters at its step; Keras 3 at ``optimizer.apply``):
+a bare ``nn.Parameter`` updated by hand in the step is not refused.
 
 Walking the graph costs about 0.5 us per autograd node (80 us for a 2-layer transformer encoder), so it is done in the runs of a step function
 until one of them walked a backward (``replica_run``: ``watching`` around such runs), as the shared
@@ -64,7 +67,8 @@ def _leaves(roots: tuple) -> list:
     for root in roots:
         if isinstance(root, torch.Tensor) and root.requires_grad:
             if root.grad_fn is None:
-                leaves.append(root)
+                if not isinstance(root, torch.nn.Parameter):
+                    leaves.append(root)
             else:
                 stack.append(root.grad_fn)
     while stack:
@@ -74,7 +78,8 @@ def _leaves(roots: tuple) -> list:
         seen.add(node)
         variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
         if variable is not None:
-            leaves.append(variable)
+            if not isinstance(variable, torch.nn.Parameter):   # a module's: its forward and its optimizer check
+                leaves.append(variable)
             continue
         stack.extend(next_node for next_node, _ in node.next_functions)
     return leaves
@@ -86,8 +91,8 @@ def _shared_error(strategy: Any, shared: list) -> ValueError:
     return ValueError(
         f"loss.backward() inside {name}.run would accumulate into tensors (shapes {shapes}"
         f"{' ...' if len(shared) > 3 else ''}) that are not mirrored and that another replica's backward reached "
-        f"in the same run: tensors outside any torch.nn.Module (`torch.full((), 0.0, requires_grad=True)`, a bare "
-        f"nn.Parameter, even made in the scope) or parameters of a module built outside {name}.scope(). One such "
+        f"in the same run: tensors outside any torch.nn.Module (`torch.full((), 0.0, requires_grad=True)`, "
+        f"`torch.randn(...).requires_grad_()`, even made in the scope). One such "
         f"tensor is shared by all {strategy.num_replicas_in_sync} replicas: their backward passes add into its one "
         ".grad and their updates (`w -= lr * w.grad`) race. Make a free-standing weight an md.Variable(...) created "
         "in the scope, or an attribute of a torch.nn.Module built there (its gradient is then reduced as DDP's).")

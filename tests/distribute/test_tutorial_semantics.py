@@ -24,8 +24,8 @@ def _halves(strategy, x):
 
 
 @pytest.mark.parametrize("make", [lambda: torch.full((), 0.5, dtype=torch.float64, requires_grad=True),
-                                  lambda: torch.nn.Parameter(torch.full((), 0.5, dtype=torch.float64))],
-                         ids=["leaf_tensor", "bare_parameter"])
+                                  lambda: (torch.randn((), dtype=torch.float64) / 2).requires_grad_()],
+                         ids=["full", "requires_grad_"])
 def test_free_tensor_updated_by_hand_is_refused(strategy, make):
     with strategy.scope():
         a = make()
