@@ -1,4 +1,4 @@
-"""Run the PyTorch tutorials of ``pytutorials.py`` / ``pytutorials2.py`` and write their results as JSON
+"""Run the PyTorch tutorials of ``pytutorials.py`` ... ``pytutorials4.py`` and write their results as JSON
 into the directory given.
 
     MULTIDEV_LOGICAL_CPUS=2 python tests/programs/pytutorials_run.py OUT_DIR   # MirroredStrategy, 2 replicas
@@ -25,8 +25,10 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytutorials import TUTORIALS  # noqa: E402
 from pytutorials2 import TUTORIALS2  # noqa: E402
+from pytutorials3 import TUTORIALS3  # noqa: E402
+from pytutorials4 import TUTORIALS4  # noqa: E402
 
-ALL = {**TUTORIALS, **TUTORIALS2}
+ALL = {**TUTORIALS, **TUTORIALS2, **TUTORIALS3, **TUTORIALS4}
 
 
 class DdpPort:
