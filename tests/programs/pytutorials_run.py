@@ -126,10 +126,11 @@ def main_multidev(out_dir: str) -> None:
 
 
 # Under ``multidev launch --workers 2`` (MultiWorkerMirroredStrategy, one replica per worker): the tutorials
-# that train as DDP with MirroredStrategy (a refusal's replicas are those of one process).
+# that train as DDP with MirroredStrategy, Neural Transfer (each worker's own image), and last FGSM as printed
+# (its workers' collectives part ways: nothing may run after it).
 ON_WORKERS = ("transfer_finetune", "transfer_fixed_feature_extractor", "cifar10_classifier", "spatial_transformer",
               "fgsm_autograd_grad", "dqn", "dqn_update_in_run", "transformer_lm", "legendre_module",
-              "polynomial_sequential", "mnist_logistic", "seq2seq_translation", "neural_style")
+              "polynomial_sequential", "mnist_logistic", "seq2seq_translation", "neural_style", "fgsm")
 
 
 def main_workers(out_dir: str) -> None:
