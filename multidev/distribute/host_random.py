@@ -10,10 +10,7 @@ applies torch's rule (``placement/replica_random.py``) to the host's generators:
 * the first local replica draws from the object itself (``random``'s hidden instance, numpy's global
   ``RandomState``, a program's ``random.Random``), as rank 0 does, so the caller sees it advance;
 * every other replica draws from its own copy of the object's state at the run's first draw from it
-  (taken before any replica draws: the state every rank starts the step from), or, where the object
-  is still where the last run left it, continues its own copy's state of that run, as each rank
-  continues its own (replicas that drew different counts stay apart; ``HostStreams.join`` keeps those
-  states, fed only by objects the first replica drew from);
+  (taken before any replica draws: the state every rank starts the step from);
 * ``random.seed`` / ``np.random.seed`` / ``setstate`` / ``set_state`` in the step act on the calling
   replica's stream, and ``getstate`` / ``get_state`` read it;
 * an object only other replicas drew from in a run (one replica's own ``random.Random``, kept in a
@@ -27,8 +24,7 @@ global ``RandomState``. The cost (``benchmarks/host_random_cost.py``, on 2 busy 
 replica threads (and in ``merge_call``) a routed call reads one context variable more, 0.1-0.3 us
 (``random.randint`` makes one or two); in a replica about as much again; a run whose step draws forks
 the states at its first draws: about 10 us for ``random``, 0.1-0.25 ms for ``np.random`` (numpy reads
-and writes its 624-word state element by element); at its end the states are read once more to
-keep the replicas' own (about as much again). Runs that draw nothing pay nothing.
+and writes its 624-word state element by element). Runs that draw nothing pay nothing.
 
 Not covered (each replica shares the object, as before): names bound before the first strategy
 existed to ``random``'s routed functions (``from random import random``, ``seed``, ``gauss``...) or
@@ -47,7 +43,6 @@ import contextvars
 import functools
 import random
 import threading
-import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -70,14 +65,11 @@ class _Copy(random.Random):
 class HostStream:
     """One local replica's view of the host's generators for a strategy's runs (see the module docstring)."""
 
-    def __init__(self, replica_id: int, run_states: dict, in_replica: Callable[[], bool], continued: dict):
+    def __init__(self, replica_id: int, run_states: dict, in_replica: Callable[[], bool]):
         self.replica_id = replica_id
         self.owner = replica_id == 0
-        # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers,
-        # its get_state].
+        # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers].
         self.run_states = run_states
-        # Shared: id(object) -> (its reference, its state when the last run ended, {replica: its copy's state then}).
-        self.continued = continued
         self.copies: dict[int, Any] = {}   # this replica's copies (the first replica's objects) this run
         # Copies of past runs, reused: building a numpy RandomState costs more than setting its state.
         self._spares: dict[Callable, list] = {}
@@ -106,24 +98,16 @@ class HostStream:
         with _LOCK:
             entry = self.run_states.get(id(obj))
             if entry is None:
-                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set(), get_state]
+                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set()]
         entry[2].add(self.replica_id)
         if self.owner or entry[1] is None:
             copy = obj
         else:
             spares = self._spares.get(make_copy)
-            copy = make_copy(self.start_state(obj, entry), spares.pop() if spares else None)
+            copy = make_copy(entry[1], spares.pop() if spares else None)
             self._made.append((make_copy, copy))
         self.copies[id(obj)] = copy
         return copy
-
-    def start_state(self, obj: Any, entry: list) -> Any:
-        """The state this (non-first) replica's copy of ``obj`` starts the run from: its own at the end of
-        the last run where ``obj`` is still where that run left it, else ``obj``'s at the run's first draw."""
-        kept = self.continued.get(id(obj))
-        if kept is not None and kept[0]() is obj and self.replica_id in kept[2] and _same_state(kept[1], entry[1]):
-            return kept[2][self.replica_id]
-        return entry[1]
 
 
 def _state_or_none(obj: Any, get_state: Callable[[Any], Any]) -> Any:
@@ -139,8 +123,7 @@ class HostStreams:
 
     def __init__(self, num_replicas: int, in_replica: Callable[[], bool]):
         self.run_states: dict = {}
-        self.continued: dict = {}
-        self.streams = [HostStream(r, self.run_states, in_replica, self.continued) for r in range(num_replicas)] \
+        self.streams = [HostStream(r, self.run_states, in_replica) for r in range(num_replicas)] \
             if num_replicas > 1 else []
 
     def fork(self) -> None:
@@ -152,38 +135,15 @@ class HostStreams:
 
     def join(self) -> None:
         """At the end of a run: an object no first replica drew from, and exactly one other replica did,
-        takes that replica's final state (its next run continues it); of an object the first replica drew
-        from, the other replicas' states are kept where they differ from it (``start_state``)."""
-        kept = {key: value for key, value in self.continued.items()
-                if key not in self.run_states and value[0]() is not None}
-        for key, entry in list(self.run_states.items()):
-            obj, start, drawers, get_state = entry
+        takes that replica's final state (its next run continues it)."""
+        for key, (obj, _, drawers) in list(self.run_states.items()):
             if len(drawers) == 1 and 0 not in drawers:
                 copy = self.streams[next(iter(drawers))].copies.get(key)
                 if copy is not None and copy is not obj:
                     _write_back(obj, copy)
-            elif 0 in drawers and start is not None:
-                self._keep(kept, key, entry)
-        self.continued.clear()
-        self.continued.update(kept)
         self.run_states.clear()
         for stream in self.streams:
             stream.release()
-
-    def _keep(self, kept: dict, key: int, entry: list) -> None:
-        """Note each other replica's state of ``entry``'s object where it differs from the object's."""
-        obj, _, _, get_state = entry
-        ref = _reference(obj)
-        if ref is None:
-            return
-        end = get_state(obj)
-        states = {}
-        for stream in self.streams[1:]:
-            copy = stream.copies.get(key)
-            states[stream.replica_id] = get_state(copy) if copy is not None and copy is not obj \
-                else stream.start_state(obj, entry)   # it drew nothing: where it started
-        if any(not _same_state(state, end) for state in states.values()):
-            kept[key] = (ref, end, states)
 
     def scope(self, replica_id: int) -> "_Scope | None":
         """The context replica ``replica_id``'s thread runs its task in (None: a single replica)."""
@@ -224,25 +184,6 @@ def _numpy_copy(state: Any, spare: np.random.RandomState | None) -> np.random.Ra
     copy = np.random.RandomState(0) if spare is None else spare
     copy.set_state(state)
     return copy
-
-
-def _reference(obj: Any) -> Callable[[], Any] | None:
-    """A weak reference to ``obj``; numpy's global RandomState (no weak references) lives as long as numpy."""
-    if obj is _NUMPY_GLOBAL:
-        return lambda: obj
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return None
-
-
-def _same_state(a: Any, b: Any) -> bool:
-    """Whether two generator states are equal (numpy's hold arrays in dicts; random's are tuples)."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
-    return a == b
 
 
 def _write_back(obj: Any, copy: Any) -> None:

@@ -109,29 +109,3 @@ def test_backward_with_inputs_checks_only_those(strategy):
 
     grads = strategy.experimental_local_results(strategy.run(step, args=(x,)))
     assert [float(g) for g in grads] == [3.0, 3.0] and shared.grad is None   # the mean of rows (0, 1) and (2, 3)
-
-
-@pytest.mark.parametrize("module", ["random", "numpy"])
-def test_replicas_continue_their_own_host_random_streams(strategy, module):
-    """Python's ``random`` and numpy's ``np.random`` alike: different counts in one run, each replica
-    continues its own stream in the next, as each rank does; a re-seed in the caller restarts both."""
-    import random
-
-    import numpy as np
-    draw, seed = (random.random, random.seed) if module == "random" else (np.random.random_sample, np.random.seed)
-
-    def step(counts):
-        n = counts[md.distribute.get_replica_context().replica_id_in_sync_group]
-        return torch.tensor([draw() for _ in range(n)][-1], dtype=torch.float64)
-
-    def rank(draws_before):
-        seed(5)
-        return [draw() for _ in range(draws_before + 1)][-1]
-
-    expected = [[rank(0), rank(2)], [rank(1), rank(3)], [rank(0), rank(0)]]
-    seed(5)
-    got = [[float(v) for v in strategy.experimental_local_results(strategy.run(step, args=([1, 3],)))]]
-    got.append([float(v) for v in strategy.experimental_local_results(strategy.run(step, args=([1, 1],)))])
-    seed(5)
-    got.append([float(v) for v in strategy.experimental_local_results(strategy.run(step, args=([1, 1],)))])
-    assert got == expected
