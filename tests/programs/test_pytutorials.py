@@ -1,4 +1,4 @@
-"""pytorch.org/tutorials typed as printed (``pytutorials.py``, ``pytutorials2.py``, ``pytutorials3.py``) with
+"""pytorch.org/tutorials typed as printed (``pytutorials.py`` ... ``pytutorials4.py``) with
 the port's changes (models and optimizers in ``strategy.scope()``, the loop body in ``strategy.run``, the
 data through ``experimental_distribute_dataset``) train on MirroredStrategy (2 logical CPUs) as DDP trains
 them on 2 Gloo processes: the same weights, losses and logged numbers (float64; bit for bit here), every
