@@ -253,15 +253,8 @@ class Optimizer:
         self._increment_iterations()
 
     def _ema_iteration(self, rules):
-        """The 0-based step for ``use_ema`` (None without it); several replicas: NotImplementedError."""
-        if self._ema is None:
-            return None
-        if rules.strategy is not None and rules.strategy.num_replicas_in_sync > 1:
-            raise NotImplementedError(
-                f"{type(self).__name__}(use_ema=True) under {type(rules.strategy).__name__} with "
-                f"{rules.strategy.num_replicas_in_sync} replicas: multidev keeps the moving averages on one "
-                "device only. Train without use_ema, or average the weights in a callback.")
-        return int(self.iterations)
+        """The 0-based step for ``use_ema`` (None without it)."""
+        return None if self._ema is None else int(self.iterations)
 
     def finalize_variable_values(self, var_list):
         """With ``use_ema``, give the variables their moving averages (Keras calls this at the end of ``fit``)."""
