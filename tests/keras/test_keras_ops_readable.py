@@ -45,7 +45,20 @@ def test_inside_a_layer_ops_give_plain_tensors():
     model = K.Model(inputs, Probe()(K.layers.Dense(2)(inputs)))
     out = model(np.ones((2, 3), "float32"))
     assert seen[-1] is torch.Tensor and out.numpy().shape == (2, 2)      # the layer's output is readable
-    assert type(K.ops.add(torch.ones(2), 1.0)) is torch.Tensor            # nothing to detach: left as it is
+
+
+def test_results_without_gradients_take_python_lists_and_give_numpy_scalars():
+    """keras.io's DQN: rewards (a list) + gamma * ops.amax(target.predict(...)); actions from argmax(...).numpy()."""
+    future = np.array([[0.5, 2.0], [1.0, -1.0]], "float32")
+    q = [1.0, 0.0] + 0.5 * K.ops.amax(future, axis=1)
+    np.testing.assert_allclose(q.numpy(), [2.0, 0.5])
+    assert q.dtype == torch.float32 and (q * [2, 2]).numpy().tolist() == [4.0, 1.0]   # ints take the float dtype
+    assert (K.ops.amin(future, axis=0) - (0.5, 0.5)).numpy().tolist() == [0.0, -1.5]
+    action = K.ops.argmax(K.ops.convert_to_tensor(future)[0]).numpy()
+    assert isinstance(action, np.integer) and action == 1                  # a numpy scalar, as TensorFlow's
+    assert K.ops.one_hot([np.int64(0), action], 2).numpy().tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(TypeError):
+        [1.0, 2.0] + torch.ones(2)   # a plain torch tensor's own refusal (Keras 3 on torch: p44)
 
 
 def test_a_symbolic_op_still_builds_a_node():

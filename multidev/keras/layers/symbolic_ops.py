@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from multidev._core import symbolic
-from multidev._core.eager_tensor import readable
+from multidev._core.eager_tensor import eager
 from multidev.keras.layer_calls import outside_layers
 from multidev.keras import backend
 from multidev.keras.layers import keras_tensor as kt
@@ -182,10 +182,11 @@ def dispatching(function, key):
 
 def _readable(out):
     """An op's result as the program gets it outside every layer: its tensors (alone, or in a list or tuple)
-    ``readable`` (``ops.squeeze(actor_model(state)).numpy()``, keras.io's DDPG policy, as on TensorFlow)."""
+    ``EagerTensor``s, as TensorFlow's eager results (``ops.squeeze(actor_model(state)).numpy()``, keras.io's
+    DDPG policy; ``rewards + gamma * ops.amax(q, axis=1)`` with a Python list of rewards, its DQN)."""
     if type(out) in (list, tuple):
-        return type(out)(readable(o) for o in out)
-    return readable(out)
+        return type(out)(eager(o) for o in out)
+    return eager(out)
 
 
 def _symbolic(value) -> bool:
