@@ -124,10 +124,19 @@ class Optimizer:
         if len(grads) != len(trainable_variables):
             raise ValueError(f"{type(self).__name__}.apply() got {len(grads)} gradients for "
                              f"{len(trainable_variables)} variables; pass one gradient (or None) per variable.")
-        return self.apply_gradients(zip(grads, trainable_variables))
+        return self._apply_pairs(zip(grads, trainable_variables))
 
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
-        """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped."""
+        """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped. As in Keras 3 (whose
+        ``fit`` comes here on TensorFlow), a subclass's own ``apply(grads, trainable_variables)`` takes them:
+        keras.io's gradient centralization overrides it (``fit`` calls ``minimize``, then this)."""
+        if type(self).apply is not Optimizer.apply and not skip_gradients_aggregation:
+            pairs = list(grads_and_vars)
+            return self.apply([g for g, _ in pairs], [v for _, v in pairs])
+        return self._apply_pairs(grads_and_vars, skip_gradients_aggregation)
+
+    def _apply_pairs(self, grads_and_vars, skip_gradients_aggregation=False):
+        """The update of ``(gradient, variable)`` pairs (None gradients skipped)."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
@@ -280,10 +289,12 @@ class Optimizer:
                 "ema_overwrite_frequency": self.ema_overwrite_frequency}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, custom_objects=None):
+        """Keras 3's: a schedule in the config is rebuilt, a custom one from ``custom_objects`` (name -> class)
+        or the registered ones."""
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):
-            config["learning_rate"] = schedules.deserialize(config["learning_rate"])
+            config["learning_rate"] = schedules.deserialize(config["learning_rate"], custom_objects)
         return cls(**config)
 
     def state_tensors(self, var_names: dict[int, str]) -> dict[str, torch.Tensor]:

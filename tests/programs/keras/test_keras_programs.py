@@ -143,6 +143,7 @@ EXPECT = {
                           "k3md2": fails("requires grad", K3_NO_TAPE)},
     "p44_deep_q_network": {"keras3": fails("concatenate list", K3_LIST_PLUS), "md2": EQUAL,
                            "k3md2": fails("concatenate list", K3_LIST_PLUS)},
+    "p45_gradient_centralization": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
 }
 
 
