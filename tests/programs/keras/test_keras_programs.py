@@ -144,6 +144,7 @@ EXPECT = {
     "p44_deep_q_network": {"keras3": fails("concatenate list", K3_LIST_PLUS), "md2": EQUAL,
                            "k3md2": fails("concatenate list", K3_LIST_PLUS)},
     "p45_gradient_centralization": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p46_keras_recipes_endpoint_and_embeddings": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
 }
 
 
