@@ -145,6 +145,7 @@ EXPECT = {
                            "k3md2": fails("concatenate list", K3_LIST_PLUS)},
     "p45_gradient_centralization": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p46_keras_recipes_endpoint_and_embeddings": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p48_miniature_gpt": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p47_trainer_pattern": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # md.GradientTape over Keras 3 variables
 }
 
