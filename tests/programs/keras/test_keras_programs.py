@@ -77,6 +77,8 @@ NO_ACCUM = ("md.keras's optimizers do not take Keras 3's gradient_accumulation_s
 K3_LIST_PLUS = ("the example needs Keras 3's TensorFlow backend: `rewards_sample + gamma * keras.ops.amax(...)` adds a "
                 "Python list to a tensor, which torch refuses on one device too (TensorFlow converts the list; md.keras's "
                 "eager results do as TensorFlow's)")
+K3_NO_CALL = ("Keras 3 on torch cannot fit the MAE on one device either: its symbolic build of the compiled metrics "
+              "calls the model, which has no `call` (Keras's own RuntimeError)")
 EXPECT = {
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
@@ -147,6 +149,8 @@ EXPECT = {
     "p46_keras_recipes_endpoint_and_embeddings": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p49_mean_teacher": {"keras3": RUNS, "md2": differs(HALF_TRACKER + "; the teacher, consistency and "
                                                         "evaluation equal one device: below"), "k3md2": EQUAL},
+    "p50_masked_image_modeling": {"keras3": fails("unable to automatically build", K3_NO_CALL), "md2": EQUAL,
+                                  "k3md2": fails("unable to automatically build", K3_NO_CALL)},
     "p48_miniature_gpt": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p47_trainer_pattern": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # md.GradientTape over Keras 3 variables
 }
