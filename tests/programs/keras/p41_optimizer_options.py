@@ -33,16 +33,20 @@ def data():
     return x, y, weights
 
 
-def run(keras, strategy, workdir, scale=1):
+def fit_with(keras, strategy, cls, kwargs, epochs=2):
+    """The regression model from ``data()``'s weights, compiled with ``keras.optimizers.<cls>(**kwargs)`` and fit
+    on ``data()``'s batches in order: ``(model, {"loss": [...], "weight0": ..., ...})``."""
     x, y, weights = data()
-    x, y = np.concatenate([x] * scale), np.concatenate([y] * scale)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
+        model.set_weights(weights)
+        model.compile(optimizer=getattr(keras.optimizers, cls)(**kwargs), loss="mse")
+    history = model.fit(x, y, batch_size=16, epochs=epochs, shuffle=False, verbose=0).history
+    return model, {"loss": history["loss"], **{f"weight{i}": w for i, w in enumerate(model.get_weights())}}
+
+
+def run(keras, strategy, workdir, scale=1):
     out = {}
     for name, (cls, kwargs) in OPTIONS.items():
-        with strategy.scope():
-            model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="tanh"),
-                                      keras.layers.Dense(1)])
-            model.set_weights(weights)
-            model.compile(optimizer=getattr(keras.optimizers, cls)(**kwargs), loss="mse")
-        history = model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history
-        out[name] = {"loss": history["loss"], **{f"weight{i}": w for i, w in enumerate(model.get_weights())}}
+        model, out[name] = fit_with(keras, strategy, cls, kwargs, epochs=2 * scale)
     return {"_model": model, **out}

@@ -9,7 +9,7 @@ trains it as on one device. md.keras's optimizers do not take the argument (NotI
 out in the message). Shrunk: 8 features, 64 examples, batch 16, 2 epochs.
 """
 
-from tests.programs.keras.p41_optimizer_options import data
+from tests.programs.keras.p41_optimizer_options import fit_with
 
 SOURCE = "https://keras.io/api/optimizers/"
 OPTIONS = {
@@ -19,15 +19,8 @@ OPTIONS = {
 
 
 def run(keras, strategy, workdir, scale=1):
-    x, y, weights = data()
     out = {}
     for name, (cls, kwargs) in OPTIONS.items():
-        with strategy.scope():
-            model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="tanh"),
-                                      keras.layers.Dense(1)])
-            model.set_weights(weights)
-            model.compile(optimizer=getattr(keras.optimizers, cls)(**kwargs), loss="mse")
-        history = model.fit(x, y, batch_size=16, epochs=2 * scale, shuffle=False, verbose=0).history
-        out[name] = {"loss": history["loss"], "iterations": int(model.optimizer.iterations.numpy()),
-                     **{f"weight{i}": w for i, w in enumerate(model.get_weights())}}
+        model, out[name] = fit_with(keras, strategy, cls, kwargs, epochs=2 * scale)
+        out[name]["iterations"] = int(model.optimizer.iterations.numpy())
     return {"_model": model, **out}
