@@ -127,9 +127,8 @@ class Optimizer:
         return self._apply_pairs(zip(grads, trainable_variables))
 
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
-        """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped. As in Keras 3 (whose
-        ``fit`` comes here on TensorFlow), a subclass's own ``apply(grads, trainable_variables)`` takes them:
-        keras.io's gradient centralization overrides it (``fit`` calls ``minimize``, then this)."""
+        """Apply ``(gradient, variable)`` pairs (None gradients skipped); as in Keras 3, through a subclass's own
+        ``apply(grads, trainable_variables)`` (keras.io's gradient centralization overrides it)."""
         if type(self).apply is not Optimizer.apply and not skip_gradients_aggregation:
             pairs = list(grads_and_vars)
             return self.apply([g for g, _ in pairs], [v for _, v in pairs])
@@ -252,7 +251,7 @@ class Optimizer:
             return
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
-        iteration = self._ema_iteration(rules)
+        iteration = None if self._ema is None else int(self.iterations)   # use_ema's 0-based step
         if own:
             plan.apply_own(replica, grads, run, variables)
         else:
@@ -260,10 +259,6 @@ class Optimizer:
         if self._ema is not None:
             self._ema.update(variables, iteration)
         self._increment_iterations()
-
-    def _ema_iteration(self, rules):
-        """The 0-based step for ``use_ema`` (None without it)."""
-        return None if self._ema is None else int(self.iterations)
 
     def finalize_variable_values(self, var_list):
         """With ``use_ema``, give the variables their moving averages (Keras calls this at the end of ``fit``)."""
