@@ -156,6 +156,7 @@ def _set_aggregation(weight, aggregation) -> None:
     the same value for its copy; SUM, the aggregation of a plain module parameter, added the replicas' values)."""
     if isinstance(weight, DistributedVariable):
         weight.aggregation = aggregation
+        weight._agree_despite_none = True   # a torch in-place write leaving the copies apart still raises
 
 
 class LayerWeights:
