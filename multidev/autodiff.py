@@ -64,6 +64,24 @@ def _is_variable(source: torch.Tensor) -> bool:
     return isinstance(source, torch.nn.Parameter)
 
 
+_VARIABLE_SOURCES: list = []   # (accepts, tensor_of): front ends' variables that are not tensors (Keras 3's)
+
+
+def register_variable_source(accepts, tensor_of) -> None:
+    """Let ``tape.gradient`` take a front end's variables as sources: ``accepts(obj)`` says whether ``obj``
+    is one, ``tensor_of(obj)`` gives the tensor its forward reads (``integrations/keras3`` registers
+    Keras 3's ``Variable``: its ``_value``, so a ``train_step`` typed with ``md.GradientTape`` trains)."""
+    if (accepts, tensor_of) not in _VARIABLE_SOURCES:
+        _VARIABLE_SOURCES.append((accepts, tensor_of))
+
+
+def _source_tensor(source: Any) -> Any:
+    """A front end's variable as the tensor autograd knows (anything else unchanged)."""
+    if isinstance(source, torch.Tensor):
+        return source
+    return next((tensor_of(source) for accepts, tensor_of in _VARIABLE_SOURCES if accepts(source)), source)
+
+
 class GradientTape:
     """Records operations so that ``gradient(target, sources)`` can differentiate them.
 
@@ -195,7 +213,7 @@ class GradientTape:
         unconnected = _unconnected(unconnected_gradients)
         self._used = True
         targets = [t for t in flatten(target) if t is not None]
-        leaves = flatten(sources)
+        leaves = [_source_tensor(s) for s in flatten(sources)]
         replica_id = context.current_replica_id()
         inputs = [s._view_for(replica_id) if isinstance(s, DistributedVariable) else s for s in leaves]
         for s in inputs:
@@ -248,7 +266,7 @@ class GradientTape:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of gradients "
                                "(or jacobians); create it with md.GradientTape(persistent=True) to call it again.")
         unconnected, self._used = _unconnected(unconnected_gradients), True
-        leaves = flatten(sources)
+        leaves = [_source_tensor(s) for s in flatten(sources)]
         replica_id = context.current_replica_id()
         out = []
         for source in leaves:

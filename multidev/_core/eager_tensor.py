@@ -34,7 +34,10 @@ class EagerTensor(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        return self.detach().cpu().numpy(force=force)
+        """The snapshot; a scalar's is a numpy scalar (``np.int64(2)``), as TensorFlow's ``.numpy()`` gives
+        (keras.io's DQN lists ``keras.ops.argmax(q[0]).numpy()`` actions with ``np.random.choice`` ones)."""
+        out = self.detach().cpu().numpy(force=force)
+        return out[()] if out.ndim == 0 else out
 
     def item(self):
         return self.detach().item()
@@ -53,7 +56,7 @@ class EagerTensor(torch.Tensor):
 
     def __getitem__(self, index):
         """A row or slice stays readable (``model(x)[0].numpy()``, TensorFlow's tutorials' idiom)."""
-        return readable(torch.Tensor.__getitem__(self, index))
+        return eager(torch.Tensor.__getitem__(self, index))
 
     def __format__(self, spec: str) -> str:
         return self.detach().__format__(spec)
@@ -84,36 +87,57 @@ def _snapshots(value):
     return value
 
 
-def readable_operator(name: str, convert=None):
+def readable_operator(name: str, convert=None, wrap=None):
     """``torch.Tensor.<name>`` (a Python operator) whose operand, if any, passes through ``convert(self,
-    other)`` and whose result stays readable: ``(model(x) * 2).numpy()``, ``-loss``, ``(v * [3., 4.])``."""
+    other)`` and whose result stays readable: ``(model(x) * 2).numpy()``, ``-loss``, ``(v * [3., 4.])``
+    (``wrap``: how the result is handed on, ``readable`` by default)."""
     op = getattr(torch.Tensor, name)
+    wrap = wrap or readable
 
     def method(self, *other):
         if convert is not None:
             other = tuple(convert(self, o) for o in other)
-        return readable(op(self, *other))
+        return wrap(op(self, *other))
 
     method.__name__ = name
     return method
 
 
 def _array_as_tensor(self, other):
-    """A numpy operand as a tensor, as TensorFlow converts it: torch's own operator returns NotImplemented
-    for an ndarray, so numpy computed ``model(x) - y`` from the detached snapshot ``numpy()`` gives: a
-    result with no gradient, training nothing, silently."""
-    return torch.as_tensor(other, device=self.device) if isinstance(other, np.ndarray) else other
+    """A numpy or Python-list operand as a tensor, as TensorFlow converts it: torch's own operator returns
+    NotImplemented for an ndarray, so numpy computed ``model(x) - y`` from the detached snapshot ``numpy()``
+    gives: a result with no gradient, training nothing, silently; and a list it refuses (keras.io's DQN adds
+    its list of sampled rewards to ``gamma * keras.ops.amax(...)``). A list of numbers takes the tensor's
+    dtype where that loses nothing (ints, or any numbers beside a float tensor), as TensorFlow's conversion."""
+    if isinstance(other, np.ndarray):
+        return torch.as_tensor(other, device=self.device)
+    if type(other) in (list, tuple):
+        converted = torch.as_tensor(other, device=self.device)
+        return converted.to(self.dtype) if self.is_floating_point() or not converted.is_floating_point() \
+            else converted
+    return other
+
+
+def eager(value):
+    """``value`` as an ``EagerTensor`` when it is a plain tensor, gradient or not (what a TF program's own code
+    gets from an op: ``list + tensor`` and ``.numpy()`` work on it); else unchanged. Not while tracing."""
+    if type(value) is torch.Tensor and not torch.compiler.is_compiling():
+        result = value.as_subclass(EagerTensor)
+        if value.__dict__:
+            result.__dict__.update(value.__dict__)
+        return result
+    return value
 
 
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
     for _dunder in (f"__{_name}__", f"__r{_name}__"):
         if hasattr(torch.Tensor, _dunder):
-            setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor))
+            setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor, eager))
 for _dunder in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
-    setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor))
+    setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor, eager))
 EagerTensor.__hash__ = torch.Tensor.__hash__   # defining __eq__ above would drop it
 for _dunder in ("__neg__", "__pos__", "__abs__"):
-    setattr(EagerTensor, _dunder, readable_operator(_dunder))
+    setattr(EagerTensor, _dunder, readable_operator(_dunder, wrap=eager))
 
 
 def readable(value):

@@ -36,12 +36,14 @@ from typing import Any, Callable
 import torch
 from torch.nn.modules import module as torch_module
 
+from multidev import autodiff
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_datasets,
-                                   keras3_dropout, keras3_layers, keras3_loss_scale, keras3_random, keras3_split)
+                                   keras3_dropout, keras3_layers, keras3_loss_scale, keras3_random, keras3_split,
+                                   keras3_tape)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -388,5 +390,6 @@ def register() -> None:
     nothing in torch (strategies install ``FRONT_END``'s hooks while they live)."""
     front_end.register(FRONT_END)
     trackables.register_tensor_source(keras3_checkpoint.accepts, keras3_checkpoint.tensors)
+    autodiff.register_variable_source(keras3_tape.accepts, keras3_tape.tensor_of)
     if _keras3() is not None:   # imported before multidev: md.data datasets feed its fit at once (if they can)
         keras3_datasets.install(_keras3(), quiet=True)

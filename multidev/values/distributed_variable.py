@@ -83,6 +83,7 @@ class DistributedVariable(Variable):
     #: replica's copy: a Keras layer's state weight (``self.total.assign_add(...)`` in ``call``) keeps
     #: the variable API and its aggregation in every replica, as TensorFlow's layers see the variable.
     _handed_whole = False
+    _agree_despite_none = False   # a Keras layer's trainable weight (aggregation NONE): copies must still agree
     _module_buffer = False     # made from a module's buffer (distribute/module_hooks.py keeps it one)
 
     @classmethod
@@ -205,10 +206,12 @@ class DistributedVariable(Variable):
 
     def _copies_must_agree(self) -> bool:
         """Whether copies written in the replicas outside the update paths must stay equal (not with
-        one shared storage; aggregation NONE lets replicas drift by design; ONLY_FIRST_REPLICA takes
-        replica 0's value at the next run)."""
-        return not self._share_storage and self.aggregation not in (
-            VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA)
+        one shared storage; aggregation NONE lets replicas drift by design, except a Keras layer's trainable
+        weight's (``_agree_despite_none``: its ``assign`` in a replica writes that copy, as TensorFlow's, while a
+        torch in-place write that leaves the copies apart still raises); ONLY_FIRST_REPLICA takes replica 0's
+        value at the next run)."""
+        return not self._share_storage and (self._agree_despite_none or self.aggregation not in (
+            VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA))
 
     def _check_replica_writes(self, unversioned: bool = False) -> None:
         """After ``strategy.run``: replica 0's copy was written in the replicas outside the update paths

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import inspect
 import threading
@@ -33,14 +32,14 @@ from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers import layer_losses, layer_state, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
+from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.layer_weights import (  # noqa: F401  (KerasParameter's import path)
     KerasParameter, LayerWeights, _module_weights)
 from multidev.values import context
 from multidev.values.variables import DistributedVariable  # noqa: F401  (importable from here, as before)
 
-# (training flag, depth) of the innermost enclosing layer call here; each thread starts outside every call.
-_call_state: contextvars.ContextVar[tuple] = contextvars.ContextVar("multidev_layer_call", default=(None, 0))
+_call_state = call_state   # (training flag, depth) of the innermost enclosing layer call (layer_calls.py)
 _NO_SCOPE = contextlib.nullcontext()
 _BUILD_LOCK = threading.RLock()
 _SIG_CACHE: dict[tuple[type, str], bool] = {}

@@ -149,6 +149,16 @@ def _module_weights(module: nn.Module, trainable: bool):
             yield from _module_weights(child, trainable)
 
 
+def _set_aggregation(weight, aggregation) -> None:
+    """A trainable weight made distributed by the scope takes the ``add_weight`` aggregation (NONE unless
+    given), as TensorFlow's Keras weights: an assign in a replica writes that replica's copy (keras.io's
+    mean teacher moves each teacher weight towards the student's in its ``train_step``: every replica computes
+    the same value for its copy; SUM, the aggregation of a plain module parameter, added the replicas' values)."""
+    if isinstance(weight, DistributedVariable):
+        weight.aggregation = aggregation
+        weight._agree_despite_none = True   # a torch in-place write leaving the copies apart still raises
+
+
 class LayerWeights:
     """The weight half of ``Layer``: expects ``nn.Module``'s registration API and the attributes that
     ``Layer.__init__`` sets (``_weight_specs``, ``_weight_regularizers``, ``_trainable``, ``_dtype_policy``)."""
@@ -180,6 +190,7 @@ class LayerWeights:
         if trainable:
             parameter = KerasParameter(value, requires_grad=self.trainable)
             self.register_parameter(name, parameter)
+            _set_aggregation(getattr(self, name), aggregation)
         else:
             layer_state.register_state(self, name, value, KerasBuffer, synchronization, aggregation)
         _name_weight(getattr(self, name), name, weight_paths.path_for(self, name))

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 
 from multidev._core import symbolic
+from multidev._core.eager_tensor import eager
+from multidev.keras.layer_calls import outside_layers
 from multidev.keras import backend
 from multidev.keras.layers import keras_tensor as kt
 from multidev.keras.layers.base import Layer
@@ -172,9 +174,19 @@ def dispatching(function, key):
     def op(*args, **kwargs):
         if _symbolic(args) or (kwargs and _symbolic(kwargs)):
             return symbolic_call(raw, key, args, kwargs)
-        return function(*args, **kwargs)
+        out = function(*args, **kwargs)
+        return _readable(out) if outside_layers() else out
     op._md_symbolic = True
     return op
+
+
+def _readable(out):
+    """An op's result as the program gets it outside every layer: its tensors (alone, or in a list or tuple)
+    ``EagerTensor``s, as TensorFlow's eager results (``ops.squeeze(actor_model(state)).numpy()``, keras.io's
+    DDPG policy; ``rewards + gamma * ops.amax(q, axis=1)`` with a Python list of rewards, its DQN)."""
+    if type(out) in (list, tuple):
+        return type(out)(eager(o) for o in out)
+    return eager(out)
 
 
 def _symbolic(value) -> bool:

@@ -99,6 +99,12 @@ class LossScaleOptimizer(Optimizer):
         self.apply_gradients(zip(self.get_unscaled_gradients(grads), var_list))
 
     # ----- the update --------------------------------------------------------------------------
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's two-list form: the same update as ``apply_gradients`` (the scale's check included)."""
+        grads = list(grads)
+        variables = self.inner_optimizer._rules.variables if trainable_variables is None else trainable_variables
+        return self.apply_gradients(zip(grads, list(variables)))
+
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
         """Apply (unscaled) gradients, unless dynamic scaling finds a non-finite one: then skip and halve."""
         inner = self.inner_optimizer

@@ -63,8 +63,10 @@ class LossesContainer:
         weights = _per_output(loss_weights, self.output_names, "loss_weights") if loss_weights is not None else [1.0] * len(self.output_names)
         self.loss_weights = [_loss_weight(w, loss_weights) for w in weights]
         self.tracker = metrics_mod.Mean(name="loss")
-        self.output_trackers = ([metrics_mod.Mean(name=f"{n}_loss") for n in self.output_names]
-                                if len(self.output_names) > 1 else [])
+        # Keras 3 logs each output's loss when more than one output has a loss (``loss=[fn, None]``: "loss" only)
+        with_loss = [fn is not None for fn in self.losses]
+        self.output_trackers = ([metrics_mod.Mean(name=f"{n}_loss") if has else None
+                                 for n, has in zip(self.output_names, with_loss)] if sum(with_loss) > 1 else [])
 
     @staticmethod
     def _per_sample(fn, y_true, y_pred):
@@ -110,7 +112,8 @@ class LossesContainer:
         as Keras 3's) leaves the ``loss`` tracker to the step; per-output trackers always update."""
         if regularization_losses:
             regularization = nn.scale_regularization_loss(list(regularization_losses))
-        ys, ps = _as_list(y_true, len(self.losses)), _as_list(y_pred, len(self.losses))
+        ys = _targets(y_true, [fn is not None for fn in self.losses])
+        ps = _as_list(y_pred, len(self.losses))
         batch = int(ps[0].shape[0])
         divisor = _divisor(batch)   # the global batch on a strategy
         # Trackers record the local mean weighted by the local batch, so replicas merge exactly.
@@ -126,7 +129,7 @@ class LossesContainer:
                 value = loss_masks.masked_loss(per, mask, sw)
             else:
                 value = self._reduce(per, sw, divisor, fn, batch)
-            if self.output_trackers and batch:
+            if self.output_trackers and batch:   # (fn is not None here: its tracker exists)
                 self.output_trackers[i].update_state(value.detach() * scale, sample_weight=batch)
             total = value * w if total is None else total + value * w
         if total is None:
@@ -146,7 +149,7 @@ class LossesContainer:
 
     @property
     def metrics(self) -> list:
-        return [self.tracker] + self.output_trackers
+        return [self.tracker] + [t for t in self.output_trackers if t is not None]
 
 
 def _replicas() -> int:
@@ -159,6 +162,30 @@ def _divisor(batch: int) -> int:
     """What a replica divides its summed loss by: the step's global batch on a strategy, else ``batch``."""
     step = step_inputs.current()
     return (step.global_batch_size if step is not None else None) or batch
+
+
+def _structured(value) -> bool:
+    return isinstance(value, (list, tuple, dict))
+
+
+def _targets(y_true, present: list) -> list:
+    """One target per output. A single target beside several outputs goes to the one output that takes a target
+    (a non-None loss; keras.io's miniature GPT compiles ``loss=[loss_fn, None]`` and fits a single ``y``), as
+    Keras 3 matches the targets with the non-None losses in order; a list as long as those outputs likewise.
+    Anything else is refused (a tensor was split into its rows here: a silently wrong loss)."""
+    n = len(present)
+    if n == 1 or isinstance(y_true, dict) or (_structured(y_true) and len(y_true) == n):
+        return _as_list(y_true, n)
+    flat = list(y_true) if _structured(y_true) else [y_true]
+    slots = [i for i, p in enumerate(present) if p]
+    if len(flat) != len(slots):
+        raise ValueError(f"y_true and y_pred have different structures: the model has {n} outputs, {len(slots)} of "
+                         f"which take a target (a loss or metric), but {len(flat)} target(s) were given. Pass one "
+                         "target per output (a list or a dict by output name), or one per output with a loss.")
+    out = [None] * n
+    for i, y in zip(slots, flat):
+        out[i] = y
+    return out
 
 
 def _as_list(value, n):
@@ -236,7 +263,9 @@ class MetricsContainer:
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         n = len(self.output_names)
-        ys, ps = _as_list(y_true, n), _as_list(y_pred, n)
+        ps = _as_list(y_pred, n)
+        present = [bool(_listify(m) or _listify(w)) for m, w in zip(self._specs, self._weighted_specs)]
+        ys = _targets(y_true, present) if any(present) else [None] * n    # no metric: no target to place
         if self._metrics is None:
             with self._lock:       # replicas may reach the first update concurrently: build once
                 if self._metrics is None:

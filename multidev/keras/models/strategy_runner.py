@@ -101,7 +101,7 @@ def _is_distributed(data: Any) -> bool:
 def ensure_built(model, strategy, data) -> None:
     """Create a lazily-built model's weights in cross-replica context, under the strategy's scope,
     so they become distributed variables (building inside a replica would make local ones)."""
-    if any(True for _ in model.parameters()) and getattr(model, "built", True):
+    if any(True for _ in model.parameters()) and (getattr(model, "built", True) or _layers_built(model)):
         return
     from multidev.keras.models.data_adapter import unpack_x_y_sample_weight
 
@@ -112,6 +112,13 @@ def ensure_built(model, strategy, data) -> None:
     # ops.squeeze(input_node_indices) a scalar, and its logits layer refused a 1-D input.
     with strategy.scope(), torch.no_grad(), random.unconsumed():   # one device makes no such pass: draw nothing
         model(x, training=False)
+
+
+def _layers_built(model) -> bool:
+    """Whether every layer inside ``model`` is built (a subclassed model wrapping built models, as keras.io's
+    trainer and mean-teacher patterns: its own ``call`` may not take the ``fit`` inputs its ``train_step`` does,
+    and one device never calls it before the step either)."""
+    return all(getattr(m, "built", True) for m in model.modules() if m is not model)
 
 
 def check_variables(model, strategy) -> None:

@@ -4,7 +4,10 @@
 floats -> float32, float ops on ints -> float32) and Keras 3's defaults (``gelu`` approximate,
 ``leaky_relu`` slope 0.2). Each op is tested against ``keras.ops.X`` (torch backend) on the same
 inputs (tests/keras/test_keras_ops.py). A name Keras 3 has and md.keras lacks raises an AttributeError
-that says so.
+that says so. Called outside every layer (a program's own code: keras.io's DDPG ``policy`` does
+``ops.squeeze(actor_model(state)).numpy()``), an op's tensors are ``readable`` (``.numpy()`` reads them while
+they carry gradients, as TensorFlow's eager tensors; ``layers/symbolic_ops.py``'s wrapper does it); inside a
+layer's call they are plain torch tensors.
 
 Example:
     from multidev.keras import ops

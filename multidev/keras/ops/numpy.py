@@ -262,6 +262,16 @@ def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     return out if initial is None else torch.clamp(out, max=initial)
 
 
+def amax(x, axis=None, keepdims=False):
+    """Maximum over ``axis`` (Keras 3's numpy name; keras.io's DQN takes ``amax`` of the target's Q-values)."""
+    return max(x, axis, keepdims)
+
+
+def amin(x, axis=None, keepdims=False):
+    """Minimum over ``axis`` (Keras 3's numpy name)."""
+    return min(x, axis, keepdims)
+
+
 def prod(x, axis=None, keepdims=False, dtype=None):
     """Product over ``axis``."""
     x = _t(x, dtype)

@@ -16,8 +16,10 @@ _CLASSES = {c.__name__: c for c in (SGD, Adam, AdamW, Nadam, RMSprop, Adagrad, A
 _NAMES = {name.lower(): cls for name, cls in _CLASSES.items()}
 
 
-def get(identifier) -> Optimizer:
-    """Resolve 'adam', 'sgd', 'nadam', ... (case-insensitive), a config dict or an Optimizer."""
+def get(identifier, custom_objects=None) -> Optimizer:
+    """Resolve 'adam', 'sgd', 'nadam', ... (case-insensitive), a config dict or an Optimizer; a config's
+    custom optimizer class or learning-rate schedule comes from ``custom_objects`` (name -> class) or the
+    registered ones (``register_keras_serializable``, ``custom_object_scope``)."""
     if isinstance(identifier, Optimizer):
         return identifier
     if isinstance(identifier, dict) and identifier.get("class_name") == "LossScaleOptimizer":
@@ -25,7 +27,16 @@ def get(identifier) -> Optimizer:
 
         return LossScaleOptimizer.from_config(identifier.get("config", {}))
     if isinstance(identifier, dict):
-        return _CLASSES[identifier["class_name"]].from_config(identifier.get("config", {}))
+        from multidev.keras.saving.serialization import custom_object_scope, get_custom_objects
+
+        name = identifier["class_name"]
+        cls = (custom_objects or {}).get(name) or get_custom_objects().get(name) or _CLASSES.get(name)
+        if cls is None:
+            raise ValueError(f"Unknown optimizer: {name!r}. Pass it in `custom_objects=` (or register it with "
+                             "keras.saving.register_keras_serializable) when loading, e.g. load_model(path, "
+                             f"custom_objects={{{name!r}: {name}}}). Built-in: {sorted(_CLASSES)}.")
+        with custom_object_scope(custom_objects or {}):   # a custom schedule in the config, as Keras 3 finds it
+            return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str) and identifier.lower() in _NAMES:
         return _NAMES[identifier.lower()]()
     raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "

@@ -124,10 +124,18 @@ class Optimizer:
         if len(grads) != len(trainable_variables):
             raise ValueError(f"{type(self).__name__}.apply() got {len(grads)} gradients for "
                              f"{len(trainable_variables)} variables; pass one gradient (or None) per variable.")
-        return self.apply_gradients(zip(grads, trainable_variables))
+        return self._apply_pairs(zip(grads, trainable_variables))
 
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
-        """Apply ``(gradient, variable)`` pairs; pairs with a None gradient are skipped."""
+        """Apply ``(gradient, variable)`` pairs (None gradients skipped); as in Keras 3, through a subclass's own
+        ``apply(grads, trainable_variables)`` (keras.io's gradient centralization overrides it)."""
+        if type(self).apply is not Optimizer.apply and not skip_gradients_aggregation:
+            pairs = list(grads_and_vars)
+            return self.apply([g for g, _ in pairs], [v for _, v in pairs])
+        return self._apply_pairs(grads_and_vars, skip_gradients_aggregation)
+
+    def _apply_pairs(self, grads_and_vars, skip_gradients_aggregation=False):
+        """The update of ``(gradient, variable)`` pairs (None gradients skipped)."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
@@ -243,7 +251,7 @@ class Optimizer:
             return
         lr = self._current_lr() if lr is None else float(lr)   # a caller may hand the rate variable
         run = functools.partial(rules.run_rule, replica, lr, self.weight_decay or 0.0)
-        iteration = self._ema_iteration(rules)
+        iteration = None if self._ema is None else int(self.iterations)   # use_ema's 0-based step
         if own:
             plan.apply_own(replica, grads, run, variables)
         else:
@@ -251,17 +259,6 @@ class Optimizer:
         if self._ema is not None:
             self._ema.update(variables, iteration)
         self._increment_iterations()
-
-    def _ema_iteration(self, rules):
-        """The 0-based step for ``use_ema`` (None without it); several replicas: NotImplementedError."""
-        if self._ema is None:
-            return None
-        if rules.strategy is not None and rules.strategy.num_replicas_in_sync > 1:
-            raise NotImplementedError(
-                f"{type(self).__name__}(use_ema=True) under {type(rules.strategy).__name__} with "
-                f"{rules.strategy.num_replicas_in_sync} replicas: multidev keeps the moving averages on one "
-                "device only. Train without use_ema, or average the weights in a callback.")
-        return int(self.iterations)
 
     def finalize_variable_values(self, var_list):
         """With ``use_ema``, give the variables their moving averages (Keras calls this at the end of ``fit``)."""
@@ -287,10 +284,12 @@ class Optimizer:
                 "ema_overwrite_frequency": self.ema_overwrite_frequency}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, custom_objects=None):
+        """Keras 3's: a schedule in the config is rebuilt, a custom one from ``custom_objects`` (name -> class)
+        or the registered ones."""
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):
-            config["learning_rate"] = schedules.deserialize(config["learning_rate"])
+            config["learning_rate"] = schedules.deserialize(config["learning_rate"], custom_objects)
         return cls(**config)
 
     def state_tensors(self, var_names: dict[int, str]) -> dict[str, torch.Tensor]:

@@ -148,5 +148,16 @@ def serialize(schedule) -> dict:
     return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
 
 
-def deserialize(config: dict) -> LearningRateSchedule:
-    return _CLASSES[config["class_name"]].from_config(config["config"])
+def deserialize(config: dict, custom_objects=None) -> LearningRateSchedule:
+    """The schedule of a ``serialize`` dict: a built-in class, or one of ``custom_objects`` (name -> class: a
+    ``LearningRateSchedule`` subclass with ``get_config``, as keras.io's ``WarmUpCosine``), or registered
+    (``register_keras_serializable``, ``custom_object_scope``: what ``load_model`` opens its custom objects in)."""
+    from multidev.keras.saving.serialization import get_custom_objects
+
+    name = config["class_name"]
+    cls = (custom_objects or {}).get(name) or get_custom_objects().get(name) or _CLASSES.get(name)
+    if cls is None:
+        raise ValueError(f"Unknown learning rate schedule: {name!r}. Pass it in `custom_objects=` (or register it "
+                         f"with keras.saving.register_keras_serializable) when loading, e.g. load_model(path, "
+                         f"custom_objects={{{name!r}: {name}}}). Built-in: {sorted(_CLASSES)}.")
+    return cls.from_config(config["config"])

@@ -176,7 +176,7 @@ def _from_members(members: dict, path: str, custom_objects, compile: bool, verif
         own_variables.load(model, own)
     cc = config.get("compile_config")
     if compile and cc:
-        model.compile(optimizer=optimizers.get(cc["optimizer"]), loss=_loss(cc["loss"]), metrics=_metric(cc["metrics"]),
+        model.compile(optimizer=optimizers.get(cc["optimizer"], custom_objects), loss=_loss(cc["loss"]), metrics=_metric(cc["metrics"]),
                       loss_weights=cc["loss_weights"], weighted_metrics=_metric(cc["weighted_metrics"]))
         if OPTIMIZER in members:
             state, _ = weights_io.read_tensors(members[OPTIMIZER], f"{path}/{OPTIMIZER}", verify_checksum)

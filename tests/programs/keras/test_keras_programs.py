@@ -10,7 +10,10 @@ correctness; "k3": Keras 3 on multidev): they turn into passes after the merge.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 
+import numpy as np
 import pytest
 
 from tests.conftest import run_fresh
@@ -68,6 +71,14 @@ HALF_TRACKER = ("md.keras divides a Keras loss called in a replica's own train_s
                 "rule: training equals one device), so the guide's loss_tracker.update_state(loss) logs half the loss on "
                 "2 replicas, as Keras 3 on TensorFlow 2.21's MirroredStrategy does (checked: 0.1485 vs 0.2971 on one "
                 "device, mae equal); Keras 3 on multidev weights the tracker by each replica's share instead")
+NO_ACCUM = ("md.keras's optimizers do not take Keras 3's gradient_accumulation_steps (NotImplementedError naming "
+            "the way out: Keras 3 on multidev, which trains it as one device; TensorFlow 2.21's Keras 3 refuses it "
+            "under MirroredStrategy)")
+K3_LIST_PLUS = ("the example needs Keras 3's TensorFlow backend: `rewards_sample + gamma * keras.ops.amax(...)` adds a "
+                "Python list to a tensor, which torch refuses on one device too (TensorFlow converts the list; md.keras's "
+                "eager results do as TensorFlow's)")
+K3_NO_CALL = ("Keras 3 on torch cannot fit the MAE on one device either: its symbolic build of the compiled metrics "
+              "calls the model, which has no `call` (Keras's own RuntimeError)")
 EXPECT = {
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
@@ -126,6 +137,22 @@ EXPECT = {
     "p38_gnn_citations": {"keras3": RUNS, "md2": differs(GRAPH_DROPOUT), "k3md2": EQUAL},
     "p39_gnn_citations_without_dropout": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p40_custom_step_losses_metrics": {"keras3": RUNS, "md2": differs(HALF_TRACKER), "k3md2": EQUAL},
+    # p41+: kerasio4 (docs/keras3_parity.md, "keras.io programs p41+")
+    "p41_optimizer_options": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # and TF's numbers: below
+    "p42_gradient_accumulation": {"keras3": RUNS, "k3md2": EQUAL, "md1": fails("gradient_accumulation_steps", NO_ACCUM),
+                                  "md2": fails("gradient_accumulation_steps", NO_ACCUM)},
+    "p43_ddpg_pendulum": {"keras3": fails("requires grad", K3_NO_TAPE), "md2": EQUAL,
+                          "k3md2": fails("requires grad", K3_NO_TAPE)},
+    "p44_deep_q_network": {"keras3": fails("concatenate list", K3_LIST_PLUS), "md2": EQUAL,
+                           "k3md2": fails("concatenate list", K3_LIST_PLUS)},
+    "p45_gradient_centralization": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p46_keras_recipes_endpoint_and_embeddings": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p49_mean_teacher": {"keras3": RUNS, "md2": differs(HALF_TRACKER + "; the teacher, consistency and "
+                                                        "evaluation equal one device: below"), "k3md2": EQUAL},
+    "p50_masked_image_modeling": {"keras3": fails("unable to automatically build", K3_NO_CALL), "md2": EQUAL,
+                                  "k3md2": fails("unable to automatically build", K3_NO_CALL)},
+    "p48_miniature_gpt": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p47_trainer_pattern": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # md.GradientTape over Keras 3 variables
 }
 
 
@@ -175,3 +202,32 @@ def test_keras3_one_device_count_metrics_alias_validation_counts(report):
     for key, value in one["results"].items():   # everything else agrees
         if key.split(".")[-1] not in keys:
             assert value == pytest.approx(two["results"][key], rel=2e-4, abs=2e-5), key
+
+
+def test_optimizer_options_give_tensorflows_one_device_numbers(report):
+    """p41 in every mode gives TF 2.21's one-device losses and weights (clipping, use_ema, its overwrites)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "p41_tensorflow.json")) as f:
+        tf = json.load(f)
+    for mode in ("keras3", "md1", "md2", "k3md2"):
+        got = report["p41_optimizer_options"][mode]["results"]
+        for option, want in tf["keras3_one_device"].items():
+            for key, value in want.items():   # 7 significant digits recorded
+                np.testing.assert_allclose(got[f"{option}.{key}"], value, rtol=2e-6, atol=2e-7,
+                                           err_msg=f"{mode} {option} {key}")
+    # Where TensorFlow's own replicas differ: Keras 3 on TensorFlow clips each replica's share of the gradient
+    # before summing (tf_keras 2.21 sums first, as multidev does); it refuses ema_overwrite_frequency there.
+    two, legacy = tf["keras3_two_replicas_loss"], tf["tf_keras_two_replicas_loss"]
+    for option in ("clipnorm", "global_clipnorm", "clipvalue"):
+        assert not np.allclose(two[option], tf["keras3_one_device"][option]["loss"], rtol=1e-3), option
+    assert two["ema_overwrite_frequency"]["raises"] == "RuntimeError"
+    for option, loss in legacy.items():
+        np.testing.assert_allclose(loss, tf["tf_keras_one_device_loss"][option], rtol=2e-6, err_msg=option)
+
+
+def test_mean_teacher_trains_as_one_device_and_logs_half_the_summed_loss(report):
+    # p49's md2 differs only in the logged `loss` (supervised + weighted consistency: HALF_TRACKER); the teacher's
+    # in-step EMA assign writes each replica's copy (md.keras weights have TF's aggregation NONE; SUM doubled it).
+    one, two = report["p49_mean_teacher"]["md1"]["results"], report["p49_mean_teacher"]["md2"]["results"]
+    for key, value in one.items():
+        want = np.asarray(value) / 2 if key == "history.loss" else value
+        np.testing.assert_allclose(two[key], want, rtol=2e-4, atol=2e-5, err_msg=key)
