@@ -1,7 +1,8 @@
 """md.keras names keras.io's guides and examples use (tests/programs/keras p31-p40 run them on 2 replicas):
 ``get_build_config``/``build_from_config``, ``serialize_keras_object``/``deserialize_keras_object``, registered
 activation functions, ``keras.Model.from_config`` of a functional config, a plain loss function's targets at the
-predictions' rank, ``ops.image.extract_patches``, ``RandomZoom``, numpy functions on a model's outputs."""
+predictions' rank, ``ops.image.extract_patches``, ``RandomZoom``, ``RandomTranslation``, numpy functions on a model's
+outputs."""
 
 from __future__ import annotations
 
@@ -120,6 +121,25 @@ def test_random_zoom_zooms_out_for_a_positive_factor_and_is_identity_in_inferenc
     assert out[0, 4, 4, 0] == 1.0 and out[0, 0, :, 0].sum() == 0.0
     with pytest.raises(ValueError, match=r"height_factor=\(-2, 0\)"):
         keras.layers.RandomZoom((-2, 0))
+
+
+def test_random_translation_shifts_down_and_right_for_positive_factors_as_keras():
+    image = torch.zeros(1, 10, 10, 1)
+    image[0, 2, 3, 0] = 1.0
+    shift = keras.layers.RandomTranslation((0.2, 0.2), (0.3, 0.3), fill_mode="constant", interpolation="nearest",
+                                           seed=1)
+    assert shift(image, training=False) is image
+    out = shift(image, training=True)   # 2 rows down, 3 columns right (Keras 3 moves the pixel to (4, 6) too)
+    assert torch.nonzero(out[0, ..., 0]).tolist() == [[4, 6]]
+    ramp = torch.arange(25.0).reshape(1, 5, 5, 1)   # 'nearest' fill repeats the edge: Keras 3's numbers
+    up_left = keras.layers.RandomTranslation((0.4, 0.4), (-0.2, -0.2), fill_mode="nearest", interpolation="nearest")
+    assert up_left(ramp, training=True)[0, :, :, 0].tolist() == [
+        [1.0, 2.0, 3.0, 4.0, 4.0], [1.0, 2.0, 3.0, 4.0, 4.0], [1.0, 2.0, 3.0, 4.0, 4.0],
+        [6.0, 7.0, 8.0, 9.0, 9.0], [11.0, 12.0, 13.0, 14.0, 14.0]]
+    config = shift.get_config()
+    assert (config["height_factor"], config["width_factor"], config["fill_mode"]) == ((0.2, 0.2), (0.3, 0.3), "constant")
+    with pytest.raises(ValueError, match=r"width_factor=\(0.5, 1.5\)"):
+        keras.layers.RandomTranslation(0.1, (0.5, 1.5))
 
 
 def test_numpy_functions_read_a_models_output_that_requires_grad():

@@ -39,7 +39,8 @@ from multidev.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, A
                                            MaxPooling1D, MaxPooling2D)
 from multidev.keras.layers.pooling import (AveragePooling3D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool3D,
                                            GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool3D, MaxPooling3D)
-from multidev.keras.layers.preprocessing import Normalization, RandomFlip, RandomRotation, RandomZoom, Rescaling
+from multidev.keras.layers.preprocessing import (Normalization, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
+                                                 Rescaling)
 from multidev.keras.layers.recurrent import GRU, LSTM, Bidirectional
 from multidev.keras.layers.rnn import RNN, SimpleRNN
 from multidev.keras.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
@@ -55,7 +56,7 @@ __all__ = [
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
-    "RandomRotation", "RandomZoom", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
+    "RandomRotation", "RandomTranslation", "RandomZoom", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
     # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
     "PReLU", "Dot", "Minimum", "GroupNormalization", "UnitNormalization", "Permute", "RepeatVector",
     "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D",

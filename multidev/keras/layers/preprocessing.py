@@ -1,4 +1,5 @@
-"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation, RandomZoom.
+"""Preprocessing layers the tutorials use: Rescaling, Normalization, RandomFlip, RandomRotation, RandomZoom,
+RandomTranslation.
 
 Example:
     norm = md.keras.layers.Normalization()
@@ -271,3 +272,42 @@ class RandomZoom(_RandomAffine):
 
     def get_config(self):
         return {**super().get_config(), "height_factor": self.height_factor, "width_factor": self.width_factor}
+
+
+class RandomTranslation(_RandomAffine):
+    """While training, shift each image by a fraction of its height and width drawn per image in
+    ``height_factor``'s and ``width_factor``'s ranges (a positive factor shifts down / right, as Keras's).
+
+    Example:
+        >>> shift = md.keras.layers.RandomTranslation(height_factor=0.1, width_factor=0.1, seed=1)
+        >>> shift(images, training=True)   # each image moved by up to 10% of its size on each axis
+    """
+
+    _draws = 2
+
+    def __init__(self, height_factor, width_factor, fill_mode="reflect", interpolation="bilinear", seed=None,
+                 fill_value=0.0, **kwargs):
+        heights = _translation_range(height_factor, "height_factor")
+        widths = _translation_range(width_factor, "width_factor")
+        super().__init__(fill_mode, interpolation, seed, fill_value, **kwargs)
+        self.height_range, self.width_range = heights, widths
+        self.height_factor, self.width_factor = height_factor, width_factor
+
+    def _theta(self, u, inputs):
+        # grid_sample's coordinates span 2 per image side: a shift by ``f`` of the side reads 2 * f back.
+        (h_lo, h_hi), (w_lo, w_hi) = self.height_range, self.width_range
+        dy = (h_lo + (h_hi - h_lo) * u[:, 0]).to(inputs.dtype)
+        dx = (w_lo + (w_hi - w_lo) * u[:, 1]).to(inputs.dtype)
+        one, zero = torch.ones_like(dy), torch.zeros_like(dy)
+        return torch.stack([torch.stack([one, zero, -2 * dx], 1), torch.stack([zero, one, -2 * dy], 1)], 1)
+
+    def get_config(self):
+        return {**super().get_config(), "height_factor": self.height_factor, "width_factor": self.width_factor}
+
+
+def _translation_range(factor, what):
+    lo, hi = (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
+    if lo > hi or lo < -1 or hi > 1:
+        raise ValueError(f"`{what}` must be a float or a (lower, upper) pair with -1 <= lower <= upper <= 1. "
+                         f"Received: {what}={factor!r}")
+    return float(lo), float(hi)
