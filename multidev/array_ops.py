@@ -332,6 +332,24 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None) -> torch.Tensor:
     return torch.clamp(x, lo, hi)
 
 
+def clip_by_norm(t, clip_norm, axes=None, name=None) -> torch.Tensor:
+    """``t * clip_norm / max(l2norm(t), clip_norm)``: TensorFlow's rescaling of ``t`` to an L2 norm of at
+    most ``clip_norm`` (over ``axes``, default all), as the advanced-autodiff guide's gradient clipping uses.
+
+    Example:
+        >>> md.clip_by_norm(md.constant([3.0, 4.0]), 1.0).tolist()   # norm 5 -> 1
+        [0.6000000238418945, 0.800000011920929]
+    """
+    x = _to_tensor(t, None)
+    if not x.is_floating_point():
+        raise TypeError(f"clip_by_norm expects a floating tensor (TF's clip_by_norm is for gradients), got "
+                        f"dtype {x.dtype!r}; cast it first: md.cast(t, md.float32).")
+    norm = _to_tensor(clip_norm, None).to(x.dtype)
+    dims = None if axes is None else ([axes] if isinstance(axes, int) else [int(a) for a in axes])
+    l2 = torch.sqrt(torch.sum(x * x) if dims is None else torch.sum(x * x, dim=dims, keepdim=True))
+    return x * norm / torch.maximum(l2, norm)
+
+
 def _reexported() -> list[str]:
     return [n for n, v in globals().items() if callable(v) and not n.startswith("_") and getattr(v, "__module__", "")
             == __name__ and n not in ("Any", "Sequence")]
