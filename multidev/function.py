@@ -5,6 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from multidev._core.variables_made import VARIABLES_MADE
+from multidev.function_tracing import Traces, bind_signature, check_variables_made, spec_type, trace_type
+
 _RUN_EAGERLY = False
 
 
@@ -31,7 +34,7 @@ def executing_eagerly() -> bool:
 
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              jit_compile: bool | None = None, reduce_retracing: bool = False, experimental_relax_shapes: Any = None,
-             **compile_kwargs: Any) -> Any:
+             signature_error: type = TypeError, **compile_kwargs: Any) -> Any:
     """Mark ``func`` as a compiled step, like ``@tf.function``.
 
     PyTorch runs eagerly, so by default the function runs as written (same results, no tracing);
@@ -58,25 +61,70 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
                 compiled.append(torch.compile(fn, dynamic=reduce_retracing or None, **compile_kwargs))
             return compiled[0]
 
+        name = getattr(fn, "__name__", repr(fn))
+        per_instance = _takes_self(fn)
+        traces: dict = {}     # id of the instance (a method) or None -> Traces
+
+        def traces_for(args: tuple) -> Traces:
+            key = id(args[0]) if per_instance and args else None
+            if key not in traces:
+                traces[key] = Traces(reduce_retracing)
+            return traces[key]
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if input_signature is None and not kwargs:
                 _note_trace(wrapper.traced_signatures, args)
-            try:
-                return target()(*args, **kwargs)
-            except StopIteration as exc:   # next(iterator) past the end, as a tf.function reports it
-                from multidev._core.errors import OutOfRangeError
-                raise OutOfRangeError("End of sequence: an iterator was exhausted inside an md.function (TF's "
-                                      "tf.function raises tf.errors.OutOfRangeError here; catch "
-                                      "md.errors.OutOfRangeError).") from exc
+            if input_signature is not None:
+                args = bind_signature(name, input_signature, args, signature_error)
+            if _RUN_EAGERLY:
+                return _call(target(), args, kwargs)
+            state = traces_for(args)
+            call_type = ("signature",) if input_signature is not None else \
+                (trace_type(args), trace_type(kwargs))
+            before = VARIABLES_MADE.get()
+            result = _call(target(), args, kwargs)
+            traced = state.note(call_type)
+            check_variables_made(name, before, first_trace=traced and not state.first_done)
+            state.first_done = True
+            return result
+
+        def get_concrete_function(*args: Any, **kwargs: Any) -> Callable:
+            concrete = _concrete_function(fn, input_signature, *args, **kwargs)
+            state = traces_for(())
+            state.note(("signature",) if input_signature is not None else
+                       (tuple(spec_type(s) for s in concrete.input_signature), trace_type({})))
+            return concrete
 
         wrapper.python_function = fn  # as tf.function exposes it
         wrapper.input_signature = input_signature   # what md.saved_model.save traces
         wrapper.traced_signatures = []   # without one: the input specs it was called with (TF's concrete functions)
-        wrapper.get_concrete_function = functools.partial(_concrete_function, fn, input_signature)
+        wrapper.get_concrete_function = get_concrete_function
+        wrapper.experimental_get_tracing_count = lambda: sum(t.count for t in traces.values())
         return wrapper
 
     return decorate(func) if func is not None else decorate
+
+
+def _call(target: Callable, args: tuple, kwargs: dict) -> Any:
+    try:
+        return target(*args, **kwargs)
+    except StopIteration as exc:   # next(iterator) past the end, as a tf.function reports it
+        from multidev._core.errors import OutOfRangeError
+        raise OutOfRangeError("End of sequence: an iterator was exhausted inside an md.function (TF's "
+                              "tf.function raises tf.errors.OutOfRangeError here; catch "
+                              "md.errors.OutOfRangeError).") from exc
+
+
+def _takes_self(fn: Callable) -> bool:
+    """Whether ``fn`` is a method (its first parameter is ``self``): TensorFlow traces per instance."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0] == "self"
 
 
 #: Input shapes remembered per function (TensorFlow warns of retracing long before; a step called with
@@ -155,5 +203,8 @@ def _concrete_function(fn: Callable, input_signature: Any, *args: Any, **kwargs:
         else:
             raise TypeError(f"get_concrete_function argument {arg!r} is not an md.TensorSpec or a tensor; multidev "
                             "fixes only tensor arguments (Python values are not traced).")
-    return function(fn, input_signature=specs)
+    from multidev._core.errors import InvalidArgumentError
+
+    # A concrete function refuses other inputs with InvalidArgumentError, as TensorFlow's does.
+    return function(fn, input_signature=specs, signature_error=InvalidArgumentError)
 
