@@ -75,8 +75,9 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if input_signature is None and not kwargs:
                 _note_trace(wrapper.traced_signatures, args)
-            if input_signature is not None:
-                args = bind_signature(name, input_signature, args, signature_error)
+            if input_signature is not None:   # (a method's self is not in the signature)
+                skip = 1 if per_instance and args else 0
+                args = args[:skip] + bind_signature(name, input_signature, args[skip:], signature_error)
             if _RUN_EAGERLY:
                 return _call(target(), args, kwargs)
             state = traces_for(args)
