@@ -207,3 +207,13 @@ def dataset_spec(s):
     """A window's element_spec: DatasetSpec of the components' specs."""
     return [type(s).__name__, spec(s.element_spec)]
 
+
+
+def keras2(tf):
+    """The Keras a guide printed for tf.keras 2 runs with: ``tf_keras`` on TensorFlow (TF 2.21's
+    ``tf.keras`` is Keras 3; the guides' ``get_scaled_loss`` is tf.keras 2's, as with
+    ``TF_USE_LEGACY_KERAS=1``), ``md.keras`` on multidev."""
+    if tf.__name__ == "tensorflow":
+        import tf_keras
+        return tf_keras
+    return tf.keras
