@@ -201,8 +201,18 @@ def case_fit_compute_loss(tf):
     return _fit(tf, None, lambda keras: _compute_loss_model(tf, keras))
 
 
+def _without_losses(history):
+    """A two-replica history without the losses a custom step reported (Keras 3 on TensorFlow divides a
+    loss computed in a replica by the replica count: ``*_reported_loss`` cases)."""
+    return {k: v for k, v in history.items() if not k.endswith("loss")}
+
+
 def case_fit_compute_loss_two_replicas(tf):
-    return _fit(tf, two_cpus(tf), lambda keras: _compute_loss_model(tf, keras))
+    return _without_losses(_fit(tf, two_cpus(tf), lambda keras: _compute_loss_model(tf, keras)))
+
+
+def case_fit_compute_loss_two_replicas_reported_loss(tf):
+    return _fit(tf, two_cpus(tf), lambda keras: _compute_loss_model(tf, keras))["loss"]
 
 
 def _own_metrics_model(tf, keras):
@@ -299,7 +309,7 @@ def case_fit_sample_weight(tf):
 
 
 def case_fit_sample_weight_two_replicas(tf):
-    return _fit_weighted(tf, two_cpus(tf))
+    return _without_losses(_fit_weighted(tf, two_cpus(tf)))
 
 
 def _evaluate(tf, strategy):
@@ -337,4 +347,112 @@ def case_custom_test_step(tf):
 
 
 def case_custom_test_step_two_replicas(tf):
-    return _evaluate(tf, two_cpus(tf))
+    return _without_losses(_evaluate(tf, two_cpus(tf)))
+
+
+def case_custom_test_step_two_replicas_reported_loss(tf):
+    return _evaluate(tf, two_cpus(tf))["loss"]
+
+
+# The GAN example of "Customizing what happens in fit()" (dense layers on 8-feature "images"; the latent
+# vectors are rows of a fixed table and the labels' random noise is left out, so both sides draw alike).
+LATENT_DIM = 4
+LATENT = [[((i * 3 + j * 5) % 7) / 7.0 - 0.5 for j in range(LATENT_DIM)] for i in range(16)]
+IMAGES = [[((i * 5 + j) % 9) / 9.0 for j in range(8)] for i in range(16)]
+
+
+def _gan(tf, strategy, built=False):
+    keras = tf.keras
+
+    class GAN(keras.Model):
+        def __init__(self, discriminator, generator, latent_dim):
+            super().__init__()
+            self.discriminator = discriminator
+            self.generator = generator
+            self.latent_dim = latent_dim
+            self.d_loss_tracker = keras.metrics.Mean(name="d_loss")
+            self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
+
+        @property
+        def metrics(self):
+            return [self.d_loss_tracker, self.g_loss_tracker]
+
+        def compile(self, d_optimizer, g_optimizer, loss_fn):
+            super().compile()
+            self.d_optimizer = d_optimizer
+            self.g_optimizer = g_optimizer
+            self.loss_fn = loss_fn
+
+        def train_step(self, real_images):
+            if isinstance(real_images, tuple):
+                real_images = real_images[0]
+            # Sample random points in the latent space
+            batch_size = tf.shape(real_images)[0]
+            random_latent_vectors = tf.gather(tf.constant(LATENT), tf.range(batch_size))
+            # Decode them to fake images
+            generated_images = self.generator(random_latent_vectors)
+            # Combine them with real images
+            combined_images = tf.concat([generated_images, real_images], axis=0)
+            # Assemble labels discriminating real from fake images
+            labels = tf.concat([tf.ones((batch_size, 1)), tf.zeros((batch_size, 1))], axis=0)
+            # Train the discriminator
+            with tf.GradientTape() as tape:
+                predictions = self.discriminator(combined_images)
+                d_loss = self.loss_fn(labels, predictions)
+            grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+            self.d_optimizer.apply(grads, self.discriminator.trainable_weights)
+            # Sample random points in the latent space
+            random_latent_vectors = tf.gather(tf.constant(LATENT), tf.range(batch_size) + 8)
+            # Assemble labels that say "all real images"
+            misleading_labels = tf.zeros((batch_size, 1))
+            # Train the generator (note that we should *not* update the weights
+            # of the discriminator)!
+            with tf.GradientTape() as tape:
+                predictions = self.discriminator(self.generator(random_latent_vectors))
+                g_loss = self.loss_fn(misleading_labels, predictions)
+            grads = tape.gradient(g_loss, self.generator.trainable_weights)
+            self.g_optimizer.apply(grads, self.generator.trainable_weights)
+            # Update metrics and return their value.
+            self.d_loss_tracker.update_state(d_loss)
+            self.g_loss_tracker.update_state(g_loss)
+            return {"d_loss": self.d_loss_tracker.result(), "g_loss": self.g_loss_tracker.result()}
+
+    with _scope(strategy):
+        discriminator = _fix(keras.Sequential([keras.Input(shape=(8,)), keras.layers.Dense(6),
+                                               keras.layers.LeakyReLU(negative_slope=0.2), keras.layers.Dense(1)],
+                                              name="discriminator"))
+        generator = _fix(keras.Sequential([keras.Input(shape=(LATENT_DIM,)), keras.layers.Dense(6),
+                                           keras.layers.LeakyReLU(negative_slope=0.2),
+                                           keras.layers.Dense(8, activation="sigmoid")], name="generator"))
+        gan = GAN(discriminator=discriminator, generator=generator, latent_dim=LATENT_DIM)
+        gan.compile(d_optimizer=keras.optimizers.Adam(learning_rate=0.03),
+                    g_optimizer=keras.optimizers.Adam(learning_rate=0.03),
+                    loss_fn=keras.losses.BinaryCrossentropy(from_logits=True))
+    if built:   # TF 2.21's workarounds: fit on a strategy builds an unbuilt model by calling it (no call()),
+        gan.built = True   # and optimizer slots made inside the step fail (loop_train.slots_made_in_function)
+        with _scope(strategy):
+            gan.d_optimizer.build(discriminator.trainable_weights)
+            gan.g_optimizer.build(generator.trainable_weights)
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(IMAGES)).batch(8)
+    history = gan.fit(dataset, epochs=2, verbose=0)
+    return {"history": {k: _r(v) for k, v in history.history.items()},
+            "generator": _r(generator.trainable_weights[-1].numpy(), 4),
+            "discriminator": _r(discriminator.trainable_weights[-2].numpy(), 4)}
+
+
+def case_gan(tf):
+    return _gan(tf, None)
+
+
+def case_gan_two_replicas(tf):
+    out = _gan(tf, two_cpus(tf))
+    return {"generator": out["generator"], "discriminator": out["discriminator"]}
+
+
+def case_gan_two_replicas_built(tf):
+    out = _gan(tf, two_cpus(tf), built=True)
+    return {"generator": out["generator"], "discriminator": out["discriminator"]}
+
+
+def case_gan_two_replicas_reported_loss(tf):
+    return _gan(tf, two_cpus(tf), built=True)["history"]
