@@ -102,3 +102,8 @@ __all__ += ["stop_gradient", "newaxis"]
 from multidev.custom_gradient import custom_gradient  # noqa: E402
 
 __all__ += ["custom_gradient"]
+
+# ----- guide/function's control flow, eager (tests/conformance/cases/function_guide.py) -----
+from multidev.control_flow import TensorArray, cond, while_loop  # noqa: E402
+
+__all__ += ["TensorArray", "cond", "while_loop"]

@@ -37,7 +37,14 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
              signature_error: type = TypeError, **compile_kwargs: Any) -> Any:
     """Mark ``func`` as a compiled step, like ``@tf.function``.
 
-    PyTorch runs eagerly, so by default the function runs as written (same results, no tracing);
+    PyTorch runs eagerly, so by default the function runs as written (same results, no tracing):
+    its Python code (``print``, ``list.append``, Python ``next``) runs on every call, as under
+    ``tf.config.run_functions_eagerly(True)``, where TensorFlow runs it once per trace. TensorFlow's
+    tracing rules are kept where they decide results or errors (``function_tracing.py``):
+    ``experimental_get_tracing_count()`` counts the traces TensorFlow would make (tensors by dtype and
+    shape, relaxed with ``reduce_retracing``; Python values by value; per instance for a method),
+    arguments that do not fit ``input_signature`` raise TypeError (Python lists are converted to its
+    dtypes), and a call after the first trace that makes an ``md.Variable`` raises ValueError.
     ``next(iterator)`` past the end inside it raises ``md.errors.OutOfRangeError``, as in TensorFlow.
     ``jit_compile=True`` compiles it with ``torch.compile`` (extra keyword arguments go there).
 
