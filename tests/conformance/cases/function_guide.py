@@ -360,3 +360,25 @@ def case_tensor_array_api(tf):
     unwritten = tf.TensorArray(tf.float32, size=3, element_shape=[2])
     out.append(val(unwritten.write(1, [1.0, 2.0]).stack()))
     return out
+
+
+def case_tf_print_every_call(tf):
+    """The guide's ``print`` vs ``tf.print`` cell: tf.print runs on every call (written to a file here:
+    TensorFlow's kernel prints below Python's sys.stdout); the Python print's lines are the
+    python_side_effect_once_per_trace case."""
+    import os
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), "printed.txt")
+
+    @tf.function
+    def f(x):
+        print("Traced with", x)
+        tf.print("Executed with", x, output_stream="file://" + path)
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        f(1)
+        f(1)
+        f(2)
+        f(tf.constant([1.5, 2.5]))
+    with open(path) as lines:
+        return [lines.read().splitlines(), f.experimental_get_tracing_count()]
