@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Callable
 
 from multidev._core.variables_made import VARIABLES_MADE
@@ -70,13 +71,16 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
 
         name = getattr(fn, "__name__", repr(fn))
         per_instance = _takes_self(fn)
-        traces: dict = {}     # id of the instance (a method) or None -> Traces
+        shared = Traces(reduce_retracing)
+        per_object: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # a method's: one per instance
 
         def traces_for(args: tuple) -> Traces:
-            key = id(args[0]) if per_instance and args else None
-            if key not in traces:
-                traces[key] = Traces(reduce_retracing)
-            return traces[key]
+            if not (per_instance and args):
+                return shared
+            try:
+                return per_object.setdefault(args[0], Traces(reduce_retracing))
+            except TypeError:   # an instance that is not weakly referable or hashable: one shared record
+                return shared
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -108,7 +112,7 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         wrapper.input_signature = input_signature   # what md.saved_model.save traces
         wrapper.traced_signatures = []   # without one: the input specs it was called with (TF's concrete functions)
         wrapper.get_concrete_function = get_concrete_function
-        wrapper.experimental_get_tracing_count = lambda: sum(t.count for t in traces.values())
+        wrapper.experimental_get_tracing_count = lambda: shared.count + sum(t.count for t in per_object.values())
         return wrapper
 
     return decorate(func) if func is not None else decorate
