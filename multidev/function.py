@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any, Callable
 
-from multidev._core.variables_made import VARIABLES_MADE
-from multidev.function_tracing import Traces, bind_signature, check_variables_made, spec_type, trace_type
+from multidev._core.variables_made import variables_made
+from multidev.function_tracing import PerInstance, Traces, bind_signature, check_variables_made, spec_type, trace_type
 
 _RUN_EAGERLY = False
 
@@ -71,16 +70,10 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
 
         name = getattr(fn, "__name__", repr(fn))
         per_instance = _takes_self(fn)
-        shared = Traces(reduce_retracing)
-        per_object: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # a method's: one per instance
+        shared, per_object = Traces(reduce_retracing), PerInstance(reduce_retracing)   # (a method's: per instance)
 
         def traces_for(args: tuple) -> Traces:
-            if not (per_instance and args):
-                return shared
-            try:
-                return per_object.setdefault(args[0], Traces(reduce_retracing))
-            except TypeError:   # an instance that is not weakly referable or hashable: one shared record
-                return shared
+            return (per_object.get(args[0]) if per_instance and args else None) or shared
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -94,7 +87,7 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             state = traces_for(args)
             call_type = ("signature",) if input_signature is not None else \
                 (trace_type(args), trace_type(kwargs))
-            before = VARIABLES_MADE.get()
+            before = variables_made()
             result = _call(target(), args, kwargs)
             traced = state.note(call_type)
             check_variables_made(name, before, first_trace=traced and not state.first_done)
@@ -112,7 +105,7 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         wrapper.input_signature = input_signature   # what md.saved_model.save traces
         wrapper.traced_signatures = []   # without one: the input specs it was called with (TF's concrete functions)
         wrapper.get_concrete_function = get_concrete_function
-        wrapper.experimental_get_tracing_count = lambda: shared.count + sum(t.count for t in per_object.values())
+        wrapper.experimental_get_tracing_count = lambda: shared.count + per_object.count()
         return wrapper
 
     return decorate(func) if func is not None else decorate

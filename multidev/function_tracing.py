@@ -11,12 +11,13 @@ as TensorFlow does ("tf.function only supports singleton tf.Variables created on
 from __future__ import annotations
 
 import numbers
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from multidev._core.variables_made import VARIABLES_MADE
+from multidev._core.variables_made import variables_made
 
 
 class _Tensor(tuple):
@@ -111,9 +112,35 @@ class Traces:
         return True
 
 
+class PerInstance:
+    """A method's ``Traces`` per live instance (weak keys: a new instance at a collected one's address
+    starts afresh). Pickled empty: a function sent to other processes (a parameter-server worker's
+    ``schedule``) traces anew there."""
+
+    def __init__(self, reduce_retracing: bool):
+        self.reduce_retracing = reduce_retracing
+        self.by_object: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get(self, instance: Any) -> Traces | None:
+        """The instance's traces, or None for one that cannot be weakly referenced or hashed."""
+        try:
+            return self.by_object.setdefault(instance, Traces(self.reduce_retracing))
+        except TypeError:
+            return None
+
+    def count(self) -> int:
+        return sum(t.count for t in self.by_object.values())
+
+    def __getstate__(self) -> dict:
+        return {"reduce_retracing": self.reduce_retracing}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["reduce_retracing"])
+
+
 def check_variables_made(name: str, before: int, first_trace: bool) -> None:
     """Refuse variables made by a call that is not the function's first trace (TensorFlow's rule)."""
-    if VARIABLES_MADE.get() != before and not first_trace:
+    if variables_made() != before and not first_trace:
         raise ValueError(f"md.function {name!r} made an md.Variable on a call after its first: tf.function only "
                          "supports singleton tf.Variables created on the first call. Make the variable outside "
                          "the function, or only when it does not exist yet (if self.v is None: self.v = "
