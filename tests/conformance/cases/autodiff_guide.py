@@ -44,14 +44,19 @@ def case_stop_gradient_term(tf):
     return [val(grad['x']), val(grad['y'])]
 
 
-def case_custom_gradient_clip(tf):
+def _clip_gradients(tf):
+    """The guide's cell, as printed."""
     # Establish an identity operation, but clip during the gradient pass.
     @tf.custom_gradient
     def clip_gradients(y):
         def backward(dy):
             return tf.clip_by_norm(dy, 0.5)
         return y, backward
+    return clip_gradients
 
+
+def case_custom_gradient_clip(tf):
+    clip_gradients = _clip_gradients(tf)
     v = tf.Variable(2.0)
     with tf.GradientTape() as t:
         output = clip_gradients(v * v)
@@ -81,12 +86,7 @@ def case_custom_gradient_log1pexp(tf):
 
 def case_custom_gradient_vector_clip(tf):
     """The clipping example on a vector: the upstream gradient's norm is clipped, not each element."""
-    @tf.custom_gradient
-    def clip_gradients(y):
-        def backward(dy):
-            return tf.clip_by_norm(dy, 0.5)
-        return y, backward
-
+    clip_gradients = _clip_gradients(tf)
     v = tf.Variable([3.0, 4.0])
     with tf.GradientTape() as t:
         output = tf.reduce_sum(clip_gradients(v * v))
@@ -176,11 +176,7 @@ def case_stop_gradient_in_strategy_run(tf):
 
 
 def case_custom_gradient_in_strategy_run(tf):
-    @tf.custom_gradient
-    def clip_gradients(y):
-        def backward(dy):
-            return tf.clip_by_norm(dy, 0.5)
-        return y, backward
+    clip_gradients = _clip_gradients(tf)
     return _replica_gradients(tf, lambda out: tf.reduce_sum(clip_gradients(out) ** 2))
 
 

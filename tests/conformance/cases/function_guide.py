@@ -72,7 +72,8 @@ def case_same_signature_no_retrace(tf):
     return out + [my_relu.experimental_get_tracing_count()]
 
 
-def case_python_side_effect_once_per_trace(tf):
+def _get_mse(tf):
+    """The guide's cell, as printed: the function and its two tensors."""
     @tf.function
     def get_MSE(y_true, y_pred):
         print("Calculating MSE!")
@@ -81,6 +82,11 @@ def case_python_side_effect_once_per_trace(tf):
 
     y_true = tf.constant([5, 1, 7, 2, 4], dtype=tf.int32)
     y_pred = tf.constant([4, 1, 5, 1, 3], dtype=tf.int32)
+    return get_MSE, y_true, y_pred
+
+
+def case_python_side_effect_once_per_trace(tf):
+    get_MSE, y_true, y_pred = _get_mse(tf)
     return [len(_printed(get_MSE, y_true, y_pred)) for _ in range(3)]
 
 
@@ -171,14 +177,7 @@ def case_get_concrete_function(tf):
 
 
 def case_run_functions_eagerly(tf):
-    @tf.function
-    def get_MSE(y_true, y_pred):
-        print("Calculating MSE!")
-        sq_diff = tf.pow(y_true - y_pred, 2)
-        return tf.reduce_mean(sq_diff)
-
-    y_true = tf.constant([5, 1, 7, 2, 4], dtype=tf.int32)
-    y_pred = tf.constant([4, 1, 5, 1, 3], dtype=tf.int32)
+    get_MSE, y_true, y_pred = _get_mse(tf)
     tf.config.run_functions_eagerly(True)
     try:
         printed = [len(_printed(get_MSE, y_true, y_pred)) for _ in range(3)]
