@@ -85,9 +85,9 @@ def case_float16_overflow_underflow(tf):
     return [str(big), float(small), dtype_name(x)]
 
 
-def case_fit_mixed_float16(tf):
+def _fit(tf, strategy=None):
     keras = keras2(tf)
-    with _Policy(keras.mixed_precision):
+    with _Policy(keras.mixed_precision), (strategy.scope() if strategy else _Nothing()):
         model = _model(keras, keras.layers)
         model.compile(loss='sparse_categorical_crossentropy', optimizer=keras.optimizers.RMSprop(),
                       metrics=['accuracy'])
@@ -96,6 +96,14 @@ def case_fit_mixed_float16(tf):
         test_scores = model.evaluate(x_train, y_train, verbose=0)
         return {"optimizer": isinstance(model.optimizer, keras.mixed_precision.LossScaleOptimizer), "loss": _r(history.history["loss"]),
                 "test": _r(test_scores), "output": dtype_name(model(x_train[:2]))}
+
+
+def case_fit_mixed_float16(tf):
+    return _fit(tf)
+
+
+def case_fit_mixed_float16_two_replicas(tf):
+    return _fit(tf, two_cpus(tf))
 
 
 def _custom_loop(tf, keras, strategy=None, epochs=2):
