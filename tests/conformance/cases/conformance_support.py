@@ -217,3 +217,9 @@ def keras2(tf):
         import tf_keras
         return tf_keras
     return tf.keras
+
+
+def approx(x, atol: float) -> dict:
+    """``x``'s numbers, compared within ``atol`` (harness.same): float16 computation rounds differently in
+    TensorFlow's CPU kernels and torch's, and rounding to fixed digits would flip near a boundary."""
+    return {"approx": val(x), "atol": atol}

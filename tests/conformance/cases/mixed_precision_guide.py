@@ -6,18 +6,18 @@ API, ``keras2``) and Keras 3's ``scale_loss``, and dynamic loss scaling with an 
 skipped, the scale halved), on one device and on a MirroredStrategy of two.
 
 float16 computation rounds differently in TensorFlow's CPU kernels and torch's: losses and weights
-are compared rounded to 2 decimals.
+are compared within an absolute tolerance (``approx``).
 """
 
-from conformance_support import dtype_name, keras2, two_cpus, val
+from conformance_support import approx, dtype_name, keras2, two_cpus, val
 
 X = [[((i * 5 + j * 3) % 11) / 11.0 - 0.3 for j in range(8)] for i in range(16)]
 Y = [(i * 7) % 3 for i in range(16)]
 
 
-def _r(x, digits=2):
-    x = val(x)
-    return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
+def _r(x, atol=2e-3):
+    """float16 results: losses within 0.002 of TensorFlow's (weights: closer)."""
+    return approx(x, atol)
 
 
 def _set_weights(model):
@@ -143,9 +143,9 @@ def _custom_loop(tf, keras, strategy=None, epochs=2):
         for x, y in train_dataset:
             loss = step(x, y)
             epoch_loss_avg(loss)
-        losses.append(_r(epoch_loss_avg.result(), 3))
+        losses.append(_r(epoch_loss_avg.result()))
     return {"losses": losses, "loss_scale": float(optimizer.loss_scale.numpy()),
-            "iterations": int(optimizer.iterations.numpy()), "weights": _r(model.trainable_variables[-2].numpy())}
+            "iterations": int(optimizer.iterations.numpy()), "weights": _r(model.trainable_variables[-2].numpy(), 2e-4)}
 
 
 class _Nothing:
