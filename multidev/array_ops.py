@@ -198,8 +198,21 @@ def gather(params, indices, axis=None, batch_dims=0, name=None) -> torch.Tensor:
         raise ValueError(f"md.gather supports batch_dims=0 only, got {batch_dims!r}; use torch.gather for batched indexing.")
     x, idx = _to_tensor(params, None), _to_tensor(indices, None).long()
     axis = 0 if axis is None else int(axis) % x.dim()
+    if idx.device.type == "cpu" and idx.numel():   # (TF's GPU kernel gives zeros instead: no check, no sync)
+        _check_gather_indices(idx, x.shape[axis])
     out = torch.index_select(x, axis, idx.reshape(-1))
     return out.reshape(x.shape[:axis] + idx.shape + x.shape[axis + 1:])
+
+
+def _check_gather_indices(idx: torch.Tensor, size: int) -> None:
+    """TF's CPU error for an index outside ``[0, size)`` (the tf.function guide's unused gather catches
+    ``tf.errors.InvalidArgumentError``); torch would raise IndexError or read out of bounds."""
+    bad = (idx < 0) | (idx >= size)
+    if bool(bad.any()):
+        from multidev._core.errors import InvalidArgumentError
+        position = tuple(int(p) for p in torch.argwhere(bad)[0])
+        raise InvalidArgumentError(f"indices{list(position)} = {int(idx[position])} is not in [0, {size}) "
+                                   "(md.gather's indices must index the gathered axis).")
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None) -> torch.Tensor:

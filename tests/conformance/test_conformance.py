@@ -83,7 +83,9 @@ KNOWN: dict[str, str] = {
            "external_list_side_effect": "a list.append in the body runs on each call; TF appends once per trace",
            "variable_created_every_call": "a function that makes a variable on every call is refused with "
                                           "ValueError from its second call; TF refuses the first call already "
-                                          "(it traces twice to find out)"}.items()},
+                                          "(it traces twice to find out)",
+           "unused_gather_in_function": "an op whose result is unused still runs (its out-of-range gather raises "
+                                        "InvalidArgumentError); TF prunes it from the graph and returns x"}.items()},
     **{f"keras_loop_guide.{case}": "Keras 3 on TensorFlow divides a loss computed in a replica by the replica "
        "count (keras/src/losses/loss.py scale_loss_for_distribution) and sums the replicas' gradients; md.keras "
        "keeps the replica's loss (Keras 3 on torch's value) and averages the gradients: the same weights (the "

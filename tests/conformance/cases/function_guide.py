@@ -381,3 +381,29 @@ def case_tf_print_every_call(tf):
         f(tf.constant([1.5, 2.5]))
     with open(path) as lines:
         return [lines.read().splitlines(), f.experimental_get_tracing_count()]
+
+
+def case_unused_gather_eager(tf):
+    """The guide's non-strict execution cell, eagerly: the out-of-range gather raises."""
+    def unused_return_eager(x):
+        # Get index 1 will fail when `len(x) == 1`
+        tf.gather(x, [1])  # unused
+        return x
+
+    try:
+        return val(unused_return_eager(tf.constant([0.0])))
+    except tf.errors.InvalidArgumentError as e:
+        return type(e).__name__
+
+
+def case_unused_gather_in_function(tf):
+    """The same in a tf.function: TensorFlow prunes the unused op (non-strict execution)."""
+    @tf.function
+    def unused_return_graph(x):
+        tf.gather(x, [1])  # unused
+        return x
+
+    try:
+        return val(unused_return_graph(tf.constant([0.0])))
+    except tf.errors.InvalidArgumentError as e:
+        return type(e).__name__
