@@ -3,10 +3,10 @@ fit() with TensorFlow" (Keras 3 on TensorFlow, TF 2.21's ``tf.keras``), typed as
 ``md.``, shrunk (24 examples, small Dense models, weights set so both sides start equal), on one device
 and on a MirroredStrategy of two: metrics' ``update_state``/``result``/``reset_state``, a
 ``@tf.function`` ``train_step``, ``model.losses`` from ``add_loss``, ``compute_loss``, the ``metrics``
-property, a custom ``test_step`` and the GAN example (its random latent vectors fixed).
+property and a custom ``test_step`` (the GAN example: keras_gan_guide.py).
 """
 
-from conformance_support import two_cpus, val
+from conformance_support import fixed_weights, scope_of, two_cpus, val
 
 N = 24
 X = [[((i * 5 + j * 3) % 11) / 11.0 - 0.4 for j in range(6)] for i in range(N)]
@@ -23,22 +23,7 @@ def _r(x, digits=5):
 
 def _fix(model):
     """Fixed starting weights."""
-    import numpy as np
-    model.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
-                                "float32").reshape(w.shape) * 0.6 for w in model.get_weights()])
-    return model
-
-
-class _Nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
-
-
-def _scope(strategy):
-    return strategy.scope() if strategy is not None else _Nothing()
+    return fixed_weights(model, 0.6)
 
 
 def _loop(tf, strategy=None, regularized=False, epochs=2):
@@ -49,7 +34,7 @@ def _loop(tf, strategy=None, regularized=False, epochs=2):
             self.add_loss(1e-2 * tf.reduce_sum(inputs))
             return inputs
 
-    with _scope(strategy):
+    with scope_of(strategy):
         inputs = keras.Input(shape=(6,), name="digits")
         x1 = keras.layers.Dense(8, activation="relu")(inputs)
         if regularized:
@@ -181,7 +166,7 @@ def _custom_fit_model(tf, keras):
 
 def _fit(tf, strategy, build):
     keras = tf.keras
-    with _scope(strategy):
+    with scope_of(strategy):
         model = build(keras)
     x, y = _regression_data(tf)
     history = model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
@@ -297,7 +282,7 @@ def _weighted_model(tf, keras):
 
 
 def _fit_weighted(tf, strategy):
-    with _scope(strategy):
+    with scope_of(strategy):
         model = _weighted_model(tf, tf.keras)
     x, y, sw = _regression_data(tf, weighted=True)
     history = model.fit(x, y, sample_weight=sw, epochs=2, batch_size=8, shuffle=False, verbose=0)
@@ -333,7 +318,7 @@ def _evaluate(tf, strategy):
             # Note that it will include the loss (tracked in self.metrics).
             return {m.name: m.result() for m in self.metrics}
 
-    with _scope(strategy):
+    with scope_of(strategy):
         inputs = keras.Input(shape=(6,))
         outputs = keras.layers.Dense(1)(inputs)
         model = _fix(CustomModel(inputs, outputs))
@@ -353,106 +338,3 @@ def case_custom_test_step_two_replicas(tf):
 def case_custom_test_step_two_replicas_reported_loss(tf):
     return _evaluate(tf, two_cpus(tf))["loss"]
 
-
-# The GAN example of "Customizing what happens in fit()" (dense layers on 8-feature "images"; the latent
-# vectors are rows of a fixed table and the labels' random noise is left out, so both sides draw alike).
-LATENT_DIM = 4
-LATENT = [[((i * 3 + j * 5) % 7) / 7.0 - 0.5 for j in range(LATENT_DIM)] for i in range(16)]
-IMAGES = [[((i * 5 + j) % 9) / 9.0 for j in range(8)] for i in range(16)]
-
-
-def _gan(tf, strategy, built=False):
-    keras = tf.keras
-
-    class GAN(keras.Model):
-        def __init__(self, discriminator, generator, latent_dim):
-            super().__init__()
-            self.discriminator = discriminator
-            self.generator = generator
-            self.latent_dim = latent_dim
-            self.d_loss_tracker = keras.metrics.Mean(name="d_loss")
-            self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
-
-        @property
-        def metrics(self):
-            return [self.d_loss_tracker, self.g_loss_tracker]
-
-        def compile(self, d_optimizer, g_optimizer, loss_fn):
-            super().compile()
-            self.d_optimizer = d_optimizer
-            self.g_optimizer = g_optimizer
-            self.loss_fn = loss_fn
-
-        def train_step(self, real_images):
-            if isinstance(real_images, tuple):
-                real_images = real_images[0]
-            # Sample random points in the latent space
-            batch_size = tf.shape(real_images)[0]
-            random_latent_vectors = tf.gather(tf.constant(LATENT), tf.range(batch_size))
-            # Decode them to fake images
-            generated_images = self.generator(random_latent_vectors)
-            # Combine them with real images
-            combined_images = tf.concat([generated_images, real_images], axis=0)
-            # Assemble labels discriminating real from fake images
-            labels = tf.concat([tf.ones((batch_size, 1)), tf.zeros((batch_size, 1))], axis=0)
-            # Train the discriminator
-            with tf.GradientTape() as tape:
-                predictions = self.discriminator(combined_images)
-                d_loss = self.loss_fn(labels, predictions)
-            grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
-            self.d_optimizer.apply(grads, self.discriminator.trainable_weights)
-            # Sample random points in the latent space
-            random_latent_vectors = tf.gather(tf.constant(LATENT), tf.range(batch_size) + 8)
-            # Assemble labels that say "all real images"
-            misleading_labels = tf.zeros((batch_size, 1))
-            # Train the generator (note that we should *not* update the weights
-            # of the discriminator)!
-            with tf.GradientTape() as tape:
-                predictions = self.discriminator(self.generator(random_latent_vectors))
-                g_loss = self.loss_fn(misleading_labels, predictions)
-            grads = tape.gradient(g_loss, self.generator.trainable_weights)
-            self.g_optimizer.apply(grads, self.generator.trainable_weights)
-            # Update metrics and return their value.
-            self.d_loss_tracker.update_state(d_loss)
-            self.g_loss_tracker.update_state(g_loss)
-            return {"d_loss": self.d_loss_tracker.result(), "g_loss": self.g_loss_tracker.result()}
-
-    with _scope(strategy):
-        discriminator = _fix(keras.Sequential([keras.Input(shape=(8,)), keras.layers.Dense(6),
-                                               keras.layers.LeakyReLU(negative_slope=0.2), keras.layers.Dense(1)],
-                                              name="discriminator"))
-        generator = _fix(keras.Sequential([keras.Input(shape=(LATENT_DIM,)), keras.layers.Dense(6),
-                                           keras.layers.LeakyReLU(negative_slope=0.2),
-                                           keras.layers.Dense(8, activation="sigmoid")], name="generator"))
-        gan = GAN(discriminator=discriminator, generator=generator, latent_dim=LATENT_DIM)
-        gan.compile(d_optimizer=keras.optimizers.Adam(learning_rate=0.03),
-                    g_optimizer=keras.optimizers.Adam(learning_rate=0.03),
-                    loss_fn=keras.losses.BinaryCrossentropy(from_logits=True))
-    if built:   # TF 2.21's workarounds: fit on a strategy builds an unbuilt model by calling it (no call()),
-        gan.built = True   # and optimizer slots made inside the step fail (loop_train.slots_made_in_function)
-        with _scope(strategy):
-            gan.d_optimizer.build(discriminator.trainable_weights)
-            gan.g_optimizer.build(generator.trainable_weights)
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(IMAGES)).batch(8)
-    history = gan.fit(dataset, epochs=2, verbose=0)
-    return {"history": {k: _r(v) for k, v in history.history.items()},
-            "generator": _r(generator.trainable_weights[-1].numpy(), 4),
-            "discriminator": _r(discriminator.trainable_weights[-2].numpy(), 4)}
-
-
-def case_gan(tf):
-    return _gan(tf, None)
-
-
-def case_gan_two_replicas(tf):
-    out = _gan(tf, two_cpus(tf))
-    return {"generator": out["generator"], "discriminator": out["discriminator"]}
-
-
-def case_gan_two_replicas_built(tf):
-    out = _gan(tf, two_cpus(tf), built=True)
-    return {"generator": out["generator"], "discriminator": out["discriminator"]}
-
-
-def case_gan_two_replicas_reported_loss(tf):
-    return _gan(tf, two_cpus(tf), built=True)["history"]

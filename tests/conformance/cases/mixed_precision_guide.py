@@ -9,7 +9,7 @@ float16 computation rounds differently in TensorFlow's CPU kernels and torch's: 
 are compared within an absolute tolerance (``approx``).
 """
 
-from conformance_support import approx, dtype_name, keras2, two_cpus, val
+from conformance_support import approx, dtype_name, fixed_weights, keras2, scope_of, two_cpus, val
 
 X = [[((i * 5 + j * 3) % 11) / 11.0 - 0.3 for j in range(8)] for i in range(16)]
 Y = [(i * 7) % 3 for i in range(16)]
@@ -18,16 +18,6 @@ Y = [(i * 7) % 3 for i in range(16)]
 def _r(x, atol=2e-3):
     """float16 results: losses within 0.002 of TensorFlow's (weights: closer)."""
     return approx(x, atol)
-
-
-def _set_weights(model):
-    """Fixed starting weights (float32 variables; the policy computes in float16)."""
-    import numpy as np
-    weights = []
-    for w in model.get_weights():
-        n = int(np.prod(w.shape))
-        weights.append(np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(n)], "float32").reshape(w.shape) * 0.5)
-    model.set_weights(weights)
 
 
 def _model(keras, layers):
@@ -40,7 +30,7 @@ def _model(keras, layers):
     x = layers.Dense(3, name='dense_logits')(x)
     outputs = layers.Activation('softmax', dtype='float32', name='predictions')(x)
     model = keras.Model(inputs=inputs, outputs=outputs)
-    _set_weights(model)
+    fixed_weights(model, 0.5)
     return model
 
 
@@ -87,7 +77,7 @@ def case_float16_overflow_underflow(tf):
 
 def _fit(tf, strategy=None):
     keras = keras2(tf)
-    with _Policy(keras.mixed_precision), (strategy.scope() if strategy else _Nothing()):
+    with _Policy(keras.mixed_precision), scope_of(strategy):
         model = _model(keras, keras.layers)
         model.compile(loss='sparse_categorical_crossentropy', optimizer=keras.optimizers.RMSprop(),
                       metrics=['accuracy'])
@@ -110,7 +100,7 @@ def _custom_loop(tf, keras, strategy=None, epochs=2):
     """The guide's loop: ``get_scaled_loss``/``get_unscaled_gradients`` around RMSprop, per-epoch mean
     loss and accuracy; with ``strategy`` inside ``strategy.run`` (the loss scaled by the global batch)."""
     mixed_precision = keras.mixed_precision
-    with _Policy(mixed_precision), (strategy.scope() if strategy else _Nothing()):
+    with _Policy(mixed_precision), scope_of(strategy):
         model = _model(keras, keras.layers)
         optimizer = keras.optimizers.RMSprop()
         optimizer = mixed_precision.LossScaleOptimizer(optimizer)
@@ -148,14 +138,6 @@ def _custom_loop(tf, keras, strategy=None, epochs=2):
             "iterations": int(optimizer.iterations.numpy()), "weights": _r(model.trainable_variables[-2].numpy(), 2e-4)}
 
 
-class _Nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
-
-
 def case_custom_loop_loss_scale(tf):
     return _custom_loop(tf, keras2(tf))
 
@@ -167,7 +149,7 @@ def case_custom_loop_loss_scale_two_replicas(tf):
 def _dynamic(tf, keras, grads_seq, strategy=None):
     """LossScaleOptimizer(SGD(1.0), initial_scale=8, dynamic_growth_steps=2) applying given gradients:
     the variable, the loss scale and the iteration count after each step."""
-    with (strategy.scope() if strategy else _Nothing()):
+    with scope_of(strategy):
         var = tf.Variable([1.0, 2.0])
         opt = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD(1.0), initial_scale=8,
                                                        dynamic_growth_steps=2)
