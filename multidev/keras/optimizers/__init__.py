@@ -44,4 +44,3 @@ def deserialize(config: dict) -> Optimizer:
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Ftrl", "Lion",
            "schedules", "get", "serialize",
            "deserialize"]
-
