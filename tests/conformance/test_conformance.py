@@ -101,6 +101,11 @@ KNOWN: dict[str, str] = {
     "keras_gan_guide.gan_two_replicas": "TF 2.21 (Keras 3) cannot fit the guide's GAN on a MirroredStrategy "
                                          "(RuntimeError: it builds the model by calling it, and the GAN has no "
                                          "call()); multidev trains it (see SAME_AS)",
+    # resuming (cases/resume.py): multidev gives the uninterrupted run's result (SAME_AS)
+    "resume.loop_distributed_iterator_mid_pass": "a distributed iterator in the checkpoint resumes mid-pass; TF 2.21 "
+                                                 "refuses the eager DistributedIterator (ValueError)",
+    "resume.fit_backup_and_restore_mid_epoch": "BackupAndRestore(save_freq=<int>) resumes fit at the step it backed "
+                                               "up; TF 2.21's Keras 3 restarts the interrupted epoch (other weights)",
 }
 
 #: case that TF 2.21 fails -> the case whose TF result multidev must give instead (the idiom with TF's
@@ -108,6 +113,8 @@ KNOWN: dict[str, str] = {
 SAME_AS: dict[str, str] = {
     "loop_train.slots_made_in_function": "loop_train.sgd_momentum_two_replicas",
     "keras_gan_guide.gan_two_replicas": "keras_gan_guide.gan_two_replicas_built",
+    "resume.loop_distributed_iterator_mid_pass": "resume.loop_uninterrupted",
+    "resume.fit_backup_and_restore_mid_epoch": "resume.fit_uninterrupted",
 }
 
 
