@@ -24,7 +24,7 @@ from multidev import integrations
 from multidev import random, summary, train
 from multidev.ops import add_n, constant, reduce_mean, reduce_sum
 from multidev import array_ops, math
-from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_value, concat, convert_to_tensor,  # noqa: A004
+from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_norm, clip_by_value, concat, convert_to_tensor,  # noqa: A004
                                 divide, equal, exp, expand_dims, fill, gather, greater, greater_equal, identity, less,
                                 less_equal, matmul, maximum, minimum, multiply, negative, not_equal, one_hot,
                                 ones, ones_like, pow, range, rank, reduce_all, reduce_any, reduce_max, reduce_min,
@@ -97,3 +97,13 @@ from multidev.autodiff import stop_gradient  # noqa: E402
 
 newaxis = None   # TF's `x[..., tf.newaxis]`
 __all__ += ["stop_gradient", "newaxis"]
+
+# ----- guide/advanced_autodiff (tests/conformance/cases/autodiff_guide.py) -----
+from multidev.custom_gradient import custom_gradient  # noqa: E402
+
+__all__ += ["custom_gradient"]
+
+# ----- guide/function's control flow, eager (tests/conformance/cases/function_guide.py) -----
+from multidev.control_flow import TensorArray, cond, while_loop  # noqa: E402
+
+__all__ += ["TensorArray", "cond", "while_loop"]

@@ -198,8 +198,21 @@ def gather(params, indices, axis=None, batch_dims=0, name=None) -> torch.Tensor:
         raise ValueError(f"md.gather supports batch_dims=0 only, got {batch_dims!r}; use torch.gather for batched indexing.")
     x, idx = _to_tensor(params, None), _to_tensor(indices, None).long()
     axis = 0 if axis is None else int(axis) % x.dim()
+    if idx.device.type == "cpu" and idx.numel():   # (TF's GPU kernel gives zeros instead: no check, no sync)
+        _check_gather_indices(idx, x.shape[axis])
     out = torch.index_select(x, axis, idx.reshape(-1))
     return out.reshape(x.shape[:axis] + idx.shape + x.shape[axis + 1:])
+
+
+def _check_gather_indices(idx: torch.Tensor, size: int) -> None:
+    """TF's CPU error for an index outside ``[0, size)`` (the tf.function guide's unused gather catches
+    ``tf.errors.InvalidArgumentError``); torch would raise IndexError or read out of bounds."""
+    bad = (idx < 0) | (idx >= size)
+    if bool(bad.any()):
+        from multidev._core.errors import InvalidArgumentError
+        position = tuple(int(p) for p in torch.argwhere(bad)[0])
+        raise InvalidArgumentError(f"indices{list(position)} = {int(idx[position])} is not in [0, {size}) "
+                                   "(md.gather's indices must index the gathered axis).")
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None) -> torch.Tensor:
@@ -330,6 +343,24 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None) -> torch.Tensor:
     x = _to_tensor(t, None)
     lo, hi = (_to_tensor(v, None).to(x.dtype) for v in (clip_value_min, clip_value_max))
     return torch.clamp(x, lo, hi)
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None) -> torch.Tensor:
+    """``t * clip_norm / max(l2norm(t), clip_norm)``: TensorFlow's rescaling of ``t`` to an L2 norm of at
+    most ``clip_norm`` (over ``axes``, default all), as the advanced-autodiff guide's gradient clipping uses.
+
+    Example:
+        >>> md.clip_by_norm(md.constant([3.0, 4.0]), 1.0).tolist()   # norm 5 -> 1
+        [0.6000000238418945, 0.800000011920929]
+    """
+    x = _to_tensor(t, None)
+    if not x.is_floating_point():
+        raise TypeError(f"clip_by_norm expects a floating tensor (TF's clip_by_norm is for gradients), got "
+                        f"dtype {x.dtype!r}; cast it first: md.cast(t, md.float32).")
+    norm = _to_tensor(clip_norm, None).to(x.dtype)
+    dims = None if axes is None else ([axes] if isinstance(axes, int) else [int(a) for a in axes])
+    l2 = torch.sqrt(torch.sum(x * x) if dims is None else torch.sum(x * x, dim=dims, keepdim=True))
+    return x * norm / torch.maximum(l2, norm)
 
 
 def _reexported() -> list[str]:

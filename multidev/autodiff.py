@@ -104,6 +104,7 @@ class GradientTape:
         self._started_at: int | None = None
         self._thread: int | None = None
         self._token: Any = None
+        self._was_reset = False
 
     def __enter__(self) -> "GradientTape":
         self._grad_mode = torch.enable_grad()
@@ -127,6 +128,14 @@ class GradientTape:
         """Ops in this block are not recorded: their results carry no gradient (``torch.no_grad``)."""
         with torch.no_grad():
             yield
+
+    def reset(self) -> None:
+        """Forget everything recorded so far, as if the tape were exited and entered anew: results
+        computed before keep their values but carry no gradient to this tape's sources."""
+        self._watched.clear()
+        self._target_nodes, self._used, self._was_reset = [], False, True
+        if not torch.compiler.is_compiling():
+            self._started_at, self._thread = _sequence_now(), threading.get_ident()
 
     def watch(self, tensor: Any) -> None:
         """Record operations on ``tensor`` (a tensor, variable or nested structure) from now on."""
@@ -202,6 +211,25 @@ class GradientTape:
                 stack.extend(n for n, _ in reversed(node.next_functions))   # recorded by this tape
         return found
 
+    def _recorded_graph(self, targets: list) -> tuple[set, list]:
+        """The ids of the variables the targets read while this tape recorded, and the nodes recorded
+        before (after a ``reset``) that the recorded part leads to: their gradients are cut to zero."""
+        variables = self._variables_of([t.grad_fn if t.grad_fn is not None else t for t in targets
+                                        if t.grad_fn is not None or _is_variable(t)])
+        cut, stack, seen = [], [t.grad_fn for t in targets if t.grad_fn is not None], set()
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            if getattr(node, "variable", None) is not None:
+                continue
+            if node._sequence_nr() <= self._started_at:
+                cut.append(node)
+            else:
+                stack.extend(n for n, _ in node.next_functions)
+        return set(variables), cut
+
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
                  unconnected_gradients: UnconnectedGradients | str = UnconnectedGradients.NONE) -> Any:
         """Gradient of ``target`` (summed over its elements and list items) w.r.t. ``sources``."""
@@ -223,12 +251,21 @@ class GradientTape:
         grad_outputs = flatten(output_gradients) if output_gradients is not None else [torch.ones_like(t) for t in targets]
         differentiable = [i for i, (s, t) in enumerate(zip(leaves, inputs)) if t.requires_grad and self._records(s, t)]
         grads: list = [None] * len(inputs)
+        cut: list = []
+        if self._was_reset and self._knows_order():   # only what was recorded since reset() carries gradients
+            reached, cut = self._recorded_graph([t for t in targets if isinstance(t, torch.Tensor)])
+            differentiable = [i for i in differentiable if not _is_variable(inputs[i]) or id(inputs[i]) in reached]
         if differentiable and any(t.requires_grad for t in targets):
             pairs = [(t, g) for t, g in zip(targets, grad_outputs) if t.requires_grad]
-            computed = torch.autograd.grad([t for t, _ in pairs], [inputs[i] for i in differentiable],
-                                           grad_outputs=[g for _, g in pairs], allow_unused=True,
-                                           retain_graph=self._persistent or self._recorded_by_another(),
-                                           create_graph=self._recorded_by_another())
+            handles = [node.register_prehook(_zeros) for node in cut]
+            try:
+                computed = torch.autograd.grad([t for t, _ in pairs], [inputs[i] for i in differentiable],
+                                               grad_outputs=[g for _, g in pairs], allow_unused=True,
+                                               retain_graph=self._persistent or self._recorded_by_another() or bool(cut),
+                                               create_graph=self._recorded_by_another())
+            finally:
+                for handle in handles:
+                    handle.remove()
             for i, g in zip(differentiable, computed):
                 grads[i] = readable(g)   # differentiable when another tape records: still .numpy()-able
         if unconnected is UnconnectedGradients.ZERO:
@@ -283,6 +320,11 @@ class GradientTape:
             else:
                 out.append(rows.reshape(shape))
         return pack_as(sources, [readable(j) if j is not None else None for j in out])
+
+
+def _zeros(grad_outputs: tuple) -> tuple:
+    """A node's incoming gradients replaced by zeros (a path recorded before ``reset``)."""
+    return tuple(None if g is None else torch.zeros_like(g) for g in grad_outputs)
 
 
 def _unconnected(value) -> UnconnectedGradients:

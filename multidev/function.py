@@ -5,6 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from multidev._core.variables_made import variables_made
+from multidev.function_tracing import PerInstance, Traces, bind_signature, check_variables_made, spec_type, trace_type
+
 _RUN_EAGERLY = False
 
 
@@ -31,10 +34,17 @@ def executing_eagerly() -> bool:
 
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              jit_compile: bool | None = None, reduce_retracing: bool = False, experimental_relax_shapes: Any = None,
-             **compile_kwargs: Any) -> Any:
+             signature_error: type = TypeError, **compile_kwargs: Any) -> Any:
     """Mark ``func`` as a compiled step, like ``@tf.function``.
 
-    PyTorch runs eagerly, so by default the function runs as written (same results, no tracing);
+    PyTorch runs eagerly, so by default the function runs as written (same results, no tracing):
+    its Python code (``print``, ``list.append``, Python ``next``) runs on every call, as under
+    ``tf.config.run_functions_eagerly(True)``, where TensorFlow runs it once per trace. TensorFlow's
+    tracing rules are kept where they decide results or errors (``function_tracing.py``):
+    ``experimental_get_tracing_count()`` counts the traces TensorFlow would make (tensors by dtype and
+    shape, relaxed with ``reduce_retracing``; Python values by value; per instance for a method),
+    arguments that do not fit ``input_signature`` raise TypeError (Python lists are converted to its
+    dtypes), and a call after the first trace that makes an ``md.Variable`` raises ValueError.
     ``next(iterator)`` past the end inside it raises ``md.errors.OutOfRangeError``, as in TensorFlow.
     ``jit_compile=True`` compiles it with ``torch.compile`` (extra keyword arguments go there).
 
@@ -58,25 +68,68 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
                 compiled.append(torch.compile(fn, dynamic=reduce_retracing or None, **compile_kwargs))
             return compiled[0]
 
+        name = getattr(fn, "__name__", repr(fn))
+        per_instance = _takes_self(fn)
+        shared, per_object = Traces(reduce_retracing), PerInstance(reduce_retracing)   # (a method's: per instance)
+
+        def traces_for(args: tuple) -> Traces:
+            return (per_object.get(args[0]) if per_instance and args else None) or shared
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if input_signature is None and not kwargs:
                 _note_trace(wrapper.traced_signatures, args)
-            try:
-                return target()(*args, **kwargs)
-            except StopIteration as exc:   # next(iterator) past the end, as a tf.function reports it
-                from multidev._core.errors import OutOfRangeError
-                raise OutOfRangeError("End of sequence: an iterator was exhausted inside an md.function (TF's "
-                                      "tf.function raises tf.errors.OutOfRangeError here; catch "
-                                      "md.errors.OutOfRangeError).") from exc
+            if input_signature is not None:   # (a method's self is not in the signature)
+                skip = 1 if per_instance and args else 0
+                args = args[:skip] + bind_signature(name, input_signature, args[skip:], signature_error)
+            if _RUN_EAGERLY:
+                return _call(target(), args, kwargs)
+            state = traces_for(args)
+            call_type = ("signature",) if input_signature is not None else \
+                (trace_type(args), trace_type(kwargs))
+            before = variables_made()
+            result = _call(target(), args, kwargs)
+            traced = state.note(call_type)
+            check_variables_made(name, before, first_trace=traced and not state.first_done)
+            state.first_done = True
+            return result
+
+        def get_concrete_function(*args: Any, **kwargs: Any) -> Callable:
+            concrete = _concrete_function(fn, input_signature, *args, **kwargs)
+            state = traces_for(())
+            state.note(("signature",) if input_signature is not None else
+                       (tuple(spec_type(s) for s in concrete.input_signature), trace_type({})))
+            return concrete
 
         wrapper.python_function = fn  # as tf.function exposes it
         wrapper.input_signature = input_signature   # what md.saved_model.save traces
         wrapper.traced_signatures = []   # without one: the input specs it was called with (TF's concrete functions)
-        wrapper.get_concrete_function = functools.partial(_concrete_function, fn, input_signature)
+        wrapper.get_concrete_function = get_concrete_function
+        wrapper.experimental_get_tracing_count = lambda: shared.count + per_object.count()
         return wrapper
 
     return decorate(func) if func is not None else decorate
+
+
+def _call(target: Callable, args: tuple, kwargs: dict) -> Any:
+    try:
+        return target(*args, **kwargs)
+    except StopIteration as exc:   # next(iterator) past the end, as a tf.function reports it
+        from multidev._core.errors import OutOfRangeError
+        raise OutOfRangeError("End of sequence: an iterator was exhausted inside an md.function (TF's "
+                              "tf.function raises tf.errors.OutOfRangeError here; catch "
+                              "md.errors.OutOfRangeError).") from exc
+
+
+def _takes_self(fn: Callable) -> bool:
+    """Whether ``fn`` is a method (its first parameter is ``self``): TensorFlow traces per instance."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0] == "self"
 
 
 #: Input shapes remembered per function (TensorFlow warns of retracing long before; a step called with
@@ -155,5 +208,8 @@ def _concrete_function(fn: Callable, input_signature: Any, *args: Any, **kwargs:
         else:
             raise TypeError(f"get_concrete_function argument {arg!r} is not an md.TensorSpec or a tensor; multidev "
                             "fixes only tensor arguments (Python values are not traced).")
-    return function(fn, input_signature=specs)
+    from multidev._core.errors import InvalidArgumentError
+
+    # A concrete function refuses other inputs with InvalidArgumentError, as TensorFlow's does.
+    return function(fn, input_signature=specs, signature_error=InvalidArgumentError)
 

@@ -41,6 +41,14 @@ class Module(torch.nn.Module):
         [(3, 2)]
     """
 
+    def __new__(cls, *args, **kwargs):
+        """A ``tf.Module`` subclass need not call ``super().__init__()`` (the tf.function guide's ``Count``
+        makes none): torch's module state is set up here, before any ``__init__``."""
+        self = super().__new__(cls)
+        torch.nn.Module.__init__(self)
+        self._tf_name = _snake(cls.__name__)
+        return self
+
     def __init__(self, name: str | None = None):
         super().__init__()
         if name is not None and (not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][\w.\-/]*", name)):

@@ -24,6 +24,7 @@ __getattr__ = missing_names(__name__, '', globals())  # unknown names: does Kera
 for _module, _namespace in ((optimizers, "optimizers"), (optimizers.schedules, "optimizers.schedules")):
     _module.__getattr__ = missing_names(_module.__name__, _namespace, vars(_module))
 del _module, _namespace
+optimizers.LossScaleOptimizer = mixed_precision.LossScaleOptimizer   # Keras 3's place for it (it wraps these)
 
 # ----- ops on functional KerasTensors build graph nodes (keras/layers/symbolic_ops.py) -----
 from multidev.keras.layers import symbolic_ops as _symbolic_ops  # noqa: E402

@@ -19,6 +19,7 @@ from multidev._core.eager_tensor import readable_operator
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev._core.errors import InvalidArgumentError
 from multidev._core.python_numbers import with_tf_dtype
+from multidev._core.variables_made import note_variable_made
 from multidev.values.variable_inputs import check_python_value, check_shape_argument, variable_dtype
 from multidev.values import context
 from multidev.values.distributed import DistributedValues
@@ -94,6 +95,7 @@ class Variable(torch.nn.Parameter):
         aggregation: VariableAggregation | str | None = None,
         shape: Any = None,
     ):
+        note_variable_made()   # (md.function refuses variables made after its first trace)
         if initial_value is None:
             raise ValueError("md.Variable needs an initial_value (a tensor, array, number or a callable returning one).")
         dtype = variable_dtype(dtype)

@@ -75,6 +75,32 @@ KNOWN: dict[str, str] = {
                                            "ValueError that say what is wrong",
     "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
                                                 "ValueError asking for batch(); TF 2.21 fails with IndexError",
+    # guides typed as printed: function, mixed_precision, advanced_autodiff, keras.io's TF training-loop guides
+    **{f"function_guide.{case}": "md.function runs its Python body on every call, as tf.config."
+       "run_functions_eagerly(True) does (experimental_get_tracing_count still counts TF's traces): " + why
+       for case, why in {
+           "python_side_effect_once_per_trace": "print runs on each call; TF prints once per trace",
+           "external_list_side_effect": "a list.append in the body runs on each call; TF appends once per trace",
+           "variable_created_every_call": "a function that makes a variable on every call is refused with "
+                                          "ValueError from its second call; TF refuses the first call already "
+                                          "(it traces twice to find out)",
+           "unused_gather_in_function": "an op whose result is unused still runs (its out-of-range gather raises "
+                                        "InvalidArgumentError); TF prunes it from the graph and returns x"}.items()},
+    **{case: "Keras 3 on TensorFlow divides a loss computed in a replica by the replica "
+       "count (keras/src/losses/loss.py scale_loss_for_distribution) and sums the replicas' gradients; md.keras "
+       "keeps the replica's loss (Keras 3 on torch's value) and averages the gradients: the same weights (the "
+       "case without _reported_loss), but a custom step's loss metric shows TF's value times the replica count"
+       for case in ("keras_loop_guide.fit_compute_loss_two_replicas_reported_loss",
+                    "keras_loop_guide.custom_test_step_two_replicas_reported_loss",
+                    "keras_gan_guide.gan_two_replicas_reported_loss")},
+    **{f"keras_loop_guide.{case}": "model.metrics lists the compiled metrics one by one once they are built "
+       "(tests/keras/test_custom_train_step.py asserts it); Keras 3 keeps one compile_metrics entry, which applies "
+       "sample_weight only to weighted_metrics: the guide's loop passes sample_weight to every listed metric, so "
+       "md's 'mae' is weighted and TF's is not"
+       for case in ("fit_sample_weight", "fit_sample_weight_two_replicas")},
+    "keras_gan_guide.gan_two_replicas": "TF 2.21 (Keras 3) cannot fit the guide's GAN on a MirroredStrategy "
+                                         "(RuntimeError: it builds the model by calling it, and the GAN has no "
+                                         "call()); multidev trains it (see SAME_AS)",
     # resuming (cases/resume.py): multidev gives the uninterrupted run's result (SAME_AS)
     "resume.loop_distributed_iterator_mid_pass": "a distributed iterator in the checkpoint resumes mid-pass; TF 2.21 "
                                                  "refuses the eager DistributedIterator (ValueError)",
@@ -86,6 +112,7 @@ KNOWN: dict[str, str] = {
 #: workaround: the optimizer's slots built in the scope before the first step).
 SAME_AS: dict[str, str] = {
     "loop_train.slots_made_in_function": "loop_train.sgd_momentum_two_replicas",
+    "keras_gan_guide.gan_two_replicas": "keras_gan_guide.gan_two_replicas_built",
     "resume.loop_distributed_iterator_mid_pass": "resume.loop_uninterrupted",
     "resume.fit_backup_and_restore_mid_epoch": "resume.fit_uninterrupted",
 }

@@ -67,6 +67,7 @@ class LossScaleOptimizer(Optimizer):
         self.name = name or "LossScaleOptimizer"
         self._loss_scale = torch.tensor(self.initial_scale, dtype=torch.float32)
         self._counter = torch.zeros((), dtype=torch.int64)  # finite steps since the last change
+        self._unscales_in_apply = False   # Keras 3's contract: scale_loss, then apply_gradients unscales
 
     # ----- Keras's loss-scaling API -------------------------------------------------------------
     @property
@@ -85,8 +86,16 @@ class LossScaleOptimizer(Optimizer):
             return lambda: loss() * float(self._loss_scale)
         return loss * float(self._loss_scale)
 
+    def scale_loss(self, loss: Any) -> Any:
+        """Keras 3's ``loss * loss_scale``: the gradients of the scaled loss then go to ``apply_gradients``
+        as they are, which unscales them (tf.keras 2's ``get_scaled_loss`` leaves that to
+        ``get_unscaled_gradients``)."""
+        self._unscales_in_apply = True
+        return loss * float(self._loss_scale)
+
     def get_unscaled_gradients(self, grads: Iterable[Any]) -> list:
         """Gradients divided by ``loss_scale`` (None entries stay None)."""
+        self._unscales_in_apply = False
         scale = float(self._loss_scale)
         return [None if g is None else g / scale for g in grads]
 
@@ -108,6 +117,9 @@ class LossScaleOptimizer(Optimizer):
     def apply_gradients(self, grads_and_vars, name=None, skip_gradients_aggregation=False):
         """Apply (unscaled) gradients, unless dynamic scaling finds a non-finite one: then skip and halve."""
         inner = self.inner_optimizer
+        if self._unscales_in_apply:   # gradients of scale_loss's loss (Keras 3)
+            scale = float(self._loss_scale)
+            grads_and_vars = [(None if g is None else g / scale, v) for g, v in grads_and_vars]
         if not self.dynamic:
             return inner.apply_gradients(grads_and_vars, name, skip_gradients_aggregation)
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]

@@ -207,3 +207,33 @@ def dataset_spec(s):
     """A window's element_spec: DatasetSpec of the components' specs."""
     return [type(s).__name__, spec(s.element_spec)]
 
+
+
+def keras2(tf):
+    """The Keras a guide printed for tf.keras 2 runs with: ``tf_keras`` on TensorFlow (TF 2.21's
+    ``tf.keras`` is Keras 3; the guides' ``get_scaled_loss`` is tf.keras 2's, as with
+    ``TF_USE_LEGACY_KERAS=1``), ``md.keras`` on multidev."""
+    if tf.__name__ == "tensorflow":
+        import tf_keras
+        return tf_keras
+    return tf.keras
+
+
+def approx(x, atol: float) -> dict:
+    """``x``'s numbers, compared within ``atol`` (harness.same): float16 computation rounds differently in
+    TensorFlow's CPU kernels and torch's, and rounding to fixed digits would flip near a boundary."""
+    return {"approx": val(x), "atol": atol}
+
+
+def scope_of(strategy):
+    """``strategy.scope()``, or no scope for the one-device runs of a guide's cases."""
+    import contextlib
+    return strategy.scope() if strategy is not None else contextlib.nullcontext()
+
+
+def fixed_weights(model, scale: float):
+    """Set every weight of ``model`` to a fixed pattern times ``scale`` (both sides start equal)."""
+    import numpy as np
+    model.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
+                                "float32").reshape(w.shape) * scale for w in model.get_weights()])
+    return model
