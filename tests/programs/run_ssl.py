@@ -1,0 +1,68 @@
+"""Run the self-supervised programs (``ssl_programs.py``, ``ssl_programs2.py``) under one runner:
+
+    RANK=.. WORLD_SIZE=2 MASTER_ADDR=.. MASTER_PORT=.. python tests/programs/run_ssl.py ddp OUT_DIR
+    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/run_ssl.py multidev OUT_DIR
+    TF_CONFIG=.. MULTIDEV_LOGICAL_CPUS=1 python tests/programs/run_ssl.py mwms OUT_DIR
+
+``ddp``: this process is one of 2 Gloo ranks (``run_ddp.py``'s loop, no multidev imported); rank 0
+writes ``ssl_ddp.json``. ``multidev``: one device and MirroredStrategy (2 logical CPUs) in this
+interpreter (``run_multidev.py``'s loops), with ``ssl_port.py``'s collectives in place of
+torch.distributed's; writes ``ssl_multidev.json``. ``mwms``: a MultiWorkerMirroredStrategy worker
+(``run_mwms.py``'s loop); writes ``ssl_mwms_w<index>.json``.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ssl_programs  # noqa: E402
+import ssl_programs2  # noqa: E402
+
+PROGRAMS = ssl_programs.SSL_PROGRAMS + ssl_programs2.SSL_PROGRAMS2
+
+
+def _ddp(out_dir: str) -> None:
+    import torch.distributed as dist
+    from run_ddp import _recorded
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    results = {program.name: _recorded(program, rank, world) for program in PROGRAMS}
+    if rank == 0:
+        _write(out_dir, "ssl_ddp.json", results)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _multidev(out_dir: str) -> None:
+    import multidev as md
+    import ssl_port
+    from run_multidev import _recorded, on_strategy, one_device
+    ssl_port.install(ssl_programs, ssl_programs2)
+    strategy = md.distribute.MirroredStrategy()
+    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
+    results = {program.name: {"one_device": _recorded(one_device, program),
+                              "multidev": _recorded(on_strategy, program, strategy)} for program in PROGRAMS}
+    _write(out_dir, "ssl_multidev.json", results)
+
+
+def _mwms(out_dir: str) -> None:
+    import multidev as md
+    import ssl_port
+    from run_mwms import TIMEOUT_S, _recorded
+    ssl_port.install(ssl_programs, ssl_programs2)
+    options = md.distribute.experimental.CommunicationOptions(timeout_seconds=TIMEOUT_S)
+    strategy = md.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    results = {program.name: _recorded(program, strategy) for program in PROGRAMS}
+    _write(out_dir, f"ssl_mwms_w{strategy.extended.worker_index}.json", results)
+
+
+def _write(out_dir: str, name: str, results: dict) -> None:
+    with open(os.path.join(out_dir, name), "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    {"ddp": _ddp, "multidev": _multidev, "mwms": _mwms}[sys.argv[1]](sys.argv[2])
