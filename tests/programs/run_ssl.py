@@ -45,7 +45,54 @@ def _multidev(out_dir: str) -> None:
     assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
     results = {program.name: {"one_device": _recorded(one_device, program),
                               "multidev": _recorded(on_strategy, program, strategy)} for program in PROGRAMS}
+    results["all_gather_gradient"] = _recorded(_gather_gradients, strategy)
+    results["buffer_of_module_built_in_step"] = _recorded(_buffer_of_module_built_in_step, strategy)
     _write(out_dir, "ssl_multidev.json", results)
+
+
+def _gather_gradients(strategy) -> dict:
+    """Each replica's gradient of its own inputs through ``all_gather`` of uneven lengths: along axis
+    0 (one tensor) and along axis 1 (a tuple, with a leaf that needs no gradient), replica ``r``'s loss
+    weighting the gathered values by ``coefficients(r)``."""
+    import multidev as md
+    import torch
+
+    def step():
+        ctx = md.distribute.get_replica_context()
+        r = int(ctx.replica_id_in_sync_group)
+        rows = torch.arange(2.0 * (r + 1), dtype=torch.float64).reshape(r + 1, 2).requires_grad_(True)
+        cols = torch.ones(3, r + 1, dtype=torch.float64, requires_grad=True)
+        fixed = torch.zeros(3, 2, dtype=torch.float64)
+        g_rows = ctx.all_gather(rows, axis=0)
+        g_cols, g_fixed = ctx.all_gather((cols, fixed), axis=1)
+        loss = (g_rows * _coefficients(r, g_rows.shape)).sum() + (g_cols * _coefficients(r, g_cols.shape)).sum()
+        loss = loss + g_fixed.sum()
+        d_rows, d_cols = torch.autograd.grad(loss, [rows, cols])
+        return d_rows, d_cols, torch.tensor(list(g_rows.shape) + list(g_cols.shape) + list(g_fixed.shape))
+
+    out = strategy.run(step)
+    return {name: [t.tolist() for t in strategy.experimental_local_results(v)]
+            for name, v in zip(("rows", "cols", "shapes"), out)}
+
+
+def _coefficients(r: int, shape) -> "torch.Tensor":
+    import torch
+    return (torch.arange(float(shape.numel()), dtype=torch.float64) + 1).reshape(shape) * 10.0 ** r
+
+
+def _buffer_of_module_built_in_step(strategy) -> dict:
+    """A DINOLoss built inside the step is the replica's own: its center moves once per step."""
+    import torch
+
+    def step(t):
+        loss = ssl_programs2.DINOLoss(4, 3, 0.04, 0.07, 2, 4).double()
+        loss.update_center(t)
+        loss.update_center(t)
+        return loss.center.clone()
+
+    import multidev as md
+    t = md.distribute.PerReplica((torch.ones(2, 4, dtype=torch.float64), 3 * torch.ones(2, 4, dtype=torch.float64)))
+    return {"center": [c.tolist() for c in strategy.experimental_local_results(strategy.run(step, args=(t,)))]}
 
 
 def _mwms(out_dir: str) -> None:
