@@ -238,8 +238,11 @@ class BYOL(nn.Module):
             p.requires_grad = False
         self.beta = moving_average_decay
 
-    @torch.no_grad()
     def update_moving_average(self, spelling):
+        with torch.no_grad():
+            self._update_moving_average(spelling)
+
+    def _update_moving_average(self, spelling):
         online, target = list(self.online_encoder.parameters()), list(self.target_encoder.parameters())
         if spelling == "foreach_lerp":   # timm's ModelEmaV3, in the step
             torch._foreach_lerp_(target, online, 1.0 - self.beta)
@@ -275,7 +278,9 @@ def _byol_step(spelling):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if spelling is not None:   # in the loop body: each DDP rank, each replica, updates its own copy
+        if spelling == "foreach_lerp_with_grad":   # no torch.no_grad(): the target's parameters turn non-leaf
+            getattr(learner, "module", learner)._update_moving_average("foreach_lerp")
+        elif spelling is not None:   # in the loop body: each DDP rank, each replica, updates its own copy
             getattr(learner, "module", learner).update_moving_average(spelling)
         return loss.detach(), carry
     return step
@@ -368,6 +373,9 @@ SSL_PROGRAMS = [
             compare_one_device=False),
     Program("byol_foreach_lerp_in_step", _byol_build, _views(101), _byol_step("foreach_lerp"), compare_one_device=False,
             tolerance=1e-10),
+    # the EMA recorded by autograd (each step's graph kept alive, under DDP too): the same numbers
+    Program("byol_foreach_lerp_outside_no_grad", _byol_build, _views(101), _byol_step("foreach_lerp_with_grad"),
+            compare_one_device=False, tolerance=1e-10),
     Program("byol_foreach_lerp_between_steps", _byol_build, _views(101), _byol_step(None), compare_one_device=False,
             after_step=_byol_between_steps("foreach_lerp"), tolerance=1e-10),
     Program("byol_lerp_between_steps", _byol_build, _views(101), _byol_step(None), compare_one_device=False,
