@@ -34,8 +34,9 @@ def check_buffer_write(module: torch.nn.Module, name: str, buffer: Any, env: Any
     replaced by a new tensor raises ``ValueError``."""
     old = module.__dict__["_buffers"].get(name)
     extended = env.strategy.extended
-    shared = (isinstance(old, torch.Tensor) and not isinstance(old, DistributedVariable)
-              and module not in _built_in_replica and extended.num_local_replicas > 1 and extended.distributes_variables)
+    plain = isinstance(old, torch.Tensor) and not isinstance(old, DistributedVariable)
+    shared = (plain and module not in _built_in_replica
+              and extended.num_local_replicas > 1 and extended.distributes_variables)
     if shared and buffer is not old:
         strategy = type(env.strategy).__name__
         raise ValueError(

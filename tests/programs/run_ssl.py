@@ -1,4 +1,5 @@
-"""Run the self-supervised programs (``ssl_programs.py``, ``ssl_programs2.py``) under one runner:
+"""Run the self-supervised programs (``ssl_programs.py``, ``ssl_simclr.py``, ``ssl_programs2.py``) under
+one runner:
 
     RANK=.. WORLD_SIZE=2 MASTER_ADDR=.. MASTER_PORT=.. python tests/programs/run_ssl.py ddp OUT_DIR
     MULTIDEV_LOGICAL_CPUS=2 python tests/programs/run_ssl.py multidev OUT_DIR
@@ -20,8 +21,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ssl_programs  # noqa: E402
 import ssl_programs2  # noqa: E402
+import ssl_simclr  # noqa: E402
 
-PROGRAMS = ssl_programs.SSL_PROGRAMS + ssl_programs2.SSL_PROGRAMS2
+PROGRAMS = ssl_programs.SSL_PROGRAMS + ssl_simclr.SSL_SIMCLR + ssl_programs2.SSL_PROGRAMS2
+MODULES = (ssl_programs, ssl_simclr, ssl_programs2)   # whose torch.distributed lines ssl_port.py replaces
 if os.environ.get("SSL_ONLY"):
     PROGRAMS = [p for p in PROGRAMS if p.name in os.environ["SSL_ONLY"].split(",")]
 
@@ -42,7 +45,7 @@ def _multidev(out_dir: str) -> None:
     import multidev as md
     import ssl_port
     from run_multidev import _recorded, on_strategy, one_device
-    ssl_port.install(ssl_programs, ssl_programs2)
+    ssl_port.install(*MODULES)
     strategy = md.distribute.MirroredStrategy()
     assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
     results = {program.name: {"one_device": _recorded(one_device, program),
@@ -101,7 +104,7 @@ def _mwms(out_dir: str) -> None:
     import multidev as md
     import ssl_port
     from run_mwms import TIMEOUT_S, _recorded
-    ssl_port.install(ssl_programs, ssl_programs2)
+    ssl_port.install(*MODULES)
     options = md.distribute.experimental.CommunicationOptions(timeout_seconds=TIMEOUT_S)
     strategy = md.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     results = {program.name: _recorded(program, strategy) for program in PROGRAMS}

@@ -8,13 +8,12 @@
 * BYOL (lucidrains/byol-pytorch): the target network's EMA by ``torch._foreach_lerp_`` inside the step,
   by ``lerp_`` or by ``ma_params.data = ...`` between steps (outside ``strategy.run``);
 * SimSiam (facebookresearch/simsiam): the stop-gradient ``z.detach()``, ``fix_lr`` parameter groups;
-* SimCLR's NT-Xent against every replica's embeddings gathered with their gradients (VICReg's
-  ``FullGatherLayer``: an all-gather whose backward all-reduces).
+* SimCLR: ``ssl_simclr.py``; DINO, mean teacher, distillation: ``ssl_programs2.py``.
 
 The few lines that call ``torch.distributed`` are this module's functions ``concat_all_gather``,
-``gather_with_grad``, ``broadcast_from_first``, ``all_reduce_sum``, ``rank`` and ``world_size``, as the
-sources print them; ``ssl_port.py`` swaps in their multidev ports (the replica context's ``all_gather``
-and ``all_reduce``), as a port edits those lines. This module imports only torch (and numpy).
+``broadcast_from_first``, ``all_reduce_sum``, ``rank`` and ``world_size``, as the sources print them;
+``ssl_port.py`` swaps in their multidev ports (the replica context's ``all_gather`` and ``all_reduce``),
+as a port edits those lines. This module imports only torch (and numpy).
 """
 from __future__ import annotations
 
@@ -38,31 +37,6 @@ def concat_all_gather(tensor):
     tensors_gather = [torch.ones_like(tensor) for _ in range(torch.distributed.get_world_size())]
     torch.distributed.all_gather(tensors_gather, tensor, async_op=False)
     return torch.cat(tensors_gather, dim=0)
-
-
-class FullGatherLayer(torch.autograd.Function):
-    """VICReg's: gather tensors from all processes and support backward propagation for the gradients
-    across processes."""
-
-    @staticmethod
-    def forward(ctx, x):
-        output = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
-        dist.all_gather(output, x)
-        return tuple(output)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        all_gradients = torch.stack(grads)
-        dist.all_reduce(all_gradients)
-        return all_gradients[dist.get_rank()]
-
-
-def ddp_gather_with_grad(x):
-    return torch.cat(FullGatherLayer.apply(x), dim=0)
-
-
-def gather_with_grad(x):
-    return ddp_gather_with_grad(x)
 
 
 def broadcast_from_first(tensor):
@@ -219,7 +193,8 @@ def _moco_observe(state) -> list:
 
 # --- BYOL (lucidrains/byol-pytorch): online network + predictor, EMA target -----------------------------------
 def _mlp(dim_in, hidden, dim_out):
-    return nn.Sequential(nn.Linear(dim_in, hidden), nn.BatchNorm1d(hidden), nn.ReLU(inplace=True), nn.Linear(hidden, dim_out))
+    return nn.Sequential(nn.Linear(dim_in, hidden), nn.BatchNorm1d(hidden), nn.ReLU(inplace=True),
+                         nn.Linear(hidden, dim_out))
 
 
 def loss_fn(x, y):
@@ -333,39 +308,6 @@ def _simsiam_step(state, batch, carry):
     return loss.detach(), carry
 
 
-# --- SimCLR's NT-Xent: this replica's embeddings against every replica's, gathered with gradients ---------------
-def _simclr_build():
-    torch.manual_seed(43)
-    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 8)).double()
-    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)}
-
-
-def nt_xent(z1, z2, temperature=0.5, gather=None):
-    """Rows of this rank (``2n``) against the gathered ``[z1_0, z2_0, z1_1, z2_1, ...]`` (``2nW``)."""
-    z = F.normalize(torch.cat([z1, z2]), dim=1)
-    everyone = (gather or gather_with_grad)(z)
-    n2 = z.shape[0]
-    offset = n2 * rank()
-    logits = z @ everyone.T / temperature
-    own = torch.arange(n2) + offset
-    logits[torch.arange(n2), own] = float("-inf")   # not itself
-    positives = (torch.arange(n2) + n2 // 2) % n2 + offset
-    return F.cross_entropy(logits, positives)
-
-
-def _simclr_step(gather=None):
-    def step(state, batch, carry):
-        x_i, x_j = batch
-        model, opt = state["model"], state["opt"]
-        loss = nt_xent(model(x_i), model(x_j), gather=gather)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.detach(), carry
-    return step
-
-
-TORCH_DISTRIBUTED = r"^ValueError: torch.distributed.get_world_size inside strategy.run: \w+Strategy's 2 replica.*get_replica_context\(\)"
 SSL_PROGRAMS = [
     # BatchNorm normalises each replica's half (each rank's): DDP's result, not one device's
     Program("moco_v2", _moco_build(False), _views(100), _moco_step, observe=_moco_observe, compare_one_device=False),
@@ -385,9 +327,4 @@ SSL_PROGRAMS = [
     Program("byol_data_assign_in_step", _byol_build, _views(101), _byol_step("data"), compare_one_device=False,
             tolerance=1e-10),
     Program("simsiam", _simsiam_build, _views(102), _simsiam_step, compare_one_device=False),
-    # every replica's embeddings, with the gradients of every replica's loss: one device's NT-Xent
-    Program("simclr_gathered_negatives", _simclr_build, _views(103), _simclr_step()),
-    # the FullGatherLayer kept as printed (torch.distributed inside strategy.run): refused with the fix
-    Program("simclr_gather_layer_kept", _simclr_build, _views(103), _simclr_step(ddp_gather_with_grad),
-            refused=TORCH_DISTRIBUTED, workers_refused=TORCH_DISTRIBUTED),
 ]

@@ -306,7 +306,8 @@ def _semi_batches():
     g = _gen(105)
     out = []
     for _ in range(3):
-        x, u = torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64), torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64)
+        x = torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64)
+        u = torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64)
         y = torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)
         out.append((x, y, u + 0.1 * torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64),
                     u + 0.6 * torch.randn(GLOBAL_BATCH, 6, generator=g, dtype=F64)))
@@ -373,7 +374,8 @@ def _teacher_buffers(state) -> list:
 LEGACY_WEIGHT_NORM = (r"^ValueError: torch.nn.utils.weight_norm\(Linear, name='weight'\) on a module built in "
                       r"\w+Strategy.scope\(\).*Use torch.nn.utils.parametrizations.weight_norm\(module, name\)")
 SHARED_BUFFER = (r"^ValueError: Assigning a new tensor to buffer 'center' of DINOLoss inside MirroredStrategy.run: the "
-                 r"module was built outside MirroredStrategy.scope\(\).*Build the module inside `with strategy.scope\(\):`")
+                 r"module was built outside MirroredStrategy.scope\(\).*"
+                 r"Build the module inside `with strategy.scope\(\):`")
 EPOCH = lambda batch_size: (torch.zeros((), dtype=F64),)   # noqa: E731 - the epoch index, carried
 SSL_PROGRAMS2 = [
     # drop_path draws in the step (each replica as its rank): DDP's result, not one device's

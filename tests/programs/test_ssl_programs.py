@@ -1,5 +1,6 @@
-"""Self-supervised and teacher-student programs (``ssl_programs.py``, ``ssl_programs2.py``: MoCo v2, BYOL,
-SimSiam, SimCLR, DINO, FixMatch's mean teacher, distillation) ported with two lines plus their
+"""Self-supervised and teacher-student programs (``ssl_programs.py``, ``ssl_simclr.py``,
+``ssl_programs2.py``: MoCo v2, BYOL, SimSiam, SimCLR, DINO, FixMatch's mean teacher, distillation)
+ported with two lines plus their
 ``torch.distributed`` lines (``ssl_port.py``) give DDP's weights, teachers and buffers (queue, center)
 on 2 Gloo processes, on MirroredStrategy (2 logical CPUs) and on MultiWorkerMirroredStrategy (2
 workers of 1 logical CPU), or are refused saying why (``Program.refused``, ``workers_refused``).
@@ -23,9 +24,10 @@ from multidev.collectives.process_world import free_loopback_ports
 from tests.conftest import ROOT
 from tests.programs.ssl_programs import SSL_PROGRAMS
 from tests.programs.ssl_programs2 import SSL_PROGRAMS2
+from tests.programs.ssl_simclr import SSL_SIMCLR
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAMS = SSL_PROGRAMS + SSL_PROGRAMS2
+PROGRAMS = SSL_PROGRAMS + SSL_SIMCLR + SSL_PROGRAMS2
 TIMEOUT_S = 240
 
 
@@ -117,6 +119,13 @@ def test_ssl_program_on_workers_equals_ddp(results, program):
     first = _no_error(workers[0][program.name])
     assert _no_error(workers[1][program.name])["params"] == first["params"], "every worker's"
     _close(program, first, ddp[program.name])
+
+
+def test_simclr_gather_layers_differ(results):
+    """Spijkervet's GatherLayer drops the other ranks' loss terms from each rank's gradient: its DDP
+    weights differ from FullGatherLayer's (ctx.all_gather's); the port reproduces each."""
+    _, ddp, _ = results
+    assert _max_difference(ddp["simclr_own_slice_gather_layer"], ddp["simclr_gathered_negatives"]) > 1e-6
 
 
 def test_all_gather_gradient_is_tensorflows(results):
