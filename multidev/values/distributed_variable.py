@@ -53,7 +53,7 @@ def _cross_replica_call(func: Any, args: tuple, kwargs: dict) -> Any:
     # (variable, the tensor the op got, its version before the op or a copy of it); a variable seen as
     # itself (mirrored) shares its primary copy's version counter
     seen = [(v, t, t.clone() if unversioned else t._version) for v, t in viewed if t is not v]
-    itself = [(v, v._components[0]._version) for v, t in viewed if t is v]
+    itself = [(v, v._components[0]._version) for v, t in viewed if t is v] if _may_write(func, kwargs) else ()
     with DisableTorchFunctionSubclass():
         result = func(*args, **kwargs)
     for variable, tensor, before in seen:
@@ -63,6 +63,15 @@ def _cross_replica_call(func: Any, args: tuple, kwargs: dict) -> Any:
         if variable._components[0]._version != before:   # written in place (a target network's
             variable._sync_if_stale()   # `p_t.lerp_(p, 1 - tau)` between steps): every copy now
     return result
+
+
+def _may_write(func: Any, kwargs: dict) -> bool:
+    """Whether ``func`` may write an argument in place (torch's ``name_`` convention, ``__iadd__``,
+    ``__setitem__``, ``out=``): only then is a mirrored variable's version read before and after (a
+    write this misses still reaches every copy, at the next run)."""
+    name = getattr(func, "__name__", "")
+    return (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__" \
+        or "out" in kwargs
 
 
 # Ops whose kernels update running statistics in place without bumping the tensor's version.
@@ -239,8 +248,8 @@ class DistributedVariable(Variable):
         differs from replica 0's."""
         return ValueError(
             f"Variable {self._tf_name!r} was written inside strategy.run outside an optimizer step (an in-place op "
-            f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`), and replica "
-            f"{replica}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
+            f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`, or `p.data = t`), and "
+            f"replica {replica}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
             "copies drifted apart (DDP ranks drift alike). torch.autograd.grad returns each replica's own "
             "gradient, not the reduced one. Reduce it first: `grads = "
             "md.distribute.get_replica_context().all_reduce('MEAN', grads)`, or call loss.backward() (it "
@@ -317,7 +326,7 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
     if value is var:
         return
     replica_id = context.current_replica_id()
-    if replica_id is not None:
+    if replica_id is not None and not var._share_storage:   # (one shared copy: CentralStorageStrategy's)
         _set_replica_data(var, replica_id, value)
         return
     with DisableTorchFunctionSubclass():

@@ -52,6 +52,7 @@ def _multidev(out_dir: str) -> None:
                               "multidev": _recorded(on_strategy, program, strategy)} for program in PROGRAMS}
     results["all_gather_gradient"] = _recorded(_gather_gradients, strategy)
     results["buffer_of_module_built_in_step"] = _recorded(_buffer_of_module_built_in_step, strategy)
+    results["data_assign_differing"] = _recorded(_data_assign_differing, strategy)
     _write(out_dir, "ssl_multidev.json", results)
 
 
@@ -83,6 +84,33 @@ def _gather_gradients(strategy) -> dict:
 def _coefficients(r: int, shape) -> "torch.Tensor":
     import torch
     return (torch.arange(float(shape.numel()), dtype=torch.float64) + 1).reshape(shape) * 10.0 ** r
+
+
+def _data_assign_differing(strategy) -> dict:
+    """``p.data = t`` inside the step: each replica's own copy (equal values pass, twice); values that
+    differ between replicas raise after the run, as any write in the replicas that drifts."""
+    import multidev as md
+    import torch
+
+    with strategy.scope():
+        layer = torch.nn.Linear(2, 2).double()
+
+    def same(p):
+        p.data = p.data * 0.5 + 1.0
+
+    def differing(p):
+        p.data = p.data + float(md.distribute.get_replica_context().replica_id_in_sync_group)
+
+    before = layer.bias.detach().clone()
+    strategy.run(same, args=(layer.bias,))
+    strategy.run(same, args=(layer.bias,))
+    copies = [c.tolist() for c in strategy.experimental_local_results(layer.bias)]
+    try:
+        strategy.run(differing, args=(layer.bias,))
+        error = ""
+    except ValueError as e:
+        error = str(e)
+    return {"expected": ((before * 0.5 + 1.0) * 0.5 + 1.0).tolist(), "copies": copies, "error": error}
 
 
 def _buffer_of_module_built_in_step(strategy) -> dict:

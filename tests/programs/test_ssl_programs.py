@@ -149,3 +149,12 @@ def test_buffer_of_module_built_in_the_step_is_the_replicas_own(results):
     centers = _no_error(results[0]["buffer_of_module_built_in_step"])["center"]
     for center in centers:
         assert center[0] == pytest.approx([0.38] * 4, rel=1e-12)
+
+
+def test_data_assignment_in_the_step_sets_the_replicas_copy(results):
+    """``p.data = t`` inside ``strategy.run`` (MoCo's momentum update) sets the calling replica's copy
+    once per run, twice in a row; copies that then differ raise ValueError, as other replica writes."""
+    got = results[0]["data_assign_differing"]
+    assert got["copies"] == [got["expected"]] * 2
+    assert "Variable 'Linear.bias:0' was written inside strategy.run outside an optimizer step" in got["error"]
+    assert "replica 1's copy now differs from replica 0's" in got["error"]
