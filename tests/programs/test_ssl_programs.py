@@ -1,8 +1,7 @@
 """Self-supervised and teacher-student programs (``ssl_programs.py``, ``ssl_simclr.py``,
 ``ssl_programs2.py``: MoCo v2, BYOL, SimSiam, SimCLR, DINO, FixMatch's mean teacher, distillation)
-ported with two lines plus their
-``torch.distributed`` lines (``ssl_port.py``) give DDP's weights, teachers and buffers (queue, center)
-on 2 Gloo processes, on MirroredStrategy (2 logical CPUs) and on MultiWorkerMirroredStrategy (2
+ported with two lines plus their ``torch.distributed`` lines (``ssl_port.py``) give DDP's weights,
+teachers and buffers (queue, center; ``_close``: weights, observed buffers, losses) on 2 Gloo processes, on MirroredStrategy (2 logical CPUs) and on MultiWorkerMirroredStrategy (2
 workers of 1 logical CPU), or are refused saying why (``Program.refused``, ``workers_refused``).
 
 The multidev cases run in one fresh interpreter, the DDP cases in one 2-process job and the workers in
@@ -25,6 +24,7 @@ from tests.conftest import ROOT
 from tests.programs.ssl_programs import SSL_PROGRAMS
 from tests.programs.ssl_programs2 import SSL_PROGRAMS2
 from tests.programs.ssl_simclr import SSL_SIMCLR
+from tests.programs.test_programs import _close, _finish, _load, _max_difference, _no_error   # the same jobs' helpers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = SSL_PROGRAMS + SSL_SIMCLR + SSL_PROGRAMS2
@@ -35,22 +35,6 @@ def _start(mode: str, out_dir: str, **env: str) -> subprocess.Popen:
     full = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1", **env)
     return subprocess.Popen([sys.executable, os.path.join(HERE, "run_ssl.py"), mode, out_dir], env=full, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _finish(procs: list[subprocess.Popen], timeout: float) -> list[str]:
-    """Each process's output once all exit; any still running after ``timeout`` is killed."""
-    try:
-        return [p.communicate(timeout=timeout)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=10)
-
-
-def _load(out: str, name: str) -> dict:
-    with open(os.path.join(out, name)) as f:
-        return json.load(f)
 
 
 @pytest.fixture(scope="module")
@@ -70,24 +54,6 @@ def results(tmp_path_factory):
     assert not failed, failed
     return (_load(out, "ssl_multidev.json"), _load(out, "ssl_ddp.json"),
             [_load(out, f"ssl_mwms_w{i}.json") for i in range(2)])
-
-
-def _no_error(result: dict) -> dict:
-    assert "error" not in result, result["error"]
-    return result
-
-
-def _max_difference(a: dict, b: dict) -> float:
-    assert [len(p) for p in a["params"]] == [len(p) for p in b["params"]]
-    return max(abs(x - y) for p, q in zip(a["params"], b["params"]) for x, y in zip(p, q))
-
-
-def _close(program, got: dict, reference: dict) -> None:
-    """Weights (student and teacher), the buffers observed after each step (queue, center) and losses."""
-    observed = [x for row in got["observed"] for x in row]
-    assert observed == pytest.approx([x for row in reference["observed"] for x in row], rel=1e-12, abs=1e-12)
-    assert _max_difference(got, reference) <= program.tolerance
-    assert got["losses"] == pytest.approx(reference["losses"], rel=program.tolerance, abs=program.tolerance)
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
