@@ -322,7 +322,7 @@ def _fixmatch_step(state, batch, carry):
     with torch.no_grad():   # the mean teacher's targets on the weak view
         pseudo_label = torch.softmax(ema_model.ema(inputs_u_w) / 1.0, dim=-1)
     max_probs, targets_u = torch.max(pseudo_label, dim=-1)
-    mask = max_probs.ge(0.36).double()
+    mask = max_probs.ge(0.4).double()
     Lx = F.cross_entropy(logits_x, targets_x, reduction="mean")
     Lu = (F.cross_entropy(model(inputs_u_s), targets_u, reduction="none") * mask).mean()
     loss = Lx + 1.0 * Lu
