@@ -9,7 +9,8 @@ one runner:
 writes ``ssl_ddp.json``. ``multidev``: one device and MirroredStrategy (2 logical CPUs) in this
 interpreter (``run_multidev.py``'s loops), with ``ssl_port.py``'s collectives in place of
 torch.distributed's; writes ``ssl_multidev.json``. ``mwms``: a MultiWorkerMirroredStrategy worker
-(``run_mwms.py``'s loop); writes ``ssl_mwms_w<index>.json``.
+(``run_mwms.py``'s loop); writes ``ssl_mwms_w<index>.json``. ``SSL_ONLY=name,name`` in the environment
+runs those programs only (to debug one).
 """
 from __future__ import annotations
 
