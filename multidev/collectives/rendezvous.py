@@ -139,6 +139,7 @@ class Rendezvous:
             f"Replica(s) {sorted(self._finished)} returned from the replica function while replica(s) "
             f"{waiting} wait in call #{number} {_describe(signature)}. Every replica must make the same "
             "collective calls (check for replica-dependent branches around all_reduce/merge_call)."
+            + (_BACKWARD_HINT if signature[0] == "loss.backward" else "")
         )
 
     def _timeout_error(self, signature: tuple, number: int) -> DeadlineExceededError:
@@ -148,6 +149,15 @@ class Rendezvous:
             f"{self._timeout:g} s; replica(s) {self._waiting()} waited for them. Raise the limit with "
             "MULTIDEV_COLLECTIVE_TIMEOUT if a replica legitimately runs that long."
         )
+
+
+# loss.backward() reduces the gradients of every mirrored variable it reaches, as DDP's reducer does.
+_BACKWARD_HINT = (
+    " loss.backward() over variables built in the strategy's scope reduces their gradients across replicas, "
+    "so every replica must call it, as every DDP rank of a wrapped model must: a backward that only some "
+    "replicas run (an attack's input gradient skipped with `continue`, FGSM's `data.grad`) can take "
+    "`torch.autograd.grad(loss, data)`, which reduces nothing, or run with the model's parameters frozen "
+    "(`model.requires_grad_(False)`); or let every replica call backward and mask what it skips.")
 
 
 def _describe(signature: tuple) -> str:

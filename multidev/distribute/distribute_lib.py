@@ -204,10 +204,19 @@ class ReplicatedExtended(StrategyExtended):
         return var
 
     def _live_variables(self) -> list[DistributedVariable]:
-        """This strategy's variables still alive, in creation order."""
-        live = [v for v in (ref() for ref in self._variables) if v is not None]
+        """This strategy's variables still alive, in creation order. Dropping the dead ones keeps
+        ``_broadcast_count`` counting the live variables broadcast already: a variable made after a
+        collection must still be broadcast (workers collect garbage at different moments; a stale
+        count skipped the new model's broadcast on one worker only, a collective mismatch)."""
+        live, broadcast = [], 0
+        for i, ref in enumerate(self._variables):
+            var = ref()
+            if var is not None:
+                live.append(var)
+                broadcast += i < self._broadcast_count
         if len(live) < len(self._variables):
             self._variables = [weakref.ref(v) for v in live]
+            self._broadcast_count = broadcast
         return live
 
     def _prepare_variables(self) -> None:

@@ -4,11 +4,13 @@ drops its strategies gets torch back as it was.
 
 ``STRATEGY_HOOKS`` is what strategies need (``Strategy.__init__`` acquires it; the strategy is
 freed with its distributed variables, which hold it): module parameter/buffer registration hooks
-(``module_hooks``), optimizer step pre/post hooks (``optimizer_hooks``), the scheduler ``step``
+(``module_hooks``), optimizer step pre/post hooks (``optimizer_hooks``),
+``add_param_group`` / ``load_state_dict`` once per step (``optimizer_calls``), the scheduler ``step``
 wrappers (``scheduler_hooks``), torch's module transforms (``module_transforms``), ``GradScaler``'s
 step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa_hooks``),
 torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), torch's random-state
-functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``), and the hooks
+functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``),
+``torch.autograd.backward`` (``shared_leaves``: one tensor several replicas' backward reach), and the hooks
 of each registered front end (``front_end.register``). Other owners:
 ``parameter_server.gradient_push`` (a connected cluster or server), ``train.deferred`` (a pending
 restore).
@@ -132,7 +134,8 @@ def _lazy(module: str) -> Installer:
 
 
 #: What every strategy needs while it lives; front ends add theirs (``front_end.register``).
-STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "optimizer_hooks", "scheduler_hooks",
+STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "optimizer_hooks", "optimizer_calls",
+                                                               "scheduler_hooks",
                                                                "module_transforms", "grad_scaler_hooks", "swa_hooks",
                                                                "torch_distributed_hooks", "random_state_hooks",
-                                                               "host_random")])
+                                                               "host_random", "shared_leaves")])

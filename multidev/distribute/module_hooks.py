@@ -264,18 +264,20 @@ def _is_built_in_replica(param: torch.Tensor) -> bool:
     return ref is not None and ref() is param
 
 
-def refuse_shared_parameters(optimizer: torch.optim.Optimizer, params: list | None = None) -> None:
+def refuse_shared_parameters(optimizer: torch.optim.Optimizer, params: list | None = None,
+                             closure: bool = False) -> None:
     """Inside a run of several local replicas of a distributing strategy: ``optimizer.step()`` over
     plain tensors that no replica built (a module built before any strategy existed, which no hook
     saw; a tensor outside any module) would have every replica update one set of parameters:
-    ``ValueError`` before any update. ``params``: the optimizer's plain tensors, where known."""
+    ``ValueError`` before any update. ``params``: the optimizer's plain tensors, where known;
+    ``closure``: the step evaluates a closure (LBFGS: no ``.grad`` yet, the closure's backward makes it)."""
     env = _replica_env()
     if env is None or env.strategy.extended.num_local_replicas == 1 or not env.strategy.extended.distributes_variables:
         return
     if params is None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
     shared = [p for p in params
-              if isinstance(p, torch.Tensor) and p.requires_grad and p.grad is not None
+              if isinstance(p, torch.Tensor) and p.requires_grad and (closure or p.grad is not None)
               and not isinstance(p, DistributedVariable) and not _is_built_in_replica(p)]
     if shared:
         strategy = type(env.strategy).__name__

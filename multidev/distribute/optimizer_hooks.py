@@ -250,7 +250,9 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
     plan = _plan_for(optimizer)
     if plan is None:
         if not getattr(optimizer, "_multidev_twin", False):   # a twin's tensors are replicas' own
-            module_hooks.refuse_shared_parameters(optimizer)   # a model built before the strategy existed
+            evaluates = (args[1] if len(args) > 1 else kwargs.get("closure")) is not None
+            # a model built before the strategy existed; LBFGS over Neural Transfer's plain input image
+            module_hooks.refuse_shared_parameters(optimizer, closure=evaluates)
         return None
     env = _replica_env()   # (the ContextVar's own get: no Python call)
     if env is None:

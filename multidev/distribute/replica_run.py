@@ -26,7 +26,7 @@ from multidev._core.errors import AbortedError
 from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
-from multidev.distribute import module_hooks
+from multidev.distribute import module_hooks, shared_leaves
 from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
@@ -49,6 +49,7 @@ class ReplicaRunner:
         self._distributes = distributes   # a distributing layout: refuse modules built outside the scope
         self._threads: ReplicaThreads | None = None
         self._watched = _FirstRuns()
+        self._leaves_checked = _FirstRuns()   # step functions whose backward shared_leaves checked once
         #: The running call's per-replica step notes (read by backward_reduce).
         self.steps = RunningSteps()
         self._streams = [registry.stream_for(d) for d in self._devices]
@@ -100,12 +101,18 @@ class ReplicaRunner:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._group.rendezvous.abort,
                                                    busy_wait_s=self._group.rendezvous.timeout)
                 watch = self._distributes and not self._watched.seen(fn)
-                with module_hooks.shared_module_guard() if watch else contextlib.nullcontext():
+                leaves = self._distributes and not self._leaves_checked.seen(fn)
+                with module_hooks.shared_module_guard() if watch else contextlib.nullcontext(), \
+                        shared_leaves.watching(self._strategy) if leaves else contextlib.nullcontext() as leaf_watch:
                     outcomes = self._threads.run(tasks)
-                if watch and all(ok for ok, _ in outcomes):
+                ok = all(ok for ok, _ in outcomes)
+                if watch and ok:
                     self._watched.add(fn)
+                if leaves and ok and leaf_watch.walked:   # a backward of this step function was checked
+                    self._leaves_checked.add(fn)
         finally:
             self.steps.end()
+            self._random_streams.join()
             self._host_streams.join()
         self._raise_first_error(outcomes)
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.

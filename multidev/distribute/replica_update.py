@@ -54,7 +54,8 @@ from multidev.values.variables import DistributedVariable
 Rule = Callable[[tuple], None]   # applies summed tensors (aligned with the plan's params; None: skip)
 
 _ELEMENTWISE_NAMES = ("SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "Adagrad", "Adadelta", "RMSprop",
-                      "Rprop", "ASGD", "Adafactor")
+                      "Rprop", "ASGD", "Adafactor", "Muon")   # per variable: Adafactor's and Muon's
+# row/column statistics and orthogonalisation stay inside one variable
 # Exact types: a subclass may override its update with something that is not per-parameter.
 ELEMENTWISE: set[type] = {getattr(torch.optim, n) for n in _ELEMENTWISE_NAMES if hasattr(torch.optim, n)}
 

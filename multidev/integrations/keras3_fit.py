@@ -106,12 +106,16 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
         if size:
             model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
+    # Wrapped once: the strategy's first-run checks (shared modules, free tensors) watch a step function's
+    # first run only, and a closure made anew every step would be watched at every step.
+    keras_step = _in_keras_step(replica_step)
+
     def step(data: Any) -> dict:
         parts, size = split(data[0])
         if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
             keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
-        strategy.run(_in_keras_step(replica_step), args=(parts, size, model.trainable_variables, split.sizes))
+        strategy.run(keras_step, args=(parts, size, model.trainable_variables, split.sizes))
         return model.get_metrics_result()
 
     return step
@@ -132,10 +136,12 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
         loss_tracker.update_state(loss, sample_weight=size)
         model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
+    keras_step = _in_keras_step(replica_step)   # wrapped once, as train_function's
+
     def step(data: Any) -> dict:
         parts, _ = split(data[0])
         with torch.no_grad():
-            strategy.run(_in_keras_step(replica_step), args=(parts,))
+            strategy.run(keras_step, args=(parts,))
         return model.get_metrics_result()
 
     return step

@@ -9,10 +9,13 @@ The rule (DDP's, with every rank seeded alike): replica r behaves as rank r of a
 processes all called ``torch.manual_seed`` with the same seed. The first replica on a torch device
 draws from the device's default generator itself (as rank 0 does, so the caller sees its state
 advance); each other replica on that device draws from its own copy of that generator's state,
-taken when ``strategy.run`` starts (``ReplicaStreams.fork``). Equal per-replica batch shapes therefore
-give every replica the same masks, as DDP ranks get, and a program ported from DDP draws the same
-numbers; a re-seed, or draws in the caller between steps, reach every replica at the next run, as
-they reach every DDP rank. Replicas on distinct devices (one per GPU) already have their own
+taken when ``strategy.run`` starts (``ReplicaStreams.fork``), and continued from run to run while
+the caller leaves the generator where the last run left it, as each rank continues its own (replicas
+that drew different counts, a decoder loop stopping at EOS, stay apart as the ranks do). Equal
+per-replica batch shapes therefore give every replica the same masks, as DDP ranks get, and a program
+ported from DDP draws the same numbers; a re-seed, or draws in the caller between steps, reach every
+replica at the next run (forked again from the caller's state: where replicas had drawn different
+counts, DDP's ranks would each draw the caller's numbers from their own diverged stream instead). Replicas on distinct devices (one per GPU) already have their own
 generator and get no stream (no cost). A program's own ``torch.Generator`` passed as ``generator=``
 (torchvision's mixup, a seeded augmentation) follows the same rule: each DDP rank holds an
 identically seeded copy, so the first replica draws from the object itself and every other replica
@@ -82,6 +85,7 @@ class ReplicaStream:
         self.device = device
         self.owner = owner
         self.state: torch.Tensor | None = None
+        self.left: torch.Tensor | None = None   # the device generator's state when the last run ended
         self._in_replica = in_replica
         # A program's generators this run: id -> (generator, state before the run's first draw),
         # shared by the replicas of a strategy; ``copies`` holds this replica's private copies.
@@ -206,14 +210,28 @@ class ReplicaStreams:
 
     def fork(self) -> None:
         """At the start of a run (caller thread): every non-owner stream takes its device generator's
-        current state, as every identically seeded DDP rank starts the step from the same state; the
-        program's own generators are forked at their first draw of the run."""
+        current state, as every identically seeded DDP rank starts the step from the same state, unless
+        the generator is where the last run left it: then each replica continues its own stream, as each
+        rank continues its generator (replicas that drew different counts, a decoder loop stopping at
+        EOS, stay apart as the ranks do). The program's own generators are forked at their first draw."""
         self.run_states.clear()
         for stream in self.streams:
             if stream is not None:
                 stream.copies.clear()
                 if not stream.owner:
-                    stream.state = _default_generator(stream.device).get_state()
+                    current = _default_generator(stream.device).get_state()
+                    if stream.left is None or stream.state is None or not torch.equal(current, stream.left):
+                        stream.state = current
+
+    def join(self) -> None:
+        """At the end of a run (caller thread): note where each device generator was left, so that the
+        next run can tell whether the caller drew from it or re-seeded it in between (``fork``)."""
+        left: dict = {}
+        for stream in self.streams:
+            if stream is not None and not stream.owner:
+                if stream.device not in left:
+                    left[stream.device] = _default_generator(stream.device).get_state()
+                stream.left = left[stream.device]
 
     def mode_for(self, replica_id: int) -> ReplicaRandomMode | None:
         """The mode replica ``replica_id``'s thread enters for its task (None: it needs none)."""

@@ -19,6 +19,7 @@ import torch
 
 from multidev._core.errors import InvalidArgumentError
 from multidev.train import deferred
+from multidev.train import torch_states
 from multidev.train import trackables as T
 from multidev.values.variables import Variable
 
@@ -281,6 +282,17 @@ def _load_torch_optimizer(opt, updates, groups) -> None:
                     group[k] = tuple(v) if isinstance(group[k], tuple) and isinstance(v, list) else v
 
 
+def _plan_torch_state(node, saved, tensors, plan, status) -> None:
+    """A scheduler's or ``GradScaler``'s ``state_dict`` goes back through its ``load_state_dict`` (another
+    class's state, say a StepLR's into a OneCycleLR, is left alone: the object stays unmatched)."""
+    if saved.get("class") != type(node.obj).__name__:
+        plan.unmatched.append(node.path)
+        return
+    state, keys = torch_states.decode(saved, tensors)
+    plan.actions.append(lambda: torch_states.load_state_dict(node.obj, state))
+    plan.consumed += keys
+
+
 _PLANNERS = {T.CHECKPOINT: _plan_checkpoint, T.MODULE: _plan_module, T.VARIABLE: _plan_variable,
              T.ITERATOR: _plan_iterator, T.KERAS_OPTIMIZER: _plan_keras_optimizer,
-             T.TORCH_OPTIMIZER: _plan_torch_optimizer, T.TENSORS: _plan_tensors}
+             T.TORCH_OPTIMIZER: _plan_torch_optimizer, T.TENSORS: _plan_tensors, T.TORCH_STATE: _plan_torch_state}

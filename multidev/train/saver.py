@@ -16,6 +16,7 @@ import json
 
 import torch
 
+from multidev.train import torch_states
 from multidev.train import trackables as T
 from multidev.values.variables import Variable
 
@@ -30,6 +31,8 @@ def canonical_value(t: torch.Tensor) -> torch.Tensor:
 def collect(root) -> tuple[dict, dict[str, torch.Tensor]]:
     """``({path: node description}, {storage key: tensor})`` for the graph under ``root``."""
     nodes = T.walk(root)
+    torch_states.warn_untracked_schedulers([(n.path, n.obj) for n in nodes if n.kind == T.TORCH_OPTIMIZER],
+                                           [n.obj for n in nodes if n.kind == T.TORCH_STATE])
     objects, tensors, var_keys = {}, {}, {}
     # Variables first, optimizers second: slots refer to the variables' keys.
     for node in sorted(nodes, key=lambda n: n.kind in (T.KERAS_OPTIMIZER, T.TORCH_OPTIMIZER)):
@@ -111,6 +114,10 @@ def _save_torch_optimizer(node, var_keys, tensors) -> dict:
             "param_groups": groups, "params": params}
 
 
+def _save_torch_state(node, var_keys, tensors) -> dict:
+    return torch_states.encode(node.obj, node.path, tensors, T.storage_key)
+
+
 def _jsonable(value) -> bool:
     try:
         json.dumps(value)
@@ -121,4 +128,4 @@ def _jsonable(value) -> bool:
 
 _SAVERS = {T.CHECKPOINT: _save_checkpoint, T.MODULE: _save_module, T.VARIABLE: _save_variable,
            T.ITERATOR: _save_iterator, T.KERAS_OPTIMIZER: _save_keras_optimizer,
-           T.TORCH_OPTIMIZER: _save_torch_optimizer, T.TENSORS: _save_tensors}
+           T.TORCH_OPTIMIZER: _save_torch_optimizer, T.TENSORS: _save_tensors, T.TORCH_STATE: _save_torch_state}

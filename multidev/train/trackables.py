@@ -3,8 +3,9 @@
 Kinds: nested ``Checkpoint`` (children by attribute name; lists, dicts and tuples assigned to
 one are wrapped (``containers``) and are of this kind, children by index or key), ``torch.nn.Module`` (md.keras models
 and layers included: its ``state_dict``; a compiled model's optimizer is its child ``optimizer``), md.keras optimizers, ``torch.optim`` optimizers,
-variables (``md.Variable``, distributed variables, any ``torch.nn.Parameter``) and md.data /
-distributed iterators. ``walk`` lists the graph breadth-first from the root; an object reachable
+variables (``md.Variable``, distributed variables, any ``torch.nn.Parameter``), md.data /
+distributed iterators and torch objects saved by their ``state_dict`` (LR schedulers, ``GradScaler``,
+``torch.Generator``: ``torch_states``). ``walk`` lists the graph breadth-first from the root; an object reachable
 twice is stored once, under the first path (later paths are aliases), as TensorFlow does.
 
 Example:
@@ -22,12 +23,14 @@ from multidev.data.iterator import Iterator
 from multidev.keras.models.model import Model as KerasModel
 from multidev.keras.optimizers.base import Optimizer as KerasOptimizer
 from multidev.keras.saving.weights_io import variable_dict
+from multidev.train import torch_states
 
-CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR, TENSORS = (
-    "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator", "tensors")
+CHECKPOINT, MODULE, KERAS_OPTIMIZER, TORCH_OPTIMIZER, VARIABLE, ITERATOR, TENSORS, TORCH_STATE = (
+    "checkpoint", "module", "keras_optimizer", "torch_optimizer", "variable", "iterator", "tensors", torch_states.KIND)
 ACCEPTED = ("md.train.Checkpoint, lists/dicts/tuples of trackables, torch.nn.Module (md.keras models and "
             "layers), md.keras optimizers, "
-            "torch.optim optimizers, md.Variable / torch.nn.Parameter, md.data and distributed iterators, "
+            "torch.optim optimizers and LR schedulers, torch.amp.GradScaler, torch.Generator, "
+            "md.Variable / torch.nn.Parameter, md.data and distributed iterators, "
             "Keras 3 models, layers and optimizers")
 _TENSOR_SOURCES: list = []  # (accepts(obj) -> bool, tensors(obj) -> {name: tensor}), registered by front ends
 
@@ -59,6 +62,8 @@ def kind_of(obj) -> str | None:
         return KERAS_OPTIMIZER
     if isinstance(obj, torch.optim.Optimizer):
         return TORCH_OPTIMIZER
+    if torch_states.accepts(obj):
+        return TORCH_STATE
     if isinstance(obj, torch.nn.Parameter):
         return VARIABLE
     if isinstance(obj, Iterator):

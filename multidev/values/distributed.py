@@ -38,6 +38,25 @@ class DistributedValues:
             "to get the per-replica components, or .values."
         )
 
+    def __copy__(self):
+        return type(self)(self._values)
+
+    def __deepcopy__(self, memo):
+        import copy
+        return type(self)(copy.deepcopy(self._values, memo))
+
+    def __reduce_ex__(self, protocol):
+        """Refused at save time: PyTorch's checkpoint recipe saves ``'loss': loss``, which under a strategy
+        is ``strategy.run``'s per-replica result; pickled, ``torch.load(PATH, weights_only=True)`` would
+        refuse the file only in the resumed run."""
+        raise TypeError(
+            f"Cannot pickle a {type(self).__name__} (one value per replica, as strategy.run returns them): "
+            "torch.load(..., weights_only=True) could not read it back. Save one tensor instead: "
+            "strategy.reduce('mean', value, axis=None) for the global mean, "
+            "strategy.experimental_local_results(value)[0] for replica 0's, or save inside strategy.run "
+            "(the replica's own tensor) under `if md.distribute.get_replica_context().replica_id_in_sync_group == 0:`."
+        )
+
 
 class PerReplica(DistributedValues):
     """Components that may differ between replicas (inputs, per-replica results)."""

@@ -165,7 +165,8 @@ class DistributedVariable(Variable):
         each an ``md.Variable`` sharing its copy's storage (``.numpy()``, ``float``, ``print``, ``assign``
         to that replica's copy only, ``name`` ``'v/replica_1:0'``), not the autograd leaves (whose
         ``numpy()`` torch refuses). ``p.grad`` of a replica stays on the variable (``v.grad`` there)."""
-        self.values   # noqa: B018 - a cross-replica p.data write reaches every copy first
+        if context.current_replica_id() is None:   # a cross-replica write (load_state_dict, p.data.add_) reaches
+            self._sync_if_stale()                   # every copy first, as the next run would copy it
         return tuple(self._copy_variable(r, self._md_trainable) for r in range(len(self._components)))
 
     def _replica_result(self, replica_id: int) -> torch.Tensor:

@@ -75,12 +75,19 @@ KNOWN: dict[str, str] = {
                                            "ValueError that say what is wrong",
     "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
                                                 "ValueError asking for batch(); TF 2.21 fails with IndexError",
+    # resuming (cases/resume.py): multidev gives the uninterrupted run's result (SAME_AS)
+    "resume.loop_distributed_iterator_mid_pass": "a distributed iterator in the checkpoint resumes mid-pass; TF 2.21 "
+                                                 "refuses the eager DistributedIterator (ValueError)",
+    "resume.fit_backup_and_restore_mid_epoch": "BackupAndRestore(save_freq=<int>) resumes fit at the step it backed "
+                                               "up; TF 2.21's Keras 3 restarts the interrupted epoch (other weights)",
 }
 
 #: case that TF 2.21 fails -> the case whose TF result multidev must give instead (the idiom with TF's
 #: workaround: the optimizer's slots built in the scope before the first step).
 SAME_AS: dict[str, str] = {
     "loop_train.slots_made_in_function": "loop_train.sgd_momentum_two_replicas",
+    "resume.loop_distributed_iterator_mid_pass": "resume.loop_uninterrupted",
+    "resume.fit_backup_and_restore_mid_epoch": "resume.fit_uninterrupted",
 }
 
 

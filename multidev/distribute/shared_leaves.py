@@ -1,0 +1,136 @@
+"""One tensor that several replicas' ``loss.backward()`` accumulate into: refused.
+
+A tensor that requires grad and belongs to no module built in the scope ("Learning PyTorch with
+Examples"' ``a = torch.full((), 0.0, requires_grad=True)``, even made in ``strategy.scope()``) is one
+tensor for every replica: each replica's backward adds into its one ``.grad`` and a manual update in
+the step (``a -= learning_rate * a.grad``, ``a.grad = None``) races with the other replicas' (trained
+off DDP's result, silently, or torch's error where a replica read ``None``). An optimizer over such a
+tensor is refused at its step (``module_hooks.refuse_shared_parameters``); a manual update has no step,
+so ``loss.backward()`` in a replica checks which leaves its graph reaches: a leaf another replica's
+backward reached in the same run raises ``ValueError`` (in the later replica: the earlier one may
+already have updated it; the run fails either way). Leaves each replica has its own (a distributed
+variable's copy, a replica's slice with ``requires_grad = True``, a tensor made in the step) pass.
+Parameters are left to the checks of modules (``module_hooks``: a module built outside the scope is
+refused at its forward, an optimizer over plain parameters at its step; Keras 3 at ``optimizer.apply``):
+a bare ``nn.Parameter`` updated by hand in the step is not refused.
+
+Walking the graph costs about 0.5 us per autograd node (80 us for a 2-layer transformer encoder), so it is done in the runs of a step function
+until one of them walked a backward (``replica_run``: ``watching`` around such runs), as the shared
+module guard watches a step function's first run; ``torch.autograd.grad`` accumulates nothing and is
+not checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from typing import Any, Callable, Iterator
+
+import torch
+
+from multidev.values.context import replica_env
+
+# id(strategy) -> the running watch (one run at a time per strategy).
+_WATCHES: dict[int, "LeafWatch"] = {}
+
+
+class LeafWatch:
+    """One run's record: every leaf a replica's backward reached, with that replica's id."""
+
+    def __init__(self, strategy: Any) -> None:
+        self._strategy = strategy
+        self._lock = threading.Lock()
+        self._reached: dict[int, tuple[weakref.ref, int]] = {}
+        self.walked = False
+
+    def check(self, roots: tuple, replica_id: int) -> None:
+        """Note the leaves ``roots``' graph reaches for ``replica_id``; raise if another replica's did."""
+        leaves = _leaves(roots)
+        with self._lock:
+            self.walked = True
+            shared = []
+            for leaf in leaves:
+                seen = self._reached.get(id(leaf))
+                if seen is not None and seen[0]() is leaf and seen[1] != replica_id:
+                    shared.append(leaf)
+                elif seen is None or seen[0]() is not leaf:
+                    self._reached[id(leaf)] = (weakref.ref(leaf), replica_id)
+        if shared:
+            raise _shared_error(self._strategy, shared)
+
+
+def _leaves(roots: tuple) -> list:
+    """The tensors ``backward`` from ``roots`` would accumulate ``.grad`` into."""
+    leaves, seen = [], set()
+    stack = []
+    for root in roots:
+        if isinstance(root, torch.Tensor) and root.requires_grad:
+            if root.grad_fn is None:
+                if not isinstance(root, torch.nn.Parameter):
+                    leaves.append(root)
+            else:
+                stack.append(root.grad_fn)
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+        if variable is not None:
+            if not isinstance(variable, torch.nn.Parameter):   # a module's: its forward and its optimizer check
+                leaves.append(variable)
+            continue
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return leaves
+
+
+def _shared_error(strategy: Any, shared: list) -> ValueError:
+    name = type(strategy).__name__
+    shapes = [tuple(t.shape) for t in shared[:3]]
+    return ValueError(
+        f"loss.backward() inside {name}.run would accumulate into tensors (shapes {shapes}"
+        f"{' ...' if len(shared) > 3 else ''}) that are not mirrored and that another replica's backward reached "
+        f"in the same run: tensors outside any torch.nn.Module (`torch.full((), 0.0, requires_grad=True)`, "
+        f"`torch.randn(...).requires_grad_()`, even made in the scope). One such "
+        f"tensor is shared by all {strategy.num_replicas_in_sync} replicas: their backward passes add into its one "
+        ".grad and their updates (`w -= lr * w.grad`) race. Make a free-standing weight an md.Variable(...) created "
+        "in the scope, or an attribute of a torch.nn.Module built there (its gradient is then reduced as DDP's).")
+
+
+@contextlib.contextmanager
+def watching(strategy: Any) -> Iterator[LeafWatch]:
+    """Check the backward passes of the run inside (caller thread, around the replicas' tasks)."""
+    watch = _WATCHES[id(strategy)] = LeafWatch(strategy)
+    try:
+        yield watch
+    finally:
+        if _WATCHES.get(id(strategy)) is watch:
+            del _WATCHES[id(strategy)]
+
+
+def _checked(original: Callable) -> Callable:
+    def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        env = replica_env()
+        watch = None if env is None or not _WATCHES else _WATCHES.get(id(env.strategy))
+        if watch is not None:
+            inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
+            if inputs is not None:
+                roots = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+                roots = tuple(t for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None)
+            else:
+                roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+            watch.check(roots, env.replica_id)
+        return original(tensors, *args, **kwargs)
+    backward.__wrapped__ = original
+    return backward
+
+
+def install() -> Callable[[], None]:
+    """Wrap ``torch.autograd.backward`` (``Tensor.backward`` calls it) while strategies live."""
+    original = torch.autograd.backward
+    torch.autograd.backward = _checked(original)
+
+    def remove() -> None:
+        torch.autograd.backward = original
+    return remove
