@@ -30,7 +30,10 @@ class GradientOverlap:
         buckets = plan_buckets([refs[i] for i in order], bucket_bytes)
         self._buckets = [[order[j] for j in b] for b in buckets]
         self._bucket_of = {i: b for b, members in enumerate(self._buckets) for i in members}
-        self._handles = [t.register_post_accumulate_grad_hook(self._on_grad) for t in self._refs if t.requires_grad]
+        # (a parameter written in place with gradients recorded, an EMA target updated outside no_grad, is
+        # no leaf any more: autograd accumulates no .grad into it, as into a frozen one)
+        self._handles = [t.register_post_accumulate_grad_hook(self._on_grad) for t in self._refs
+                         if t.requires_grad and t.is_leaf]
         self._index = {id(t): i for i, t in enumerate(self._refs)}
         self._buffers = BucketBuffers()
         self._reset()

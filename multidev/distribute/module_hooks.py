@@ -27,7 +27,7 @@ from torch.nn.modules import module as torch_module
 from torch.nn.parameter import is_lazy
 
 from multidev.values import context
-from multidev.distribute import lazy_modules, sync_batch_norm
+from multidev.distribute import lazy_modules, shared_buffers, sync_batch_norm
 from multidev.values.variables import DistributedVariable
 
 
@@ -207,6 +207,7 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
     var, taken = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
     if not taken:
         if in_replica:
+            shared_buffers.note_registration(module)
             _note_built_in_replica(param)   # the replica's own module: not shared with the others
         else:
             _unscoped.add(module)
@@ -353,6 +354,9 @@ def shared_module_guard() -> Iterator[None]:
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
+    env = _replica_env()
+    if env is not None:
+        shared_buffers.check_buffer_write(module, name, buffer, env)
     var = _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")[0]
     if var is not None:
         var._module_buffer = True   # stays a buffer when assigned to another module (ReplicaAwareParameters)

@@ -138,13 +138,22 @@ class ReplicaContext:
         return self._group.exchange(self._replica_id, ("all_reduce", op.name, *_signature_of(leaves)), leaves, combine)
 
     def all_gather(self, value: Any, axis: int, options: Any = None) -> Any:
-        """Concatenate every replica's ``value`` along ``axis``; all replicas get the result."""
+        """Concatenate every replica's ``value`` along ``axis``; all replicas get the result.
+
+        Differentiable, as TensorFlow's: a replica's gradient is the sum of every replica's gradient
+        of the gathered tensor, at its own slice (a SimCLR loss against every replica's embeddings
+        trains as one device's on the global batch; DDP programs write a ``GatherLayer`` for it)."""
         leaves = [_as_tensor(v) for v in flatten(value)]
         for t in leaves:
             if t.dim() == 0:
                 raise ValueError("all_gather needs tensors of rank >= 1; got a scalar. Reshape it to [1] first.")
         if self._single():
             return pack_as(value, leaves)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in leaves):
+            return pack_as(value, list(_AllGather.apply(self, axis, *leaves)))
+        return pack_as(value, self._all_gather_leaves(axis, [t.detach() for t in leaves]))
+
+    def _all_gather_leaves(self, axis: int, leaves: list) -> list:
         extended = self._strategy.extended
         signature = ("all_gather", axis, *(
             (tuple(s for i, s in enumerate(t.shape) if i != axis % t.dim()), str(t.dtype)) for t in leaves))
@@ -153,7 +162,7 @@ class ReplicaContext:
             per_leaf = [extended.all_gather_tensors([p[i] for p in payloads], axis) for i in range(len(leaves))]
             return [[column[r] for column in per_leaf] for r in range(len(payloads))]
 
-        return pack_as(value, self._group.exchange(self._replica_id, signature, leaves, combine))
+        return list(self._group.exchange(self._replica_id, signature, leaves, combine))
 
     def merge_call(self, merge_fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:
         """Pause all replicas and run ``merge_fn(strategy, *args, **kwargs)`` once in cross-replica context.
@@ -197,6 +206,43 @@ class _AllReduce(torch.autograd.Function):
     def backward(ctx, *grads):
         grads = [torch.zeros(s, dtype=d, device=v) if g is None else g for g, (s, d, v) in zip(grads, ctx.likes)]
         return (None, None, *ctx.replica_context._all_reduce_leaves(ctx.op, list(grads)))
+
+
+class _AllGather(torch.autograd.Function):
+    """All-gather with TensorFlow's gradient: the all-reduced (summed) gradient of the gathered
+    tensor, this replica's slice of it. Every replica's length along ``axis`` travels with the
+    leaves (one meeting), so each finds its offset also where the lengths differ."""
+
+    @staticmethod
+    def forward(ctx, replica_context, axis, *leaves):
+        ctx.replica_context, ctx.axis = replica_context, axis
+        ctx.likes = [(t.shape, t.dtype, t.device) for t in leaves]
+        *gathered, lengths = replica_context._all_gather_leaves(
+            axis, [t.detach() for t in leaves] + [_lengths_leaf(leaves, axis)])
+        lengths = lengths.movedim(axis % lengths.dim(), 0).reshape(-1, len(leaves))   # replicas x leaves
+        ctx.offsets = lengths[:replica_context._global_replica_id].sum(0).tolist()
+        ctx.gathered_shapes = [g.shape for g in gathered]
+        return tuple(gathered)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grads = [torch.zeros(shape, dtype=d, device=v) if g is None else g.contiguous()
+                 for g, shape, (_, d, v) in zip(grads, ctx.gathered_shapes, ctx.likes)]
+        summed = ctx.replica_context._all_reduce_leaves(ReduceOp.SUM, grads)
+        return (None, None, *(g.narrow(ctx.axis, offset, shape[ctx.axis])
+                              for g, offset, (shape, _, _) in zip(summed, ctx.offsets, ctx.likes)))
+
+
+def _lengths_leaf(leaves: list, axis: int) -> torch.Tensor:
+    """The leaves' lengths along ``axis`` as one more leaf to gather: as many dimensions as the first
+    leaf, the lengths along another dimension than ``axis`` (along it for a vector)."""
+    ndim = leaves[0].dim()
+    lengths = torch.tensor([t.shape[axis] for t in leaves], dtype=torch.int64, device=leaves[0].device)
+    if ndim == 1:
+        return lengths
+    shape = [1] * ndim
+    shape[(axis % ndim + 1) % ndim] = len(leaves)
+    return lengths.reshape(shape)
 
 
 #: The strategy whose ``merge_call`` function is running here (None elsewhere): a

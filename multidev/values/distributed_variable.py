@@ -26,10 +26,11 @@ from multidev.values.strategy_protocol import StrategyLike
 
 def _substitute(value: Any, replica_id: int | None, viewed: list | None = None) -> Any:
     """Replace distributed variables in torch-function arguments by what ``replica_id`` should see;
-    ``viewed`` (if given) collects ``(variable, tensor)`` for each one replaced by another tensor."""
+    ``viewed`` (if given) collects ``(variable, tensor)`` for each one (the variable itself where it
+    is its own view: a mirrored variable in cross-replica context)."""
     if isinstance(value, DistributedVariable):
         tensor = value._view_for(replica_id)
-        if viewed is not None and tensor is not value:
+        if viewed is not None:
             viewed.append((value, tensor))
         return tensor
     if isinstance(value, (list, tuple)):
@@ -43,18 +44,34 @@ def _cross_replica_call(func: Any, args: tuple, kwargs: dict) -> Any:
     """``func`` in cross-replica context. A sync-on-read variable is seen as its reduced value, a new
     tensor: an op that writes it in place (``bn.reset_running_stats()``, a batch-norm forward in
     training mode updating its running statistics, as ``swa_utils.update_bn`` runs it) writes the
-    result into every copy, as a cross-replica ``assign`` does, instead of into a value thrown away."""
+    result into every copy, as a cross-replica ``assign`` does, instead of into a value thrown away.
+    A mirrored variable written in place (its primary) is copied to every replica at once, so
+    ``strategy.experimental_local_results`` and ``.values`` show the write before the next run."""
     viewed: list = []
     args, kwargs = _substitute(args, None, viewed), _substitute(kwargs, None, viewed)
     unversioned = func in _WRITES_WITHOUT_VERSION
-    # (variable, the tensor the op got, its version before the op, or a copy of it)
-    seen = [(v, t, t.clone() if unversioned else t._version) for v, t in viewed]
+    # (variable, the tensor the op got, its version before the op or a copy of it); a variable seen as
+    # itself (mirrored) shares its primary copy's version counter
+    seen = [(v, t, t.clone() if unversioned else t._version) for v, t in viewed if t is not v]
+    itself = [(v, v._components[0]._version) for v, t in viewed if t is v] if _may_write(func, kwargs) else ()
     with DisableTorchFunctionSubclass():
         result = func(*args, **kwargs)
     for variable, tensor, before in seen:
         if not torch.equal(tensor, before) if unversioned else tensor._version != before:
             variable._update("assign", tensor)
+    for variable, before in itself:
+        if variable._components[0]._version != before:   # written in place (a target network's
+            variable._sync_if_stale()   # `p_t.lerp_(p, 1 - tau)` between steps): every copy now
     return result
+
+
+def _may_write(func: Any, kwargs: dict) -> bool:
+    """Whether ``func`` may write an argument in place (torch's ``name_`` convention, ``__iadd__``,
+    ``__setitem__``, ``out=``): only then is a mirrored variable's version read before and after (a
+    write this misses still reaches every copy, at the next run)."""
+    name = getattr(func, "__name__", "")
+    return (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__" \
+        or "out" in kwargs
 
 
 # Ops whose kernels update running statistics in place without bumping the tensor's version.
@@ -235,8 +252,8 @@ class DistributedVariable(Variable):
         differs from replica 0's."""
         return ValueError(
             f"Variable {self._tf_name!r} was written inside strategy.run outside an optimizer step (an in-place op "
-            f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`), and replica "
-            f"{replica}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
+            f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`, or `p.data = t`), and "
+            f"replica {replica}'s copy now differs from replica 0's: each replica applied its own gradient, so the "
             "copies drifted apart (DDP ranks drift alike). torch.autograd.grad returns each replica's own "
             "gradient, not the reduced one. Reduce it first: `grads = "
             "md.distribute.get_replica_context().all_reduce('MEAN', grads)`, or call loss.backward() (it "
@@ -306,8 +323,15 @@ def _requires_grad_(var: DistributedVariable, requires_grad: bool = True) -> Dis
 
 def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
     """``p.data = t`` (what ``module.double()``, ``.half()``, ``.to(dtype)`` do to each parameter):
-    every replica's copy takes the new value and dtype, on its own device."""
+    every replica's copy takes the new value and dtype, on its own device. Inside ``strategy.run``
+    only the calling replica's copy, as each DDP rank sets its own (MoCo's momentum update
+    ``param_k.data = param_k.data * m + param_q.data * (1 - m)`` in ``forward``: a write to every copy
+    would let the next replica average the already-averaged value again)."""
     if value is var:
+        return
+    replica_id = context.current_replica_id()
+    if replica_id is not None and not var._share_storage:   # (one shared copy: CentralStorageStrategy's)
+        _set_replica_data(var, replica_id, value)
         return
     with DisableTorchFunctionSubclass():
         new = value.detach()
@@ -322,6 +346,23 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
         for c in var._components[1:]:
             c.data = primary.data if var._share_storage else new.to(c.device, copy=True)
     var._mark_synced()
+
+
+def _set_replica_data(var: DistributedVariable, replica_id: int, value: torch.Tensor) -> None:
+    """``p.data = t`` in replica ``replica_id``: its copy takes ``t`` (replica 0's also the variable,
+    whose storage it shares). Torch's version counter does not see it: the copies are marked stale, so
+    the run's end compares them (``_check_replica_writes``) as after any write in the replicas."""
+    with DisableTorchFunctionSubclass():
+        component = var._components[replica_id]
+        new = value.detach()
+        if new.device != component.device:
+            new = new.to(component.device)
+        if replica_id == 0:
+            torch.Tensor.data.__set__(var, new)
+            component.data = torch.Tensor.data.__get__(var)
+        else:
+            component.data = new
+    var._synced_version = -1
 
 
 def _get_data(var: DistributedVariable) -> torch.Tensor:
