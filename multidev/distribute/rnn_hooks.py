@@ -1,0 +1,54 @@
+"""``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` built in a strategy's scope keep their distributed variables in
+``_flat_weights`` inside ``strategy.run``, so every replica's call reads its own copies.
+
+torch's recurrent modules cache their weights in a list attribute, ``self._flat_weights``, and every
+``forward`` first calls ``_update_flat_weights``: when ``getattr(self, name)`` is no longer the cached
+tensor, it rebuilds the list from the attributes. Inside ``strategy.run`` the module's attributes are
+the calling replica's copies (``module_hooks``' replica-aware ``_parameters``), so each replica rebuilt
+the one list of the module all replicas share with its own copies, and read it back a moment later:
+when another replica's rebuild landed in between, replica 0 ran its GRU on replica 1's weights
+(seen as "Replica 0's loss.backward() reached replica 1's copy of 'GRU.bias_hh_l0:0'" in about 1 run
+in 30 of the seq2seq tutorial under load). Now, in replica context, a module whose weights are
+distributed variables keeps the variables themselves in the list (every replica writes the same
+list, so the write is harmless), and the recurrent op picks the calling replica's copies through the
+variable's ``__torch_function__``, as any op on a variable does. Elsewhere torch's method runs as is.
+
+Installed while a strategy lives (``live_hooks``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+import torch
+
+from multidev.values import context
+from multidev.values.variables import DistributedVariable
+
+
+def _keep_variables(original: Callable[[torch.nn.RNNBase], None]) -> Callable[[torch.nn.RNNBase], None]:
+    def _update_flat_weights(self: torch.nn.RNNBase) -> None:
+        if context.replica_env() is None:
+            return original(self)
+        stored = [dict.get(self._parameters, name) for name in self._flat_weights_names]
+        if not any(isinstance(v, DistributedVariable) for v in stored):
+            return original(self)   # a module built inside the step: the replica's own
+        if any(w is not v for w, v in zip(self._flat_weights, stored)):
+            self._flat_weights = stored
+            self._flat_weight_refs = [None if v is None else weakref.ref(v) for v in stored]
+        return None
+
+    _update_flat_weights._multidev_wrapped = True
+    return _update_flat_weights
+
+
+def install() -> Callable[[], None]:
+    """Wrap ``torch.nn.RNNBase._update_flat_weights``; returns the function that unwraps it."""
+    original = torch.nn.RNNBase.__dict__["_update_flat_weights"]
+    torch.nn.RNNBase._update_flat_weights = _keep_variables(original)
+
+    def remove() -> None:
+        torch.nn.RNNBase._update_flat_weights = original
+
+    return remove
