@@ -301,6 +301,7 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
     env = _replica_env()
     if env is None:
         return
+    shared_buffers.note_module(module, env)   # its buffers, written in place by the step (refused after the run)
     if type(module) is torch.nn.SyncBatchNorm and module.training:
         _refuse_unsynchronised(module, env)
     if (module in _seen and module not in _unscoped and module not in _on_meta) or not torch.is_grad_enabled():
@@ -339,18 +340,21 @@ def _refuse_unsynchronised(module: torch.nn.Module, env: Any) -> None:
 
 
 @contextlib.contextmanager
-def shared_module_guard() -> Iterator[None]:
+def shared_module_guard(strategy: Any) -> Iterator[shared_buffers.BufferWatch]:
     """Around a run of several local replicas: calling, with gradients enabled, a module whose
     parameters every replica would share (built outside the scope, or before any strategy existed,
     which no registration hook saw) raises ``ValueError`` at its forward, before any backward or update;
     so does a torch SyncBatchNorm in training that is not synchronised over the replicas. A global
     forward pre-hook, which puts every module call on torch's slow path (~3 us), so the runner uses it
-    for each step function's first successful run only (``replica_run._FirstRuns``)."""
+    for each step function's first successful run only (``replica_run._FirstRuns``). Yields the run's
+    ``shared_buffers.BufferWatch``: the caller refuses the buffers of shared modules the step wrote in place."""
+    watch = shared_buffers.begin_watch(strategy)
     handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
     try:
-        yield
+        yield watch
     finally:
         handle.remove()
+        shared_buffers.end_watch(watch)
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:

@@ -102,11 +102,13 @@ class ReplicaRunner:
                                                    busy_wait_s=self._group.rendezvous.timeout)
                 watch = self._distributes and not self._watched.seen(fn)
                 leaves = self._distributes and not self._leaves_checked.seen(fn)
-                with module_hooks.shared_module_guard() if watch else contextlib.nullcontext(), \
+                with module_hooks.shared_module_guard(self._strategy) if watch else contextlib.nullcontext() \
+                        as buffer_watch, \
                         shared_leaves.watching(self._strategy) if leaves else contextlib.nullcontext() as leaf_watch:
                     outcomes = self._threads.run(tasks)
                 ok = all(ok for ok, _ in outcomes)
                 if watch and ok:
+                    buffer_watch.refuse_written()
                     self._watched.add(fn)
                 if leaves and ok and leaf_watch.walked:   # a backward of this step function was checked
                     self._leaves_checked.add(fn)

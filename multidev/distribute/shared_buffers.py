@@ -5,7 +5,9 @@ keeps plain buffers, one set for all the replicas of a process: a step that assi
 one (``self.center = self.center * m + batch_center * (1 - m)``) would have each replica read what
 another replica already wrote, so the update runs once per replica, silently, in the threads' order.
 Each DDP rank holds its own module. Refused (``ValueError``) before the write, with the fix; a module
-built inside the replica function is that replica's own (noted at its first registration).
+built inside the replica function is that replica's own (noted at its first registration). A buffer
+written in place (``self.center.mul_(m)``, a BatchNorm's running statistics) is found by its version
+counter after the step function's first run (``BufferWatch``) and refused then.
 """
 
 from __future__ import annotations
@@ -47,3 +49,61 @@ def check_buffer_write(module: torch.nn.Module, name: str, buffer: Any, env: Any
             f"`with strategy.scope():` (each replica then updates its own copy of the buffer, as each rank does), "
             "or update it outside strategy.run.")
     note_registration(module)
+
+
+class BufferWatch:
+    """The plain buffers of shared modules (built outside the scope) that one guarded run of several local
+    replicas met (``module_hooks.shared_module_guard``), with their version counters at first sight: one
+    the step wrote in place (DINO's ``self.center.mul_(m).add_(...)``, a BatchNorm built outside the scope
+    updating its running statistics in training mode) was written once per replica, on the one buffer
+    they share, in the threads' order, where each DDP rank writes its own module's. Refused after the run
+    (``refuse_written``), before the step function is trusted (the guard watches its first runs)."""
+
+    def __init__(self, strategy: Any) -> None:
+        self.strategy = strategy
+        self.seen: dict[int, tuple] = {}
+
+    def note(self, module: torch.nn.Module, env: Any) -> None:
+        """A module called in the run (the guard's forward pre-hook, in a replica thread)."""
+        if env.strategy is not self.strategy or module in _built_in_replica:
+            return
+        for name, buffer in dict.items(module.__dict__["_buffers"]):
+            if isinstance(buffer, torch.Tensor) and not isinstance(buffer, DistributedVariable):
+                self.seen.setdefault(id(buffer), (buffer, buffer._version, module, name))
+
+    def refuse_written(self) -> None:
+        """After a successful run: ``ValueError`` naming a buffer the replicas wrote in place."""
+        written = [(module, name) for buffer, version, module, name in self.seen.values()
+                   if buffer._version != version]
+        self.seen.clear()
+        if not written:
+            return
+        module, name = written[0]
+        strategy = type(self.strategy).__name__
+        replicas = self.strategy.extended.num_local_replicas
+        raise ValueError(
+            f"strategy.run wrote buffer {name!r} of {type(module).__name__} in place, but the module was built outside "
+            f"{strategy}.scope(): it is one object for all {replicas} replicas of this process, so the write ran once "
+            "per replica on its one buffer (each DDP rank holds its own module and writes its own). Build the module "
+            f"inside `with strategy.scope():` (each replica then updates its own copy of the buffer, as each rank "
+            "does); call it in eval mode if it should not update (a BatchNorm's running statistics); or make the "
+            f"update outside strategy.run. (Refused after this run, which already made the {replicas} writes.)")
+
+
+#: The guarded runs in progress (one, unless several strategies run at once in different threads).
+_watches: list[BufferWatch] = []
+
+
+def begin_watch(strategy: Any) -> BufferWatch:
+    watch = BufferWatch(strategy)
+    _watches.append(watch)
+    return watch
+
+
+def end_watch(watch: BufferWatch) -> None:
+    _watches.remove(watch)
+
+
+def note_module(module: torch.nn.Module, env: Any) -> None:
+    for watch in _watches:
+        watch.note(module, env)
