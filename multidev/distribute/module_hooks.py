@@ -348,13 +348,12 @@ def shared_module_guard(strategy: Any) -> Iterator[shared_buffers.BufferWatch]:
     forward pre-hook, which puts every module call on torch's slow path (~3 us), so the runner uses it
     for each step function's first successful run only (``replica_run._FirstRuns``). Yields the run's
     ``shared_buffers.BufferWatch``: the caller refuses the buffers of shared modules the step wrote in place."""
-    watch = shared_buffers.begin_watch(strategy)
-    handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
-    try:
-        yield watch
-    finally:
-        handle.remove()
-        shared_buffers.end_watch(watch)
+    with shared_buffers.watching(strategy) as watch:
+        handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
+        try:
+            yield watch
+        finally:
+            handle.remove()
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:

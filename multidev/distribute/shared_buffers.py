@@ -12,11 +12,13 @@ counter after the step function's first run (``BufferWatch``) and refused then.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
 import torch
 
+from multidev.distribute.run_watches import RunWatches
 from multidev.values.variables import DistributedVariable
 
 #: Modules built inside a replica function (each replica's own): their first parameter or buffer was
@@ -63,9 +65,9 @@ class BufferWatch:
         self.strategy = strategy
         self.seen: dict[int, tuple] = {}
 
-    def note(self, module: torch.nn.Module, env: Any) -> None:
+    def note(self, module: torch.nn.Module) -> None:
         """A module called in the run (the guard's forward pre-hook, in a replica thread)."""
-        if env.strategy is not self.strategy or module in _built_in_replica:
+        if module in _built_in_replica:
             return
         for name, buffer in dict.items(module.__dict__["_buffers"]):
             if isinstance(buffer, torch.Tensor) and not isinstance(buffer, DistributedVariable):
@@ -90,20 +92,16 @@ class BufferWatch:
             f"update outside strategy.run. (Refused after this run, which already made the {replicas} writes.)")
 
 
-#: The guarded runs in progress (one, unless several strategies run at once in different threads).
-_watches: list[BufferWatch] = []
+_WATCHES = RunWatches()
 
 
-def begin_watch(strategy: Any) -> BufferWatch:
-    watch = BufferWatch(strategy)
-    _watches.append(watch)
-    return watch
-
-
-def end_watch(watch: BufferWatch) -> None:
-    _watches.remove(watch)
+def watching(strategy: Any) -> contextlib.AbstractContextManager[BufferWatch]:
+    """Note the buffers of the modules the run inside calls (caller thread, around the replicas' tasks)."""
+    return _WATCHES.watching(strategy, BufferWatch(strategy))
 
 
 def note_module(module: torch.nn.Module, env: Any) -> None:
-    for watch in _watches:
-        watch.note(module, env)
+    """A module called in a replica (the guard's forward pre-hook): its buffers, if the run is watched."""
+    watch = _WATCHES.get(env.strategy)
+    if watch is not None:
+        watch.note(module)

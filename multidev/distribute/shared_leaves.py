@@ -25,14 +25,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
+from multidev.distribute.run_watches import RunWatches
 from multidev.values.context import replica_env
 
-# id(strategy) -> the running watch (one run at a time per strategy).
-_WATCHES: dict[int, "LeafWatch"] = {}
+_WATCHES = RunWatches()   # each strategy's run in progress
 
 
 class LeafWatch:
@@ -98,21 +98,15 @@ def _shared_error(strategy: Any, shared: list) -> ValueError:
         "in the scope, or an attribute of a torch.nn.Module built there (its gradient is then reduced as DDP's).")
 
 
-@contextlib.contextmanager
-def watching(strategy: Any) -> Iterator[LeafWatch]:
+def watching(strategy: Any) -> contextlib.AbstractContextManager[LeafWatch]:
     """Check the backward passes of the run inside (caller thread, around the replicas' tasks)."""
-    watch = _WATCHES[id(strategy)] = LeafWatch(strategy)
-    try:
-        yield watch
-    finally:
-        if _WATCHES.get(id(strategy)) is watch:
-            del _WATCHES[id(strategy)]
+    return _WATCHES.watching(strategy, LeafWatch(strategy))
 
 
 def _checked(original: Callable) -> Callable:
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
-        watch = None if env is None or not _WATCHES else _WATCHES.get(id(env.strategy))
+        watch = None if env is None else _WATCHES.get(env.strategy)
         if watch is not None:
             inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
             if inputs is not None:

@@ -215,23 +215,31 @@ class ReplicaStreams:
         rank continues its generator (replicas that drew different counts, a decoder loop stopping at
         EOS, stay apart as the ranks do). The program's own generators are forked at their first draw."""
         self.run_states.clear()
+        current = self._generator_states()
         for stream in self.streams:
             if stream is not None:
                 stream.copies.clear()
                 if not stream.owner:
-                    current = _default_generator(stream.device).get_state()
-                    if stream.left is None or stream.state is None or not torch.equal(current, stream.left):
-                        stream.state = current
+                    now = current[stream.device]
+                    if stream.left is None or stream.state is None or not torch.equal(now, stream.left):
+                        stream.state = now
 
     def join(self) -> None:
         """At the end of a run (caller thread): note where each device generator was left, so that the
         next run can tell whether the caller drew from it or re-seeded it in between (``fork``)."""
-        left: dict = {}
+        left = self._generator_states()
         for stream in self.streams:
             if stream is not None and not stream.owner:
-                if stream.device not in left:
-                    left[stream.device] = _default_generator(stream.device).get_state()
                 stream.left = left[stream.device]
+
+    def _generator_states(self) -> dict:
+        """Each replica-shared device's default generator state, read once per device (one tensor,
+        never written: ``fork`` and ``join`` only compare and copy it)."""
+        states: dict = {}
+        for stream in self.streams:
+            if stream is not None and not stream.owner and stream.device not in states:
+                states[stream.device] = _default_generator(stream.device).get_state()
+        return states
 
     def mode_for(self, replica_id: int) -> ReplicaRandomMode | None:
         """The mode replica ``replica_id``'s thread enters for its task (None: it needs none)."""
