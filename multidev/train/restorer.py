@@ -127,14 +127,15 @@ def _check_shapes(plan: _Plan) -> None:
     if bad:
         raise ValueError("Received incompatible tensor shapes when restoring from a checkpoint; nothing was "
                          "restored:\n  " + "\n  ".join(bad) + "\nBuild the same architecture that was saved.")
-    pairs = [(target.dtype, value.dtype) for target, value, _ in plan.assignments if target.dtype != value.dtype]
-    bad = [f"{key}: expected dtype {_name(target.dtype)} does not equal original dtype {_name(value.dtype)}"
-           for target, value, key in plan.assignments if target.dtype != value.dtype]
-    if bad:
+    mismatched = [(target.dtype, value.dtype, key) for target, value, key in plan.assignments
+                  if target.dtype != value.dtype]
+    if mismatched:
+        bad = [f"{key}: expected dtype {_name(expected)} does not equal original dtype {_name(original)}"
+               for expected, original, key in mismatched]
         # md.Variable(<Python int>) was int64 before it became TF's int32 (2026-11-27): a step counter saved then.
         older = ("\nmultidev before 2026-11-27 made md.Variable(<Python int>) int64 where TensorFlow and multidev now "
                  "make it int32: read such a checkpoint with md.Variable(0, dtype=md.int64)."
-                 if (torch.int32, torch.int64) in pairs else "")
+                 if any(pair[:2] == (torch.int32, torch.int64) for pair in mismatched) else "")
         raise InvalidArgumentError("Received tensors of another dtype than their variables' when restoring from a "
                                    "checkpoint; nothing was restored:\n  " + "\n  ".join(bad) + "\nCreate the "
                                    "variables with the dtypes they were saved with (a checkpoint never casts)." + older)
