@@ -3,7 +3,8 @@
 The first-run checks (``shared_buffers``' in-place buffer writes, ``shared_leaves``' shared backward
 leaves) record what the replicas of one ``strategy.run`` do: the runner opens a watch around the
 replicas' tasks (caller thread), and a hook in a replica thread finds it by ``env.strategy`` (one run
-at a time per strategy).
+at a time per strategy). A dict, so that hot paths look a watch up without a Python call
+(``watches.get(id(strategy)) if watches else None``: every ``backward`` of a replica does).
 """
 
 from __future__ import annotations
@@ -12,22 +13,15 @@ import contextlib
 from typing import Any, Iterator
 
 
-class RunWatches:
+class RunWatches(dict):
     """id(strategy) -> the watch of its run in progress."""
-
-    def __init__(self) -> None:
-        self._by_strategy: dict[int, Any] = {}
 
     @contextlib.contextmanager
     def watching(self, strategy: Any, watch: Any) -> Iterator[Any]:
         """``watch`` is the run's while the block runs."""
-        self._by_strategy[id(strategy)] = watch
+        self[id(strategy)] = watch
         try:
             yield watch
         finally:
-            if self._by_strategy.get(id(strategy)) is watch:
-                del self._by_strategy[id(strategy)]
-
-    def get(self, strategy: Any) -> Any | None:
-        """The watch of ``strategy``'s run in progress (no dict lookup when none runs)."""
-        return self._by_strategy.get(id(strategy)) if self._by_strategy else None
+            if self.get(id(strategy)) is watch:
+                del self[id(strategy)]

@@ -102,6 +102,6 @@ def watching(strategy: Any) -> contextlib.AbstractContextManager[BufferWatch]:
 
 def note_module(module: torch.nn.Module, env: Any) -> None:
     """A module called in a replica (the guard's forward pre-hook): its buffers, if the run is watched."""
-    watch = _WATCHES.get(env.strategy)
+    watch = _WATCHES.get(id(env.strategy)) if _WATCHES else None
     if watch is not None:
         watch.note(module)

@@ -106,7 +106,7 @@ def watching(strategy: Any) -> contextlib.AbstractContextManager[LeafWatch]:
 def _checked(original: Callable) -> Callable:
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
-        watch = None if env is None else _WATCHES.get(env.strategy)
+        watch = None if env is None or not _WATCHES else _WATCHES.get(id(env.strategy))
         if watch is not None:
             inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
             if inputs is not None:
