@@ -158,7 +158,7 @@ class BackwardReducer:
         return RuntimeError(
             f"Replica {here}'s loss.backward() reached replica {r}'s copy of {name}: its loss used a tensor that "
             f"replica {r}'s forward computed. The replicas are threads of one process, so a Python object the step "
-            "writes (a dict filled by a forward hook, `self.features = out`) is shared by all of them, where each DDP "
+            "writes (a dict or list filled by a forward hook) is shared by all of them, where each DDP "
             "process has its own. Keep such state per replica (key it by "
             "md.distribute.get_replica_context().replica_id_in_sync_group), or return the tensor from forward.")
 
