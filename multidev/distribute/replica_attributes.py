@@ -11,8 +11,12 @@ other replica's copies (refused on CPU; on two logical GPUs of one card it train
 both backwards ran through one graph ("Trying to backward through the graph a second time" from
 prune, about one run in three).
 
+The same holds for torch's mode flag: TRADES-style adversarial training calls ``model.eval()`` to
+craft its examples inside the step and ``model.train()`` after, so one replica switched every
+replica's dropout and BatchNorm mode in the middle of another's forward (trained silently wrong).
+
 Now, in a replica of a run of several, a write of a value holding a tensor (a tensor, or a tuple,
-list or dict of them), or any write to a name already kept per replica, goes into the module's
+list or dict of them), of ``training``, or any write to a name already kept per replica, goes into the module's
 per-replica slots, and the name leaves ``__dict__``: reads then reach ``Module.__getattr__``, which
 answers with the calling replica's value (one that has not written yet reads the value from before
 the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
@@ -111,7 +115,7 @@ def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
         return False
     slots = module.__dict__.get(_SLOTS)
     kept = slots is not None and name in slots
-    if not (kept or _holds_tensor(value)) or _registered(module, name):
+    if not (kept or name == "training" or _holds_tensor(value)) or _registered(module, name):
         return False
     _store(module, name, value, env.replica_id)
     return True

@@ -218,6 +218,43 @@ def deleted_per_replica():
     return {"seen": [list(s) for s in seen], "outside": outside, "after_del": hasattr(model, "attention")}
 
 
+class ModeScale(nn.Module):
+    """Differs between training and evaluation, as dropout and BatchNorm do, but deterministically."""
+
+    def forward(self, x):
+        return x * (2.0 if self.training else 1.0)
+
+
+@case
+def mode_switched_inside_the_step():
+    """TRADES-style adversarial training: ``model.eval()`` to craft the example, ``model.train()`` after."""
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 8), ModeScale(), nn.Tanh(), nn.Linear(8, 2))
+
+    def loss_of(model, x):
+        model.eval()
+        ctx = md.distribute.get_replica_context()
+        if ctx is not None and ctx.replica_id_in_sync_group == 1:
+            time.sleep(0.02)   # replica 1 crafts while replica 0 is back in training
+        x_adv = (x + 0.01).requires_grad_(True)
+        gradient, = torch.autograd.grad(model(x_adv).pow(2).sum(), [x_adv])
+        x_adv = (x_adv + 0.1 * gradient.sign()).detach()
+        model.train()
+        return model(x).pow(2).mean() + model(x_adv).pow(2).mean()
+
+    with strategy.scope():
+        model = build()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference = build()
+    train(model, optimizer, loss_of, True)
+    train(reference, torch.optim.SGD(reference.parameters(), lr=0.1), loss_of, False)
+    after = model.training
+    model.eval()   # outside the run: every replica's mode
+    seen = strategy.experimental_local_results(strategy.run(lambda: [m.training for m in model.modules()]))
+    return {"diff": max_diff(model, reference), "after": after, "eval_everywhere": not any(any(s) for s in seen)}
+
+
 @case
 def back_in_dict_when_strategies_go():
     """A module without variables keeps its last value (replica 0's) once no strategy lives."""

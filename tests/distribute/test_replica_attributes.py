@@ -1,8 +1,9 @@
-"""Tensors a module stores on itself inside ``strategy.run`` are kept per replica, as each DDP rank keeps
-its own module (``multidev/distribute/replica_attributes.py``). The program runs in one fresh interpreter;
-each case widens the race on purpose (replica 0 lingers between its write and its read), so the old code,
-where the replicas shared the module's ``__dict__``, fails every case: a stateful RNN trained 0.011 off
-DDP silently, a hidden tensor read by the loss and the legacy transforms were refused."""
+"""Tensors a module stores on itself inside ``strategy.run``, and its ``training`` flag, are kept per
+replica, as each DDP rank keeps its own module (``multidev/distribute/replica_attributes.py``). The program
+runs in one fresh interpreter; each case widens the race on purpose (replica 0 lingers between its write
+and its read), so the old code, where the replicas shared the module's ``__dict__``, fails every case: a
+stateful RNN trained 0.011 off DDP silently, as did TRADES-style ``model.eval()`` / ``model.train()``
+inside the step (0.0007); a hidden tensor read by the loss and the legacy transforms were refused."""
 
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ def test_state_carried_from_batch_to_batch_continues_per_replica_as_ddp_ranks(re
     r = results["state_carried_per_replica"]
     assert "error" not in r, r
     assert max(r["diffs"]) < 1e-12 and r["state_diff"] < 1e-12, r
+
+
+def test_eval_and_train_inside_the_step_switch_only_the_replicas_own_mode(results):
+    r = results["mode_switched_inside_the_step"]
+    assert "error" not in r, r
+    assert r["diff"] < 1e-12 and r["after"] and r["eval_everywhere"], r
 
 
 def test_del_in_a_replica_deletes_its_own_value(results):
