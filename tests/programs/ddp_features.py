@@ -146,6 +146,22 @@ def sampled(world: int, rank: int, batch: int) -> torch.utils.data.DataLoader:
         dataset, num_replicas=world, rank=rank, shuffle=False, drop_last=False))
 
 
+class UnpaddedSampler(torch.utils.data.DistributedSampler):
+    """An evaluation-style DistributedSampler: rank ``r`` takes examples ``r::num_replicas``, unpadded, so
+    the ranks get uneven counts (9 over 2: 5 and 4; in batches of 2, 3 and 2 batches): DDP's join() case."""
+
+    def __iter__(self):
+        return iter(range(self.rank, len(self.dataset), self.num_replicas))
+
+    def __len__(self) -> int:
+        return len(range(self.rank, len(self.dataset), self.num_replicas))
+
+
+def unpadded(world: int, rank: int) -> torch.utils.data.DataLoader:
+    dataset = torch.utils.data.TensorDataset(X[:9], Y[:9])
+    return torch.utils.data.DataLoader(dataset, batch_size=2, sampler=UnpaddedSampler(dataset, world, rank, shuffle=False))
+
+
 # --- DDP: the references -----------------------------------------------------------------------------------
 def ddp_cases(rank: int) -> dict:
     from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -160,6 +176,10 @@ def ddp_cases(rank: int) -> dict:
     with model.join():                                 # divide_by_initial_world_size=True
         train(model, torch.optim.SGD(model.parameters(), lr=LR), [b for b in halves(9, 4) if len(b[0])], on_rank)
     out["join"] = params(model.module)
+    model = DDP(net())
+    with model.join():
+        train(model, torch.optim.SGD(model.parameters(), lr=LR), unpadded(WORLD, rank), on_rank)
+    out["join_sampler"] = params(model.module)
     model = DDP(net())
     batches = list(sampled(WORLD, rank, 2))
     train(model, torch.optim.SGD(model.parameters(), lr=LR), batches, on_rank)
@@ -215,8 +235,10 @@ def uneven_cases(strategy) -> dict:
     through a DistributedSampler(drop_last=False) of the job's workers (DDP's padding)."""
     run, ext = strategy_run(strategy), strategy.extended
     out = {}
-    for name, data in (("uneven", loader(9, 4)), ("sampler", sampled(ext.num_workers, ext.worker_index,
-                                                                         4 // ext.num_workers))):
+    cases = [("uneven", loader(9, 4)), ("sampler", sampled(ext.num_workers, ext.worker_index, 4 // ext.num_workers))]
+    if ext.num_workers == WORLD:    # each worker its own uneven share (DDP's join() case)
+        cases.append(("join_sampler", unpadded(ext.num_workers, ext.worker_index)))
+    for name, data in cases:
         with strategy.scope():
             model = net()
             opt = torch.optim.SGD(model.parameters(), lr=LR)

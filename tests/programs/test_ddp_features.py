@@ -49,10 +49,127 @@ def results(tmp_path_factory):
               for i in range(2)]
     logs = _finish(procs, TIMEOUT_S)
     failed = [(p.args[2], p.returncode, log) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
+    assert not failed, "\n\n".join(f"{m} rc={rc}\n{log[-3000:]}" for m, rc, log in failed)
     return (_load(out, "features_threads.json"), [_load(out, f"features_ddp_{r}.json") for r in range(2)],
             [_load(out, f"features_mwms_{r}.json") for r in range(2)])
 
 
-def test_dump(results):
-    json.dump(results, open("/tmp/ddpf/res.json", "w"))
+def _difference(a: list, b: list) -> float:
+    assert [len(p) for p in a] == [len(p) for p in b]
+    return max(abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q))
+
+
+def _refused(message: str, *needles: str) -> None:
+    assert message.startswith("ValueError: "), message
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+TOL = 1e-12   # float64; every difference below measured 0.0 (5.6e-17 with no_sync's other summation order)
+
+
+def test_zero_redundancy_optimizer(results):
+    """ZeRO over a strategy's variables: DDP + ZeRO's weights with the program's process group and one
+    replica per worker (with parameters_as_bucket_view too); refused naming the plain optimizer class
+    on replicas of one process and without a process group."""
+    threads, ddp, workers = results
+    assert _difference(ddp[0]["zero"], ddp[1]["zero"]) == 0.0
+    for worker in workers:
+        assert _difference(worker["zero"], ddp[0]["zero"]) <= TOL
+        assert _difference(worker["zero_bucket_view"], ddp[0]["zero"]) <= TOL
+        _refused(worker["refusals"]["zero"], "ZeroRedundancyOptimizer under MultiWorkerMirroredStrategy: multidev starts "
+                 "no torch.distributed process group", "torch.optim.AdamW(model.parameters(), lr=...)")
+    _refused(threads["refusals"]["zero"], "ZeroRedundancyOptimizer under MirroredStrategy: MirroredStrategy runs 2 "
+             "replicas in this process", "Build the optimizer_class itself in strategy.scope()")
+
+
+def test_ddp_wrapper_kept(results):
+    """DistributedDataParallel(model) left in place: with the program's process group and one replica per
+    worker, no_sync accumulation, model.module, the all-reduced logged loss and rank 0's save are DDP's;
+    on replicas of one process or without a process group the wrapper is refused naming the port."""
+    threads, ddp, workers = results
+    want = ddp[0]["ddp_kept"]
+    for rank, worker in enumerate(workers):
+        got = worker["ddp_kept"]
+        assert _difference(got["params"], want["params"]) <= TOL
+        assert got["logged"] == pytest.approx(want["logged"], rel=TOL, abs=0)
+        assert got["saved"] == (want["saved"] if rank == 0 else None)
+        _refused(worker["refusals"]["ddp"], "DistributedDataParallel(model) under MultiWorkerMirroredStrategy: "
+                 "multidev starts no torch.distributed process group", "drop the wrapper")
+    assert want["saved"] == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    _refused(threads["refusals"]["ddp"], "DistributedDataParallel(model) under MirroredStrategy: MirroredStrategy runs "
+             "2 replicas in this process", "model.module -> model", "model.no_sync() -> nothing to skip",
+             "model.join() -> not needed")
+
+
+def test_uneven_input_without_join(results):
+    """A partial last batch (9 examples, global batch 4) through experimental_distribute_dataset: TF's
+    split, [1, 0] on the last step, the empty replica's gradient counting as zero: DDP's weights with
+    join(divide_by_initial_world_size=True) on ranks that hold those rows, on replicas and on workers
+    (no worker waits at the epoch's end; the empty replica's mean loss is nan, torch's mean of nothing)."""
+    threads, ddp, workers = results
+    assert threads["uneven"]["sizes"] == [[2, 2], [2, 2], [1, 0]]
+    assert _difference(threads["uneven"]["params"], ddp[0]["join"]) <= TOL
+    for rank, worker in enumerate(workers):
+        assert worker["uneven"]["sizes"] == [[2], [2], [[1], [0]][rank]]
+        assert _difference(worker["uneven"]["params"], ddp[0]["join"]) <= TOL
+    assert workers[1]["uneven"]["losses"][-1] != workers[1]["uneven"]["losses"][-1]   # nan
+
+
+def test_uneven_worker_shares_stay_in_step(results):
+    """Each worker its own unpadded share (a DistributedSampler subclass: 5 and 4 examples, 3 and 2
+    batches): the workers stay in step (worker 1 gets an empty batch at the third step) and end with the
+    weights of DDP's `with model.join():` on the same sampler. (Before, such a subclass was taken for a
+    padding DistributedSampler: worker 0 waited in the third step's all-reduce until the timeout.)"""
+    _, ddp, workers = results
+    for rank, worker in enumerate(workers):
+        assert worker["join_sampler"]["sizes"] == [[2], [2], [[1], [0]][rank]]
+        assert _difference(worker["join_sampler"]["params"], ddp[0]["join_sampler"]) <= TOL
+
+
+def test_distributed_sampler_pads_as_under_ddp(results):
+    """DistributedSampler(drop_last=False) of the job's workers pads as under DDP (5 examples each, the
+    first repeated): DDP's weights. On one worker (MirroredStrategy) the sampler has one rank and pads
+    nothing: the loader's partial batch is split as TF splits it (the experimental_distribute_dataset case)."""
+    threads, ddp, workers = results
+    assert ddp[0]["sampler"]["sizes"] == ddp[1]["sampler"]["sizes"] == [2, 2, 1]
+    for worker in workers:
+        assert worker["sampler"]["sizes"] == [[2], [2], [1]]
+        assert _difference(worker["sampler"]["params"], ddp[0]["sampler"]["params"]) <= TOL
+    assert threads["sampler"]["sizes"] == [[2, 2], [2, 2], [1, 0]]
+    assert _difference(threads["sampler"]["params"], threads["uneven"]["params"]) == 0.0
+
+
+def test_join_is_refused_naming_the_input_that_keeps_replicas_in_step(results):
+    threads, _, workers = results
+    for result in [threads] + workers:
+        for case in ("join", "join_in_run"):
+            _refused(result["refusals"][case], "Join (model.join()) over a model or optimizer of ",
+                     "strategy.experimental_distribute_dataset(loader)", "join(divide_by_initial_world_size=True)")
+
+
+def test_differentiable_collectives_in_a_loss(results):
+    """CLIP's gathered contrastive loss with torch.distributed.nn.functional's all_gather and all_reduce:
+    DDP's weights on workers with the program's process group; refused on replicas naming the replica
+    context's differentiable all_gather and all_reduce, with which the port gives DDP's weights."""
+    threads, ddp, workers = results
+    for worker in workers:
+        assert _difference(worker["clip"], ddp[0]["clip"]) <= TOL
+        _refused(worker["refusals"]["nn_all_gather"], "torch.distributed.nn.functional.all_gather inside strategy.run")
+    _refused(threads["refusals"]["nn_all_gather"], "torch.distributed.nn.functional.all_gather inside strategy.run: "
+             "MirroredStrategy's 2 replica(s)", "md.distribute.get_replica_context().all_gather(z, axis=0)",
+             "get_replica_context().all_reduce('sum', t)")
+    assert _difference(threads["clip_port"], ddp[0]["clip"]) <= TOL
+
+
+def test_torch_distributed_in_the_loop_without_a_process_group(results):
+    """dist.get_rank() / get_world_size() / barrier() / all_reduce(metric) written in the loop, outside
+    strategy.run, with no process group: torch's ValueError, naming multidev's way for each."""
+    threads, _, workers = results
+    for result in [threads] + workers:
+        refusals = result["refusals"]
+        _refused(refusals["get_rank"], "Default process group has not been initialized (torch.distributed.get_rank)",
+                 "`if strategy.extended.worker_index == 0:`")
+        _refused(refusals["get_world_size"], "(torch.distributed.get_world_size)", "strategy.extended.num_workers")
+        _refused(refusals["barrier"], "(torch.distributed.barrier)", "nothing to wait for", "keep your init_process_group")
+        _refused(refusals["all_reduce"], "(torch.distributed.all_reduce)", "strategy.reduce('sum', value, axis=None)")
