@@ -63,7 +63,9 @@ def _refusal(name: str, env: Any) -> ValueError:
 _RANK_FIX = (
     "A DDP program's `if dist.get_rank() == 0:` (logging, torch.save) is `if strategy.extended.worker_index == 0:` "
     "outside strategy.run, dist.get_world_size() the job's strategy.extended.num_workers (its replicas: "
-    "strategy.num_replicas_in_sync). DistributedSampler(dataset) calls it without num_replicas and rank: give the "
+    "strategy.num_replicas_in_sync). A ZeroRedundancyOptimizer asks it too (when torch.distributed.optim was "
+    "imported after the strategy): build its optimizer_class in strategy.scope() instead. "
+    "DistributedSampler(dataset) calls it without num_replicas and rank: give the "
     "sampler the job's workers: DistributedSampler(dataset, num_replicas=strategy.extended.num_workers, "
     "rank=strategy.extended.worker_index) (each loader batch is then this worker's share, split across its "
     "replicas), or drop the sampler and give every worker the same global batches (the strategy splits them "
