@@ -11,7 +11,7 @@ the wrong fix) or with several replicas in the process (threads sharing one rank
 would pair their collectives, or hang) they are refused when built, saying what to do instead.
 ``Join`` shadows DDP's and ZeRO's collectives for a rank that ran out of input, never the strategy's
 own gradient all-reduce, which the other workers would wait for until the collective timeout: over a
-strategy's variables it is refused in every layout, naming ``experimental_distribute_dataset``, which
+strategy's variables it is refused in every layout (``enable=False`` does nothing and passes), naming ``experimental_distribute_dataset``, which
 keeps every replica in step (an empty batch for one without examples left, whose zero gradient counts
 in the average: DDP's ``join(divide_by_initial_world_size=True)``).
 
@@ -126,7 +126,8 @@ def _guard_join(original: Callable) -> Callable:
     @functools.wraps(original)
     def __init__(self, joinables, *args: Any, **kwargs: Any) -> None:
         joinables = list(joinables)
-        for joinable in joinables:   # a DDP's parameters are its module's
+        enabled = kwargs.get("enable", args[0] if args else True)   # Join(joinables, enable=True, ...)
+        for joinable in joinables if enabled else ():   # a DDP's parameters are its module's
             if isinstance(joinable, (torch.nn.Module, torch.optim.Optimizer)):
                 found = [t for t in _tensors(joinable) if isinstance(t, DistributedVariable)]
                 if found:

@@ -268,6 +268,8 @@ def process_group_cases(strategy) -> dict:
     with strategy.scope():
         wrapped = DDP(net())
     out["ddp_kept"] = ddp_kept_loop(wrapped, global_batches(), run)
+    out["join_disabled"] = error_of(lambda: wrapped.join(enable=False).__enter__())   # Join that does nothing: torch's
+    out["join_kept"] = error_of(wrapped.join)
     with strategy.scope():
         model = encoder()
     out["clip"] = clip_loop(model, global_batches(), run, strategy.extended.worker_index)

@@ -141,7 +141,12 @@ def test_distributed_sampler_pads_as_under_ddp(results):
 
 
 def test_join_is_refused_naming_the_input_that_keeps_replicas_in_step(results):
+    """Join over a strategy's model, in the step or around the loop, and the kept wrapper's model.join() with
+    the program's process group; model.join(enable=False), which does nothing, is torch's."""
     threads, _, workers = results
+    for worker in workers:
+        assert worker["join_disabled"] == "", worker["join_disabled"]
+        _refused(worker["join_kept"], "Join (model.join()) over a model or optimizer of MultiWorkerMirroredStrategy")
     for result in [threads] + workers:
         for case in ("join", "join_in_run"):
             _refused(result["refusals"][case], "Join (model.join()) over a model or optimizer of ",
