@@ -276,17 +276,33 @@ def process_group_cases(strategy) -> dict:
     return out
 
 
+def _patched() -> list:
+    """The functions multidev replaces while a strategy lives (torch's own again once none does)."""
+    import torch.distributed.nn.functional as dnn
+    from torch.distributed.algorithms.join import Join
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    from torch.nn.parallel import DistributedDataParallel
+    return [DistributedDataParallel.__init__, ZeroRedundancyOptimizer.__init__, Join.__init__, dnn.all_gather,
+            torch.distributed.nn.all_reduce, dist.barrier]
+
+
 def threads(out_dir: str) -> None:
+    import gc
     import torch.distributed.optim  # noqa: F401   (imported before the first strategy, as a program's imports are)
     import multidev as md
+    torchs = _patched()
     strategy = md.distribute.MirroredStrategy()
+    assert all(a is not b for a, b in zip(_patched(), torchs))
     assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
     with strategy.scope():
         model = encoder()
     clip = clip_loop(model, strategy.experimental_distribute_dataset(loader(24, GLOBAL_BATCH)), strategy_run(strategy),
                      None, clip_loss_port)
-    _write(out_dir, "features_threads.json", {"refusals": refusals(strategy), **uneven_cases(strategy),
-                                              "clip_port": clip})
+    result = {"refusals": refusals(strategy), **uneven_cases(strategy), "clip_port": clip}
+    del strategy, model
+    gc.collect()
+    result["torchs_again"] = all(a is b for a, b in zip(_patched(), torchs))
+    _write(out_dir, "features_threads.json", result)
 
 
 def mwms(out_dir: str) -> None:

@@ -178,3 +178,7 @@ def test_torch_distributed_in_the_loop_without_a_process_group(results):
         _refused(refusals["get_world_size"], "(torch.distributed.get_world_size)", "strategy.extended.num_workers")
         _refused(refusals["barrier"], "(torch.distributed.barrier)", "nothing to wait for", "keep your init_process_group")
         _refused(refusals["all_reduce"], "(torch.distributed.all_reduce)", "strategy.reduce('sum', value, axis=None)")
+
+
+def test_torch_functions_are_torchs_once_the_strategies_are_freed(results):
+    assert results[0]["torchs_again"] is True
