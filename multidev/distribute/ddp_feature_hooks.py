@@ -96,53 +96,61 @@ def _join_refusal(strategy: Any) -> ValueError:
         "See docs/ddp_port.md.")
 
 
-def _guard_ddp(original: Callable) -> Callable:
-    @functools.wraps(original)
-    def __init__(self, module, *args: Any, **kwargs: Any) -> None:
-        strategy = _strategy_of(module.parameters()) if isinstance(module, torch.nn.Module) else None
-        problem = _layout_problem(strategy) if strategy is not None else None
-        if problem is not None:
-            raise _ddp_refusal(strategy, problem)
-        original(self, module, *args, **kwargs)
-    return __init__
+def _check_ddp(module: Any, args: tuple, kwargs: dict) -> Any:
+    """``DistributedDataParallel(module, ...)``: torch's where the layout allows it."""
+    strategy = _strategy_of(module.parameters()) if isinstance(module, torch.nn.Module) else None
+    problem = _layout_problem(strategy) if strategy is not None else None
+    if problem is not None:
+        raise _ddp_refusal(strategy, problem)
+    return module
 
 
-def _guard_zero(original: Callable) -> Callable:
-    @functools.wraps(original)
-    def __init__(self, params, *args: Any, **kwargs: Any) -> None:
-        params = list(params)
-        strategy = _strategy_of(_tensors(params))
-        if strategy is not None:
-            problem = _layout_problem(strategy)
-            if problem is None and kwargs.get("overlap_with_ddp"):
-                problem = "overlap_with_ddp=True steps inside DDP's gradient hook, not after the strategy's reduction"
-            if problem is not None:
-                raise _zero_refusal(strategy, problem)
-        original(self, params, *args, **kwargs)
-    return __init__
+def _check_zero(params: Any, args: tuple, kwargs: dict) -> list:
+    """``ZeroRedundancyOptimizer(params, optimizer_class, ...)``: torch's where the layout allows it."""
+    params = list(params)   # (a generator, read once here and once by torch)
+    strategy = _strategy_of(_tensors(params))
+    problem = _layout_problem(strategy) if strategy is not None else None
+    if strategy is not None and problem is None and kwargs.get("overlap_with_ddp"):
+        problem = "overlap_with_ddp=True steps inside DDP's gradient hook, not after the strategy's reduction"
+    if problem is not None:
+        raise _zero_refusal(strategy, problem)
+    return params
 
 
-def _guard_join(original: Callable) -> Callable:
-    @functools.wraps(original)
-    def __init__(self, joinables, *args: Any, **kwargs: Any) -> None:
-        joinables = list(joinables)
-        enabled = kwargs.get("enable", args[0] if args else True)   # Join(joinables, enable=True, ...)
-        for joinable in joinables if enabled else ():   # a DDP's parameters are its module's
-            if isinstance(joinable, (torch.nn.Module, torch.optim.Optimizer)):
-                found = [t for t in _tensors(joinable) if isinstance(t, DistributedVariable)]
-                if found:
-                    raise _join_refusal(found[0].distribute_strategy)
-        original(self, joinables, *args, **kwargs)
-    return __init__
+def _check_join(joinables: Any, args: tuple, kwargs: dict) -> list:
+    """``Join(joinables, enable=True, ...)``: refused over a strategy's variables unless disabled."""
+    joinables = list(joinables)
+    if not kwargs.get("enable", args[0] if args else True):
+        return joinables
+    for joinable in joinables:   # a DDP's parameters are its module's
+        if isinstance(joinable, (torch.nn.Module, torch.optim.Optimizer)):
+            found = [t for t in _tensors(joinable) if isinstance(t, DistributedVariable)]
+            if found:
+                raise _join_refusal(found[0].distribute_strategy)
+    return joinables
+
+
+def _guard(check: Callable, name: str) -> Callable[[Callable], Callable]:
+    """A constructor that runs ``check`` on its first argument (``name``, positional or not) before torch's."""
+    def wrap(original: Callable) -> Callable:
+        @functools.wraps(original)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            if args:
+                args = (check(args[0], args[1:], kwargs), *args[1:])
+            elif name in kwargs:
+                kwargs[name] = check(kwargs[name], (), kwargs)
+            original(self, *args, **kwargs)
+        return __init__
+    return wrap
 
 
 def _targets() -> list[tuple[type, Callable[[Callable], Callable]]]:
     from torch.distributed.algorithms.join import Join
     from torch.nn.parallel import DistributedDataParallel
-    targets = [(DistributedDataParallel, _guard_ddp), (Join, _guard_join)]
+    targets = [(DistributedDataParallel, _guard(_check_ddp, "module")), (Join, _guard(_check_join, "joinables"))]
     zero = sys.modules.get(_ZERO_MODULE)
     if zero is not None:
-        targets.append((zero.ZeroRedundancyOptimizer, _guard_zero))
+        targets.append((zero.ZeroRedundancyOptimizer, _guard(_check_zero, "params")))
     return targets
 
 

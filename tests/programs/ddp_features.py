@@ -221,6 +221,8 @@ def refusals(strategy) -> dict:
     z = md.distribute.PerReplica(tuple(torch.ones(2, 8) for _ in range(strategy.extended.num_local_replicas)))
     return {"zero": error_of(zero), "ddp": error_of(wrapper), "join": error_of(join),
             "join_in_run": error_of(strategy.run, join),
+            "keywords": [error_of(lambda: DDP(module=model)), error_of(lambda: Join(joinables=[model])), error_of(
+                lambda: ZeroRedundancyOptimizer(params=model.parameters(), optimizer_class=torch.optim.AdamW, lr=LR))],
             "nn_all_gather": error_of(strategy.run, lambda t: clip_loss(t, 0), (z,)),
             "get_rank": error_of(dist.get_rank), "get_world_size": error_of(dist.get_world_size),
             "barrier": error_of(dist.barrier), "all_reduce": error_of(dist.all_reduce, torch.ones(()))}

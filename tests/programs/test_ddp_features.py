@@ -182,3 +182,12 @@ def test_torch_distributed_in_the_loop_without_a_process_group(results):
 
 def test_torch_functions_are_torchs_once_the_strategies_are_freed(results):
     assert results[0]["torchs_again"] is True
+
+
+def test_constructors_refuse_their_keyword_forms_alike(results):
+    """DDP(module=model), Join(joinables=[model]), ZeroRedundancyOptimizer(params=...) outside the scope."""
+    for result in [results[0]] + results[2]:
+        ddp, join, zero = result["refusals"]["keywords"]
+        _refused(ddp, "DistributedDataParallel(model) under ")
+        _refused(join, "Join (model.join()) over a model or optimizer of ")
+        _refused(zero, "ZeroRedundancyOptimizer under ")
