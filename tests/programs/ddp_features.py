@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import sys
+import tempfile
 
 import torch
 import torch.distributed as dist
@@ -120,7 +121,13 @@ def ddp_kept_loop(model, batches, run) -> dict:
         logged.append(float(total) / dist.get_world_size())
     saved = None
     if dist.get_rank() == 0:
-        saved = sorted(model.module.state_dict())
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.save(model.module.state_dict(), os.path.join(tmp, "model.pt"))
+            state = torch.load(os.path.join(tmp, "model.pt"), weights_only=True)
+        loaded = net()
+        loaded.load_state_dict(state)
+        saved = {"keys": sorted(state), "types": sorted({type(t).__name__ for t in state.values()}),
+                 "params": params(loaded)}
     dist.barrier()
     return {"params": params(model.module), "logged": logged, "saved": saved}
 
@@ -267,6 +274,8 @@ def process_group_cases(strategy) -> dict:
         opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=0.01,
                                       parameters_as_bucket_view=True)
     out["zero_bucket_view"] = error_of(train, model, opt, global_batches(), run) or params(model)
+    out["zero_overlap"] = error_of(lambda: ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW,
+                                                                   lr=LR, overlap_with_ddp=True))
     with strategy.scope():
         wrapped = DDP(net())
     out["ddp_kept"] = ddp_kept_loop(wrapped, global_batches(), run)
