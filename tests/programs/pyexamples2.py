@@ -10,8 +10,9 @@ instead of the downloads and gym, float64 (``.double()`` where the example calls
   other's tensors); ``*_per_replica`` keeps them per replica as the error says;
 * vae/main.py: ``reparameterize``'s ``torch.randn_like`` in the step, ``loss_function`` summed
   (``reduction='sum'``), the epoch's loss divided by the dataset's length, ``test`` and ``sample``;
-* super_resolution: ``PixelShuffle``, ``init.orthogonal_``, Adam, PSNR from ``mse.item()``, and the
-  checkpoint ``torch.save(model, path)`` (the whole module) loaded back;
+* super_resolution: ``PixelShuffle``, ``init.orthogonal_``, Adam, PSNR from ``mse.item()``; its checkpoint
+  ``torch.save(model, path)`` (the whole module, pickled) is refused, naming ``state_dict()``, which
+  ``super_resolution_state_dict`` saves and loads into a network built anew;
 * siamese_network: two ``forward_once`` calls through one network with BatchNorm, ``BCELoss`` on pairs,
   Adadelta with ``StepLR``.
 
@@ -347,7 +348,8 @@ def _low_high(seed, n):
     return TensorDataset(F.avg_pool2d(high, 2), high)
 
 
-def super_resolution(port) -> dict:
+def super_resolution(port, whole_module=True) -> dict:
+    """``whole_module=False``: the checkpoint is ``model.state_dict()``, loaded into a network built anew."""
     torch.manual_seed(123)
     training_data_loader = DataLoader(_low_high(72, 16), batch_size=4, shuffle=True)
     testing_data_loader = DataLoader(_low_high(73, 8), batch_size=4)
@@ -377,9 +379,16 @@ def super_resolution(port) -> dict:
                     psnr = 10 * math.log10(1 / mse.item())
                     avg_psnr += psnr
             model_out_path = os.path.join(tmp, "model_epoch_{}.pth".format(epoch))
-            torch.save(port.module(net), model_out_path)   # checkpoint(): the whole module
+            if whole_module:
+                torch.save(port.module(net), model_out_path)   # checkpoint(): the whole module
+            else:
+                torch.save(port.module(net).state_dict(), model_out_path)
             log += [epoch_loss / len(training_data_loader), avg_psnr / len(testing_data_loader)]
-        loaded = torch.load(model_out_path, weights_only=False)   # super_resolve.py
+        if whole_module:
+            loaded = torch.load(model_out_path, weights_only=False)   # super_resolve.py
+        else:
+            loaded = SuperResolutionNet(upscale_factor=2).double()
+            loaded.load_state_dict(torch.load(model_out_path, weights_only=True))
         with torch.no_grad():
             log.append(float(loaded(testing_data_loader.dataset.tensors[0]).sum()))
     return {**port.weights(net), "log": log}
@@ -433,7 +442,7 @@ def siamese(port) -> dict:
         net = SiameseNetwork().double()
         optimizer = optim.Adadelta(net.parameters(), lr=1.0)
         scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
-    model = port.wrap(net)
+    model = port.wrap(net, broadcast_buffers=False)   # (the buffers' mean over the ranks: multidev's reading)
     criterion = nn.BCELoss()
 
     def train_step(images_1, images_2, targets):
@@ -454,4 +463,5 @@ def siamese(port) -> dict:
 
 EXAMPLES = {"reinforce": reinforce, "reinforce_per_replica": lambda port: reinforce(port, per_replica=True),
             "actor_critic": actor_critic, "actor_critic_per_replica": lambda port: actor_critic(port, per_replica=True),
-            "vae": vae, "super_resolution": super_resolution, "siamese": siamese}
+            "vae": vae, "super_resolution": super_resolution,
+            "super_resolution_state_dict": lambda port: super_resolution(port, whole_module=False), "siamese": siamese}

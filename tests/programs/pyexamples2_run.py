@@ -37,6 +37,10 @@ class Ddp2(DdpPort):
             torch.distributed.all_reduce(p.grad)
             p.grad /= self.world
 
+    def ranks_sum(self, value: float) -> float:
+        """A number each rank keeps for itself, summed over the ranks."""
+        return self.sum(value)
+
     def buffers(self, model) -> list:
         """The mean of the ranks' buffers (timm's ``distribute_bn(reduce=True)``): what multidev reads."""
         out = []
@@ -54,6 +58,11 @@ class Mirrored2(MirroredPort):
 
     def average_gradients(self, params) -> None:
         """Nothing to do: ``loss.backward()`` in ``strategy.run`` already averaged them."""
+
+    def ranks_sum(self, value: float) -> float:
+        """A number the step's replicas added into (one per process, as each rank's), summed over workers."""
+        collective = self.strategy.extended.worker_collective
+        return float(collective.sum(torch.tensor([value], dtype=torch.float64)))
 
     def buffers(self, model) -> list:
         return [x for b in model.buffers() for x in b.detach().double().reshape(-1).tolist()]
@@ -93,7 +102,8 @@ def main_ddp(out_dir: str) -> None:
 
 # Under ``multidev launch --workers 2`` (one replica per worker): the RL examples as printed (each worker's
 # lists are its own, as each rank's) and a few that train.
-ON_WORKERS = ("reinforce", "actor_critic", "vae", "cifar_trainer")
+ON_WORKERS = ("reinforce", "actor_critic", "vae", "gcn", "time_sequence_prediction", "regression",
+              "cifar_trainer_item_in_step")
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
     ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
