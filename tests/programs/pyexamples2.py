@@ -12,9 +12,7 @@ instead of the downloads and gym, float64 (``.double()`` where the example calls
   (``reduction='sum'``), the epoch's loss divided by the dataset's length, ``test`` and ``sample``;
 * super_resolution: ``PixelShuffle``, ``init.orthogonal_``, Adam, PSNR from ``mse.item()``; its checkpoint
   ``torch.save(model, path)`` (the whole module, pickled) is refused, naming ``state_dict()``, which
-  ``super_resolution_state_dict`` saves and loads into a network built anew;
-* siamese_network: two ``forward_once`` calls through one network with BatchNorm, ``BCELoss`` on pairs,
-  Adadelta with ``StepLR``.
+  ``super_resolution_state_dict`` saves and loads into a network built anew.
 
 This module imports only torch (and numpy): the DDP runner must not import multidev.
 """
@@ -31,7 +29,6 @@ from torch import nn, optim
 from torch.distributions import Categorical
 from torch.nn import functional as F
 from torch.nn import init
-from torch.optim.lr_scheduler import StepLR
 from torch.utils.data import DataLoader, TensorDataset
 
 F64 = torch.float64
@@ -156,7 +153,12 @@ def reinforce(port, per_replica=False) -> dict:
         del lists.saved_log_probs[:]
         return policy_loss.detach()
 
-    def episode(seed):   # main()'s loop body: one episode, then finish_episode()
+    return _episodes(port, _episode(select_action, finish_episode, lists), model)
+
+
+def _episode(select_action, finish_episode, lists):
+    """main()'s loop body: one episode (``policy.rewards.append(reward)`` each step), then finish_episode()."""
+    def episode(seed):
         env = CartPole()
         state, _ = env.reset(seed=int(seed))
         ep_reward = 0
@@ -168,8 +170,7 @@ def reinforce(port, per_replica=False) -> dict:
             if terminated or truncated:
                 break
         return torch.tensor(ep_reward), finish_episode()
-
-    return _episodes(port, episode, model)
+    return episode
 
 
 def _episodes(port, episode, model) -> dict:
@@ -221,20 +222,7 @@ def actor_critic(port, per_replica=False) -> dict:
         del lists.saved_actions[:]
         return loss.detach()
 
-    def episode(seed):
-        env = CartPole()
-        state, _ = env.reset(seed=int(seed))
-        ep_reward = 0
-        for t in range(1, 10000):
-            action = select_action(state)
-            state, reward, terminated, truncated, _ = env.step(action)
-            lists.rewards.append(reward)
-            ep_reward += reward
-            if terminated or truncated:
-                break
-        return torch.tensor(ep_reward), finish_episode()
-
-    return _episodes(port, episode, model)
+    return _episodes(port, _episode(select_action, finish_episode, lists), model)
 
 
 # --- vae/main.py ------------------------------------------------------------------------------------------------
@@ -394,74 +382,7 @@ def super_resolution(port, whole_module=True) -> dict:
     return {**port.weights(net), "log": log}
 
 
-# --- siamese_network ------------------------------------------------------------------------------------------
-class SiameseNetwork(nn.Module):
-    """The example's network with a small convolutional backbone for ResNet-18 (BatchNorm included)."""
-
-    def __init__(self):
-        super(SiameseNetwork, self).__init__()
-        self.resnet = nn.Sequential(nn.Conv2d(1, 4, 3, 2, 1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
-                                    nn.AdaptiveAvgPool2d((1, 1)))
-        self.fc_in_features = 4
-        self.fc = nn.Sequential(nn.Linear(self.fc_in_features * 2, 8), nn.ReLU(inplace=True), nn.Linear(8, 1))
-        self.sigmoid = nn.Sigmoid()
-        self.resnet.apply(self.init_weights)
-        self.fc.apply(self.init_weights)
-
-    def init_weights(self, m):
-        if isinstance(m, nn.Linear):
-            torch.nn.init.xavier_uniform_(m.weight)
-            m.bias.data.fill_(0.01)
-
-    def forward_once(self, x):
-        output = self.resnet(x)
-        output = output.view(output.size()[0], -1)
-        return output
-
-    def forward(self, input1, input2):
-        output1 = self.forward_once(input1)   # get two images' features
-        output2 = self.forward_once(input2)
-        output = torch.cat((output1, output2), 1)   # concatenate both images' features
-        output = self.fc(output)
-        output = self.sigmoid(output)
-        return output
-
-
-def _pairs(seed, n):
-    """Image pairs, the target 1 when both show the same class (the sign of their mean)."""
-    g = _gen(seed)
-    a, b = torch.randn(n, 1, 6, 6, generator=g, dtype=F64), torch.randn(n, 1, 6, 6, generator=g, dtype=F64)
-    return TensorDataset(a, b, ((a.mean((1, 2, 3)) > 0) == (b.mean((1, 2, 3)) > 0)).to(F64))
-
-
-def siamese(port) -> dict:
-    torch.manual_seed(1)
-    train_loader = DataLoader(_pairs(74, 16), batch_size=8, shuffle=True)
-    test_loader = DataLoader(_pairs(75, 8), batch_size=4)
-    with port.scope():
-        net = SiameseNetwork().double()
-        optimizer = optim.Adadelta(net.parameters(), lr=1.0)
-        scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
-    model = port.wrap(net, broadcast_buffers=False)   # (the buffers' mean over the ranks: multidev's reading)
-    criterion = nn.BCELoss()
-
-    def train_step(images_1, images_2, targets):
-        optimizer.zero_grad()
-        outputs = model(images_1, images_2).squeeze()
-        loss = criterion(outputs, targets)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-
-    log = []
-    for epoch in range(1, 3):
-        model.train()
-        log += [port.mean(port.run(train_step, args=batch)) for batch in port.distribute(train_loader)]
-        scheduler.step()
-    return {**port.weights(model), "log": log, "buffers": port.buffers(port.module(model))}
-
-
 EXAMPLES = {"reinforce": reinforce, "reinforce_per_replica": lambda port: reinforce(port, per_replica=True),
             "actor_critic": actor_critic, "actor_critic_per_replica": lambda port: actor_critic(port, per_replica=True),
             "vae": vae, "super_resolution": super_resolution,
-            "super_resolution_state_dict": lambda port: super_resolution(port, whole_module=False), "siamese": siamese}
+            "super_resolution_state_dict": lambda port: super_resolution(port, whole_module=False)}

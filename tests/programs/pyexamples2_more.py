@@ -1,4 +1,4 @@
-"""More pytorch/examples programs and a classic trainer loop, as printed with the port's changes only
+"""More pytorch/examples programs as printed with the port's changes only
 (``pyexamples2.py`` says which; runners in ``pyexamples2_run.py``), float64:
 
 * mnist_forward_forward: ``Layer(nn.Linear)`` with its own Adam built in ``__init__``, ``Net.layers`` a
@@ -14,16 +14,13 @@
 * regression: polynomial features, ``get_batch()`` drawing ``torch.randn`` in the step (each replica as
   its rank: the same batch), ``F.smooth_l1_loss``, ``output.item()``, the manual update
   ``param.data.add_(-0.1 * param.grad.data)``, the loop stopping on the (mean) loss;
-* a CIFAR trainer: ``CrossEntropyLoss(label_smoothing=0.1)``, ``loss / accum_steps`` with
-  ``optimizer.step()`` every 2nd micro-batch, ``clip_grad_norm_`` whose returned norm is logged,
-  ``OneCycleLR`` stepped per update, SGD with nesterov momentum and weight decay; the running loss
-  logged from inside the step (``running_loss += loss.item()``) in ``cifar_trainer_item_in_step``.
+* siamese_network (``vision_examples.py`` has it without BatchNorm): two ``forward_once`` calls through
+  one network with BatchNorm, ``BCELoss`` on pairs, Adadelta with ``StepLR``; the running statistics.
 
 This module imports only torch: the DDP runner must not import multidev.
 """
 from __future__ import annotations
 
-import threading
 from itertools import count
 
 import numpy as np
@@ -31,7 +28,13 @@ import torch
 from torch import nn, optim
 from torch.nn import functional as F
 from torch.optim import Adam
+from torch.optim.lr_scheduler import StepLR
 from torch.utils.data import DataLoader, TensorDataset
+
+try:   # the runners put this directory on sys.path; pytest imports the package
+    from vision_examples import SiameseNetwork
+except ImportError:
+    from tests.programs.vision_examples import SiameseNetwork
 
 F64 = torch.float64
 
@@ -332,65 +335,49 @@ def regression(port) -> dict:
     return {**port.weights(model), "log": log}
 
 
-# --- a CIFAR trainer: label smoothing, accumulation, clip_grad_norm_, OneCycleLR, running loss ----------------
-class SmallNet(nn.Module):
-    def __init__(self, num_classes=4):
+# --- siamese_network ------------------------------------------------------------------------------------------
+class SiameseWithBatchNorm(SiameseNetwork):
+    """``vision_examples.py``'s network (the example's, a small backbone for ResNet-18) with ResNet's
+    BatchNorm back: ``forward_once`` runs it twice a step."""
+
+    def __init__(self):
         super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2))
-        self.classifier = nn.Linear(4 * 2 * 2, num_classes)
-
-    def forward(self, x):
-        return self.classifier(torch.flatten(self.features(x), 1))
+        self.resnet = nn.Sequential(nn.Conv2d(1, 4, 3, 2, 1, bias=False, dtype=F64), nn.BatchNorm2d(4, dtype=F64),
+                                    nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)))
 
 
-def cifar_trainer(port, item_in_step=False) -> dict:
-    torch.manual_seed(5)
-    x = torch.rand(32, 3, 4, 4, generator=_gen(83), dtype=F64)
-    trainloader = DataLoader(TensorDataset(x, (x.mean((2, 3)) @ torch.randn(3, 4, generator=_gen(84), dtype=F64)).argmax(1)),
-                             batch_size=4, shuffle=True, generator=_gen(85))
-    accum_steps, epochs = 2, 2
+def _pairs(seed, n):
+    """Image pairs, the target 1 when both show the same class (the sign of their mean)."""
+    g = _gen(seed)
+    a, b = torch.randn(n, 1, 6, 6, generator=g, dtype=F64), torch.randn(n, 1, 6, 6, generator=g, dtype=F64)
+    return TensorDataset(a, b, ((a.mean((1, 2, 3)) > 0) == (b.mean((1, 2, 3)) > 0)).to(F64))
+
+
+def siamese(port) -> dict:
+    torch.manual_seed(1)
+    train_loader = DataLoader(_pairs(74, 16), batch_size=8, shuffle=True)
     with port.scope():
-        net = SmallNet().double()
-        criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
-        optimizer = optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
-        scheduler = optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.2, epochs=epochs,
-                                                  steps_per_epoch=len(trainloader) // accum_steps)
-    model = port.wrap(net)
-    running = {"loss": 0.0}
-    lock = threading.Lock()
+        net = SiameseWithBatchNorm()
+        optimizer = optim.Adadelta(net.parameters(), lr=1.0)
+        scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
+    model = port.wrap(net, broadcast_buffers=False)   # (the buffers' mean over the ranks: multidev's reading)
+    criterion = nn.BCELoss()
 
-    def micro_step(i, inputs, targets):
-        outputs = model(inputs)
-        loss = criterion(outputs, targets) / accum_steps
+    def train_step(images_1, images_2, targets):
+        optimizer.zero_grad()
+        outputs = model(images_1, images_2).squeeze()
+        loss = criterion(outputs, targets)
         loss.backward()
-        if item_in_step == "locked":
-            with lock:   # (the replicas are threads: without it two `+=` can lose one)
-                running["loss"] += loss.item()
-        elif item_in_step:
-            running["loss"] += loss.item()
-        grad_norm = torch.zeros((), dtype=F64)
-        if (i + 1) % accum_steps == 0:
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-        return loss.detach(), grad_norm
+        optimizer.step()
+        return loss.detach()
 
     log = []
-    for epoch in range(epochs):
+    for epoch in range(1, 3):
         model.train()
-        running["loss"] = 0.0
-        optimizer.zero_grad()
-        for i, (inputs, targets) in enumerate(port.distribute(trainloader)):
-            loss, grad_norm = port.run(micro_step, args=(i, inputs, targets))
-            if not item_in_step:
-                running["loss"] += port.mean(loss)
-            if (i + 1) % accum_steps == 0:
-                log.append([port.mean(grad_norm), scheduler.get_last_lr()[0]])
-        log.append(port.ranks_sum(running["loss"]) if item_in_step else running["loss"])
-    return {**port.weights(model), "log": log}
+        log += [port.mean(port.run(train_step, args=batch)) for batch in port.distribute(train_loader)]
+        scheduler.step()
+    return {**port.weights(model), "log": log, "buffers": port.buffers(port.module(model))}
 
 
 EXAMPLES_MORE = {"forward_forward": forward_forward, "gcn": gcn, "time_sequence_prediction": time_sequence_prediction,
-                 "regression": regression, "cifar_trainer": cifar_trainer,
-                 "cifar_trainer_item_in_step": lambda port: cifar_trainer(port, item_in_step="locked")}
+                 "regression": regression, "siamese": siamese}

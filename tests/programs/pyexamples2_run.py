@@ -1,4 +1,5 @@
-"""Run the pytorch/examples programs of ``pyexamples2.py`` and ``pyexamples2_more.py`` and write their
+"""Run the pytorch/examples programs of ``pyexamples2.py``, ``pyexamples2_more.py`` and
+``pyexamples2_trainer.py`` and write their
 results as JSON into the directory given.
 
     MULTIDEV_LOGICAL_CPUS=2 python tests/programs/pyexamples2_run.py OUT_DIR   # MirroredStrategy, 2 replicas
@@ -23,8 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
 from pyexamples2 import EXAMPLES  # noqa: E402
 from pyexamples2_more import EXAMPLES_MORE  # noqa: E402
+from pyexamples2_trainer import EXAMPLES_TRAINER  # noqa: E402
 
-ALL = {**EXAMPLES, **EXAMPLES_MORE}
+ALL = {**EXAMPLES, **EXAMPLES_MORE, **EXAMPLES_TRAINER}
 
 
 class Ddp2(DdpPort):

@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.programs.pyexamples2_run import ON_WORKERS
-from tests.programs.test_programs import HERE, _finish, _free_port, _start
+from tests.programs.test_programs import _finish, _free_port, _start
+from tests.programs.test_pytutorials import _launch
 
 TIMEOUT_S = 240
 # Both sides run the same ops on the same slices and average 2 gradients (exact in any order): 0.0 here;
@@ -47,7 +45,7 @@ def results(tmp_path_factory):
     procs = [_start("pyexamples2_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
     procs += [_start("pyexamples2_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out))
+    procs.append(_launch(out, "pyexamples2_run.py"))
     logs = _finish(procs, TIMEOUT_S)
     failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
@@ -58,16 +56,6 @@ def results(tmp_path_factory):
             loaded.append(json.load(f))
     assert sorted(loaded[0]) == sorted(loaded[1]) == sorted(EQUAL + tuple(REFUSED)), "every example is tested"
     return loaded, logs[0] + logs[3]
-
-
-def _launch(out: str) -> subprocess.Popen:
-    """``multidev launch --workers 2 pyexamples2_run.py OUT`` (MultiWorkerMirroredStrategy, 1 replica a worker)."""
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
-    for name in ("TF_CONFIG", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
-    return subprocess.Popen([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2",
-                             os.path.join(HERE, "pyexamples2_run.py"), out], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def _flat(rows) -> list:
