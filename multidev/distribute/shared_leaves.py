@@ -13,8 +13,8 @@ variable's copy, a replica's slice with ``requires_grad = True``, a tensor made 
 replica's backward that would reach another replica's copy (its loss used a tensor of a list on a
 module that every replica appends to: reinforce's ``policy.saved_log_probs``) raises
 ``backward_reduce.crossed_error`` before it starts, naming the variable and the per-replica fix (in
-a run not watched, ``backward_reduce``'s hook raises it, or torch's error where the other replica's
-backward already freed that part of the graph).
+a run not watched, ``backward_reduce``'s hook raises it, or it replaces torch's "backward through the
+graph a second time" where the other replica's backward freed that part of the graph first).
 Parameters are left to the checks of modules (``module_hooks``: a module built outside the scope is
 refused at its forward, an optimizer over plain parameters at its step; Keras 3 at ``optimizer.apply``):
 a bare ``nn.Parameter`` updated by hand in the step is not refused.
@@ -116,19 +116,41 @@ def watching(strategy: Any) -> contextlib.AbstractContextManager[LeafWatch]:
     return _WATCHES.watching(strategy, LeafWatch(strategy))
 
 
+def _roots(tensors: Any, args: tuple, kwargs: dict) -> tuple:
+    inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
+    if inputs is not None:
+        roots = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+        return tuple(t for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None)
+    return (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+
+
+def _crossed_in(error: RuntimeError, roots: tuple, replica_id: int) -> RuntimeError | None:
+    """torch's "backward through the graph a second time" in a replica whose graph reaches another
+    replica's copy (a run not watched: that replica's backward freed the shared part first): the crossed
+    replicas' error, which names the fix; None for any other error."""
+    if "backward through the graph a second time" not in str(error):
+        return None
+    for owner, variable in _leaves(roots)[1]:
+        if owner != replica_id:
+            return crossed_error(replica_id, owner, repr(variable.name) if variable is not None else "a variable")
+    return None
+
+
 def _checked(original: Callable) -> Callable:
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
-        watch = None if env is None or not _WATCHES else _WATCHES.get(id(env.strategy))
+        if env is None:
+            return original(tensors, *args, **kwargs)
+        watch = _WATCHES.get(id(env.strategy)) if _WATCHES else None
         if watch is not None:
-            inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
-            if inputs is not None:
-                roots = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-                roots = tuple(t for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None)
-            else:
-                roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
-            watch.check(roots, env.replica_id)
-        return original(tensors, *args, **kwargs)
+            watch.check(_roots(tensors, args, kwargs), env.replica_id)
+        try:
+            return original(tensors, *args, **kwargs)
+        except RuntimeError as error:
+            crossed = _crossed_in(error, _roots(tensors, args, kwargs), env.replica_id)
+            if crossed is None:
+                raise
+            raise crossed from error
     backward.__wrapped__ = original
     return backward
 
