@@ -241,11 +241,7 @@ class Variable(torch.nn.Parameter):
     def __reduce_ex__(self, protocol):
         raise TypeError(
             "multidev variables are not picklable: save them with md.keras checkpoints "
-            "(safetensors) or take .numpy() / .read_value(). A torch module built in a strategy's scope "
-            "(`torch.save(model, path)`, as super_resolution saves it): save its weights with "
-            "`torch.save(model.state_dict(), path)` (the one set of weights, plain tensors; a DDP program's "
-            "`model.module.state_dict()`) and load them into a module built anew with "
-            "`model.load_state_dict(torch.load(path))`."
+            "(safetensors) or take .numpy() / .read_value()."
         )
 
 

@@ -11,8 +11,8 @@ instead of the downloads and gym, float64 (``.double()`` where the example calls
 * vae/main.py: ``reparameterize``'s ``torch.randn_like`` in the step, ``loss_function`` summed
   (``reduction='sum'``), the epoch's loss divided by the dataset's length, ``test`` and ``sample``;
 * super_resolution: ``PixelShuffle``, ``init.orthogonal_``, Adam, PSNR from ``mse.item()``; its checkpoint
-  ``torch.save(model, path)`` (the whole module, pickled) is refused, naming ``state_dict()``, which
-  ``super_resolution_state_dict`` saves and loads into a network built anew.
+  ``torch.save(model, path)`` (the whole module, pickled) loaded with ``torch.load`` by super_resolve.py,
+  or (``super_resolution_state_dict``) ``state_dict()`` loaded into a network built anew.
 
 This module imports only torch (and numpy): the DDP runner must not import multidev.
 """

@@ -24,7 +24,8 @@ TIMEOUT_S = 240
 # Both sides run the same ops on the same slices and average 2 gradients (exact in any order): 0.0 here;
 # the margin is for another CPU's kernels.
 TOLERANCE = 1e-10
-EQUAL = ("reinforce_per_replica", "actor_critic_per_replica", "vae", "super_resolution_state_dict", "siamese",
+EQUAL = ("reinforce_per_replica", "actor_critic_per_replica", "vae", "super_resolution", "super_resolution_state_dict",
+         "siamese",
          "forward_forward", "gcn", "time_sequence_prediction", "regression", "cifar_trainer",
          "cifar_trainer_item_in_step")
 CROSSED = r"Replica (\d)'s loss.backward\(\) reached replica (?!\1)(\d)'s copy of 'Linear\.\w+:0': its loss used a " \
@@ -33,8 +34,6 @@ REFUSED = {   # example -> (exception type, what its message must say)
     # policy.saved_log_probs / saved_actions and policy.rewards: one list for both replicas
     "reinforce": ("RuntimeError", "`policy.saved_log_probs[replica_id].append(...)`"),
     "actor_critic": ("RuntimeError", "`policy.saved_log_probs[replica_id].append(...)`"),
-    # torch.save(model, path): the whole module pickled
-    "super_resolution": ("TypeError", "`torch.save(model.state_dict(), path)`"),
 }
 
 
@@ -77,7 +76,8 @@ def _same_as_ddp(got: dict, theirs: dict) -> None:
 @pytest.mark.parametrize("example", EQUAL)
 def test_example_trains_as_ddp(results, example):
     """The weights, the logged numbers (losses, PSNR, accuracies, LBFGS's closure losses, the clipped norms
-    and OneCycleLR's rates, the running reward) are DDP's. ``cifar_trainer_item_in_step``: the running loss
+    and OneCycleLR's rates, the running reward) are DDP's; super_resolution's ``torch.save(model, path)``
+    (the whole module pickled) loads back with the trained weights, as DDP's ``model.module``. ``cifar_trainer_item_in_step``: the running loss
     the step adds ``loss.item()`` into is one number for both replicas, so it holds every replica's losses,
     the sum of DDP's ranks' running losses (each rank keeps its own)."""
     (ours, ddp, *_), log = results
@@ -98,8 +98,7 @@ def test_example_refused_saying_why(results, example):
     """reinforce.py and actor_critic.py keep the episode's log-probabilities and rewards in lists on the
     policy module, which every replica appends to (DDP: one list per process): refused in the first run,
     before a backward over another replica's tensors starts (``*_per_replica``, keyed by the replica id as
-    the error says, trains as DDP). ``torch.save(model, path)`` pickles the module: refused, naming
-    ``state_dict()`` (``super_resolution_state_dict`` trains, saves and loads as DDP)."""
+    the error says, trains as DDP)."""
     (ours, ddp, *_), log = results
     kind, says = REFUSED[example]
     error = ours[example].get("error", "")
