@@ -175,7 +175,6 @@ def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str,
         _on_meta.add(module)   # with setattr, comes through this hook again and is distributed then
         return None, True
     var = getattr(strategy.extended, create)(module, name, tensor)
-    var._module_value = True   # torch.save(model) pickles it as torch's tensor (DistributedVariable.__reduce_ex__)
     _keep_attributes(tensor, var)
     _make_replica_aware(module, attribute)
     return var, True
