@@ -104,8 +104,8 @@ def main_ddp(out_dir: str) -> None:
 
 # Under ``multidev launch --workers 2`` (one replica per worker): the RL examples as printed (each worker's
 # lists are its own, as each rank's) and a few that train.
-ON_WORKERS = ("reinforce", "actor_critic", "vae", "super_resolution", "gcn", "time_sequence_prediction",
-              "regression", "cifar_trainer_item_in_step")
+ON_WORKERS = ("reinforce", "actor_critic", "vae", "super_resolution", "siamese", "forward_forward", "gcn",
+              "time_sequence_prediction", "regression", "cifar_trainer", "cifar_trainer_item_in_step")
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
     ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
