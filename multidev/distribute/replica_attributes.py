@@ -21,8 +21,9 @@ per-replica slots, and the name leaves ``__dict__``: reads then reach ``Module._
 answers with the calling replica's value (one that has not written yet reads the value from before
 the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
 write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
-survives from one run to the next, as each rank's does. Other Python values (a counter, a flag)
-stay one object shared by the replicas.
+survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
+1`` counted every replica's call into one counter, with lost updates between threads); other Python
+values (a flag, a string, a list appended to) stay one object shared by the replicas.
 
 ``Module.__setattr__`` and ``__delattr__`` are wrapped while a strategy lives (``live_hooks``);
 ``Module.__getattr__``, on every parameter read's path, only once a module keeps a value per
@@ -31,6 +32,7 @@ replica, so programs that never do pay nothing.
 
 from __future__ import annotations
 
+import numbers
 import threading
 import weakref
 from typing import Any, Callable
@@ -47,6 +49,14 @@ _replica_env = context.replica_env
 _lock = threading.Lock()   # the first per-replica write of a name moves its shared value once
 _getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
 _keeping: "weakref.WeakSet[Module]" = weakref.WeakSet()   # the modules with slots
+
+
+def _per_replica_value(value: Any) -> bool:
+    """A tensor or something holding one, or a number (a counter ``self.calls += 1``, a temperature
+    annealed in ``forward``: each replica advancing it once per run, as each rank does)."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return True
+    return _holds_tensor(value)
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
@@ -115,7 +125,7 @@ def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
         return False
     slots = module.__dict__.get(_SLOTS)
     kept = slots is not None and name in slots
-    if not (kept or name == "training" or _holds_tensor(value)) or _registered(module, name):
+    if not (kept or name == "training" or _per_replica_value(value)) or _registered(module, name):
         return False
     _store(module, name, value, env.replica_id)
     return True

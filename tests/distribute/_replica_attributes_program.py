@@ -218,6 +218,41 @@ def deleted_per_replica():
     return {"seen": [list(s) for s in seen], "outside": outside, "after_del": hasattr(model, "attention")}
 
 
+class Annealed(nn.Module):
+    """A softmax temperature annealed at every forward, and a call counter (Python numbers)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.tau, self.calls = nn.Linear(4, 3), 2.0, 0
+
+    def forward(self, x):
+        self.calls += 1
+        tau = self.tau
+        linger_in_replica_0()
+        self.tau = max(0.5, tau * 0.7)
+        return torch.softmax(self.linear(x) / tau, dim=-1)
+
+
+@case
+def numbers_advance_once_per_replica():
+    def build():
+        torch.manual_seed(0)
+        return Annealed()
+
+    def loss_of(model, x):
+        return model(x).pow(2).mean()
+
+    with strategy.scope():
+        model = build()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    reference = build()
+    train(model, optimizer, loss_of, True)
+    train(reference, torch.optim.SGD(reference.parameters(), lr=0.5), loss_of, False)
+    inside = strategy.experimental_local_results(strategy.run(lambda: torch.tensor([model.calls, model.tau])))
+    return {"diff": max_diff(model, reference), "calls": model.calls, "tau": model.tau,
+            "inside": [t.tolist() for t in inside], "reference": [reference.calls, reference.tau]}
+
+
 class ModeScale(nn.Module):
     """Differs between training and evaluation, as dropout and BatchNorm do, but deterministically."""
 
