@@ -66,6 +66,6 @@ def test_del_in_a_replica_deletes_its_own_value(results):
                                               "after_del": False}
 
 
-def test_values_go_back_to_the_module_when_no_strategy_lives(results):
-    assert results["back_in_dict_when_strategies_go"] == {"per_replica": True, "getattr_is_torchs": True,
-                                                          "restored": True}
+def test_a_plain_module_between_runs_and_when_no_strategy_lives(results):
+    assert results["plain_module_between_runs"] == {"inside": [False], "between": True, "getattr_is_torchs": True,
+                                                    "kept": True}
