@@ -8,6 +8,7 @@ sees); these functions only use the variable's own methods.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -56,21 +57,44 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
     var._mark_synced()
 
 
+_replica_data_lock = threading.Lock()
+
+
 def _set_replica_data(var: DistributedVariable, replica_id: int, value: torch.Tensor) -> None:
     """``p.data = t`` in replica ``replica_id``: its copy takes ``t`` (replica 0's also the variable,
     whose storage it shares). Torch's version counter does not see it: the copies are marked stale, so
-    the run's end compares them (``_check_replica_writes``) as after any write in the replicas."""
-    with DisableTorchFunctionSubclass():
+    the run's end compares them (``_check_replica_writes``) as after any write in the replicas.
+
+    A ``t`` whose storage another replica's copy already holds is cloned: SAM's ``second_step`` sets
+    ``p.data = self.state[p]["old_p"]``, one tensor in the optimizer's state that every replica wrote
+    under the same key, and two copies aliasing it took every replica's update (from the second step on
+    SAM trained 0.03 off one device, silently). Each DDP rank's parameter aliases its own tensor."""
+    with DisableTorchFunctionSubclass(), _replica_data_lock:
         component = var._components[replica_id]
         new = value.detach()
         if new.device != component.device:
             new = new.to(component.device)
+        storage = new.untyped_storage().data_ptr()
+        if any(c.untyped_storage().data_ptr() == storage for r, c in enumerate(var._components) if r != replica_id):
+            new = new.clone()
         if replica_id == 0:
             torch.Tensor.data.__set__(var, new)
             component.data = torch.Tensor.data.__get__(var)
         else:
             component.data = new
     var._synced_version = -1
+
+
+def relink_primary(var: DistributedVariable) -> None:
+    """Replica 0's copy shares the variable's storage again after ``.data`` was set on the copy itself
+    (an optimizer's own ``step`` runs on its twin's plain tensors: SAM's ``p.data = old_p``), so reads
+    of the variable outside the run see what replica 0 holds."""
+    with DisableTorchFunctionSubclass():
+        component = var._components[0]
+        if torch.Tensor.untyped_storage(var).data_ptr() != component.untyped_storage().data_ptr():
+            torch.Tensor.data.__set__(var, component.detach())
+            component.data = torch.Tensor.data.__get__(var)
+            var._synced_version = -1
 
 
 def _get_data(var: DistributedVariable) -> torch.Tensor:
