@@ -338,11 +338,12 @@ def _closure_steps(optimizer: torch.optim.Optimizer, plan: _Plan, replica_id: in
     backward before the step (SAM's first) are reduced first. Only a plan where every replica applies
     the update allows that."""
     if type(plan.engine) not in (replica_update.BucketPlan, replica_update.UpdatePlan):
+        how = ("re-evaluates the closure between updates" if isinstance(optimizer, torch.optim.LBFGS)
+               else "evaluates the closure inside its own step")
         raise ValueError(
             f"{type(optimizer).__name__}.step(closure) cannot run on {type(plan.strategy).__name__}: its replicas "
-            f"update one shared copy ({type(plan.engine).__name__}), and {type(optimizer).__name__} evaluates the "
-            "closure inside its step. Use MirroredStrategy (each replica updates its own copy), or an optimizer "
-            "without a closure.")
+            f"update one shared copy ({type(plan.engine).__name__}), and {type(optimizer).__name__} {how}. Use "
+            "MirroredStrategy (each replica updates its own copy), or an optimizer without a closure.")
     twin = plan.twin_for(optimizer, replica_id)
     if not isinstance(optimizer, torch.optim.LBFGS):
         grads = env.replica_step.gradients(tuple(t.grad for t in plan.engine.refs[replica_id]))

@@ -8,7 +8,6 @@ sees); these functions only use the variable's own methods.
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -57,32 +56,30 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
     var._mark_synced()
 
 
-_replica_data_lock = threading.Lock()
-
-
 def _set_replica_data(var: DistributedVariable, replica_id: int, value: torch.Tensor) -> None:
-    """``p.data = t`` in replica ``replica_id``: its copy takes ``t`` (replica 0's also the variable,
-    whose storage it shares). Torch's version counter does not see it: the copies are marked stale, so
-    the run's end compares them (``_check_replica_writes``) as after any write in the replicas.
-
-    A ``t`` whose storage another replica's copy already holds is cloned: SAM's ``second_step`` sets
-    ``p.data = self.state[p]["old_p"]``, one tensor in the optimizer's state that every replica wrote
-    under the same key, and two copies aliasing it took every replica's update (from the second step on
-    SAM trained 0.03 off one device, silently). Each DDP rank's parameter aliases its own tensor."""
-    with DisableTorchFunctionSubclass(), _replica_data_lock:
+    """``p.data = t`` in replica ``replica_id``: its copy takes ``t``'s values into its own storage (replica
+    0's also the variable's), never ``t``'s storage: ``t`` may be one tensor every replica sets, and
+    another replica's in-place update would then move this one's weights too. SAM's ``second_step``
+    sets ``p.data = self.state[p]["old_p"]``, one tensor of the optimizer's state that every replica
+    wrote under the same key: aliased, a replica that had already stepped its copy in place handed
+    the others its updated weights (0.04 off one device after 4 steps, silently). Each DDP rank's
+    parameter takes its own tensor. A ``t`` of another shape or dtype replaces the copy's storage with
+    a clone. Through ``.data`` the copy's version counter does not move (as for ``p.data = t``): the
+    copies are marked stale, so the run's end compares them (``_check_replica_writes``)."""
+    with DisableTorchFunctionSubclass(), torch.no_grad():
         component = var._components[replica_id]
         new = value.detach()
-        if new.device != component.device:
-            new = new.to(component.device)
-        storage = new.untyped_storage().data_ptr()
-        if any(c.untyped_storage().data_ptr() == storage for r, c in enumerate(var._components) if r != replica_id):
-            new = new.clone()
-        if replica_id == 0:
-            torch.Tensor.data.__set__(var, new)
-            component.data = torch.Tensor.data.__get__(var)
+        if new.shape == component.shape and new.dtype == component.dtype:
+            component.data.copy_(new)
         else:
-            component.data = new
+            new = new.to(component.device, copy=True)
+            if replica_id == 0:
+                torch.Tensor.data.__set__(var, new)
+                component.data = torch.Tensor.data.__get__(var)
+            else:
+                component.data = new
     var._synced_version = -1
+    var._data_set_in_run = True
 
 
 def relink_primary(var: DistributedVariable) -> None:
@@ -95,6 +92,7 @@ def relink_primary(var: DistributedVariable) -> None:
             torch.Tensor.data.__set__(var, component.detach())
             component.data = torch.Tensor.data.__get__(var)
             var._synced_version = -1
+            var._data_set_in_run = True
 
 
 def _get_data(var: DistributedVariable) -> torch.Tensor:
