@@ -1,0 +1,211 @@
+"""Modern Hugging Face fine-tuning programs, the loop as HF's docs print it (``outputs = model(**batch);
+loss = outputs.loss; loss.backward()``, ``clip_grad_norm_``, ``AdamW``, ``get_scheduler("linear", ...)``),
+on tiny models from configs with a fixed seed (never downloaded), float64:
+
+* ``hf_llama_untied`` / ``hf_llama_tied``: ``LlamaForCausalLM`` (RoPE, RMSNorm, grouped-query attention,
+  no dropout), its head untied or tied to the token embedding, batches padded on the left (a decoder's
+  tokenizer's ``padding_side="left"``) with their ``attention_mask`` and -100 labels on the padding;
+* ``hf_mixtral_moe`` / ``hf_qwen2_moe``: Mixture-of-Experts decoders with ``output_router_logits=True``:
+  ``outputs.loss`` includes ``router_aux_loss_coef`` times the load-balancing loss of the replica's own
+  tokens (the step also returns ``outputs.aux_loss``: each DDP rank's, per replica);
+* ``hf_lora``: ``peft``'s LoRA on a "pretrained" Llama (``from_pretrained`` of a local ``save_pretrained``
+  directory): ``get_peft_model(model, LoraConfig(...))``, the base frozen, only the adapters in the
+  optimizer, ``lora_dropout`` on, ``print_trainable_parameters()``;
+* ``hf_vit``: ``ViTForImageClassification`` (dropout 0.1) with ``model.vit`` frozen for the first step
+  (``model.vit.requires_grad_(step >= 1)`` before each step), the optimizer holding every parameter.
+
+This module imports only torch, transformers and (for ``hf_lora``) peft: the DDP runner imports no multidev.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from transformers import (LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2MoeConfig,
+                          Qwen2MoeForCausalLM, ViTConfig, ViTForImageClassification, get_scheduler)
+
+F64 = torch.float64
+GLOBAL_BATCH, SEQ, VOCAB, STEPS = 8, 12, 100, 3
+PAD = 0
+
+
+@dataclass(frozen=True)
+class HFProgram2:
+    """``build() -> (model, optimizer, lr_scheduler)``; global batches (dicts split along dimension 0);
+    an evaluation batch; whether ``evaluate`` generates; ``before_step(model, step)`` (the loop's lines
+    before each step: ViT's unfreezing); whether DDP needs ``find_unused_parameters`` (a parameter
+    without a gradient on some step); what ``from_pretrained`` needs to load it back."""
+
+    name: str
+    build: Callable[[], tuple]
+    batches: Callable[[], list]
+    eval_batch: Callable[[], dict]
+    generates: bool = True
+    before_step: Callable[[torch.nn.Module, int], None] | None = None
+    find_unused_parameters: bool = False
+    load_kwargs: tuple = ()   # (name, value) pairs ``from_pretrained`` needs to load the saved model back
+
+
+def train_step(state: tuple, batch: dict) -> dict:
+    """HF's loop body, unchanged between DDP and ``strategy.run``; the numbers it logs."""
+    model, optimizer, lr_scheduler = state
+    outputs = model(**batch)
+    loss = outputs.loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    lr_scheduler.step()
+    optimizer.zero_grad()
+    logged = {"loss": loss.detach()}
+    if getattr(outputs, "aux_loss", None) is not None:   # MoE: the router's load-balancing loss
+        logged["aux_loss"] = outputs.aux_loss.detach()
+    return logged
+
+
+def _optimize(model: torch.nn.Module, params=None) -> tuple:
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters() if params is None else params, lr=5e-3)
+    lr_scheduler = get_scheduler("linear", optimizer=optimizer, num_warmup_steps=1, num_training_steps=STEPS)
+    return model, optimizer, lr_scheduler
+
+
+def _left_padded(g: torch.Generator, rows: int, length: int, shortest: int) -> tuple:
+    """Token ids padded before each row's own length (``padding_side="left"``), and the attention mask."""
+    ids = torch.randint(2, VOCAB, (rows, length), generator=g)
+    lengths = torch.randint(shortest, length + 1, (rows,), generator=g)
+    mask = (torch.arange(length)[None, :] >= length - lengths[:, None]).long()
+    return ids.masked_fill(mask == 0, PAD), mask
+
+
+def _lm_batches(seed: int) -> Callable[[], list]:
+    def batches() -> list:
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for _ in range(STEPS):
+            ids, mask = _left_padded(g, GLOBAL_BATCH, SEQ, 3)
+            out.append({"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)})
+        return out
+    return batches
+
+
+def _prompts() -> dict:
+    ids, mask = _left_padded(torch.Generator().manual_seed(13), 4, 6, 2)
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+# --- Llama: RoPE, RMSNorm, GQA; tied or untied head ------------------------------------------------------------
+LLAMA = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             vocab_size=VOCAB, max_position_embeddings=64, pad_token_id=PAD, bos_token_id=1, eos_token_id=1)
+
+
+def _llama_build(tied: bool) -> Callable[[], tuple]:
+    def build() -> tuple:
+        torch.manual_seed(4)
+        return _optimize(LlamaForCausalLM(LlamaConfig(**LLAMA, tie_word_embeddings=tied)).to(F64))
+    return build
+
+
+# --- Mixture of experts: the router's auxiliary loss ------------------------------------------------------------
+MOE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+           max_position_embeddings=64, pad_token_id=PAD, bos_token_id=1, eos_token_id=1, num_experts_per_tok=2,
+           output_router_logits=True, router_aux_loss_coef=0.1,
+           experts_implementation="eager")   # the experts' loop: torch's grouped_mm takes no float64 on CPU
+EAGER_EXPERTS = (("experts_implementation", "eager"),)   # not saved with the config
+
+
+def _mixtral_build() -> tuple:
+    torch.manual_seed(5)
+    config = MixtralConfig(**MOE, intermediate_size=37, num_local_experts=4)
+    return _optimize(MixtralForCausalLM(config).to(F64))
+
+
+def _qwen2_moe_build() -> tuple:
+    torch.manual_seed(6)
+    config = Qwen2MoeConfig(**MOE, intermediate_size=37, moe_intermediate_size=19, shared_expert_intermediate_size=23,
+                            num_experts=4, decoder_sparse_step=1, norm_topk_prob=True)
+    return _optimize(Qwen2MoeForCausalLM(config).to(F64))
+
+
+# --- LoRA with peft on a "pretrained" Llama ------------------------------------------------------------------------
+_saved: dict[str, str] = {}
+
+
+def pretrained_llama() -> str:
+    """The "pretrained" base model: a Llama from its config (seed 0) saved locally."""
+    if not _saved:
+        torch.manual_seed(0)
+        _saved["llama"] = os.path.join(tempfile.mkdtemp(prefix="hf_llama_"), "pretrained")
+        LlamaForCausalLM(LlamaConfig(**LLAMA)).save_pretrained(_saved["llama"])
+    return _saved["llama"]
+
+
+def lora_config():
+    from peft import LoraConfig
+    return LoraConfig(r=4, lora_alpha=8, lora_dropout=0.1, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+
+
+def load_base() -> torch.nn.Module:
+    return LlamaForCausalLM.from_pretrained(pretrained_llama(), dtype=F64)
+
+
+def _lora_build() -> tuple:
+    """peft's quicktour: ``get_peft_model`` on the loaded model; the adapters' A matrices drawn from
+    torch's generator (B starts at zero); the optimizer over the trainable (adapter) parameters."""
+    from peft import get_peft_model
+    pretrained_llama()   # "downloaded" first: saving it draws from torch's generator
+    torch.manual_seed(7)
+    model = get_peft_model(load_base(), lora_config())
+    model.print_trainable_parameters()
+    return _optimize(model, [p for p in model.parameters() if p.requires_grad])
+
+
+# --- ViT: the backbone frozen for the first step ------------------------------------------------------------------
+def _vit_build() -> tuple:
+    torch.manual_seed(8)
+    config = ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+                       num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.1,
+                       attention_probs_dropout_prob=0.1, num_labels=3)
+    return _optimize(ViTForImageClassification(config).to(F64))
+
+
+def _vit_unfreeze(model: torch.nn.Module, step: int) -> None:
+    """Warm the head up first: the backbone trains from the second step on."""
+    model.vit.requires_grad_(step >= 1)
+
+
+def _vit_batches() -> list:
+    g = torch.Generator().manual_seed(18)
+    return [{"pixel_values": torch.randn(GLOBAL_BATCH, 3, 16, 16, generator=g, dtype=F64),
+             "labels": torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)} for _ in range(STEPS)]
+
+
+def _vit_eval_batch() -> dict:
+    return {"pixel_values": torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(19), dtype=F64)}
+
+
+def evaluate(program: HFProgram2, model: torch.nn.Module, batch: dict) -> tuple:
+    """After training: ``model.eval()``, then under ``torch.no_grad()`` the evaluation batch's logits
+    and, for the decoders, greedy ``generate`` (5 new tokens) from its left-padded prompts."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(**batch).logits
+        if not program.generates:
+            return logits, None
+        # transformers computes the router's loss at each generated token too, and fails on the cache's
+        # attention mask: MoE programs turn it off for generation
+        quiet = {"output_router_logits": False} if getattr(model.config, "output_router_logits", False) else {}
+        return logits, model.generate(**batch, max_new_tokens=5, do_sample=False, pad_token_id=PAD, **quiet)
+
+
+HF_PROGRAMS2 = [
+    HFProgram2("hf_llama_untied", _llama_build(False), _lm_batches(21), _prompts),
+    HFProgram2("hf_llama_tied", _llama_build(True), _lm_batches(22), _prompts),
+    HFProgram2("hf_mixtral_moe", _mixtral_build, _lm_batches(23), _prompts, load_kwargs=EAGER_EXPERTS),
+    HFProgram2("hf_qwen2_moe", _qwen2_moe_build, _lm_batches(24), _prompts, load_kwargs=EAGER_EXPERTS),
+    HFProgram2("hf_lora", _lora_build, _lm_batches(25), _prompts),
+    HFProgram2("hf_vit", _vit_build, _vit_batches, _vit_eval_batch, generates=False, before_step=_vit_unfreeze,
+               find_unused_parameters=True),
+]
