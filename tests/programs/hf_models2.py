@@ -9,8 +9,9 @@ on tiny models from configs with a fixed seed (never downloaded), float64:
   ``outputs.loss`` includes ``router_aux_loss_coef`` times the load-balancing loss of the replica's own
   tokens (the step also returns ``outputs.aux_loss``: each DDP rank's, per replica);
 * ``hf_lora``: ``peft``'s LoRA on a "pretrained" Llama (``from_pretrained`` of a local ``save_pretrained``
-  directory): ``get_peft_model(model, LoraConfig(...))``, the base frozen, only the adapters in the
-  optimizer, ``lora_dropout`` on, ``print_trainable_parameters()``;
+  directory): ``get_peft_model(model, LoraConfig(...))``, the base frozen, only the adapters (and the
+  ``modules_to_save`` head) in the optimizer, ``lora_dropout`` on, gradient checkpointing,
+  ``print_trainable_parameters()``;
 * ``hf_vit``: ``ViTForImageClassification`` (dropout 0.1) with ``model.vit`` frozen for the first step
   (``model.vit.requires_grad_(step >= 1)`` before each step), the optimizer holding every parameter.
 
@@ -144,7 +145,8 @@ def pretrained_llama() -> str:
 
 def lora_config():
     from peft import LoraConfig
-    return LoraConfig(r=4, lora_alpha=8, lora_dropout=0.1, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    return LoraConfig(r=4, lora_alpha=8, lora_dropout=0.1, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM",
+                      modules_to_save=["lm_head"])
 
 
 def load_base() -> torch.nn.Module:
@@ -152,12 +154,17 @@ def load_base() -> torch.nn.Module:
 
 
 def _lora_build() -> tuple:
-    """peft's quicktour: ``get_peft_model`` on the loaded model; the adapters' A matrices drawn from
-    torch's generator (B starts at zero); the optimizer over the trainable (adapter) parameters."""
+    """peft's quicktour: ``get_peft_model`` on the loaded model, with gradient checkpointing and
+    ``enable_input_require_grads()`` (what ``prepare_model_for_kbit_training`` sets up) and the head
+    trained whole (``modules_to_save``: a copy of ``lm_head``); the adapters' A matrices drawn from
+    torch's generator (B starts at zero); the optimizer over the trainable parameters."""
     from peft import get_peft_model
     pretrained_llama()   # "downloaded" first: saving it draws from torch's generator
     torch.manual_seed(7)
-    model = get_peft_model(load_base(), lora_config())
+    base = load_base()
+    base.gradient_checkpointing_enable()
+    base.enable_input_require_grads()
+    model = get_peft_model(base, lora_config())
     model.print_trainable_parameters()
     return _optimize(model, [p for p in model.parameters() if p.requires_grad])
 

@@ -44,6 +44,21 @@ def _trainable(model) -> list:
     return [n for n, p in model.named_parameters() if p.requires_grad]
 
 
+def _adam_steps(model, optimizer) -> list:
+    """Each parameter's count of AdamW updates (None: never updated): a frozen step leaves no count."""
+    return [float(optimizer.state[p]["step"]) if p in optimizer.state else None for p in model.parameters()]
+
+
+def _merged_evaluation(program, model) -> dict | None:
+    """peft's ``merge_and_unload()`` after training (the adapters folded into the base weights), evaluated."""
+    return _evaluation(program, model.merge_and_unload()) if program.name == "hf_lora" else None
+
+
+def _saved_name(name: str) -> str:
+    """peft's name in the adapter file for a trainable parameter: without the adapter's name (``default``)."""
+    return name.replace(".modules_to_save.default", "").replace(".default", "")
+
+
 def _round_trip(program, model) -> dict:
     """``save_pretrained`` then loading as a script would: the adapter alone onto a freshly loaded base
     (``PeftModel.from_pretrained``), or the whole model with its class's ``from_pretrained``."""
@@ -57,7 +72,7 @@ def _round_trip(program, model) -> dict:
         from peft import PeftModel
         saved = load_file(os.path.join(path, "adapter_model.safetensors"))
         loaded = PeftModel.from_pretrained(load_base(), path)
-    trained = {n.replace(".default", ""): p for n, p in model.named_parameters() if p.requires_grad}
+    trained = {_saved_name(n): p for n, p in model.named_parameters() if p.requires_grad}
     exact = sorted(saved) == sorted(trained) and all(
         saved[n].dtype == F64 and torch.equal(saved[n], trained[n].detach()) for n in saved)
     return {"adapter_keys": sorted(saved), "adapter_exact": exact, "reloaded_params": _flat(loaded.parameters()),
@@ -78,9 +93,11 @@ def on_strategy(program, strategy) -> dict:
         logged.append({k: [float(v) for v in strategy.experimental_local_results(t)] for k, t in out.items()})
     copies = [strategy.experimental_local_results(p) for p in model.parameters()]
     spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
-    return {"logged": logged, "replica_spread": spread, "tied": _tied(model), "printed": printed,
-            "trainable": _trainable(model), "params": _flat(c[0] for c in copies),
-            "evaluation": _evaluation(program, model), **_round_trip(program, model)}
+    result = {"logged": logged, "replica_spread": spread, "tied": _tied(model), "printed": printed,
+              "trainable": _trainable(model), "adam_steps": _adam_steps(model, state[1]),
+              "params": _flat(c[0] for c in copies), "evaluation": _evaluation(program, model),
+              **_round_trip(program, model)}
+    return {**result, "merged_evaluation": _merged_evaluation(program, model)}
 
 
 def main_multidev(out_dir: str) -> None:
@@ -120,7 +137,8 @@ def ddp(program, rank: int, world: int) -> dict:
         mine = {k: torch.tensor_split(v, world)[rank] for k, v in batch.items()}
         logged.append({k: _per_rank(v) for k, v in train_step(state, mine).items()})
     return {"logged": logged, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model),
-            "tied": _tied(model), "printed": printed, "trainable": _trainable(model)}
+            "tied": _tied(model), "printed": printed, "trainable": _trainable(model),
+            "adam_steps": _adam_steps(model, optimizer), "merged_evaluation": _merged_evaluation(program, model)}
 
 
 def main_ddp(out_dir: str) -> None:
