@@ -11,7 +11,7 @@ step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa
 torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), torch's random-state
 functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``),
 ``torch.autograd.backward`` (``shared_leaves``: one tensor several replicas' backward reach), recurrent modules'
-weight lists (``rnn_hooks``), and the hooks
+weight lists (``rnn_hooks``), ``Module.train`` switched once inside replicas (``module_modes``), and the hooks
 of each registered front end (``front_end.register``). Other owners:
 ``parameter_server.gradient_push`` (a connected cluster or server), ``train.deferred`` (a pending
 restore).
@@ -139,4 +139,5 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "scheduler_hooks",
                                                                "module_transforms", "grad_scaler_hooks", "swa_hooks",
                                                                "torch_distributed_hooks", "random_state_hooks",
-                                                               "host_random", "shared_leaves", "rnn_hooks")])
+                                                               "host_random", "shared_leaves", "rnn_hooks",
+                                                               "module_modes")])

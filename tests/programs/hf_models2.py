@@ -11,9 +11,12 @@ on tiny models from configs with a fixed seed (never downloaded), float64:
 * ``hf_lora``: ``peft``'s LoRA on a "pretrained" Llama (``from_pretrained`` of a local ``save_pretrained``
   directory): ``get_peft_model(model, LoraConfig(...))``, the base frozen, only the adapters (and the
   ``modules_to_save`` head) in the optimizer, ``lora_dropout`` on, gradient checkpointing,
-  ``print_trainable_parameters()``;
+  ``print_trainable_parameters()``; ``hf_lora_reference``: its step also takes a reference pass through
+  the base model under ``disable_adapter()`` (DPO without a reference model);
 * ``hf_vit``: ``ViTForImageClassification`` (dropout 0.1) with ``model.vit`` frozen for the first step
-  (``model.vit.requires_grad_(step >= 1)`` before each step), the optimizer holding every parameter.
+  (``model.vit.requires_grad_(step >= 1)`` before each step), the optimizer holding every parameter;
+* ``hf_vit_eval_pass``: the same model, each step first a reference pass after ``model.eval()`` (under
+  ``torch.no_grad()``), then ``model.train()`` and the training pass with a consistency loss.
 
 This module imports only torch, transformers and (for ``hf_lora``) peft: the DDP runner imports no multidev.
 """
@@ -47,14 +50,46 @@ class HFProgram2:
     generates: bool = True
     before_step: Callable[[torch.nn.Module, int], None] | None = None
     find_unused_parameters: bool = False
+    step: Callable[[tuple, dict], dict] | None = None   # None: train_step
     load_kwargs: tuple = ()   # (name, value) pairs ``from_pretrained`` needs to load the saved model back
 
 
 def train_step(state: tuple, batch: dict) -> dict:
     """HF's loop body, unchanged between DDP and ``strategy.run``; the numbers it logs."""
-    model, optimizer, lr_scheduler = state
+    outputs = state[0](**batch)
+    return _update(state, outputs, outputs.loss)
+
+
+def train_step_with_reference(state: tuple, batch: dict) -> dict:
+    """A reference pass in eval mode (dropout off, no gradient) before the training pass, its
+    predictions a consistency target (self-distillation, R-Drop's clean variant): ``model.eval()`` and
+    ``model.train()`` inside the step."""
+    model = state[0]
+    model.eval()
+    with torch.no_grad():
+        reference = model(**batch).logits.log_softmax(-1)
+    model.train()
     outputs = model(**batch)
-    loss = outputs.loss
+    consistency = torch.nn.functional.kl_div(outputs.logits.log_softmax(-1), reference, log_target=True,
+                                             reduction="batchmean")
+    return _update(state, outputs, outputs.loss + consistency)
+
+
+def train_step_against_base(state: tuple, batch: dict) -> dict:
+    """DPO's reference pass without a second model: the base model's predictions under peft's
+    ``disable_adapter()`` (TRL's ``ref_model=None``), a KL term against them keeping the adapted model
+    close. ``getattr(model, "module", model)``: the model under DDP's wrapper, as accelerate's
+    ``unwrap_model``."""
+    model = state[0]
+    with torch.no_grad(), getattr(model, "module", model).disable_adapter():
+        reference = model(**batch).logits.log_softmax(-1)
+    outputs = model(**batch)
+    kl = torch.nn.functional.kl_div(outputs.logits.log_softmax(-1), reference, log_target=True, reduction="batchmean")
+    return _update(state, outputs, outputs.loss + kl)
+
+
+def _update(state: tuple, outputs, loss: torch.Tensor) -> dict:
+    model, optimizer, lr_scheduler = state
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
@@ -213,6 +248,9 @@ HF_PROGRAMS2 = [
     HFProgram2("hf_mixtral_moe", _mixtral_build, _lm_batches(23), _prompts, load_kwargs=EAGER_EXPERTS),
     HFProgram2("hf_qwen2_moe", _qwen2_moe_build, _lm_batches(24), _prompts, load_kwargs=EAGER_EXPERTS),
     HFProgram2("hf_lora", _lora_build, _lm_batches(25), _prompts),
+    HFProgram2("hf_lora_reference", _lora_build, _lm_batches(26), _prompts, step=train_step_against_base),
     HFProgram2("hf_vit", _vit_build, _vit_batches, _vit_eval_batch, generates=False, before_step=_vit_unfreeze,
                find_unused_parameters=True),
+    HFProgram2("hf_vit_eval_pass", _vit_build, _vit_batches, _vit_eval_batch, generates=False,
+               step=train_step_with_reference),
 ]

@@ -51,7 +51,7 @@ def _adam_steps(model, optimizer) -> list:
 
 def _merged_evaluation(program, model) -> dict | None:
     """peft's ``merge_and_unload()`` after training (the adapters folded into the base weights), evaluated."""
-    return _evaluation(program, model.merge_and_unload()) if program.name == "hf_lora" else None
+    return _evaluation(program, model.merge_and_unload()) if program.name.startswith("hf_lora") else None
 
 
 def _saved_name(name: str) -> str:
@@ -65,7 +65,7 @@ def _round_trip(program, model) -> dict:
     from safetensors.torch import load_file
     with tempfile.TemporaryDirectory() as path:
         model.save_pretrained(path)
-        if program.name != "hf_lora":
+        if not program.name.startswith("hf_lora"):
             loaded = type(model).from_pretrained(path, dtype=F64, **dict(program.load_kwargs))
             return {"reloaded_params": _flat(loaded.parameters()), "reloaded_tied": _tied(loaded),
                     "reloaded_evaluation": _evaluation(program, loaded)}
@@ -89,7 +89,7 @@ def on_strategy(program, strategy) -> dict:
     for step, batch in enumerate(strategy.experimental_distribute_dataset(_loader(program))):
         if program.before_step is not None:
             program.before_step(model, step)
-        out = strategy.run(train_step, args=(state, batch))
+        out = strategy.run(program.step or train_step, args=(state, batch))
         logged.append({k: [float(v) for v in strategy.experimental_local_results(t)] for k, t in out.items()})
     copies = [strategy.experimental_local_results(p) for p in model.parameters()]
     spread = max(float((c[r] - c[0]).detach().abs().max()) for c in copies for r in range(len(c)))
@@ -135,7 +135,7 @@ def ddp(program, rank: int, world: int) -> dict:
         if program.before_step is not None:
             program.before_step(model, step)
         mine = {k: torch.tensor_split(v, world)[rank] for k, v in batch.items()}
-        logged.append({k: _per_rank(v) for k, v in train_step(state, mine).items()})
+        logged.append({k: _per_rank(v) for k, v in (program.step or train_step)(state, mine).items()})
     return {"logged": logged, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model),
             "tied": _tied(model), "printed": printed, "trainable": _trainable(model),
             "adam_steps": _adam_steps(model, optimizer), "merged_evaluation": _merged_evaluation(program, model)}

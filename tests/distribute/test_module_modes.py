@@ -1,0 +1,81 @@
+"""``model.eval()`` / ``model.train()`` inside ``strategy.run`` (``distribute/module_modes.py``): the
+switch runs once with every replica paused, so each replica's passes run in the mode its DDP rank's
+would, whatever the threads' timing; a call that changes nothing waits for nobody; outside
+``strategy.run``, and once the last strategy is freed, ``Module.train`` is torch's.
+
+One fresh interpreter for every case (device configuration is per process).
+"""
+
+from __future__ import annotations
+
+PROGRAM = r'''
+import gc, time, torch, multidev as md
+
+ORIGINAL = torch.nn.Module.__dict__["train"]
+cpu = md.config.list_physical_devices("CPU")[0]
+md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
+strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+assert torch.nn.Module.__dict__["train"] is not ORIGINAL
+
+
+class SlowProbe(torch.nn.Module):
+    """Its mode when a pass starts and when it ends, a slow layer in between (the other replica runs)."""
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        first = self.inner.training
+        time.sleep(0.05 if md.distribute.get_replica_context().replica_id_in_sync_group == 0 else 0.0)
+        return torch.tensor([float(first), float(self.inner.training)])
+
+
+with strategy.scope():
+    probe = SlowProbe()
+
+def reference_then_train(x):
+    probe.eval()
+    with torch.no_grad():
+        reference = probe(x)   # replica 0's is slow: replica 1 reaches train() first
+    probe.train()
+    return reference, probe(x)
+
+for _ in range(3):
+    reference, training = strategy.run(reference_then_train, args=(torch.zeros(1),))
+    for r in range(2):
+        assert reference.values[r].tolist() == [0.0, 0.0], (r, reference.values[r])   # eval mode throughout
+        assert training.values[r].tolist() == [1.0, 1.0], (r, training.values[r])
+assert probe.training and probe.inner.training
+
+# A call that changes nothing (train() at the top of every step) waits for nobody: one replica alone.
+def only_replica_0(x):
+    if md.distribute.get_replica_context().replica_id_in_sync_group == 0:
+        assert probe.train() is probe
+    return x + 1
+strategy.run(only_replica_0, args=(torch.zeros(1),))
+
+# A module each replica builds in the step: each switched once, each its own.
+def own_module(x):
+    layer = torch.nn.Dropout(0.5)
+    assert layer.eval() is layer and not layer.training
+    return x
+strategy.run(own_module, args=(torch.zeros(1),))
+
+# Outside strategy.run: torch's method, its error for a mode that is no bool.
+assert probe.eval() is probe and not probe.inner.training
+try:
+    probe.train("yes")
+except ValueError as e:
+    assert "boolean" in str(e), e
+else:
+    raise AssertionError("a non-bool mode was accepted")
+
+del strategy, probe
+gc.collect(); gc.collect()
+assert torch.nn.Module.__dict__["train"] is ORIGINAL, "the wrapper goes with the last strategy"
+print("ok")
+'''
+
+
+def test_mode_switches_inside_run_are_once_for_all_replicas(fresh):
+    assert "ok" in fresh(PROGRAM).stdout
