@@ -10,8 +10,9 @@ back on under its reference pass), silently and depending on timing (0.01 off DD
 3 steps). Now, in replica context, a call that would change any submodule's mode waits for every local
 replica to make it, runs torch's ``train`` once, and lets them go on: between two switches all replicas
 read the same mode, as each rank reads its own. A call that changes nothing (``model.train()`` at the top
-of every step) runs as torch's, without waiting. A replica that never makes the switch the others make
-fails at the collective's timeout, naming it. Outside ``strategy.run`` torch's method runs as is.
+of every step) runs as torch's, without waiting. A switch that only some replicas make is refused at
+once, as any collective they do not all reach (``merge_call(Module.train)`` in the error). Outside
+``strategy.run`` torch's method runs as is.
 
 Not covered: ``module.training = False`` written directly inside the step (torch's ``train`` is the
 switch torch's own modules and libraries call).
@@ -45,6 +46,7 @@ def once_in_replicas(original: Callable, needed: Callable[..., bool] = lambda mo
             for module in distinct.values():
                 original(module, *args, **kwargs)
 
+        once.__qualname__ = original.__qualname__   # what a collective mismatch names: "Module.train"
         replica.merge_call(once, args=(self,))
         return None
 

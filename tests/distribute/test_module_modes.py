@@ -1,6 +1,7 @@
 """``model.eval()`` / ``model.train()`` inside ``strategy.run`` (``distribute/module_modes.py``): the
 switch runs once with every replica paused, so each replica's passes run in the mode its DDP rank's
-would, whatever the threads' timing; a call that changes nothing waits for nobody; outside
+would, whatever the threads' timing; a call that changes nothing waits for nobody, one that only some
+replicas make is refused at once; outside
 ``strategy.run``, and once the last strategy is freed, ``Module.train`` is torch's.
 
 One fresh interpreter for every case (device configuration is per process).
@@ -60,6 +61,19 @@ def own_module(x):
     assert layer.eval() is layer and not layer.training
     return x
 strategy.run(own_module, args=(torch.zeros(1),))
+
+# A switch only some replicas make is refused at once, naming it; nothing switched.
+def replica_0_evaluates(x):
+    if md.distribute.get_replica_context().replica_id_in_sync_group == 0:
+        probe.eval()
+    return x
+try:
+    strategy.run(replica_0_evaluates, args=(torch.zeros(1),))
+except md.errors.AbortedError as e:
+    assert "merge_call(Module.train)" in str(e), e
+else:
+    raise AssertionError("a switch made by one replica alone passed")
+assert probe.training and probe.inner.training
 
 # Outside strategy.run: torch's method, its error for a mode that is no bool.
 assert probe.eval() is probe and not probe.inner.training
