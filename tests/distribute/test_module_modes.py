@@ -9,6 +9,8 @@ One fresh interpreter for every case (device configuration is per process).
 
 from __future__ import annotations
 
+import pytest
+
 PROGRAM = r'''
 import gc, time, torch, multidev as md
 
@@ -93,3 +95,28 @@ print("ok")
 
 def test_mode_switches_inside_run_are_once_for_all_replicas(fresh):
     assert "ok" in fresh(PROGRAM).stdout
+
+
+PEFT_PROGRAM = r'''
+import gc, torch, multidev as md
+cpu = md.config.list_physical_devices("CPU")[0]
+md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
+strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+from peft.tuners.tuners_utils import BaseTuner   # imported after the strategy: wrapped at the next scope entry
+ORIGINAL = BaseTuner.__dict__["_enable_adapter_layers"]
+assert not hasattr(ORIGINAL, "_multidev_wrapped")
+with strategy.scope():
+    pass
+assert BaseTuner.__dict__["_enable_adapter_layers"]._multidev_wrapped
+del strategy
+gc.collect(); gc.collect()
+assert BaseTuner.__dict__["_enable_adapter_layers"] is ORIGINAL, "the wrapper goes with the last strategy"
+print("ok")
+'''
+
+
+def test_peft_switch_wrapped_while_strategies_live(fresh):
+    """peft's adapter switch (``disable_adapter()``'s) is wrapped while a strategy lives, once peft is
+    imported, and peft's own again after (its effect on training: ``test_hf_models2.py``)."""
+    pytest.importorskip("peft", reason="peft is not installed (pip install peft)")
+    assert "ok" in fresh(PEFT_PROGRAM).stdout

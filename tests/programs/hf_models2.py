@@ -29,11 +29,10 @@ from typing import Callable
 
 import torch
 from transformers import (LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2MoeConfig,
-                          Qwen2MoeForCausalLM, ViTConfig, ViTForImageClassification, get_scheduler)
+                          Qwen2MoeForCausalLM, ViTConfig, ViTForImageClassification)
 
-F64 = torch.float64
-GLOBAL_BATCH, SEQ, VOCAB, STEPS = 8, 12, 100, 3
-PAD = 0
+import hf_models   # noqa: E402 - the programs' directory is on sys.path (hf_run2.py)
+from hf_models import F64, GLOBAL_BATCH, PAD, STEPS, VOCAB  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,7 @@ class HFProgram2:
     before_step: Callable[[torch.nn.Module, int], None] | None = None
     find_unused_parameters: bool = False
     step: Callable[[tuple, dict], dict] | None = None   # None: train_step
+    peft: bool = False   # a peft model: save_pretrained writes the adapter; merge_and_unload
     load_kwargs: tuple = ()   # (name, value) pairs ``from_pretrained`` needs to load the saved model back
 
 
@@ -101,13 +101,6 @@ def _update(state: tuple, outputs, loss: torch.Tensor) -> dict:
     return logged
 
 
-def _optimize(model: torch.nn.Module, params=None) -> tuple:
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters() if params is None else params, lr=5e-3)
-    lr_scheduler = get_scheduler("linear", optimizer=optimizer, num_warmup_steps=1, num_training_steps=STEPS)
-    return model, optimizer, lr_scheduler
-
-
 def _left_padded(g: torch.Generator, rows: int, length: int, shortest: int) -> tuple:
     """Token ids padded before each row's own length (``padding_side="left"``), and the attention mask."""
     ids = torch.randint(2, VOCAB, (rows, length), generator=g)
@@ -117,14 +110,7 @@ def _left_padded(g: torch.Generator, rows: int, length: int, shortest: int) -> t
 
 
 def _lm_batches(seed: int) -> Callable[[], list]:
-    def batches() -> list:
-        g = torch.Generator().manual_seed(seed)
-        out = []
-        for _ in range(STEPS):
-            ids, mask = _left_padded(g, GLOBAL_BATCH, SEQ, 3)
-            out.append({"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)})
-        return out
-    return batches
+    return hf_models._lm_batches(seed, _left_padded, 3)
 
 
 def _prompts() -> dict:
@@ -140,7 +126,7 @@ LLAMA = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_atte
 def _llama_build(tied: bool) -> Callable[[], tuple]:
     def build() -> tuple:
         torch.manual_seed(4)
-        return _optimize(LlamaForCausalLM(LlamaConfig(**LLAMA, tie_word_embeddings=tied)).to(F64))
+        return hf_models._optimize(LlamaForCausalLM(LlamaConfig(**LLAMA, tie_word_embeddings=tied)).to(F64))
     return build
 
 
@@ -155,14 +141,14 @@ EAGER_EXPERTS = (("experts_implementation", "eager"),)   # not saved with the co
 def _mixtral_build() -> tuple:
     torch.manual_seed(5)
     config = MixtralConfig(**MOE, intermediate_size=37, num_local_experts=4)
-    return _optimize(MixtralForCausalLM(config).to(F64))
+    return hf_models._optimize(MixtralForCausalLM(config).to(F64))
 
 
 def _qwen2_moe_build() -> tuple:
     torch.manual_seed(6)
     config = Qwen2MoeConfig(**MOE, intermediate_size=37, moe_intermediate_size=19, shared_expert_intermediate_size=23,
                             num_experts=4, decoder_sparse_step=1, norm_topk_prob=True)
-    return _optimize(Qwen2MoeForCausalLM(config).to(F64))
+    return hf_models._optimize(Qwen2MoeForCausalLM(config).to(F64))
 
 
 # --- LoRA with peft on a "pretrained" Llama ------------------------------------------------------------------------
@@ -201,7 +187,7 @@ def _lora_build() -> tuple:
     base.enable_input_require_grads()
     model = get_peft_model(base, lora_config())
     model.print_trainable_parameters()
-    return _optimize(model, [p for p in model.parameters() if p.requires_grad])
+    return hf_models._optimize(model, [p for p in model.parameters() if p.requires_grad])
 
 
 # --- ViT: the backbone frozen for the first step ------------------------------------------------------------------
@@ -210,7 +196,7 @@ def _vit_build() -> tuple:
     config = ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
                        num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.1,
                        attention_probs_dropout_prob=0.1, num_labels=3)
-    return _optimize(ViTForImageClassification(config).to(F64))
+    return hf_models._optimize(ViTForImageClassification(config).to(F64))
 
 
 def _vit_unfreeze(model: torch.nn.Module, step: int) -> None:
@@ -247,8 +233,8 @@ HF_PROGRAMS2 = [
     HFProgram2("hf_llama_tied", _llama_build(True), _lm_batches(22), _prompts),
     HFProgram2("hf_mixtral_moe", _mixtral_build, _lm_batches(23), _prompts, load_kwargs=EAGER_EXPERTS),
     HFProgram2("hf_qwen2_moe", _qwen2_moe_build, _lm_batches(24), _prompts, load_kwargs=EAGER_EXPERTS),
-    HFProgram2("hf_lora", _lora_build, _lm_batches(25), _prompts),
-    HFProgram2("hf_lora_reference", _lora_build, _lm_batches(26), _prompts, step=train_step_against_base),
+    HFProgram2("hf_lora", _lora_build, _lm_batches(25), _prompts, peft=True),
+    HFProgram2("hf_lora_reference", _lora_build, _lm_batches(26), _prompts, step=train_step_against_base, peft=True),
     HFProgram2("hf_vit", _vit_build, _vit_batches, _vit_eval_batch, generates=False, before_step=_vit_unfreeze,
                find_unused_parameters=True),
     HFProgram2("hf_vit_eval_pass", _vit_build, _vit_batches, _vit_eval_batch, generates=False,

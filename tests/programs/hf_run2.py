@@ -13,7 +13,6 @@ no multidev.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import io
 import json
 import os
@@ -23,7 +22,8 @@ import tempfile
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_models2 import F64, HF_PROGRAMS2, evaluate, load_base, train_step  # noqa: E402
+import hf_run  # noqa: E402
+from hf_models2 import F64, HF_PROGRAMS2, evaluate, load_base, pretrained_llama, train_step  # noqa: E402
 from hf_run import _flat, _loader, _recorded, _tied  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def _adam_steps(model, optimizer) -> list:
 
 def _merged_evaluation(program, model) -> dict | None:
     """peft's ``merge_and_unload()`` after training (the adapters folded into the base weights), evaluated."""
-    return _evaluation(program, model.merge_and_unload()) if program.name.startswith("hf_lora") else None
+    return _evaluation(program, model.merge_and_unload()) if program.peft else None
 
 
 def _saved_name(name: str) -> str:
@@ -65,7 +65,7 @@ def _round_trip(program, model) -> dict:
     from safetensors.torch import load_file
     with tempfile.TemporaryDirectory() as path:
         model.save_pretrained(path)
-        if not program.name.startswith("hf_lora"):
+        if not program.peft:
             loaded = type(model).from_pretrained(path, dtype=F64, **dict(program.load_kwargs))
             return {"reloaded_params": _flat(loaded.parameters()), "reloaded_tied": _tied(loaded),
                     "reloaded_evaluation": _evaluation(program, loaded)}
@@ -142,17 +142,7 @@ def ddp(program, rank: int, world: int) -> dict:
 
 
 def main_ddp(out_dir: str) -> None:
-    from hf_models2 import pretrained_llama
-    dist = torch.distributed
-    pretrained_llama()   # "downloaded" before the job: transformers' save_pretrained writes on rank 0 only
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    rank, world = dist.get_rank(), dist.get_world_size()
-    results = {p.name: _recorded(ddp, p, rank, world) for p in HF_PROGRAMS2}
-    if rank == 0:
-        with open(os.path.join(out_dir, "hf2_ddp.json"), "w") as f:
-            json.dump(results, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    hf_run.main_ddp(out_dir, HF_PROGRAMS2, ddp, "hf2_ddp.json", pretrained_llama)
 
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process

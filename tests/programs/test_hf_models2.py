@@ -1,9 +1,12 @@
 """Modern Hugging Face fine-tuning programs (``hf_models2.py``: Llama with a tied or untied head and
 left-padded batches, Mixtral and Qwen2-MoE with the router's auxiliary loss, peft's LoRA with the adapter
-saved and reloaded, ViT with its backbone frozen for the first step) typed as HF's docs print them with
-the port's two changes: on MirroredStrategy (2 logical CPUs) and under ``multidev launch --workers 2``
-(MultiWorkerMirroredStrategy, one replica per worker) they give DDP's weights on 2 Gloo processes
-(float64; bit for bit here), each replica logging its DDP rank's losses.
+saved and reloaded and with a DPO-style reference pass under ``disable_adapter()``, ViT with its backbone
+frozen for the first step and with an eval-mode reference pass in the step) typed as HF's docs print
+them with the port's two changes: on MirroredStrategy (2 logical CPUs) and under ``multidev launch
+--workers 2`` (MultiWorkerMirroredStrategy, one replica per worker) they give DDP's weights on 2 Gloo
+processes (float64; bit for bit here), each replica logging its DDP rank's losses. (The two reference
+passes switch state the replicas share: before ``distribute/module_modes.py`` they were off DDP's
+depending on the threads' timing.)
 
 The MirroredStrategy cases run in one fresh interpreter, the DDP ranks in one 2-process job and the
 launched workers in another, all started together (``hf_run2.py``). transformers and peft are in the
@@ -20,8 +23,8 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tests.programs.test_hf_models import QUIET
-from tests.programs.test_programs import HERE, _finish, _free_port, _params_difference, _start
+from tests.programs.test_hf_models import QUIET, start_runs
+from tests.programs.test_programs import HERE, _finish, _params_difference
 
 # Only the runners import transformers: collecting this file costs nothing.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
@@ -51,11 +54,7 @@ def _launch(out: str) -> subprocess.Popen:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("hf_models2"))
-    port = str(_free_port())
-    procs = [_start("hf_run2.py", out, MULTIDEV_LOGICAL_CPUS="2", **QUIET)]
-    procs += [_start("hf_run2.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                     MASTER_PORT=port, **QUIET) for r in range(2)]
-    procs.append(_launch(out))
+    procs = start_runs("hf_run2.py", out) + [_launch(out)]
     logs = _finish(procs, TIMEOUT_S)
     failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
