@@ -15,6 +15,8 @@ on tiny models from configs with a fixed seed (never downloaded), float64:
   the base model under ``disable_adapter()`` (DPO without a reference model);
 * ``hf_vit``: ``ViTForImageClassification`` (dropout 0.1) with ``model.vit`` frozen for the first step
   (``model.vit.requires_grad_(step >= 1)`` before each step), the optimizer holding every parameter;
+* ``hf_vit_param_group``: gradual unfreezing, the optimizer built over the head, the backbone unfrozen
+  and added with ``optimizer.add_param_group`` before the second step;
 * ``hf_vit_eval_pass``: the same model, each step first a reference pass after ``model.eval()`` (under
   ``torch.no_grad()``), then ``model.train()`` and the training pass with a consistency loss.
 
@@ -38,7 +40,7 @@ from hf_models import F64, GLOBAL_BATCH, PAD, STEPS, VOCAB  # noqa: E402
 @dataclass(frozen=True)
 class HFProgram2:
     """``build() -> (model, optimizer, lr_scheduler)``; global batches (dicts split along dimension 0);
-    an evaluation batch; whether ``evaluate`` generates; ``before_step(model, step)`` (the loop's lines
+    an evaluation batch; whether ``evaluate`` generates; ``before_step(state, step)`` (the loop's lines
     before each step: ViT's unfreezing); whether DDP needs ``find_unused_parameters`` (a parameter
     without a gradient on some step); what ``from_pretrained`` needs to load it back."""
 
@@ -47,7 +49,7 @@ class HFProgram2:
     batches: Callable[[], list]
     eval_batch: Callable[[], dict]
     generates: bool = True
-    before_step: Callable[[torch.nn.Module, int], None] | None = None
+    before_step: Callable[[tuple, int], None] | None = None
     find_unused_parameters: bool = False
     step: Callable[[tuple, dict], dict] | None = None   # None: train_step
     peft: bool = False   # a peft model: save_pretrained writes the adapter; merge_and_unload
@@ -191,17 +193,41 @@ def _lora_build() -> tuple:
 
 
 # --- ViT: the backbone frozen for the first step ------------------------------------------------------------------
-def _vit_build() -> tuple:
+def _vit() -> torch.nn.Module:
     torch.manual_seed(8)
     config = ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
                        num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.1,
                        attention_probs_dropout_prob=0.1, num_labels=3)
-    return hf_models._optimize(ViTForImageClassification(config).to(F64))
+    return ViTForImageClassification(config).to(F64)
 
 
-def _vit_unfreeze(model: torch.nn.Module, step: int) -> None:
+def _vit_build() -> tuple:
+    return hf_models._optimize(_vit())
+
+
+def _vit_unfreeze(state: tuple, step: int) -> None:
     """Warm the head up first: the backbone trains from the second step on."""
-    model.vit.requires_grad_(step >= 1)
+    state[0].vit.requires_grad_(step >= 1)
+
+
+class _Constant:
+    """No schedule (torch's schedulers refuse a parameter group added after them)."""
+
+    def step(self) -> None:
+        pass
+
+
+def _vit_head_build() -> tuple:
+    """Gradual unfreezing: the optimizer starts with the head alone."""
+    model = _vit().train()
+    return model, torch.optim.AdamW(model.classifier.parameters(), lr=5e-3), _Constant()
+
+
+def _vit_add_backbone(state: tuple, step: int) -> None:
+    """The backbone unfrozen at the second step and given to the optimizer as a group of its own."""
+    _vit_unfreeze(state, step)
+    if step == 1:
+        state[1].add_param_group({"params": list(state[0].vit.parameters()), "lr": 1e-3})
 
 
 def _vit_batches() -> list:
@@ -237,6 +263,8 @@ HF_PROGRAMS2 = [
     HFProgram2("hf_lora_reference", _lora_build, _lm_batches(26), _prompts, step=train_step_against_base, peft=True),
     HFProgram2("hf_vit", _vit_build, _vit_batches, _vit_eval_batch, generates=False, before_step=_vit_unfreeze,
                find_unused_parameters=True),
+    HFProgram2("hf_vit_param_group", _vit_head_build, _vit_batches, _vit_eval_batch, generates=False,
+               before_step=_vit_add_backbone, find_unused_parameters=True),
     HFProgram2("hf_vit_eval_pass", _vit_build, _vit_batches, _vit_eval_batch, generates=False,
                step=train_step_with_reference),
 ]

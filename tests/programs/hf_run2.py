@@ -88,7 +88,7 @@ def on_strategy(program, strategy) -> dict:
     logged = []
     for step, batch in enumerate(strategy.experimental_distribute_dataset(_loader(program))):
         if program.before_step is not None:
-            program.before_step(model, step)
+            program.before_step(state, step)
         out = strategy.run(program.step or train_step, args=(state, batch))
         logged.append({k: [float(v) for v in strategy.experimental_local_results(t)] for k, t in out.items()})
     copies = [strategy.experimental_local_results(p) for p in model.parameters()]
@@ -133,7 +133,7 @@ def ddp(program, rank: int, world: int) -> dict:
     logged = []
     for step, batch in enumerate(_loader(program)):
         if program.before_step is not None:
-            program.before_step(model, step)
+            program.before_step((model, optimizer, lr_scheduler), step)
         mine = {k: torch.tensor_split(v, world)[rank] for k, v in batch.items()}
         logged.append({k: _per_rank(v) for k, v in (program.step or train_step)(state, mine).items()})
     return {"logged": logged, "params": _flat(model.parameters()), "evaluation": _evaluation(program, model),

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None
 needs_peft = pytest.mark.skipif(importlib.util.find_spec("peft") is None,
                                 reason="peft is not installed (pip install peft)")
 PROGRAMS = ("hf_llama_untied", "hf_llama_tied", "hf_mixtral_moe", "hf_qwen2_moe", "hf_lora", "hf_lora_reference",
-            "hf_vit", "hf_vit_eval_pass")
+            "hf_vit", "hf_vit_param_group", "hf_vit_eval_pass")
 CASES = [pytest.param(p, marks=needs_peft) if p.startswith("hf_lora") else p for p in PROGRAMS]
 TIMEOUT_S = 240
 # Both sides run the same ops on the same slices and average 2 gradients (exact in any order): 0.0 here;
@@ -140,11 +140,13 @@ def test_lora_saves_exactly_the_trained_adapter(results):
     assert got["merged_evaluation"]["tokens"] == theirs["merged_evaluation"]["tokens"]
 
 
-def test_vit_backbone_trains_from_the_second_step(results):
-    """``model.vit.requires_grad_(step >= 1)`` before each step, the optimizer holding every parameter:
-    the backbone is updated on steps 2 and 3 only, the head on all 3 (as under DDP built with
+@pytest.mark.parametrize("program", ["hf_vit", "hf_vit_param_group"])
+def test_vit_backbone_trains_from_the_second_step(results, program):
+    """``model.vit.requires_grad_(step >= 1)`` before each step, the optimizer holding every parameter
+    from the start (or the backbone added with ``add_param_group`` at the second step): the backbone is
+    updated on steps 2 and 3 only, the head on all 3 (as under DDP built with
     ``find_unused_parameters=True`` before the freeze)."""
-    got = _ok(results, "multidev", "hf_vit")
+    got = _ok(results, "multidev", program)
     steps = dict(zip(got["trainable"], got["adam_steps"]))
     assert len(steps) == len(got["params"])
     assert {s for n, s in steps.items() if n.startswith("vit.")} == {2.0}
