@@ -57,6 +57,37 @@ _queue_callback = torch.autograd.Variable._execution_engine.queue_callback
 # A gradient at least this large is reduced in slices by every replica; a smaller one by one replica.
 _SLICE_MIN_NUMEL = 16 * 1024
 
+# id -> (weakref, replica, variable's weakref) of every replica copy a reducer hooked: ``shared_leaves``'
+# check before a backward refuses one that another replica's backward would reach (``crossed_error``), before
+# torch's "backward through the graph a second time" (the other replica's backward freed its part).
+_HOOKED_COPIES: dict[int, tuple[weakref.ref, int, weakref.ref]] = {}
+
+
+def hooked_copy_owner(tensor: torch.Tensor) -> tuple[int, Any] | None:
+    """``(replica, variable)`` when ``tensor`` is a distributed variable's replica copy this module reduces."""
+    entry = _HOOKED_COPIES.get(id(tensor))
+    if entry is None or entry[0]() is not tensor:
+        return None
+    return entry[1], entry[2]()
+
+
+def _forget_copy(key: int, ref: weakref.ref) -> None:
+    entry = _HOOKED_COPIES.get(key)
+    if entry is not None and entry[0] is ref:
+        del _HOOKED_COPIES[key]
+
+
+def crossed_error(here: int, owner: int, name: str) -> RuntimeError:
+    """Replica ``here``'s backward reached replica ``owner``'s copy of variable ``name``."""
+    return RuntimeError(
+        f"Replica {here}'s loss.backward() reached replica {owner}'s copy of {name}: its loss used a tensor that "
+        f"replica {owner}'s forward computed. The replicas are threads of one process, so a Python object the step "
+        "writes (a list on a module the step appends to, as reinforce's `policy.saved_log_probs.append(...)`; a dict "
+        "filled by a forward hook) is shared by all of them, where each DDP process has its "
+        "own. Keep such state per replica (key it by md.distribute.get_replica_context().replica_id_in_sync_group: "
+        "`policy.saved_log_probs[replica_id].append(...)`), keep it local to the step function, or return the "
+        "tensor from forward.")
+
 
 class BackwardReducer:
     """One strategy's reduce-in-backward: hooks on its variables' replica copies, one reduction per
@@ -91,7 +122,9 @@ class BackwardReducer:
         self._count += 1
         self._variables[i] = weakref.ref(var)
         for r, leaf in enumerate(var._components):
-            self._leaves[r][i] = weakref.ref(leaf)
+            key = id(leaf)
+            ref = self._leaves[r][i] = weakref.ref(leaf, lambda ref, key=key: _forget_copy(key, ref))
+            _HOOKED_COPIES[key] = (ref, r, self._variables[i])
             leaf.register_hook(functools.partial(self._before_accumulate, r, i))
         return True
 
@@ -154,13 +187,7 @@ class BackwardReducer:
     def _crossed(self, here: int, r: int, i: int) -> RuntimeError:
         """A replica's backward reached another replica's copy: its loss used that replica's tensor."""
         var = self._variables[i]()
-        name = repr(var.name) if var is not None else "a variable"
-        return RuntimeError(
-            f"Replica {here}'s loss.backward() reached replica {r}'s copy of {name}: its loss used a tensor that "
-            f"replica {r}'s forward computed. The replicas are threads of one process, so a Python object the step "
-            "writes (a dict filled by a forward hook, `self.features = out`) is shared by all of them, where each DDP "
-            "process has its own. Keep such state per replica (key it by "
-            "md.distribute.get_replica_context().replica_id_in_sync_group), or return the tensor from forward.")
+        return crossed_error(here, r, repr(var.name) if var is not None else "a variable")
 
     def _queue(self, r: int) -> None:
         if not self._queued[r]:

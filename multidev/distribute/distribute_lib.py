@@ -260,9 +260,11 @@ class ReplicatedExtended(StrategyExtended):
 
     def create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
         sync_batch_norm.adopt(module)   # a SyncBatchNorm synchronises over these replicas
-        return self.create_distributed_variable(
+        var = self.create_distributed_variable(
             param.detach(), trainable=param.requires_grad, name=f"{type(module).__name__}.{name}",
             synchronization=VariableSynchronization.ON_WRITE, aggregation=VariableAggregation.SUM)
+        var._module_value = True   # torch.save(model) pickles it as torch's tensor (DistributedVariable.__reduce_ex__)
+        return var
 
     def create_variable_from_buffer(self, module: torch.nn.Module, name: str, buffer: torch.Tensor, *,
                                     synchronization: VariableSynchronization | None = None,
@@ -274,9 +276,11 @@ class ReplicatedExtended(StrategyExtended):
         if synchronization is None and aggregation is None:
             synchronization = VariableSynchronization.ON_READ
             aggregation = VariableAggregation.MEAN if buffer.is_floating_point() else VariableAggregation.ONLY_FIRST_REPLICA
-            return self.create_distributed_variable(
+            var = self.create_distributed_variable(
                 buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
                 synchronization=synchronization, aggregation=aggregation)
+            var._module_value = True   # (as a parameter's)
+            return var
         return self.create_variable(
             buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}", dtype=None,
             synchronization=synchronization or VariableSynchronization.AUTO,

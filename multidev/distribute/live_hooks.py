@@ -8,10 +8,12 @@ freed with its distributed variables, which hold it): module parameter/buffer re
 ``add_param_group`` / ``load_state_dict`` once per step (``optimizer_calls``), the scheduler ``step``
 wrappers (``scheduler_hooks``), torch's module transforms (``module_transforms``), ``GradScaler``'s
 step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa_hooks``),
-torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), torch's random-state
+torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), DDP's wrapper,
+``ZeroRedundancyOptimizer`` and ``Join`` where they cannot serve the replicas (``ddp_feature_hooks``), torch's random-state
 functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``),
 ``torch.autograd.backward`` (``shared_leaves``: one tensor several replicas' backward reach), recurrent modules'
-weight lists (``rnn_hooks``), ``Module.train`` switched once inside replicas (``module_modes``), and the hooks
+weight lists (``rnn_hooks``), tensors modules keep on themselves, per replica
+(``replica_attributes``), and the hooks
 of each registered front end (``front_end.register``). Other owners:
 ``parameter_server.gradient_push`` (a connected cluster or server), ``train.deferred`` (a pending
 restore).
@@ -140,4 +142,4 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "module_transforms", "grad_scaler_hooks", "swa_hooks",
                                                                "torch_distributed_hooks", "random_state_hooks",
                                                                "host_random", "shared_leaves", "rnn_hooks",
-                                                               "module_modes")])
+                                                               "replica_attributes", "ddp_feature_hooks")])

@@ -19,6 +19,7 @@ out whole in replicas too: its ops pay the variable's ``__torch_function__``, it
 from __future__ import annotations
 
 import contextlib
+import copy
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -65,6 +66,19 @@ class ReplicaAwareDict(dict):
             return value
         # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
         return value._components[env.replica_id]
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickled (``torch.save(model, path)``) as a plain dict: the file loads as a torch module's."""
+        return dict, (), None, None, iter(dict.items(self))
+
+    def __deepcopy__(self, memo: dict) -> "ReplicaAwareDict":
+        """``copy.deepcopy(module)`` in the scope (MoCo's key encoder) stays replica-aware, its values
+        deep-copied as before (a distributed variable's ``__deepcopy__`` makes a new one)."""
+        new = type(self)()
+        memo[id(self)] = new
+        for name, value in dict.items(self):
+            new[name] = copy.deepcopy(value, memo)
+        return new
 
     def __setitem__(self, name: str, value: Any) -> None:
         """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``

@@ -1,5 +1,4 @@
-"""torch's module transforms on parameters created in ``strategy.scope()``: parametrizations work,
-the legacy ``torch.nn.utils.weight_norm`` and ``spectral_norm`` are refused with the fix. torch's functions are wrapped
+"""torch's parametrizations of parameters created in ``strategy.scope()``. torch's function is wrapped
 while a strategy lives (``live_hooks``) and put back when the last one is freed.
 
 * ``torch.nn.utils.parametrize.register_parametrization`` (``parametrizations.weight_norm``,
@@ -9,17 +8,14 @@ while a strategy lives (``live_hooks``) and put back when the last one is freed.
   the variable's value instead; inside the scope the new ``original*`` parameters are registered,
   and so become distributed variables, like any other. Outside the scope they stay plain and the
   first replica that calls the module refuses it (``module_hooks.shared_module_guard``).
-* ``torch.nn.utils.weight_norm`` (deprecated by torch) and the legacy ``torch.nn.utils.spectral_norm``
-  recompute ``module.weight`` into a plain attribute of the module before each call; replicas share
-  the module object, so they would overwrite each other's weight between that write and the forward
-  that reads it (and backward would reach another replica's copy). Refused, naming the
-  ``torch.nn.utils.parametrizations`` replacement.
+* ``torch.nn.utils.weight_norm`` (deprecated by torch), the legacy ``torch.nn.utils.spectral_norm`` and
+  ``torch.nn.utils.prune`` need nothing here: their forward pre-hooks recompute ``module.weight`` into
+  a plain attribute of the module, which ``replica_attributes`` keeps per replica.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 from typing import Any, Callable
 
 import torch
@@ -56,28 +52,6 @@ def _register_parametrization(original: Callable) -> Callable:
     return wrapper
 
 
-def _legacy(original: Callable, function: str, replacement: str) -> Callable:
-    """``original`` (a legacy transform's ``apply(module, name, *args)``), refusing a distributed ``name``."""
-    @functools.wraps(original)
-    def apply(module: torch.nn.Module, name: str, *args: Any, **kwargs: Any) -> Any:
-        var = dict.get(module._parameters, name)
-        if isinstance(var, DistributedVariable):
-            raise ValueError(
-                f"torch.nn.utils.{function}({type(module).__name__}, name={name!r}) on a module built in "
-                f"{type(var._strategy).__name__}.scope(): this legacy {function} recomputes the weight into one "
-                f"attribute that every replica's forward would overwrite. Use "
-                f"torch.nn.utils.parametrizations.{replacement}(module, name) instead (supported in the scope).")
-        return original(module, name, *args, **kwargs)
-
-    apply._multidev_wrapped = True
-    return apply
-
-
-#: (torch module, class, function name, its parametrized replacement) of the legacy transforms refused.
-_LEGACY = (("torch.nn.utils.weight_norm", "WeightNorm", "weight_norm", "weight_norm"),
-           ("torch.nn.utils.spectral_norm", "SpectralNorm", "spectral_norm", "spectral_norm"))
-
-
 def install() -> Callable[[], None]:
     """Wrap torch's transforms; returns how to put torch's back (``live_hooks.STRATEGY_HOOKS`` calls
     both while strategies live)."""
@@ -86,10 +60,4 @@ def install() -> Callable[[], None]:
     if not getattr(register, "_multidev_wrapped", False):
         parametrize.register_parametrization = _register_parametrization(register)
         undo.append(lambda: setattr(parametrize, "register_parametrization", register))
-    for module_name, class_name, function, replacement in _LEGACY:
-        cls = getattr(importlib.import_module(module_name), class_name)   # the module, not the function
-        apply = cls.__dict__["apply"]   # the staticmethod object itself
-        if not getattr(cls.apply, "_multidev_wrapped", False):
-            cls.apply = staticmethod(_legacy(cls.apply, function, replacement))
-            undo.append(lambda cls=cls, apply=apply: setattr(cls, "apply", apply))
     return lambda: [u() for u in reversed(undo)]

@@ -9,7 +9,12 @@ tensor is refused at its step (``module_hooks.refuse_shared_parameters``); a man
 so ``loss.backward()`` in a replica checks which leaves its graph reaches: a leaf another replica's
 backward reached in the same run raises ``ValueError`` (in the later replica: the earlier one may
 already have updated it; the run fails either way). Leaves each replica has its own (a distributed
-variable's copy, a replica's slice with ``requires_grad = True``, a tensor made in the step) pass.
+variable's copy, a replica's slice with ``requires_grad = True``, a tensor made in the step) pass; a
+replica's backward that would reach another replica's copy (its loss used a tensor of a list on a
+module that every replica appends to: reinforce's ``policy.saved_log_probs``) raises
+``backward_reduce.crossed_error`` before it starts, naming the variable and the per-replica fix (in
+a run not watched, ``backward_reduce``'s hook raises it, or it replaces torch's "backward through the
+graph a second time" where the other replica's backward freed that part of the graph first).
 Parameters are left to the checks of modules (``module_hooks``: a module built outside the scope is
 refused at its forward, an optimizer over plain parameters at its step; Keras 3 at ``optimizer.apply``):
 a bare ``nn.Parameter`` updated by hand in the step is not refused.
@@ -29,6 +34,7 @@ from typing import Any, Callable
 
 import torch
 
+from multidev.distribute.backward_reduce import crossed_error, hooked_copy_owner
 from multidev.distribute.run_watches import RunWatches
 from multidev.values.context import replica_env
 
@@ -46,7 +52,10 @@ class LeafWatch:
 
     def check(self, roots: tuple, replica_id: int) -> None:
         """Note the leaves ``roots``' graph reaches for ``replica_id``; raise if another replica's did."""
-        leaves = _leaves(roots)
+        leaves, copies = _leaves(roots)
+        for owner, variable in copies:
+            if owner != replica_id:
+                raise crossed_error(replica_id, owner, repr(variable.name) if variable is not None else "a variable")
         with self._lock:
             self.walked = True
             shared = []
@@ -60,9 +69,10 @@ class LeafWatch:
             raise _shared_error(self._strategy, shared)
 
 
-def _leaves(roots: tuple) -> list:
-    """The tensors ``backward`` from ``roots`` would accumulate ``.grad`` into."""
-    leaves, seen = [], set()
+def _leaves(roots: tuple) -> tuple[list, list]:
+    """The tensors ``backward`` from ``roots`` would accumulate ``.grad`` into, but parameters and replica
+    copies; and the ``(replica, variable)`` of each replica copy it reaches."""
+    leaves, copies, seen = [], [], set()
     stack = []
     for root in roots:
         if isinstance(root, torch.Tensor) and root.requires_grad:
@@ -78,11 +88,14 @@ def _leaves(roots: tuple) -> list:
         seen.add(node)
         variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
         if variable is not None:
-            if not isinstance(variable, torch.nn.Parameter):   # a module's: its forward and its optimizer check
+            owner = None if isinstance(variable, torch.nn.Parameter) else hooked_copy_owner(variable)
+            if owner is not None:
+                copies.append(owner)
+            elif not isinstance(variable, torch.nn.Parameter):   # a module's: its forward and its optimizer check
                 leaves.append(variable)
             continue
         stack.extend(next_node for next_node, _ in node.next_functions)
-    return leaves
+    return leaves, copies
 
 
 def _shared_error(strategy: Any, shared: list) -> ValueError:
@@ -103,19 +116,41 @@ def watching(strategy: Any) -> contextlib.AbstractContextManager[LeafWatch]:
     return _WATCHES.watching(strategy, LeafWatch(strategy))
 
 
+def _roots(tensors: Any, args: tuple, kwargs: dict) -> tuple:
+    inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
+    if inputs is not None:
+        roots = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+        return tuple(t for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None)
+    return (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+
+
+def _crossed_in(error: RuntimeError, roots: tuple, replica_id: int) -> RuntimeError | None:
+    """torch's "backward through the graph a second time" in a replica whose graph reaches another
+    replica's copy (a run not watched: that replica's backward freed the shared part first): the crossed
+    replicas' error, which names the fix; None for any other error."""
+    if "backward through the graph a second time" not in str(error):
+        return None
+    for owner, variable in _leaves(roots)[1]:
+        if owner != replica_id:
+            return crossed_error(replica_id, owner, repr(variable.name) if variable is not None else "a variable")
+    return None
+
+
 def _checked(original: Callable) -> Callable:
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
-        watch = None if env is None or not _WATCHES else _WATCHES.get(id(env.strategy))
+        if env is None:
+            return original(tensors, *args, **kwargs)
+        watch = _WATCHES.get(id(env.strategy)) if _WATCHES else None
         if watch is not None:
-            inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
-            if inputs is not None:
-                roots = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-                roots = tuple(t for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None)
-            else:
-                roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
-            watch.check(roots, env.replica_id)
-        return original(tensors, *args, **kwargs)
+            watch.check(_roots(tensors, args, kwargs), env.replica_id)
+        try:
+            return original(tensors, *args, **kwargs)
+        except RuntimeError as error:
+            crossed = _crossed_in(error, _roots(tensors, args, kwargs), env.replica_id)
+            if crossed is None:
+                raise
+            raise crossed from error
     backward.__wrapped__ = original
     return backward
 

@@ -11,11 +11,14 @@ strategy lives (``live_hooks``) torch.distributed's collectives and rank queries
 ``replica_id_in_sync_group`` and ``num_replicas_in_sync``; only a process group the program
 started, with one replica per process (whose ranks are then the replicas), passes through.
 Outside ``strategy.run`` torch's functions behave as torch's (``dist.is_initialized()`` is False
-without a group, so timm's ``if args.distributed`` branches stay off); only the error of
-``get_world_size``/``get_rank`` without a group (what ``DistributedSampler(dataset)`` calls, DDP's
-input kept by a two-line port) names multidev's fix, the job's layout, instead of
-``init_process_group``. Answering with the layout instead would make torch's rank queries lie to
-any other code that asks (and a sampler of a job's replicas is the wrong one: ``docs/ddp_port.md``).
+without a group, so timm's ``if args.distributed`` branches stay off); only their error without a
+group names multidev's fix instead of ``init_process_group``: for ``get_world_size``/``get_rank``
+(``if dist.get_rank() == 0:`` logging and saving, ``DistributedSampler(dataset)``) the job's layout,
+for ``barrier`` why none is needed, for a metric's ``all_reduce`` ``strategy.reduce``. Answering
+with the layout instead would make torch's rank queries lie to any other code that asks (and a
+sampler of a job's replicas is the wrong one: ``docs/ddp_port.md``). ``torch.distributed.nn``'s
+differentiable collectives (CLIP's gathered loss) are refused alike, naming the replica context's
+differentiable ``all_gather`` and ``all_reduce``.
 """
 
 from __future__ import annotations
@@ -34,52 +37,91 @@ _NAMES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_obje
           "get_world_size")
 
 
+#: torch.distributed.nn.functional's differentiable collectives (CLIP's and SimCLR's gathered losses).
+_NN_NAMES = ("all_gather", "all_reduce", "broadcast", "gather", "scatter", "reduce", "reduce_scatter", "all_to_all",
+             "all_to_all_single")
+_NN_FIX = (
+    " torch.distributed.nn.functional's collectives are differentiable: so are the replica context's, "
+    "torch.cat(all_gather(z)) -> md.distribute.get_replica_context().all_gather(z, axis=0) (every replica's "
+    "rows in replica order; each replica's gradient sums every replica's loss at its own rows), "
+    "all_reduce(t) -> get_replica_context().all_reduce('sum', t).")
+
+
 def _refusal(name: str, env: Any) -> ValueError:
     strategy = type(env.strategy).__name__
     n = env.strategy.num_replicas_in_sync
     return ValueError(
-        f"torch.distributed.{name} inside strategy.run: {strategy}'s {n} replica(s) are not torch.distributed "
+        f"{name} inside strategy.run: {strategy}'s {n} replica(s) are not torch.distributed "
         "ranks (multidev starts no process group; the replicas of one process would share one). Inside the "
-        "step reduce with md.distribute.get_replica_context().all_reduce('sum', value) (a mean: 'mean'), or "
-        "return the value and call strategy.reduce('mean', value, axis=None) after strategy.run; the rank is "
-        "get_replica_context().replica_id_in_sync_group, the world size strategy.num_replicas_in_sync "
-        "(a DDP program's `if rank == 0:` logging: strategy.extended.worker_index == 0 outside the step).")
+        "step reduce with md.distribute.get_replica_context().all_reduce('sum', value) (a mean: 'mean'; a gather: "
+        "all_gather(value, axis=0)), or return the value and call strategy.reduce('mean', value, axis=None) after "
+        "strategy.run; the rank is get_replica_context().replica_id_in_sync_group, the world size "
+        "strategy.num_replicas_in_sync (a DDP program's `if rank == 0:` logging: strategy.extended.worker_index == 0 "
+        "outside the step)." + (_NN_FIX if name.startswith("torch.distributed.nn") else ""))
 
 
-def _no_process_group(name: str) -> ValueError:
-    """torch's ``ValueError`` for a rank query without a process group, saying what to do in multidev."""
-    return ValueError(
-        f"Default process group has not been initialized (torch.distributed.{name}, which "
-        "DistributedSampler(dataset) calls without num_replicas and rank): multidev starts no process group. "
-        "Give the sampler the job's workers: DistributedSampler(dataset, num_replicas="
-        "strategy.extended.num_workers, rank=strategy.extended.worker_index) (each loader batch is then this "
-        "worker's share, split across its replicas), or drop the sampler and give every worker the same global "
-        "batches (the strategy splits them across all replicas). See docs/ddp_port.md.")
+_RANK_FIX = (
+    "A DDP program's `if dist.get_rank() == 0:` (logging, torch.save) is `if strategy.extended.worker_index == 0:` "
+    "outside strategy.run, dist.get_world_size() the job's strategy.extended.num_workers (its replicas: "
+    "strategy.num_replicas_in_sync). A ZeroRedundancyOptimizer asks it too (when torch.distributed.optim was "
+    "imported after the strategy): build its optimizer_class in strategy.scope() instead. "
+    "DistributedSampler(dataset) calls it without num_replicas and rank: give the "
+    "sampler the job's workers: DistributedSampler(dataset, num_replicas=strategy.extended.num_workers, "
+    "rank=strategy.extended.worker_index) (each loader batch is then this worker's share, split across its "
+    "replicas), or drop the sampler and give every worker the same global batches (the strategy splits them "
+    "across all replicas).")
+_BARRIER_FIX = (
+    "MirroredStrategy's replicas are threads of this process (nothing to wait for), and the workers of "
+    "MultiWorkerMirroredStrategy meet at every step's gradient all-reduce. For a barrier of your own (rank 0 "
+    "writes what the others read) keep your init_process_group(...) (multidev launch sets MASTER_ADDR and "
+    "MASTER_PORT): torch.distributed then works outside strategy.run.")
+_COLLECTIVE_FIX = (
+    "Return the value from the step and reduce it after strategy.run with strategy.reduce('sum', value, "
+    "axis=None) (or 'mean'), across every worker's replicas; inside the step "
+    "md.distribute.get_replica_context().all_reduce('sum', value) (all_gather(value, axis=0)). Or keep your "
+    "init_process_group(...) (multidev launch sets MASTER_ADDR and MASTER_PORT) for torch.distributed outside "
+    "strategy.run.")
 
 
-def _guarded(name: str, original: Callable) -> Callable:
-    rank_query = name in ("get_rank", "get_world_size")
+def _no_process_group(name: str, where: str) -> ValueError:
+    """torch's ``ValueError`` for a call without a process group, saying what to do in multidev."""
+    fix = (_RANK_FIX if name in ("get_rank", "get_world_size")
+           else _BARRIER_FIX if name in ("barrier", "monitored_barrier") else _COLLECTIVE_FIX)
+    return ValueError(f"Default process group has not been initialized ({where}.{name}): multidev starts "
+                      f"no process group. {fix} See docs/ddp_port.md.")
 
+
+def _guarded(name: str, original: Callable, where: str = "torch.distributed") -> Callable:
     @functools.wraps(original)
     def call(*args: Any, **kwargs: Any) -> Any:
         env = context.replica_env()
         if env is not None and (env.strategy.extended.num_local_replicas > 1 or not dist.is_initialized()):
-            raise _refusal(name, env)
-        if rank_query and env is None and not dist.is_initialized():
-            raise _no_process_group(name)
+            raise _refusal(f"{where}.{name}", env)
+        if env is None and not dist.is_initialized():
+            raise _no_process_group(name, where)
         return original(*args, **kwargs)
 
     call._multidev_wrapped = True
     return call
 
 
-def install() -> Callable[[], None]:
-    """Wrap torch.distributed's functions; returns how to put torch's back (``live_hooks.STRATEGY_HOOKS``
-    calls both while strategies live)."""
-    if not dist.is_available():
-        return lambda: None
-    originals = {name: getattr(dist, name) for name in _NAMES if hasattr(dist, name)}
+def _wrap(namespace: Any, names: tuple, where: str) -> Callable[[], None]:
+    originals = {name: getattr(namespace, name) for name in names if hasattr(namespace, name)}
     originals = {name: fn for name, fn in originals.items() if not getattr(fn, "_multidev_wrapped", False)}
     for name, fn in originals.items():
-        setattr(dist, name, _guarded(name, fn))
-    return lambda: [setattr(dist, name, fn) for name, fn in originals.items()]
+        setattr(namespace, name, _guarded(name, fn, where))
+    return lambda: [setattr(namespace, name, fn) for name, fn in originals.items()]
+
+
+def install() -> Callable[[], None]:
+    """Wrap torch.distributed's functions (and ``torch.distributed.nn``'s differentiable ones, in both of its
+    namespaces); returns how to put torch's back (``live_hooks.STRATEGY_HOOKS`` calls both while strategies
+    live)."""
+    if not dist.is_available():
+        return lambda: None
+    import torch.distributed.nn as dist_nn   # (2 ms)
+    import torch.distributed.nn.functional as dist_nn_functional
+    removers = [_wrap(dist, _NAMES, "torch.distributed"),
+                _wrap(dist_nn_functional, _NN_NAMES, "torch.distributed.nn.functional"),
+                _wrap(dist_nn, _NN_NAMES, "torch.distributed.nn")]
+    return lambda: [remove() for remove in removers]

@@ -54,9 +54,13 @@ def equal_on_every_worker(dataset: Any) -> bool:
     """Whether ``dataset`` is a DataLoader read as is (``from_torch``, no transformation after it) whose
     sampler is torch's ``DistributedSampler``: it gives every rank ``num_samples`` examples (padded or
     dropped to that), so every worker's loader yields as many batches and the workers need not agree
-    on each step (they may fetch ahead)."""
-    return (isinstance(dataset, TorchDataset) and isinstance(dataset._data, tud.DataLoader)
-            and isinstance(distributed_sampler(dataset._data), tud.DistributedSampler))
+    on each step (they may fetch ahead). A subclass that overrides ``__iter__`` or ``__len__`` (an
+    evaluation sampler that does not pad: DDP's ``join()`` case) may give the workers uneven counts."""
+    if not (isinstance(dataset, TorchDataset) and isinstance(dataset._data, tud.DataLoader)):
+        return False
+    sampler = distributed_sampler(dataset._data)
+    return (isinstance(sampler, tud.DistributedSampler) and type(sampler).__iter__ is tud.DistributedSampler.__iter__
+            and type(sampler).__len__ is tud.DistributedSampler.__len__)
 
 
 _WORKERS = ("worker process(es)", "worker", "strategy.extended.num_workers and strategy.extended.worker_index; under "

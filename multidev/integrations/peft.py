@@ -8,8 +8,8 @@ adapters' ``requires_grad`` on every LoRA layer. The replicas share those layers
 turned the adapters off under the other's training forward, and its exit back on under the other's
 reference pass (a timing-dependent 3e-3 off DDP's adapter weights after 3 steps, or torch's
 ``CheckpointError`` when gradient checkpointing recomputed a layer in the other state). Wrapped with
-``distribute.module_modes.once_in_replicas``, every replica's call waits for the others' and the switch
-runs once: between two switches all replicas see the same adapters. ``set_adapter`` (the active
+``distribute.replica_switches.once_in_replicas``, every replica's call waits for the others' and the
+switch runs once: between two switches all replicas see the same adapters. ``set_adapter`` (the active
 adapter and its ``requires_grad``) and each layer's ``enable_adapters`` likewise.
 
 Nothing here imports peft: the wrapper goes on when peft is already imported, at a strategy's scope
@@ -25,7 +25,7 @@ from typing import Any, Callable
 from torch.nn.modules import module as torch_module
 
 from multidev.distribute import front_end
-from multidev.distribute.module_modes import once_in_replicas
+from multidev.distribute.replica_switches import once_in_replicas
 
 #: peft's switches of state its layers read in ``forward``: (module, class, method). ``disable_adapter()``
 #: goes through ``_enable_adapter_layers``; transformers' own ``model.disable_adapters()`` /

@@ -103,6 +103,7 @@ class DistributedVariable(Variable):
     _handed_whole = False
     _agree_despite_none = False   # a Keras layer's trainable weight (aggregation NONE): copies must still agree
     _module_buffer = False     # made from a module's buffer (distribute/module_hooks.py keeps it one)
+    _module_value = False      # made from a torch module's parameter or buffer: pickles as torch's (__reduce_ex__)
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,
@@ -290,6 +291,19 @@ class DistributedVariable(Variable):
                 parts.append(f"  {i}: {_variable_repr(name, c)}")
         body = ",\n".join(parts)
         return f"{type(self).__name__}:{{\n{body}\n}}"
+
+    def __reduce_ex__(self, protocol):
+        """``torch.save(model, path)`` of a module built in the scope (super_resolution's checkpoint): a
+        parameter or buffer of a torch module pickles as the plain tensor ``state_dict()`` gives (the one
+        set of weights; a buffer's cross-replica read), a ``Parameter`` where it is one, so the file loads
+        as DDP's ``torch.save(model.module, path)`` does, without multidev. Pickle's memo keeps tied
+        weights one object. Other variables are refused, as ``md.Variable``'s."""
+        if not self._module_value:
+            return super().__reduce_ex__(protocol)
+        value = self.detach().clone()   # (through __torch_function__: the cross-replica read)
+        if not self._module_buffer:
+            value = torch.nn.Parameter(value, requires_grad=self.requires_grad)
+        return value.__reduce_ex__(protocol)
 
     def __deepcopy__(self, memo):
         """A new distributed variable of the same strategy holding copies of every component

@@ -18,6 +18,7 @@ from torch.optim import optimizer as O, lr_scheduler
 from torch.nn.utils import parametrize
 
 NORM = importlib.import_module("torch.nn.utils.weight_norm").WeightNorm
+MODULE_METHODS = {n: M.Module.__dict__[n] for n in ("__getattr__", "__setattr__", "__delattr__")}
 ORIGINALS = (parametrize.register_parametrization, NORM.__dict__["apply"],
              {c: c.__dict__["step"] for c in vars(lr_scheduler).values() if isinstance(c, type) and "step" in c.__dict__})
 REGISTRIES = [(O, "_global_optimizer_pre_hooks"), (O, "_global_optimizer_post_hooks"),
@@ -29,7 +30,8 @@ def registered():
 
 def torch_functions_are_torchs():
     return (parametrize.register_parametrization is ORIGINALS[0] and NORM.__dict__["apply"] is ORIGINALS[1]
-            and all(c.__dict__["step"] is step for c, step in ORIGINALS[2].items()))
+            and all(c.__dict__["step"] is step for c, step in ORIGINALS[2].items())
+            and all(M.Module.__dict__[n] is f for n, f in MODULE_METHODS.items()))
 
 def collect():   # twice: a layer's weak-keyed entry lets go of its strategy when the layer is collected
     gc.collect()

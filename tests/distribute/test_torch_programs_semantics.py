@@ -254,11 +254,24 @@ def test_parametrized_weight_norm_in_the_scope_equals_one_device():
     _assert_same_weights(model, reference)
 
 
-def test_deprecated_weight_norm_in_the_scope_says_what_to_use():
-    with _strategy().scope():
-        layer = torch.nn.Linear(3, 2)
-        with pytest.raises(ValueError, match=r"parametrizations\.weight_norm"):
-            torch.nn.utils.weight_norm(layer)
+def test_deprecated_weight_norm_in_the_scope_equals_one_device():
+    """Its forward pre-hook writes ``module.weight``: kept per replica (``replica_attributes``)."""
+    def build():
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 1)).to(F64)
+        torch.nn.utils.weight_norm(net[0])
+        return net
+
+    strategy = _strategy()
+    with strategy.scope():
+        model = build()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference = build()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in _data(2):
+        strategy.run(lambda a, b: _mse_step(model, opt, a, b), args=(_halves(x), _halves(y)))
+        _mse_step(reference, ref_opt, x, y)
+    _assert_same_weights(model, reference)
 
 
 def test_returning_a_shape_from_the_step():

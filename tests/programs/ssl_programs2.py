@@ -371,8 +371,6 @@ def _teacher_buffers(state) -> list:
     return [float(b.sum()) for b in teacher.buffers()] + [float(teacher.training)]
 
 
-LEGACY_WEIGHT_NORM = (r"^ValueError: torch.nn.utils.weight_norm\(Linear, name='weight'\) on a module built in "
-                      r"\w+Strategy.scope\(\).*Use torch.nn.utils.parametrizations.weight_norm\(module, name\)")
 SHARED_BUFFER = (r"^ValueError: Assigning a new tensor to buffer 'center' of DINOLoss inside MirroredStrategy.run: the "
                  r"module was built outside MirroredStrategy.scope\(\).*"
                  r"Build the module inside `with strategy.scope\(\):`")
@@ -383,8 +381,7 @@ SSL_PROGRAMS2 = [
             initial_carry=EPOCH, observe=_dino_observe, compare_one_device=False, tolerance=1e-10),
     Program("dino_old_weight_norm", lambda: _dino_build(old_weight_norm=True), _multi_crop_batches, _dino_step,
             models=("student",), averaged=("teacher",), initial_carry=EPOCH, observe=_dino_observe,
-            compare_one_device=False, tolerance=1e-10, refused=LEGACY_WEIGHT_NORM,
-            workers_refused=LEGACY_WEIGHT_NORM),
+            compare_one_device=False, tolerance=1e-10),   # its pre-hook's module.weight: per replica
     # one DINOLoss for the 2 replicas of a process (refused); one per worker process with one replica each: DDP's
     Program("dino_loss_built_outside_scope", _dino_loss_outside_build, _multi_crop_batches, _dino_step,
             models=("student",), averaged=("teacher",), initial_carry=EPOCH, observe=_dino_observe,

@@ -5,8 +5,8 @@ frozen for the first step and with an eval-mode reference pass in the step) type
 them with the port's two changes: on MirroredStrategy (2 logical CPUs) and under ``multidev launch
 --workers 2`` (MultiWorkerMirroredStrategy, one replica per worker) they give DDP's weights on 2 Gloo
 processes (float64; bit for bit here), each replica logging its DDP rank's losses. (The two reference
-passes switch state the replicas share: before ``distribute/module_modes.py`` they were off DDP's
-depending on the threads' timing.)
+passes switch state the replicas share: before ``replica_attributes`` and ``integrations/peft.py`` they
+were off DDP's depending on the threads' timing.)
 
 The MirroredStrategy cases run in one fresh interpreter, the DDP ranks in one 2-process job and the
 launched workers in another, all started together (``hf_run2.py``). transformers and peft are in the

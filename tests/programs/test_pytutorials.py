@@ -57,13 +57,13 @@ def results(tmp_path_factory):
     return loaded, logs[0] + logs[3]
 
 
-def _launch(out: str) -> subprocess.Popen:
-    """``multidev launch --workers 2 pytutorials_run.py OUT`` (MultiWorkerMirroredStrategy, 1 replica a worker)."""
+def _launch(out: str, script: str = "pytutorials_run.py") -> subprocess.Popen:
+    """``multidev launch --workers 2 SCRIPT OUT`` (MultiWorkerMirroredStrategy, 1 replica a worker)."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
     for name in ("TF_CONFIG", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     return subprocess.Popen([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2",
-                             os.path.join(HERE, "pytutorials_run.py"), out], env=env, cwd=ROOT,
+                             os.path.join(HERE, script), out], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -1,0 +1,179 @@
+"""Tensors a module stores on itself inside ``strategy.run`` are kept per replica, as each DDP rank
+keeps its own module object.
+
+Programs write tensors to their modules in ``forward``: ``self.hidden = torch.tanh(h)`` read back by the
+loss, attention maps kept for logging, a stateful RNN's ``self.state = (h.detach(), c.detach())``, and
+torch's own ``torch.nn.utils.prune`` and legacy ``weight_norm``, whose forward pre-hooks recompute
+``module.weight = weight_orig * weight_mask`` before every call. torch's ``Module.__setattr__`` puts
+such a value in the instance ``__dict__``, and the replicas are threads sharing the module object: a
+replica read another's tensor between that write and its own read. Its backward then reached the
+other replica's copies (refused on CPU; on two logical GPUs of one card it trained silently wrong), or
+both backwards ran through one graph ("Trying to backward through the graph a second time" from
+prune, about one run in three).
+
+The same holds for torch's mode flag: TRADES-style adversarial training calls ``model.eval()`` to
+craft its examples inside the step and ``model.train()`` after, so one replica switched every
+replica's dropout and BatchNorm mode in the middle of another's forward (trained silently wrong).
+
+Now, in a replica of a run of several, a write of a value holding a tensor (a tensor, or a tuple,
+list or dict of them), of ``training``, or any write to a name already kept per replica, goes into the module's
+per-replica slots, and the name leaves ``__dict__``: reads then reach ``Module.__getattr__``, which
+answers with the calling replica's value (one that has not written yet reads the value from before
+the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
+write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
+survives from one run to the next, as each rank's does. Other Python values (a counter, a flag)
+stay one object shared by the replicas.
+
+``Module.__setattr__`` and ``__delattr__`` are wrapped while a strategy lives (``live_hooks``);
+``Module.__getattr__``, on every parameter read's path, only once a module keeps a value per
+replica, so programs that never do pay nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch.nn import Module
+
+from multidev.values import context
+
+_SLOTS = "_multidev_replica_attributes"   # in a module's __dict__: name -> {replica id or _BEFORE: value}
+_BEFORE = "before"   # the key of the value the name had before a replica first wrote it
+_ABSENT = object()   # no value: the name was not set, or a replica deleted it
+_replica_env = context.replica_env
+_lock = threading.Lock()   # the first per-replica write of a name moves its shared value once
+_getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
+_keeping: "weakref.WeakSet[Module]" = weakref.WeakSet()   # the modules with slots
+
+
+def _holds_tensor(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, torch.Tensor):
+        return not isinstance(value, torch.nn.Parameter)
+    if depth < 3 and isinstance(value, (tuple, list)):
+        return any(_holds_tensor(v, depth + 1) for v in value)
+    if depth < 3 and isinstance(value, dict):
+        return any(_holds_tensor(v, depth + 1) for v in value.values())
+    return False
+
+
+def _registered(module: Module, name: str) -> bool:
+    d = module.__dict__
+    return any(name in d.get(kind, ()) for kind in ("_parameters", "_buffers", "_modules"))
+
+
+def _value_for(values: dict, replica_id: int) -> Any:
+    value = values.get(replica_id, _ABSENT)
+    return values.get(_BEFORE, _ABSENT) if value is _ABSENT else value
+
+
+def _missing(module: Module, name: str) -> AttributeError:
+    return AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'")
+
+
+def _getattr(module: Module, name: str) -> Any:
+    slots = module.__dict__.get(_SLOTS)
+    if slots is not None:
+        values = slots.get(name)
+        if values is not None:
+            env = _replica_env()
+            value = _value_for(values, 0 if env is None else env.replica_id)
+            if value is _ABSENT:
+                raise _missing(module, name)
+            return value
+    return _getattr_original[0](module, name)
+
+
+def _wrap_getattr() -> None:
+    """Route reads through the slots (with ``_lock`` held: before any name leaves a ``__dict__``)."""
+    if not _getattr_original:
+        _getattr_original.append(Module.__dict__["__getattr__"])
+        Module.__getattr__ = _getattr
+
+
+def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
+    slots = module.__dict__.get(_SLOTS)
+    values = None if slots is None else slots.get(name)
+    if values is None:
+        with _lock:
+            _wrap_getattr()
+            slots = module.__dict__.setdefault(_SLOTS, {})
+            _keeping.add(module)
+            values = slots.get(name)
+            if values is None:
+                values = {_BEFORE: module.__dict__.get(name, _ABSENT)}
+                slots[name] = values
+                module.__dict__.pop(name, None)
+    values[replica_id] = value
+
+
+def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
+    """Whether ``module.<name> = value`` in replica ``env`` is kept per replica (and was)."""
+    if env.strategy.extended.num_local_replicas < 2 or isinstance(value, (torch.nn.Parameter, Module)):
+        return False
+    slots = module.__dict__.get(_SLOTS)
+    kept = slots is not None and name in slots
+    if not (kept or name == "training" or _holds_tensor(value)) or _registered(module, name):
+        return False
+    _store(module, name, value, env.replica_id)
+    return True
+
+
+def _wrap_setattr(original: Callable) -> Callable:
+    def __setattr__(self: Module, name: str, value: Any) -> None:
+        env = _replica_env()
+        if env is not None:
+            if _per_replica_write(self, name, value, env):
+                return
+        else:
+            slots = self.__dict__.get(_SLOTS)
+            if slots is not None:
+                slots.pop(name, None)   # written for every replica
+        original(self, name, value)
+
+    __setattr__._multidev_wrapped = True
+    return __setattr__
+
+
+def _wrap_delattr(original: Callable) -> Callable:
+    def __delattr__(self: Module, name: str) -> None:
+        slots = self.__dict__.get(_SLOTS)
+        values = None if slots is None else slots.get(name)
+        if values is None:
+            return original(self, name)
+        env = _replica_env()
+        if env is None:
+            del slots[name]
+            if _value_for(values, 0) is _ABSENT:
+                raise _missing(self, name)
+            return None
+        if _value_for(values, env.replica_id) is _ABSENT:
+            raise _missing(self, name)
+        values[env.replica_id] = _ABSENT
+        return None
+
+    __delattr__._multidev_wrapped = True
+    return __delattr__
+
+
+def install() -> Callable[[], None]:
+    """Wrap ``Module.__setattr__``/``__delattr__`` (``__getattr__`` on first use); returns the undo."""
+    set_original, del_original = Module.__dict__["__setattr__"], Module.__dict__["__delattr__"]
+    Module.__setattr__ = _wrap_setattr(set_original)
+    Module.__delattr__ = _wrap_delattr(del_original)
+
+    def remove() -> None:
+        Module.__setattr__, Module.__delattr__ = set_original, del_original
+        with _lock:
+            for module in list(_keeping):   # back in __dict__: replica 0's values, as reads outside runs gave
+                for name, values in module.__dict__.pop(_SLOTS, {}).items():
+                    value = _value_for(values, 0)
+                    if value is not _ABSENT:
+                        module.__dict__[name] = value
+            _keeping.clear()
+            if _getattr_original:
+                Module.__getattr__ = _getattr_original.pop()
+
+    return remove
