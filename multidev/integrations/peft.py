@@ -55,7 +55,9 @@ class _PeftFrontEnd:
         return lambda: (handle.remove(), self._unwrap())
 
     def _wrap(self) -> None:
-        if len(self._originals) == len(SWITCHES):
+        """Wrap the switches of peft's imported modules (at every module registration: one dict look-up
+        while peft is not imported, none once all are wrapped)."""
+        if len(self._originals) == len(SWITCHES) or "peft" not in sys.modules:
             return None
         for switch in SWITCHES:
             module = sys.modules.get(switch[0])
