@@ -21,8 +21,14 @@ per-replica slots, and the name leaves ``__dict__``: reads then reach ``Module._
 answers with the calling replica's value (one that has not written yet reads the value from before
 the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
 write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
-survives from one run to the next, as each rank's does. Other Python values (a counter, a flag)
-stay one object shared by the replicas.
+survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
+1`` counted every replica's call into one counter, with lost updates between threads); other Python
+values (a flag, a string, a list appended to) stay one object shared by the replicas.
+
+The slots live in the module's ``__dict__`` only while runs are going (``enter_run`` / ``leave_run``,
+called by the replica runner): between runs each name holds replica 0's value in ``__dict__`` again
+and the slots wait in a weak table, so ``copy.deepcopy(model)``, ``torch.save(model)`` and ``vars()``
+see a plain module. A write between runs reaches every replica at the next run.
 
 ``Module.__setattr__`` and ``__delattr__`` are wrapped while a strategy lives (``live_hooks``);
 ``Module.__getattr__``, on every parameter read's path, only once a module keeps a value per
@@ -31,6 +37,7 @@ replica, so programs that never do pay nothing.
 
 from __future__ import annotations
 
+import numbers
 import threading
 import weakref
 from typing import Any, Callable
@@ -40,13 +47,23 @@ from torch.nn import Module
 
 from multidev.values import context
 
-_SLOTS = "_multidev_replica_attributes"   # in a module's __dict__: name -> {replica id or _BEFORE: value}
-_BEFORE = "before"   # the key of the value the name had before a replica first wrote it
+_SLOTS = "_multidev_replica_attributes"   # in a module's __dict__ during runs: name -> values
+_BEFORE = "before"   # values' key of the value the name had before a replica first wrote it
+_SHOWN = "shown"     # values' key of the value put back in __dict__ between runs (replica 0's)
 _ABSENT = object()   # no value: the name was not set, or a replica deleted it
 _replica_env = context.replica_env
-_lock = threading.Lock()   # the first per-replica write of a name moves its shared value once
+_lock = threading.Lock()   # first writes of a name, and runs entering and leaving
 _getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
-_keeping: "weakref.WeakSet[Module]" = weakref.WeakSet()   # the modules with slots
+_kept: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()   # module -> its slots
+_runs = [0]   # runs going on (of any strategy): the slots are in the modules' __dict__ while > 0
+
+
+def _per_replica_value(value: Any) -> bool:
+    """A tensor or something holding one, or a number (a counter ``self.calls += 1``, a temperature
+    annealed in ``forward``: each replica advancing it once per run, as each rank does)."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return True
+    return _holds_tensor(value)
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
@@ -59,9 +76,13 @@ def _holds_tensor(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _registered(module: Module, name: str) -> bool:
+def _plain_attribute(module: Module, name: str) -> bool:
+    """Not a parameter, buffer or submodule, nor found on the class (a property, or a class-level
+    default that a read would find before ``__getattr__`` is asked)."""
     d = module.__dict__
-    return any(name in d.get(kind, ()) for kind in ("_parameters", "_buffers", "_modules"))
+    if any(name in d.get(kind, ()) for kind in ("_parameters", "_buffers", "_modules")):
+        return False
+    return not any(name in vars(klass) for klass in type(module).__mro__)
 
 
 def _value_for(values: dict, replica_id: int) -> Any:
@@ -100,7 +121,7 @@ def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
         with _lock:
             _wrap_getattr()
             slots = module.__dict__.setdefault(_SLOTS, {})
-            _keeping.add(module)
+            _kept[module] = slots
             values = slots.get(name)
             if values is None:
                 values = {_BEFORE: module.__dict__.get(name, _ABSENT)}
@@ -114,11 +135,51 @@ def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
     if env.strategy.extended.num_local_replicas < 2 or isinstance(value, (torch.nn.Parameter, Module)):
         return False
     slots = module.__dict__.get(_SLOTS)
-    kept = slots is not None and name in slots
-    if not (kept or name == "training" or _holds_tensor(value)) or _registered(module, name):
-        return False
+    if slots is None or name not in slots:
+        if not (name == "training" or _per_replica_value(value)) or not _plain_attribute(module, name):
+            return False
     _store(module, name, value, env.replica_id)
     return True
+
+
+def _slots_in(module: Module, slots: dict) -> None:
+    """A run starts: the names leave ``__dict__`` again; one written there since the last run (a
+    reset between epochs) is every replica's value now."""
+    d = module.__dict__
+    for name, values in list(slots.items()):
+        current = d.pop(name, _ABSENT)
+        if current is not values.get(_SHOWN, _ABSENT):
+            slots[name] = {_BEFORE: current}
+    d[_SLOTS] = slots
+
+
+def _slots_out(module: Module, slots: dict) -> None:
+    """The last run ended: replica 0's values back in ``__dict__``, as reads outside runs give them."""
+    d = module.__dict__
+    d.pop(_SLOTS, None)
+    for name, values in slots.items():
+        values[_SHOWN] = value = _value_for(values, 0)
+        if value is _ABSENT:
+            d.pop(name, None)
+        else:
+            d[name] = value
+
+
+def enter_run() -> None:
+    """Called by the replica runner as a run starts (paired with ``leave_run``)."""
+    with _lock:
+        _runs[0] += 1
+        if _runs[0] == 1:
+            for module, slots in list(_kept.items()):
+                _slots_in(module, slots)
+
+
+def leave_run() -> None:
+    with _lock:
+        _runs[0] -= 1
+        if _runs[0] == 0:
+            for module, slots in list(_kept.items()):
+                _slots_out(module, slots)
 
 
 def _wrap_setattr(original: Callable) -> Callable:
@@ -130,7 +191,7 @@ def _wrap_setattr(original: Callable) -> Callable:
         else:
             slots = self.__dict__.get(_SLOTS)
             if slots is not None:
-                slots.pop(name, None)   # written for every replica
+                slots.pop(name, None)   # in a merge_call during a run: written for every replica
         original(self, name, value)
 
     __setattr__._multidev_wrapped = True
@@ -144,7 +205,7 @@ def _wrap_delattr(original: Callable) -> Callable:
         if values is None:
             return original(self, name)
         env = _replica_env()
-        if env is None:
+        if env is None:   # in a merge_call during a run: every replica's
             del slots[name]
             if _value_for(values, 0) is _ABSENT:
                 raise _missing(self, name)
@@ -167,12 +228,9 @@ def install() -> Callable[[], None]:
     def remove() -> None:
         Module.__setattr__, Module.__delattr__ = set_original, del_original
         with _lock:
-            for module in list(_keeping):   # back in __dict__: replica 0's values, as reads outside runs gave
-                for name, values in module.__dict__.pop(_SLOTS, {}).items():
-                    value = _value_for(values, 0)
-                    if value is not _ABSENT:
-                        module.__dict__[name] = value
-            _keeping.clear()
+            for module, slots in list(_kept.items()):
+                _slots_out(module, slots)
+            _kept.clear()
             if _getattr_original:
                 Module.__getattr__ = _getattr_original.pop()
 
