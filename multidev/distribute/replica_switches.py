@@ -5,7 +5,7 @@ replica set for itself.
 DDP's ranks each own their model, so a step that switches some of its state for a reference pass and
 back (peft's ``with model.disable_adapter():``, ``model.set_adapter("ref")``) switches each rank's
 alone. Replica threads share the model: its flags (``_disable_adapters``, the active adapter) and the
-``requires_grad`` of its distributed variables. A flag that is a tensor or ``training`` is kept per
+``requires_grad`` of its distributed variables. Values a module writes on itself may be kept per
 replica (``replica_attributes``); ``requires_grad`` cannot be (it decides which gradients the
 replicas reduce together), so such a switch is made once, for all replicas: between two switches all
 of them see one state, as each rank sees its own. A switch that only some replicas make is refused at
