@@ -106,6 +106,9 @@ KNOWN: dict[str, str] = {
        "BatchNormalization's moving statistics kept); Keras 3's functional call overrides the node's training=False "
        "with fit's training=True (keras-team/keras#20285), so TF 2.21 updates them once the base is unfrozen"
        for case in ("typical_workflow_then_fine_tuning", "typical_workflow_then_fine_tuning_two_replicas")},
+    "keras_distributed_tutorial.keras3_refuses_the_printed_checkpoint_prefix": "md.keras's ModelCheckpoint accepts "
+        "the tutorial's save_weights_only prefix 'ckpt_{epoch}' (tf.keras 2's: a checkpoint that "
+        "md.train.latest_checkpoint finds, case tutorial_as_printed_tf_keras2); Keras 3 refuses it (ValueError)",
     # resuming (cases/resume.py): multidev gives the uninterrupted run's result (SAME_AS)
     "resume.loop_distributed_iterator_mid_pass": "a distributed iterator in the checkpoint resumes mid-pass; TF 2.21 "
                                                  "refuses the eager DistributedIterator (ValueError)",

@@ -80,6 +80,11 @@ def _members(model, include_optimizer) -> dict:
     return members
 
 
+def model_files(model, include_optimizer=True) -> dict:
+    """``{file name: bytes}`` of ``model``'s saved form (what ``load_model`` reads from a directory)."""
+    return _members(model, include_optimizer)
+
+
 def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
     """Write ``model`` to ``filepath`` (directory, or zip archive for ``*.keras``)."""
     path = os.fspath(filepath)
