@@ -1,0 +1,178 @@
+"""tensorflow.org's guide/advanced_autodiff, the cells autodiff_guide.py and tests/tutorials leave out, and the
+API examples of ``tf.autodiff.ForwardAccumulator``, typed as printed with ``tf.`` -> ``md.``: forward-mode
+JVPs (which tensors carry a tangent, several primals, nested accumulators, forward-over-backward
+Hessian-vector products, bad primals/tangents), the guide's Hessian and Newton step, and ``batch_jacobian``
+against the jacobian's diagonal blocks.
+
+Substitutions: ``tf.random.normal`` is a fixed table and the layers' weights are set after building;
+``tf.eye``, ``tf.linalg.solve``, ``tf.einsum``, ``tf.nn.relu`` and ``tf.nn.elu`` (which multidev leaves to
+torch, naming the torch function) are torch's on multidev.
+The API's Dense-kernel example is left out: TF 2.21 fails on a Keras 3 variable as a primal
+(AttributeError in ``_watch``); a ``tf.Variable`` primal runs in the other cases.
+"""
+
+from conformance_support import raises, val
+
+X = [[((i * 3 + j * 5) % 11) / 11.0 - 0.5 for j in range(5)] for i in range(7)]
+
+
+def _torch_or_tf(tf, tf_name, torch_name):
+    """TensorFlow's op on TensorFlow, torch's on multidev (whose tensors are torch tensors)."""
+    if tf.__name__ == "tensorflow":
+        out = tf
+        for part in tf_name.split("."):
+            out = getattr(out, part)
+        return out
+    import torch
+    out = torch
+    for part in torch_name.split("."):
+        out = getattr(out, part)
+    return out
+
+
+def _r(x, digits=5):
+    x = val(x)
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {k: _r(v, digits) for k, v in x.items()}
+    return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
+
+
+def _fixed(layer, scale):
+    import numpy as np
+    layer.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
+                                "float32").reshape(w.shape) * scale for w in layer.get_weights()])
+
+
+def case_forward_over_backward_hvp(tf):
+    v = tf.Variable([1., 2.])
+    with tf.autodiff.ForwardAccumulator(
+            v,
+            # The "vector" in Hessian-vector product.
+            tf.constant([1., 0.])) as acc:
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(v ** 3.)
+        backward = tape.gradient(y, v)
+    return [_r(backward), _r(acc.jvp(backward))]
+
+
+def case_which_tensors_carry_a_tangent(tf):
+    x = tf.constant(2.)
+    before = x * 3
+    with tf.autodiff.ForwardAccumulator(x, tf.constant(1.)) as acc:
+        y = x * x
+        z = tf.constant(5.) * 2
+    after = x * x
+    return {"inside": _r(acc.jvp(y)), "primal": _r(acc.jvp(x)), "before": _r(acc.jvp(before)),
+            "unconnected": _r(acc.jvp(z)), "after": _r(acc.jvp(after)),
+            "zero": _r(acc.jvp(z, unconnected_gradients=tf.UnconnectedGradients.ZERO)),
+            "structure": _r(acc.jvp({"y": y, "pair": [y, after]}))}
+
+
+def case_several_primals(tf):
+    x, x2 = tf.constant(2.), tf.constant(3.)
+    w = tf.Variable([[1.0, -2.0], [0.5, 0.25]])
+    with tf.autodiff.ForwardAccumulator([x, x2, w], [tf.constant(1.), tf.constant(10.), tf.ones([2, 2])]) as acc:
+        y = x * x2
+        m = tf.reduce_sum(tf.matmul(w, w) * x)
+    return [_r(acc.jvp(y)), _r(acc.jvp(m)), _r(acc.jvp(w))]
+
+
+def case_nested_accumulators(tf):
+    x = tf.constant(2.)
+    with tf.autodiff.ForwardAccumulator(x, 1.) as acc:
+        with tf.autodiff.ForwardAccumulator(x, 1.) as acc2:
+            y = x ** 3.
+        inner = _r(acc2.jvp(y))
+    return [inner, _r(acc.jvp(acc2.jvp(y)))]
+
+
+def case_bad_primals_and_tangents(tf):
+    x, x2 = tf.constant(2.), tf.constant(3.)
+
+    def shape_mismatch():
+        with tf.autodiff.ForwardAccumulator(x, tf.constant([1., 0.])):
+            return x * 3
+    return [raises(tf.autodiff.ForwardAccumulator, [x, x], [tf.constant(1.), tf.constant(1.)]),
+            raises(tf.autodiff.ForwardAccumulator, [x, x2], [tf.constant(1.)]),
+            raises(tf.autodiff.ForwardAccumulator, x, tf.constant(1, tf.int32)),
+            raises(shape_mismatch)]
+
+
+def case_integer_primal_has_no_jvp(tf):
+    i = tf.constant(3)
+    with tf.autodiff.ForwardAccumulator(i, tf.constant(1)) as acc:
+        y = i * 2
+    return val(acc.jvp(y))
+
+
+def case_hessian_and_newton_step(tf):
+    """The guide's "Example: Hessian": the Hessian of a loss w.r.t. a layer's kernel, a Newton step."""
+    relu = _torch_or_tf(tf, "nn.relu", "relu")
+    x = tf.constant(X)
+    layer1 = tf.keras.layers.Dense(8, activation=relu)
+    layer2 = tf.keras.layers.Dense(6, activation=relu)
+    layer1.build((None, 5))
+    layer2.build((None, 8))
+    _fixed(layer1, 0.6)
+    _fixed(layer2, 0.6)
+
+    with tf.GradientTape() as t2:
+        with tf.GradientTape() as t1:
+            x = layer1(x)
+            x = layer2(x)
+            loss = tf.reduce_mean(x**2)
+
+        g = t1.gradient(loss, layer1.kernel)
+
+    h = t2.jacobian(g, layer1.kernel)
+    shapes = [list(layer1.kernel.shape), list(h.shape)]   # the guide prints them
+    n_params = tf.reduce_prod(layer1.kernel.shape)
+    g_vec = tf.reshape(g, [n_params, 1])
+    h_mat = tf.reshape(h, [n_params, n_params])
+    eps = 1e-3
+    eye_eps = _torch_or_tf(tf, "eye", "eye")(h_mat.shape[0]) * eps
+    # X(k+1) = X(k) - (∇²f(X(k)))^-1 @ ∇f(X(k))
+    # h_mat = ∇²f(X(k))
+    # g_vec = ∇f(X(k))
+    update = _torch_or_tf(tf, "linalg.solve", "linalg.solve")(h_mat + eye_eps, g_vec)
+    # Reshape the update and apply it to the variable.
+    _ = layer1.kernel.assign_sub(tf.reshape(update, layer1.kernel.shape))
+    return {"shapes": shapes,
+            "symmetric": bool(_r(tf.reduce_max(abs(h_mat - tf.transpose(h_mat))), 4) == 0.0),
+            "h_trace_and_sum": [_r(tf.reduce_sum(h_mat * _torch_or_tf(tf, "eye", "eye")(h_mat.shape[0])), 3),
+                                _r(tf.reduce_sum(h_mat), 3)],
+            "kernel_sum_after_step": _r(tf.reduce_sum(layer1.kernel), 2)}
+
+
+def case_batch_jacobian_against_full_jacobian(tf):
+    """The guide's batch jacobian by the long way: the full jacobian summed over the batch of the sources
+    (equal when examples are independent), and its diagonal blocks (``einsum('bxby->bxy')``)."""
+    x = tf.constant(X)
+    elu = _torch_or_tf(tf, "nn.elu", "nn.functional.elu")
+    layer1 = tf.keras.layers.Dense(8, activation=elu)
+    layer2 = tf.keras.layers.Dense(6, activation=elu)
+    layer1.build((None, 5))
+    layer2.build((None, 8))
+    _fixed(layer1, 0.5)
+    _fixed(layer2, 0.5)
+    with tf.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = layer1(x)
+        y = layer2(y)
+    j = tape.jacobian(y, x)
+    j_sum = tf.reduce_sum(j, axis=2)
+    j_select = _torch_or_tf(tf, "einsum", "einsum")('bxby->bxy', j)
+    jb = tape.batch_jacobian(y, x)
+    return [list(j_sum.shape), list(j_select.shape), list(jb.shape),
+            _r(tf.reduce_max(abs(j_sum - jb)), 5), _r(tf.reduce_max(abs(j_select - jb)), 5), _r(jb[3][2], 4)]
+
+
+def case_jacobian_unconnected(tf):
+    x = tf.Variable([1.0, 2.0, 3.0])
+    y = tf.Variable(2.0)
+    with tf.GradientTape(persistent=True) as tape:
+        z = y * tf.constant([1.0, 2.0])
+    return [val(tape.jacobian(z, x)), list(tape.jacobian(z, x, unconnected_gradients=tf.UnconnectedGradients.ZERO).shape),
+            _r(tape.jacobian(z, y))]
