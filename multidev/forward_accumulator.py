@@ -39,8 +39,8 @@ class ForwardAccumulator:
         >>> v = md.Variable([1., 2.])
         >>> with md.autodiff.ForwardAccumulator(v, md.constant([1., 0.])) as acc:
         ...     y = md.reduce_sum(v ** 3.)
-        >>> acc.jvp(y)   # d y / d v . [1, 0]
-        tensor(3.)
+        >>> float(acc.jvp(y))   # d y / d v . [1, 0]
+        3.0
     """
 
     def __init__(self, primals: Any, tangents: Any):
