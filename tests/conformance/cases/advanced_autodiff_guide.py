@@ -11,23 +11,9 @@ The API's Dense-kernel example is left out: TF 2.21 fails on a Keras 3 variable 
 (AttributeError in ``_watch``); a ``tf.Variable`` primal runs in the other cases.
 """
 
-from conformance_support import raises, val
+from conformance_support import fixed_weights, raises, torch_or_tf, val
 
 X = [[((i * 3 + j * 5) % 11) / 11.0 - 0.5 for j in range(5)] for i in range(7)]
-
-
-def _torch_or_tf(tf, tf_name, torch_name):
-    """TensorFlow's op on TensorFlow, torch's on multidev (whose tensors are torch tensors)."""
-    if tf.__name__ == "tensorflow":
-        out = tf
-        for part in tf_name.split("."):
-            out = getattr(out, part)
-        return out
-    import torch
-    out = torch
-    for part in torch_name.split("."):
-        out = getattr(out, part)
-    return out
 
 
 def _r(x, digits=5):
@@ -39,10 +25,13 @@ def _r(x, digits=5):
     return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
 
 
-def _fixed(layer, scale):
-    import numpy as np
-    layer.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
-                                "float32").reshape(w.shape) * scale for w in layer.get_weights()])
+def _two_layers(tf, activation, scale):
+    """The guide's ``Dense(8)`` and ``Dense(6)`` on 5 features, built, their weights a fixed pattern."""
+    layer1 = tf.keras.layers.Dense(8, activation=activation)
+    layer2 = tf.keras.layers.Dense(6, activation=activation)
+    layer1.build((None, 5))
+    layer2.build((None, 8))
+    return fixed_weights(layer1, scale), fixed_weights(layer2, scale)
 
 
 def case_forward_over_backward_hvp(tf):
@@ -109,14 +98,8 @@ def case_integer_primal_has_no_jvp(tf):
 
 def case_hessian_and_newton_step(tf):
     """The guide's "Example: Hessian": the Hessian of a loss w.r.t. a layer's kernel, a Newton step."""
-    relu = _torch_or_tf(tf, "nn.relu", "relu")
     x = tf.constant(X)
-    layer1 = tf.keras.layers.Dense(8, activation=relu)
-    layer2 = tf.keras.layers.Dense(6, activation=relu)
-    layer1.build((None, 5))
-    layer2.build((None, 8))
-    _fixed(layer1, 0.6)
-    _fixed(layer2, 0.6)
+    layer1, layer2 = _two_layers(tf, torch_or_tf(tf, "nn.relu", "relu"), 0.6)
 
     with tf.GradientTape() as t2:
         with tf.GradientTape() as t1:
@@ -132,16 +115,16 @@ def case_hessian_and_newton_step(tf):
     g_vec = tf.reshape(g, [n_params, 1])
     h_mat = tf.reshape(h, [n_params, n_params])
     eps = 1e-3
-    eye_eps = _torch_or_tf(tf, "eye", "eye")(h_mat.shape[0]) * eps
+    eye_eps = torch_or_tf(tf, "eye", "eye")(h_mat.shape[0]) * eps
     # X(k+1) = X(k) - (∇²f(X(k)))^-1 @ ∇f(X(k))
     # h_mat = ∇²f(X(k))
     # g_vec = ∇f(X(k))
-    update = _torch_or_tf(tf, "linalg.solve", "linalg.solve")(h_mat + eye_eps, g_vec)
+    update = torch_or_tf(tf, "linalg.solve", "linalg.solve")(h_mat + eye_eps, g_vec)
     # Reshape the update and apply it to the variable.
     _ = layer1.kernel.assign_sub(tf.reshape(update, layer1.kernel.shape))
     return {"shapes": shapes,
             "symmetric": bool(_r(tf.reduce_max(abs(h_mat - tf.transpose(h_mat))), 4) == 0.0),
-            "h_trace_and_sum": [_r(tf.reduce_sum(h_mat * _torch_or_tf(tf, "eye", "eye")(h_mat.shape[0])), 3),
+            "h_trace_and_sum": [_r(tf.reduce_sum(h_mat * torch_or_tf(tf, "eye", "eye")(h_mat.shape[0])), 3),
                                 _r(tf.reduce_sum(h_mat), 3)],
             "kernel_sum_after_step": _r(tf.reduce_sum(layer1.kernel), 2)}
 
@@ -150,20 +133,14 @@ def case_batch_jacobian_against_full_jacobian(tf):
     """The guide's batch jacobian by the long way: the full jacobian summed over the batch of the sources
     (equal when examples are independent), and its diagonal blocks (``einsum('bxby->bxy')``)."""
     x = tf.constant(X)
-    elu = _torch_or_tf(tf, "nn.elu", "nn.functional.elu")
-    layer1 = tf.keras.layers.Dense(8, activation=elu)
-    layer2 = tf.keras.layers.Dense(6, activation=elu)
-    layer1.build((None, 5))
-    layer2.build((None, 8))
-    _fixed(layer1, 0.5)
-    _fixed(layer2, 0.5)
+    layer1, layer2 = _two_layers(tf, torch_or_tf(tf, "nn.elu", "nn.functional.elu"), 0.5)
     with tf.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(x)
         y = layer1(x)
         y = layer2(y)
     j = tape.jacobian(y, x)
     j_sum = tf.reduce_sum(j, axis=2)
-    j_select = _torch_or_tf(tf, "einsum", "einsum")('bxby->bxy', j)
+    j_select = torch_or_tf(tf, "einsum", "einsum")('bxby->bxy', j)
     jb = tape.batch_jacobian(y, x)
     return [list(j_sum.shape), list(j_select.shape), list(jb.shape),
             _r(tf.reduce_max(abs(j_sum - jb)), 5), _r(tf.reduce_max(abs(j_select - jb)), 5), _r(jb[3][2], 4)]

@@ -237,3 +237,13 @@ def fixed_weights(model, scale: float):
     model.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
                                 "float32").reshape(w.shape) * scale for w in model.get_weights()])
     return model
+
+
+def torch_or_tf(tf, tf_name, torch_name):
+    """TensorFlow's op ``tf_name`` on TensorFlow, torch's ``torch_name`` on multidev (whose tensors are torch
+    tensors; multidev refuses TF's pure math ops it leaves to torch, naming the torch function)."""
+    import importlib
+    out = tf if tf.__name__ == "tensorflow" else importlib.import_module("torch")
+    for part in (tf_name if tf.__name__ == "tensorflow" else torch_name).split("."):
+        out = getattr(out, part)
+    return out
