@@ -11,18 +11,9 @@ The API's Dense-kernel example is left out: TF 2.21 fails on a Keras 3 variable 
 (AttributeError in ``_watch``); a ``tf.Variable`` primal runs in the other cases.
 """
 
-from conformance_support import fixed_weights, raises, torch_or_tf, val
+from conformance_support import fixed_weights, raises, rounded, torch_or_tf, val
 
 X = [[((i * 3 + j * 5) % 11) / 11.0 - 0.5 for j in range(5)] for i in range(7)]
-
-
-def _r(x, digits=5):
-    x = val(x)
-    if x is None:
-        return None
-    if isinstance(x, dict):
-        return {k: _r(v, digits) for k, v in x.items()}
-    return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
 
 
 def _two_layers(tf, activation, scale):
@@ -43,7 +34,7 @@ def case_forward_over_backward_hvp(tf):
         with tf.GradientTape() as tape:
             y = tf.reduce_sum(v ** 3.)
         backward = tape.gradient(y, v)
-    return [_r(backward), _r(acc.jvp(backward))]
+    return [rounded(backward), rounded(acc.jvp(backward))]
 
 
 def case_which_tensors_carry_a_tangent(tf):
@@ -53,10 +44,10 @@ def case_which_tensors_carry_a_tangent(tf):
         y = x * x
         z = tf.constant(5.) * 2
     after = x * x
-    return {"inside": _r(acc.jvp(y)), "primal": _r(acc.jvp(x)), "before": _r(acc.jvp(before)),
-            "unconnected": _r(acc.jvp(z)), "after": _r(acc.jvp(after)),
-            "zero": _r(acc.jvp(z, unconnected_gradients=tf.UnconnectedGradients.ZERO)),
-            "structure": _r(acc.jvp({"y": y, "pair": [y, after]}))}
+    return {"inside": rounded(acc.jvp(y)), "primal": rounded(acc.jvp(x)), "before": rounded(acc.jvp(before)),
+            "unconnected": rounded(acc.jvp(z)), "after": rounded(acc.jvp(after)),
+            "zero": rounded(acc.jvp(z, unconnected_gradients=tf.UnconnectedGradients.ZERO)),
+            "structure": rounded(acc.jvp({"y": y, "pair": [y, after]}))}
 
 
 def case_several_primals(tf):
@@ -65,7 +56,7 @@ def case_several_primals(tf):
     with tf.autodiff.ForwardAccumulator([x, x2, w], [tf.constant(1.), tf.constant(10.), tf.ones([2, 2])]) as acc:
         y = x * x2
         m = tf.reduce_sum(tf.matmul(w, w) * x)
-    return [_r(acc.jvp(y)), _r(acc.jvp(m)), _r(acc.jvp(w))]
+    return [rounded(acc.jvp(y)), rounded(acc.jvp(m)), rounded(acc.jvp(w))]
 
 
 def case_nested_accumulators(tf):
@@ -73,8 +64,8 @@ def case_nested_accumulators(tf):
     with tf.autodiff.ForwardAccumulator(x, 1.) as acc:
         with tf.autodiff.ForwardAccumulator(x, 1.) as acc2:
             y = x ** 3.
-        inner = _r(acc2.jvp(y))
-    return [inner, _r(acc.jvp(acc2.jvp(y)))]
+        inner = rounded(acc2.jvp(y))
+    return [inner, rounded(acc.jvp(acc2.jvp(y)))]
 
 
 def case_bad_primals_and_tangents(tf):
@@ -123,10 +114,10 @@ def case_hessian_and_newton_step(tf):
     # Reshape the update and apply it to the variable.
     _ = layer1.kernel.assign_sub(tf.reshape(update, layer1.kernel.shape))
     return {"shapes": shapes,
-            "symmetric": bool(_r(tf.reduce_max(abs(h_mat - tf.transpose(h_mat))), 4) == 0.0),
-            "h_trace_and_sum": [_r(tf.reduce_sum(h_mat * torch_or_tf(tf, "eye", "eye")(h_mat.shape[0])), 3),
-                                _r(tf.reduce_sum(h_mat), 3)],
-            "kernel_sum_after_step": _r(tf.reduce_sum(layer1.kernel), 2)}
+            "symmetric": bool(rounded(tf.reduce_max(abs(h_mat - tf.transpose(h_mat))), 4) == 0.0),
+            "h_trace_and_sum": [rounded(tf.reduce_sum(h_mat * torch_or_tf(tf, "eye", "eye")(h_mat.shape[0])), 3),
+                                rounded(tf.reduce_sum(h_mat), 3)],
+            "kernel_sum_after_step": rounded(tf.reduce_sum(layer1.kernel), 2)}
 
 
 def case_batch_jacobian_against_full_jacobian(tf):
@@ -143,7 +134,7 @@ def case_batch_jacobian_against_full_jacobian(tf):
     j_select = torch_or_tf(tf, "einsum", "einsum")('bxby->bxy', j)
     jb = tape.batch_jacobian(y, x)
     return [list(j_sum.shape), list(j_select.shape), list(jb.shape),
-            _r(tf.reduce_max(abs(j_sum - jb)), 5), _r(tf.reduce_max(abs(j_select - jb)), 5), _r(jb[3][2], 4)]
+            rounded(tf.reduce_max(abs(j_sum - jb)), 5), rounded(tf.reduce_max(abs(j_select - jb)), 5), rounded(jb[3][2], 4)]
 
 
 def case_jacobian_unconnected(tf):
@@ -152,4 +143,4 @@ def case_jacobian_unconnected(tf):
     with tf.GradientTape(persistent=True) as tape:
         z = y * tf.constant([1.0, 2.0])
     return [val(tape.jacobian(z, x)), list(tape.jacobian(z, x, unconnected_gradients=tf.UnconnectedGradients.ZERO).shape),
-            _r(tape.jacobian(z, y))]
+            rounded(tape.jacobian(z, y))]

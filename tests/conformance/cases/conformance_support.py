@@ -247,3 +247,13 @@ def torch_or_tf(tf, tf_name, torch_name):
     for part in (tf_name if tf.__name__ == "tensorflow" else torch_name).split("."):
         out = getattr(out, part)
     return out
+
+
+def rounded(x, digits: int = 5):
+    """``val(x)`` with every number rounded to ``digits`` (None stays None; dicts and lists kept)."""
+    x = val(x)
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {k: rounded(v, digits) for k, v in x.items()}
+    return [rounded(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)

@@ -15,25 +15,12 @@ multidev's orders differ), 12 epochs of 2 steps; ``print`` lines became observat
 
 import os
 
-from conformance_support import InTempDirectory, keras2, two_cpus, val
+from conformance_support import InTempDirectory, fixed_weights, keras2, rounded, two_cpus
 
 IMAGES = [[[[float((i * 29 + r * 7 + c * 13) % 256)] for c in range(6)] for r in range(6)] for i in range(32)]
 LABELS = [(i * 3) % 4 for i in range(32)]
 EVAL_IMAGES = IMAGES[1::2]
 EVAL_LABELS = LABELS[1::2]
-
-
-def _r(x, digits=5):
-    x = val(x)
-    if isinstance(x, dict):
-        return {k: _r(v, digits) for k, v in x.items()}
-    return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
-
-
-def _fixed(model):
-    import numpy as np
-    model.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
-                                "float32").reshape(w.shape) * 0.5 for w in model.get_weights()])
 
 
 def _listing(directory):
@@ -75,7 +62,7 @@ def _tutorial(tf, keras, checkpoint_name, saved_name, save_kwargs, lr_logged=Tru
             keras.layers.Dense(8, activation='relu'),
             keras.layers.Dense(4)
         ])
-        _fixed(model)
+        fixed_weights(model, 0.5)
         model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       optimizer=keras.optimizers.Adam(),
                       metrics=['accuracy'])
@@ -113,9 +100,9 @@ def _tutorial(tf, keras, checkpoint_name, saved_name, save_kwargs, lr_logged=Tru
     trained = model.evaluate(eval_dataset, verbose=0)
     # the scheduler's rates are logged as "learning_rate" by Keras 3 and multidev, "lr" by tf.keras 2
     logged = {k: v for k, v in history.history.items() if k not in ("lr", "learning_rate")}
-    out = {"printed": printed, "history": _r(logged, 4), "checkpoints": _listing(checkpoint_dir)}
+    out = {"printed": printed, "history": rounded(logged, 4), "checkpoints": _listing(checkpoint_dir)}
     if "learning_rate" in history.history and lr_logged:
-        out["learning_rate"] = _r(history.history["learning_rate"], 7)
+        out["learning_rate"] = rounded(history.history["learning_rate"], 7)
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     out["latest_checkpoint"] = latest if latest is None else os.path.relpath(latest)
     model.load_weights(latest if latest is not None else checkpoint_prefix.format(epoch=EPOCHS))
@@ -130,14 +117,14 @@ def _tutorial(tf, keras, checkpoint_name, saved_name, save_kwargs, lr_logged=Tru
         optimizer=keras.optimizers.Adam(),
         metrics=['accuracy'])
     eval_loss, eval_acc = unreplicated_model.evaluate(eval_dataset, verbose=0)
-    out["unreplicated"] = _r([eval_loss, eval_acc])
+    out["unreplicated"] = rounded([eval_loss, eval_acc])
     with strategy.scope():
         replicated_model = keras.models.load_model(path)
         replicated_model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                                  optimizer=keras.optimizers.Adam(),
                                  metrics=['accuracy'])
         eval_loss, eval_acc = replicated_model.evaluate(eval_dataset, verbose=0)
-    out["replicated"] = _r([eval_loss, eval_acc])
+    out["replicated"] = rounded([eval_loss, eval_acc])
     return out
 
 

@@ -9,17 +9,10 @@ Substitutions: the ``random_normal`` weights are set to a fixed pattern after bu
 ``np.random.random`` data is a fixed table (TensorFlow's and torch's generators differ).
 """
 
-from conformance_support import fixed_weights, scope_of, two_cpus, val
+from conformance_support import fixed_weights, rounded, scope_of, two_cpus, val
 
 X = [[((i * 5 + j * 3) % 7) / 7.0 - 0.3 for j in range(3)] for i in range(8)]
 Y = [[((i * 2 + j) % 5) / 5.0 for j in range(3)] for i in range(8)]
-
-
-def _r(x, digits=5):
-    x = val(x)
-    if isinstance(x, dict):
-        return {k: _r(v, digits) for k, v in x.items()}
-    return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
 
 
 def _linear_classes(keras, ops):
@@ -69,7 +62,7 @@ def case_weights_in_init(tf):
     linear_layer = Linear(4, 2)
     fixed_weights(linear_layer, 0.5)
     y = linear_layer(x)
-    return [_r(y), linear_layer.weights == [linear_layer.w, linear_layer.b],
+    return [rounded(y), linear_layer.weights == [linear_layer.w, linear_layer.b],
             [len(linear_layer.trainable_weights), len(linear_layer.non_trainable_weights)]]
 
 
@@ -112,7 +105,7 @@ def case_kernel_regularizer_loss(tf):
     fixed_weights(layer, 0.5)
     # This is `1e-3 * sum(layer.dense.kernel ** 2)`,
     # created by the `kernel_regularizer` above.
-    return [len(layer.losses), _r(layer.losses)]
+    return [len(layer.losses), rounded(layer.losses)]
 
 
 def _fit_add_loss(tf, strategy):
@@ -127,7 +120,7 @@ def _fit_add_loss(tf, strategy):
         # call during the forward pass!
         model.compile(optimizer=keras.optimizers.Adam(0.05))
     history = model.fit(tf.constant(X), tf.constant(Y), epochs=2, batch_size=4, shuffle=False, verbose=0)
-    return [_r(history.history["loss"]), _r(model.get_weights(), 4)]
+    return [rounded(history.history["loss"]), rounded(model.get_weights(), 4)]
 
 
 def case_fit_add_loss_only(tf):
@@ -182,7 +175,7 @@ def case_training_argument(tf):
     x = ops.ones((8, 16))
     trained = val(layer(x, training=True))
     seen = sorted({round(v, 5) for row in trained for v in row})
-    return [_r(layer(x)[0]), _r(layer(x, training=False)[0]), seen]
+    return [rounded(layer(x)[0]), rounded(layer(x, training=False)[0]), seen]
 
 
 def case_add_metric_refused(tf):

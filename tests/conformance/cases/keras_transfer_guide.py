@@ -12,20 +12,13 @@ out (TensorFlow's and torch's generators differ); fine-tuning uses ``Adam(1e-3)`
 the weights less than the observations' rounding).
 """
 
-from conformance_support import fixed_weights, keras2, scope_of, two_cpus, val
+from conformance_support import fixed_weights, keras2, rounded, scope_of, two_cpus
 
 X = [[((i * 5 + j * 3) % 7) / 7.0 - 0.3 for j in range(3)] for i in range(8)]
 Y = [[((i * 2 + j) % 5) / 5.0 for j in range(3)] for i in range(8)]
 IMAGES = [[[[float((i * 37 + r * 11 + c * 5 + ch * 3) % 256) for ch in range(2)] for c in range(6)] for r in range(6)]
           for i in range(16)]
 LABELS = [float((i * 3) % 2) for i in range(16)]
-
-
-def _r(x, digits=5):
-    x = val(x)
-    if isinstance(x, dict):
-        return {k: _r(v, digits) for k, v in x.items()}
-    return [_r(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
 
 
 def _counts(layer):
@@ -68,7 +61,7 @@ def _frozen_layer(tf, strategy):
                                                                           final_layer1_weights_values)),
             "layer2_changed": any(bool((a != b).any()) for a, b in zip(initial_layer2_weights_values,
                                                                        layer2.get_weights())),
-            "loss": _r(history.history["loss"]), "layer2": _r(layer2.get_weights(), 4)}
+            "loss": rounded(history.history["loss"]), "layer2": rounded(layer2.get_weights(), 4)}
 
 
 def case_frozen_layer_left_alone_by_fit(tf):
@@ -109,11 +102,11 @@ def case_frozen_batchnorm_runs_in_inference_mode(tf):
     bn.set_weights([tf.constant([1.5, 0.5, 1.0]), tf.constant([0.1, -0.2, 0.3]),
                     tf.constant([0.2, -0.1, 0.05]), tf.constant([0.5, 2.0, 1.0])])
     x = tf.constant(X)
-    trained = _r(bn(x, training=True)[0])
-    moved = _r(bn.moving_mean.numpy())
+    trained = rounded(bn(x, training=True)[0])
+    moved = rounded(bn.moving_mean.numpy())
     bn.trainable = False
-    frozen_training = _r(bn(x, training=True)[0])
-    return [trained, moved, frozen_training, _r(bn(x, training=False)[0]), _r(bn.moving_mean.numpy())]
+    frozen_training = rounded(bn(x, training=True)[0])
+    return [trained, moved, frozen_training, rounded(bn(x, training=False)[0]), rounded(bn.moving_mean.numpy())]
 
 
 def _base_model(keras):
@@ -182,12 +175,12 @@ def _workflow(tf, strategy, keras=None, freeze_batchnorm=False):
     fine = model.fit(train_ds, epochs=epochs, validation_data=validation_ds, verbose=0)
     gamma, beta, moving_mean, moving_variance = base_model.layers[1].get_weights()
     return {"counts": [frozen_counts, unfrozen_counts], "frozen_base_unchanged": frozen_base_unchanged,
-            "head_history": _r(head.history), "fine_tune_history": _r(fine.history),
+            "head_history": rounded(head.history), "fine_tune_history": rounded(fine.history),
             "moving_stats_unchanged": bool((moving_mean == base_before[4]).all()
                                            and (moving_variance == base_before[5]).all()),
-            "moving_mean": _r(moving_mean, 4),
-            "gamma_beta": _r([gamma, beta], 4), "conv_bias": _r(base_model.layers[0].get_weights()[1], 4),
-            "evaluate": _r(model.evaluate(validation_ds, verbose=0))}
+            "moving_mean": rounded(moving_mean, 4),
+            "gamma_beta": rounded([gamma, beta], 4), "conv_bias": rounded(base_model.layers[0].get_weights()[1], 4),
+            "evaluate": rounded(model.evaluate(validation_ds, verbose=0))}
 
 
 def case_typical_workflow_then_fine_tuning(tf):
