@@ -189,7 +189,7 @@ class Model(Trainer, Layer):
         if save_format == "tf" or signatures is not None:
             from multidev.saved_model.export import save as save_saved_model
             save_saved_model(self, filepath, signatures=signatures, options=options,
-                             extra_files=model_io.model_files(self, include_optimizer))
+                             extra_files=model_io.model_files_if_serializable(self, include_optimizer))
             return
         model_io.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
