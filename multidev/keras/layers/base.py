@@ -217,12 +217,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         """Add a loss to this call (e.g. an activity penalty); ``model.losses`` lists it, ``fit`` adds it."""
         layer_losses.add_call_loss(self, loss)
 
-    def add_metric(self, *args, **kwargs):
-        """Keras 3 removed ``add_metric`` (tf-keras 2's): refused with its NotImplementedError and the fix."""
-        raise NotImplementedError(
-            f"Layer `add_metric()` method is deprecated (layer {self.name!r}). Add your metric in "
-            "`Model.compile(metrics=[...])`, or create metric trackers in __init__() or build() when subclassing "
-            "the layer or model, then call `metric.update_state()` whenever necessary.")
+    add_metric = layer_losses.refuse_add_metric   # Keras 3 removed it: its NotImplementedError and the fix
 
     @property
     def losses(self) -> list:

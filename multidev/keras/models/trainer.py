@@ -59,9 +59,7 @@ class Trainer:
     """Mixin of Model holding the compile state and the training loops."""
 
     def _init_trainer(self):
-        self.optimizer = None
-        self.compiled_loss = None
-        self._loss_log = None            # what logs ``loss``: compiled_loss, or a LossTracker without one
+        self.optimizer = self.compiled_loss = self._loss_log = None   # _loss_log: compiled_loss or a LossTracker
         self.compiled_metrics = None
         self.stop_training = False
         self._is_compiled = False
@@ -92,7 +90,7 @@ class Trainer:
         new_optimizer = mixed_precision.wrap_for_policy(optimizers.get(optimizer), self._dtype_policy)
         compiled = compiled_containers(loss, loss_weights, metrics, weighted_metrics, self._output_names())
         self.optimizer, (self.compiled_loss, self.compiled_metrics) = new_optimizer, compiled
-        self._loss_log = self.compiled_loss or LossTracker()
+        self._loss_log = self.compiled_loss or LossTracker()   # "loss" logs the add_loss losses without a loss
         self._compile_config = {"loss": loss, "metrics": metrics, "loss_weights": loss_weights,
                                 "weighted_metrics": weighted_metrics}
         self._is_compiled = True
