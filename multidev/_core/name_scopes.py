@@ -2,17 +2,14 @@
 
 PyTorch names nothing, so a scope matters only for ``md.Variable`` names (``'my_module/w:0'``, as
 ``tf.Module.name_scope`` gives in TF 2's eager mode, where scopes are not uniquified). The current scope
-is one ContextVar: a replica thread or a new thread starts at the top level, as TensorFlow's eager
-scopes are per thread.
+is one ContextVar (per thread, as TensorFlow's eager scopes).
 """
 
 from __future__ import annotations
 
 import contextvars
-import re
 
 _SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("md_name_scope", default="")
-_VALID = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*")
 
 
 def current() -> str:
@@ -27,7 +24,8 @@ def scoped(name: str | None, default: str) -> str:
 
 class name_scope:  # noqa: N801 - TensorFlow's name
     """A context manager that opens ``name`` under the current scope (``name`` ending in ``'/'``: that
-    scope itself, as TensorFlow re-enters a captured scope); entering returns the full scope name.
+    scope itself, as TensorFlow re-enters a captured scope; ``''``: the top level); entering returns the
+    full scope name. As in TensorFlow's eager mode, any string is a name.
 
     Example:
         >>> with md.name_scope("outer"):
@@ -38,9 +36,6 @@ class name_scope:  # noqa: N801 - TensorFlow's name
     def __init__(self, name: str):
         if not isinstance(name, str):
             raise ValueError(f"name for name_scope must be a string, got {name!r} of type {type(name).__name__}.")
-        if name and not _VALID.fullmatch(name.rstrip("/") or "."):
-            raise ValueError(f"'{name}' is not a valid scope name. A scope name has letters, digits, '_', '.', "
-                             "'-' and '/' (not first), e.g. 'dense_1'.")
         self._name = name
         self._tokens: list = []
 
