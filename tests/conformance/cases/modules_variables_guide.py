@@ -91,7 +91,11 @@ def case_name_scope_returns_the_scope(tf):
             v = tf.Variable(1., name="v")
         with tf.name_scope("a/") as again:   # a name ending in '/' re-enters that scope
             w = tf.Variable(1., name="w")
-    return [a, b, again, v.name, w.name, raises(tf.name_scope, 3)]
+        with tf.name_scope("") as top:       # '' is the top level
+            t = tf.Variable(1., name="t")
+        with tf.name_scope("has space") as spaced:   # eager scopes take any string
+            u = tf.Variable(1., name="u")
+    return [a, b, again, v.name, w.name, [top, t.name], [spaced, u.name], raises(tf.name_scope, 3)]
 
 
 def case_variables_and_submodules_order(tf):
