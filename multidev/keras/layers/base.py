@@ -217,6 +217,8 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         """Add a loss to this call (e.g. an activity penalty); ``model.losses`` lists it, ``fit`` adds it."""
         layer_losses.add_call_loss(self, loss)
 
+    add_metric = layer_losses.refuse_add_metric   # Keras 3 removed it: its NotImplementedError and the fix
+
     @property
     def losses(self) -> list:
         """This call's ``add_loss`` losses of the layer and its sublayers, then its weights' penalties."""

@@ -152,6 +152,19 @@ class LossesContainer:
         return [self.tracker] + [t for t in self.output_trackers if t is not None]
 
 
+class LossTracker:
+    """The ``loss`` log of a model compiled without a loss: Keras 3 and tf-keras 2 still track what the
+    step's ``compute_loss`` returns, its ``add_loss`` penalties (keras.io's subclassing guide compiles
+    ``compile(optimizer="adam")`` and fits the model's own losses)."""
+
+    def __init__(self):
+        self.tracker = metrics_mod.Mean(name="loss")
+        self.output_trackers = []
+
+    track = LossesContainer.track
+    metrics = LossesContainer.metrics
+
+
 def _replicas() -> int:
     """The replica count of the running step (1 outside a strategy)."""
     env = context.replica_env()

@@ -23,7 +23,7 @@ from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.base import attached_metrics
 from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
-from multidev.keras.models.compile_utils import compiled_containers
+from multidev.keras.models.compile_utils import LossTracker, compiled_containers
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight, check_class_weight
 from multidev.keras.models.replica_logs import check_reduction
 from multidev.keras.models.worker_batches import per_worker_input
@@ -59,8 +59,7 @@ class Trainer:
     """Mixin of Model holding the compile state and the training loops."""
 
     def _init_trainer(self):
-        self.optimizer = None
-        self.compiled_loss = None
+        self.optimizer = self.compiled_loss = self._loss_log = None   # _loss_log: compiled_loss or a LossTracker
         self.compiled_metrics = None
         self.stop_training = False
         self._is_compiled = False
@@ -91,6 +90,7 @@ class Trainer:
         new_optimizer = mixed_precision.wrap_for_policy(optimizers.get(optimizer), self._dtype_policy)
         compiled = compiled_containers(loss, loss_weights, metrics, weighted_metrics, self._output_names())
         self.optimizer, (self.compiled_loss, self.compiled_metrics) = new_optimizer, compiled
+        self._loss_log = self.compiled_loss or LossTracker()   # "loss" logs the add_loss losses without a loss
         self._compile_config = {"loss": loss, "metrics": metrics, "loss_weights": loss_weights,
                                 "weighted_metrics": weighted_metrics}
         self._is_compiled = True
@@ -109,7 +109,7 @@ class Trainer:
         order: ``fit`` resets and reports them too). Before the first batch builds them, the
         compiled metrics are one ``compile_metrics`` entry (as Keras 3's), so a custom
         ``train_step`` updating ``for m in self.metrics: m.update_state(y, y_pred)`` builds them."""
-        out = list(self.compiled_loss.metrics) if self.compiled_loss else []
+        out = list(self._loss_log.metrics) if self._loss_log else []
         container = self.compiled_metrics
         if container is not None:
             out += container.metrics if container.listed_as_built() else container.pending()
@@ -152,8 +152,8 @@ class Trainer:
 
     def _track_loss(self, loss, y_pred) -> None:
         """Record this step's loss in the ``loss`` tracker (Keras 3's train_step does it, not compute_loss)."""
-        if self.compiled_loss is not None:
-            self.compiled_loss.track(loss, _batch_of(y_pred))
+        if self._loss_log is not None:
+            self._loss_log.track(loss, _batch_of(y_pred))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update compiled metrics and return ``{name: result}`` for all metrics."""
