@@ -152,6 +152,20 @@ class LossesContainer:
         return [self.tracker] + [t for t in self.output_trackers if t is not None]
 
 
+class AddedLossTracker:
+    """The ``loss`` tracker of a model compiled without a loss whose layers add theirs (keras.io's endpoint and
+    CTC layers): Keras 3's built-in steps log the added losses' sum as ``loss``, on a strategy as ``track`` says."""
+
+    track = LossesContainer.track
+
+    def __init__(self):
+        self.tracker = metrics_mod.Mean(name="loss")
+
+    @property
+    def metrics(self) -> list:
+        return [self.tracker]
+
+
 def _replicas() -> int:
     """The replica count of the running step (1 outside a strategy)."""
     env = context.replica_env()

@@ -91,6 +91,10 @@ K3_SWITCH_SHAPE = ("Keras 3 on torch infers the functional model's shapes at a b
 OWN_ROUTING = ("each replica routes its own tokens: its experts' capacity is the replica batch's, and its Router's "
                "add_loss is the load-balancing loss of its tokens (a product of two means over them, not a sum over "
                "examples), counted 1/replicas, as on TensorFlow's MirroredStrategy")
+SUMMED_ADD_LOSS = ("the CTCLayer add_loss'es the batch's per-example losses, which Keras sums: each replica adds its "
+                   "rows' sum, scaled 1/replicas as TensorFlow's MirroredStrategy scales added losses, so 2 replicas log "
+                   "half one device's loss and step with half its gradient (Adam takes the same step); with "
+                   "ops.mean(loss) both front ends equal one device (LSTM dropout included): below")
 EXPECT = {
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
@@ -176,6 +180,7 @@ EXPECT = {
                                                                  "sums over the pairs of examples a replica sees: "
                                                                  "TensorFlow's numbers, below"),
                                   "k3md2": differs(BN + "; TensorFlow's numbers: below")},
+    "p54_captcha_ocr": {"keras3": RUNS, "md2": differs(SUMMED_ADD_LOSS), "k3md2": differs(SUMMED_ADD_LOSS)},
 }
 
 
@@ -270,3 +275,13 @@ def test_pointnet_regularizers_give_tensorflows_numbers(report):
         for key, want in tf[ref].items():   # 7 significant digits recorded
             np.testing.assert_allclose(got[f"regularized.{key}"], want, rtol=1e-4, atol=1e-5, err_msg=f"{mode} {key}")
     assert not np.allclose(tf["one_device"]["loss"], tf["two_replicas"]["loss"], rtol=1e-2)
+
+
+def test_captcha_ocr_trains_as_one_device_and_logs_half_its_summed_loss(report):
+    # p54's md2 and k3md2 differ only in the logged losses (SUMMED_ADD_LOSS): predictions, the CTC losses and the
+    # greedy decoding equal one device (the LSTMs' dropout masks are one device's, each replica its rows).
+    for two, one in (("md2", "md1"), ("k3md2", "keras3")):
+        a, b = report["p54_captcha_ocr"][two]["results"], report["p54_captcha_ocr"][one]["results"]
+        for key, value in b.items():
+            want = np.asarray(value) / 2 if key.startswith("history.") else value
+            np.testing.assert_allclose(a[key], want, rtol=2e-4, atol=2e-5, err_msg=f"{two} {key}")
