@@ -1,8 +1,10 @@
-"""``md.keras.ops.ctc_loss``/``ctc_decode`` and ``losses.CTC`` against Keras 3's own (torch backend) on the same
-inputs (keras.io's captcha OCR uses them), their gradients, and the refusal of beam search."""
+"""Ops of the keras.io programs (tests/programs/keras p51+) on md.keras: ``ctc_loss``/``ctc_decode`` and
+``losses.CTC`` against Keras 3's own (torch backend) on the same inputs (captcha OCR), their gradients, the refusal
+of beam search; ``tensordot`` with a pair of axes (PointNet) and ``repeat`` with a list of counts (conditional GAN)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -72,3 +74,13 @@ def test_tensordot_takes_a_pair_of_axes_as_keras3():
     x = torch.randn(3, 4, 4, generator=_g)
     _close(ops.tensordot(x, x, axes=(2, 2)), keras.ops.tensordot(x, x, axes=(2, 2)))
     _close(ops.tensordot(x, x, axes=([1, 2], (1, 2))), keras.ops.tensordot(x, x, axes=([1, 2], (1, 2))))
+
+
+@pytest.mark.parametrize("repeats,axis", [([4], None), (3, None), ([2], 1), (torch.tensor([1, 2, 0]), 0),
+                                          (np.array([2]), None), ([1, 0, 2], 0)])
+def test_repeat_takes_counts_as_numpy(repeats, axis):
+    # keras.io's conditional GAN: ops.repeat(one_hot_labels[:, :, None, None], repeats=[image_size * image_size]);
+    # TensorFlow's Keras 3 takes a list as numpy does (Keras 3 on torch raises "Invalid dtype: object")
+    x = torch.randn(3, 2, generator=_g)
+    counts = repeats.numpy() if isinstance(repeats, torch.Tensor) else repeats
+    np.testing.assert_array_equal(ops.repeat(x, repeats, axis=axis).numpy(), np.repeat(x.numpy(), counts, axis=axis))
