@@ -102,6 +102,9 @@ RAW_HALF = ("the train_step returns its raw Keras losses (MeanSquaredError, Mean
             "divides by the replica count inside a replica's own step (TensorFlow's rule, HALF_TRACKER): 2 replicas "
             "log half, as Keras 3 on TensorFlow's MirroredStrategy scales a Loss called in the step; training equals "
             "one device: below")
+BATCH_PAIRS = ("the supervised contrastive loss compares every pair of examples in the batch a replica sees (its "
+               "logits are the replica's features times their transpose), and " + BN[0].lower() + BN[1:] +
+               ": stage 1 differs as on TensorFlow's MirroredStrategy; the frozen encoder stays frozen in stage 2: below")
 EXPECT = {
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
@@ -191,6 +194,7 @@ EXPECT = {
     "p55_conditional_gan": {"keras3": fails("unable to automatically build", K3_GAN_BUILD), "md2": EQUAL,
                             "k3md2": fails("unable to automatically build", K3_GAN_BUILD)},
     "p56_cyclegan": {"keras3": RUNS, "md2": differs(RAW_HALF), "k3md2": EQUAL},
+    "p57_supervised_contrastive": {"keras3": RUNS, "md2": differs(BATCH_PAIRS), "k3md2": differs(BATCH_PAIRS)},
 }
 
 
@@ -305,3 +309,10 @@ def test_captcha_ocr_trains_as_one_device_and_logs_half_its_summed_loss(report):
 def test_cyclegan_trains_as_one_device_and_logs_half_its_raw_losses(report):
     # p56's md2 differs only in the raw losses its train_step returns (RAW_HALF): four optimizers, a persistent tape.
     _equal_but_half_the_logged_losses(report, "p56_cyclegan", (("md2", "md1"),))
+
+
+def test_supervised_contrastive_encoder_stays_frozen_under_the_new_classifier(report):
+    # p57's stage 2: `layer.trainable = False` on the encoder's layers, a classifier compiled again in the same scope
+    for mode in ("keras3", "md1", "md2", "k3md2"):
+        got = report["p57_supervised_contrastive"][mode]["results"]
+        assert got["encoder_moved"] == 0.0 and got["trainable"] == 4, (mode, got["encoder_moved"], got["trainable"])
