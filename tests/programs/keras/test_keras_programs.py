@@ -96,8 +96,8 @@ SUMMED_ADD_LOSS = ("the CTCLayer add_loss'es the batch's per-example losses, whi
                    "half one device's loss and step with half its gradient (Adam takes the same step); with "
                    "ops.mean(loss) both front ends equal one device (LSTM dropout included): below")
 K3_GAN_BUILD = ("Keras 3 on torch cannot fit the ConditionalGAN on one device either: the model has no `call`, so "
-                "fit's symbolic build fails (Keras's own RuntimeError; the torch guide's GAN sets self.built = True, "
-                "as p21 and p56 do)")
+                "fit's symbolic build fails (Keras's own RuntimeError, on TensorFlow too; the torch guide's GAN sets "
+                "self.built = True, as p21 and p58 do; p56's CycleGan has a call)")
 RAW_HALF = ("the train_step returns its raw Keras losses (MeanSquaredError, MeanAbsoluteError), which md.keras "
             "divides by the replica count inside a replica's own step (TensorFlow's rule, HALF_TRACKER): 2 replicas "
             "log half, as Keras 3 on TensorFlow's MirroredStrategy scales a Loss called in the step; training equals "
@@ -195,6 +195,10 @@ EXPECT = {
                             "k3md2": fails("unable to automatically build", K3_GAN_BUILD)},
     "p56_cyclegan": {"keras3": RUNS, "md2": differs(RAW_HALF), "k3md2": EQUAL},
     "p57_supervised_contrastive": {"keras3": RUNS, "md2": differs(BATCH_PAIRS), "k3md2": differs(BATCH_PAIRS)},
+    "p58_simsiam": {"keras3": RUNS, "k3md2": EQUAL, "md2": differs(
+        "md.keras applies TensorFlow's rule to a model's own train_step (p16): the loss averaged over each replica's "
+        "examples gives 2 replicas twice one device's gradient, as TensorFlow 2.21's MirroredStrategy does (its "
+        "numbers: below)")},
 }
 
 
@@ -316,3 +320,16 @@ def test_supervised_contrastive_encoder_stays_frozen_under_the_new_classifier(re
     for mode in ("keras3", "md1", "md2", "k3md2"):
         got = report["p57_supervised_contrastive"][mode]["results"]
         assert got["encoder_moved"] == 0.0 and got["trainable"] == 4, (mode, got["encoder_moved"], got["trainable"])
+
+
+def test_simsiam_gives_tensorflows_numbers(report):
+    """p58 (two views, stop_gradient, SGD momentum on CosineDecay): every one-device run and Keras 3 on 2 replicas
+    give TF 2.21's one-device numbers; md.keras on 2 replicas gives TF's two-replica numbers (twice the gradient)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "p58_tensorflow.json")) as f:
+        tf = json.load(f)
+    for mode, ref in (("keras3", "one_device"), ("md1", "one_device"), ("k3md2", "one_device"),
+                      ("md2", "two_replicas")):
+        got = report["p58_simsiam"][mode]["results"]
+        for key, want in tf[ref].items():   # 7 significant digits recorded
+            np.testing.assert_allclose(got[key], want, rtol=1e-4, atol=1e-5, err_msg=f"{mode} {key}")
+    assert not np.allclose(tf["one_device"]["encoder"], tf["two_replicas"]["encoder"], rtol=1e-3)
