@@ -105,6 +105,10 @@ RAW_HALF = ("the train_step returns its raw Keras losses (MeanSquaredError, Mean
 BATCH_PAIRS = ("the supervised contrastive loss compares every pair of examples in the batch a replica sees (its "
                "logits are the replica's features times their transpose), and " + BN[0].lower() + BN[1:] +
                ": stage 1 differs as on TensorFlow's MirroredStrategy; the frozen encoder stays frozen in stage 2: below")
+OWN_TOKEN_MEAN = ("the example's CustomNonPaddingTokenLoss.call returns ops.sum(loss) / ops.sum(mask), the mean over the "
+                  "real tokens of the batch it sees: each replica divides by its own half's tokens (then 1/replicas), "
+                  "as on TensorFlow's MirroredStrategy, so 2 replicas differ where the halves' token counts do; with "
+                  "sample_weight=mask and a built-in loss (p61) both front ends equal one device")
 EXPECT = {
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
@@ -199,6 +203,9 @@ EXPECT = {
         "md.keras applies TensorFlow's rule to a model's own train_step (p16): the loss averaged over each replica's "
         "examples gives 2 replicas twice one device's gradient, as TensorFlow 2.21's MirroredStrategy does (its "
         "numbers: below)")},
+    "p59_antirectifier": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p60_ner_transformers": {"keras3": RUNS, "md2": differs(OWN_TOKEN_MEAN), "k3md2": differs(OWN_TOKEN_MEAN)},
+    "p61_ner_sample_weights": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
 }
 
 
