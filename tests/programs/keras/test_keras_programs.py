@@ -96,7 +96,9 @@ K3_SWITCH_SHAPE = ("Keras 3 on torch infers the functional model's shapes at a b
                    "the batch the reshape names)")
 OWN_ROUTING = ("each replica routes its own tokens: its experts' capacity is the replica batch's, and its Router's "
                "add_loss is the load-balancing loss of its tokens (a product of two means over them, not a sum over "
-               "examples), counted 1/replicas, as on TensorFlow's MirroredStrategy")
+               "examples), counted 1/replicas, as TensorFlow's MirroredStrategy counts an added loss (TensorFlow 2.21 "
+               "itself stops earlier on 2 replicas: the Router's unseeded keras.random.uniform makes the global "
+               "SeedGenerator's variable inside its tf.function; p51 fails there as here)")
 SUMMED_ADD_LOSS = ("the CTCLayer add_loss'es the batch's per-example losses, which Keras sums: each replica adds its "
                    "rows' sum, scaled 1/replicas as TensorFlow's MirroredStrategy scales added losses, so 2 replicas log "
                    "half one device's loss and step with half its gradient (Adam takes the same step); with "
