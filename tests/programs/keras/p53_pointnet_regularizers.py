@@ -10,7 +10,7 @@ The T-Net's penalty sums ``ops.tensordot(x, x, axes=(2, 2))`` over every pair of
 layer sees, and BatchNormalization normalises each replica's half: on 2 replicas the program differs from one
 device as on TensorFlow's MirroredStrategy. ``regularized_fit`` (the same network from set weights, without the
 Dropout, plus a ``kernel_regularizer=L2`` Dense) checks the numbers: TensorFlow 2.21's on one device and on 2
-replicas (``p53_tensorflow.json``, recorded by ``_p53_tensorflow.py``), where Keras scales ``model.losses`` by
+replicas (``p53_tensorflow.json``, recorded by ``_tensorflow_numbers.py``), where Keras scales ``model.losses`` by
 1/replicas in ``fit``.
 """
 

@@ -9,7 +9,7 @@ property with one ``Mean`` tracker.
 The loss is a mean over the replica's examples in the model's own step, so TensorFlow's rule (each replica's
 gradient summed) gives 2 replicas twice one device's gradient: md.keras on 2 replicas gives TensorFlow 2.21's
 two-replica numbers, and every one-device run TF's one-device numbers (``p58_tensorflow.json``, recorded by
-``_p58_tensorflow.py`` from ``train`` with the same weights); Keras 3 on multidev weights each replica's share, so
+``_tensorflow_numbers.py`` from ``train`` with the same weights); Keras 3 on multidev weights each replica's share, so
 it equals one device. (The step calls the encoder without ``training``, so Keras 3 runs its BatchNormalization in
 inference mode, on TensorFlow too: nothing couples the replicas' halves.) The views are deterministic
 (flips and a brightness shift; the example's random crops and jitter are ``tf.image`` ops). One change:

@@ -294,50 +294,63 @@ def test_mean_teacher_trains_as_one_device_and_logs_half_the_summed_loss(report)
         np.testing.assert_allclose(two[key], want, rtol=2e-4, atol=2e-5, err_msg=key)
 
 
+def _tensorflows_numbers(report, program, refs, prefix=""):
+    """Each ``(mode, reference)`` of ``program`` gives the numbers TF 2.21 recorded for that reference (``p5x_
+    tensorflow.json``, 7 significant digits, written by ``_tensorflow_numbers.py``); returns the JSON."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{program[:3]}_tensorflow.json")) as f:
+        tf = json.load(f)
+    for mode, ref in refs:
+        got = report[program][mode]["results"]
+        for key, want in tf[ref].items():
+            np.testing.assert_allclose(got[prefix + key], want, rtol=1e-4, atol=1e-5, err_msg=f"{mode} {key}")
+    return tf
+
+
 def test_pointnet_regularizers_give_tensorflows_numbers(report):
     """p53's regularized fit (activity_regularizer=OrthogonalRegularizer, kernel_regularizer=L2) gives TF 2.21's
     losses and kernel on one device and on 2 replicas: Keras scales model.losses by 1/replicas in fit, and the
     orthogonal penalty is of the pairs of examples each replica sees. Inference is not compared: Keras 3 on TF keeps
     each replica's own BatchNormalization statistics (aggregation NONE: replica 0's are read), multidev keeps the
     replicas' mean (tf_keras 2's ON_READ MEAN)."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "p53_tensorflow.json")) as f:
-        tf = json.load(f)
-    for mode, ref in (("keras3", "one_device"), ("md1", "one_device"), ("md2", "two_replicas"),
-                      ("k3md2", "two_replicas")):
-        got = report["p53_pointnet_regularizers"][mode]["results"]
-        for key, want in tf[ref].items():   # 7 significant digits recorded
-            np.testing.assert_allclose(got[f"regularized.{key}"], want, rtol=1e-4, atol=1e-5, err_msg=f"{mode} {key}")
+    tf = _tensorflows_numbers(report, "p53_pointnet_regularizers", (
+        ("keras3", "one_device"), ("md1", "one_device"), ("md2", "two_replicas"), ("k3md2", "two_replicas")),
+        prefix="regularized.")
     assert not np.allclose(tf["one_device"]["loss"], tf["two_replicas"]["loss"], rtol=1e-2)
 
 
-def _equal_but_half_the_logged_losses(report, program, pairs):
+def test_simsiam_gives_tensorflows_numbers(report):
+    """p58 (two views, stop_gradient, SGD momentum on CosineDecay): every one-device run and Keras 3 on 2 replicas
+    give TF 2.21's one-device numbers; md.keras on 2 replicas gives TF's two-replica numbers (twice the gradient)."""
+    tf = _tensorflows_numbers(report, "p58_simsiam", (
+        ("keras3", "one_device"), ("md1", "one_device"), ("k3md2", "one_device"), ("md2", "two_replicas")))
+    assert not np.allclose(tf["one_device"]["encoder"], tf["two_replicas"]["encoder"], rtol=1e-3)
+
+
+def _equal_but_half(report, program, pairs, halved=lambda key: key.startswith("history.")):
+    """Each ``(two, one)`` of ``program``: every result equal, but the ``halved`` keys (the logged losses) half."""
     for two, one in pairs:
         a, b = report[program][two]["results"], report[program][one]["results"]
-        assert a.keys() == b.keys()
+        assert a.keys() == b.keys() and any(map(halved, b))
         for key, value in b.items():
-            want = np.asarray(value) / 2 if key.startswith("history.") else value
+            want = np.asarray(value) / 2 if halved(key) else value
             np.testing.assert_allclose(a[key], want, rtol=2e-4, atol=2e-5, err_msg=f"{program} {two} {key}")
 
 
 def test_endpoint_layer_logs_half_its_added_loss_on_two_replicas_as_tensorflow(report):
     # p46's md2 (ENDPOINT_LOSS): the endpoint model's logged loss is half one device's, everything else equal
-    a = report["p46_keras_recipes_endpoint_and_embeddings"]["md2"]["results"]
-    b = report["p46_keras_recipes_endpoint_and_embeddings"]["md1"]["results"]
-    assert a.keys() == b.keys() and "endpoint.loss" in b
-    for key, value in b.items():
-        want = np.asarray(value) / 2 if key == "endpoint.loss" else value
-        np.testing.assert_allclose(a[key], want, rtol=2e-4, atol=2e-5, err_msg=key)
+    _equal_but_half(report, "p46_keras_recipes_endpoint_and_embeddings", (("md2", "md1"),),
+                    halved=lambda key: key == "endpoint.loss")
 
 
 def test_captcha_ocr_trains_as_one_device_and_logs_half_its_summed_loss(report):
     # p54's md2 and k3md2 differ only in the logged losses (SUMMED_ADD_LOSS): predictions, the CTC losses and the
     # greedy decoding equal one device (the LSTMs' dropout masks are one device's, each replica its rows).
-    _equal_but_half_the_logged_losses(report, "p54_captcha_ocr", (("md2", "md1"), ("k3md2", "keras3")))
+    _equal_but_half(report, "p54_captcha_ocr", (("md2", "md1"), ("k3md2", "keras3")))
 
 
 def test_cyclegan_trains_as_one_device_and_logs_half_its_raw_losses(report):
     # p56's md2 differs only in the raw losses its train_step returns (RAW_HALF): four optimizers, a persistent tape.
-    _equal_but_half_the_logged_losses(report, "p56_cyclegan", (("md2", "md1"),))
+    _equal_but_half(report, "p56_cyclegan", (("md2", "md1"),))
 
 
 def test_supervised_contrastive_encoder_stays_frozen_under_the_new_classifier(report):
@@ -345,16 +358,3 @@ def test_supervised_contrastive_encoder_stays_frozen_under_the_new_classifier(re
     for mode in ("keras3", "md1", "md2", "k3md2"):
         got = report["p57_supervised_contrastive"][mode]["results"]
         assert got["encoder_moved"] == 0.0 and got["trainable"] == 4, (mode, got["encoder_moved"], got["trainable"])
-
-
-def test_simsiam_gives_tensorflows_numbers(report):
-    """p58 (two views, stop_gradient, SGD momentum on CosineDecay): every one-device run and Keras 3 on 2 replicas
-    give TF 2.21's one-device numbers; md.keras on 2 replicas gives TF's two-replica numbers (twice the gradient)."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "p58_tensorflow.json")) as f:
-        tf = json.load(f)
-    for mode, ref in (("keras3", "one_device"), ("md1", "one_device"), ("k3md2", "one_device"),
-                      ("md2", "two_replicas")):
-        got = report["p58_simsiam"][mode]["results"]
-        for key, want in tf[ref].items():   # 7 significant digits recorded
-            np.testing.assert_allclose(got[key], want, rtol=1e-4, atol=1e-5, err_msg=f"{mode} {key}")
-    assert not np.allclose(tf["one_device"]["encoder"], tf["two_replicas"]["encoder"], rtol=1e-3)
