@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import layer_losses, layer_state, weight_paths
+from multidev.keras.layers import early_attributes, layer_losses, layer_state, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -125,7 +125,9 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, activity_regularizer=None, **kwargs):
+        early = early_attributes.registered_early(self)   # sublayers assigned before super().__init__()
         super().__init__()
+        early_attributes.restore(self, early)
         if kwargs:
             raise TypeError(f"Keyword argument not understood: {sorted(kwargs)!r} (layer {type(self).__name__}).")
         self.activity_regularizer = regularizers.get(activity_regularizer)
@@ -165,6 +167,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         elif layer_state.is_own_state_alias(self, name, value):   # self.total = self.add_weight(...)
             object.__setattr__(self, name, value)
             return
+        early_attributes.start_torch_state(self, value)
         super().__setattr__(name, value)
 
     # ----- lifecycle -------------------------------------------------------------------------
