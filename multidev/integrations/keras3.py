@@ -273,11 +273,6 @@ def _wrap_method(owner: type, name: str, wrapper: Any) -> None:
     setattr(owner, name, method)
 
 
-def _dropout_rnn_cell() -> type:
-    """Keras 3's private mixin of the RNN cells that cache dropout masks (keras3_rnn_dropout)."""
-    return importlib.import_module("keras.src.layers.rnn.dropout_rnn_cell").DropoutRNNCell
-
-
 def _keras_names(keras: Any) -> tuple:
     """The Keras classes the seam patches; a missing one fails loudly (the seam was checked on 3.15.1)."""
     try:
@@ -289,7 +284,7 @@ def _keras_names(keras: Any) -> tuple:
         getattr(keras.Model, "_compute_loss")  # keras3_fit: an override of compute_loss without `training`
         getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
         getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
-        getattr(_dropout_rnn_cell(), "_create_dropout_mask")   # keras3_rnn_dropout
+        getattr(keras3_rnn_dropout.dropout_rnn_cell(), "_create_dropout_mask")
         torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
         for name in keras3_random.DRAWS:
             getattr(torch_random, name)
@@ -337,10 +332,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
     _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
-    for names, wrapper in ((keras3_rnn_dropout.GETTERS, keras3_rnn_dropout.get_mask),
-                           (keras3_rnn_dropout.RESETTERS, keras3_rnn_dropout.reset)):
-        for name, rate in names.items():
-            _wrap_method(_dropout_rnn_cell(), name, functools.partial(wrapper, rate))
+    keras3_rnn_dropout.install(_wrap_method)
     keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
     keras3_loss_scale.install(importlib.import_module("keras.src.losses.loss"))
     keras3_layers.per_replica_losses(keras.layers.Layer)

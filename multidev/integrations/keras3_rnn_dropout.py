@@ -14,7 +14,9 @@ Private Keras names used: ``keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import importlib
+from typing import Any, Callable
 
 import torch
 
@@ -69,3 +71,15 @@ def _global_mask(strategy: Any, cell: Any, shape: tuple, dtype: torch.dtype, dev
     with torch.no_grad():
         zeros = torch.zeros(shape, dtype=dtype, device=strategy.experimental_local_results(device)[0])
         return cell._create_dropout_mask(zeros, rate)
+
+
+def dropout_rnn_cell() -> type:
+    """Keras 3's private mixin of the RNN cells that cache dropout masks."""
+    return importlib.import_module("keras.src.layers.rnn.dropout_rnn_cell").DropoutRNNCell
+
+
+def install(wrap_method: Callable[[type, str, Any], None]) -> None:
+    """Wrap the mixin's mask getters and resetters (``wrap_method(owner, name, wrapper)``: keras3's seam)."""
+    for names, wrapper in ((GETTERS, get_mask), (RESETTERS, reset)):
+        for name, rate in names.items():
+            wrap_method(dropout_rnn_cell(), name, functools.partial(wrapper, rate))

@@ -338,7 +338,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
             return (None,) + tuple(o.shape[1:]) if len(o.shape) else tuple(o.shape)
         flat = kt.flatten(outputs)
         new = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
-        self._output_shape = _merged_shape(self._output_shape, new) if merge else new
+        self._output_shape = kt.merged_shape(self._output_shape, new) if merge else new
 
     # ----- introspection ---------------------------------------------------------------------
     @property
@@ -391,12 +391,3 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
-
-
-def _merged_shape(old, new):
-    """``new`` with None where ``old`` (a shape, or a list of them) has another size."""
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [_merged_shape(a, b) for a, b in zip(old, new)]
-    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
-        return tuple(b if a == b else None for a, b in zip(old, new))
-    return new

@@ -207,3 +207,12 @@ def call_symbolic(layer, inputs, kwargs):
     layer._inbound_nodes.append(Node(layer, inputs, flat_out, kwargs))
     layer._record_output_shape(outputs)
     return outputs
+
+
+def merged_shape(old, new):
+    """``new`` with None where ``old`` (a shape, or a list of them) has another size."""
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [merged_shape(a, b) for a, b in zip(old, new)]
+    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
+        return tuple(b if a == b else None for a, b in zip(old, new))
+    return new

@@ -28,31 +28,8 @@ from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weig
 from multidev.keras.models.replica_logs import check_reduction
 from multidev.keras.models.worker_batches import per_worker_input
 from multidev.keras.models.worker_input import worker_input_check
+from multidev.keras.models.log_values import _floats, _number, _to_numpy
 from multidev.keras.models.resume import worker_rng_sync
-
-
-def _to_numpy(t):
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    return t.cpu().numpy()
-
-
-def _floats(logs) -> dict:
-    """Logs as floats; a metric whose result is a dict (``compile_metrics``) gives its entries, as Keras 3."""
-    out = {}
-    for k, v in (logs or {}).items():
-        if isinstance(v, dict):
-            out.update(_floats(v))
-        else:
-            out[k] = _number(v)
-    return out
-
-
-def _number(value):
-    """A float, or (a metric with several thresholds, as ``Recall(thresholds=[...])``) a numpy array."""
-    array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-    return float(array) if array.size == 1 else array
 
 
 class Trainer:
