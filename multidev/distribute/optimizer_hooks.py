@@ -312,8 +312,8 @@ def _evaluated_once(optimizer: torch.optim.Optimizer, loss: Any) -> Callable:
             raise ValueError(
                 f"{type(optimizer).__name__}.step(closure) evaluated the closure twice inside strategy.run: multidev "
                 "evaluates it once before the step (torch's optimizers do), to reduce its gradients across replicas "
-                "before they are applied. Subclass torch.optim.LBFGS for an optimizer that re-evaluates it, or call "
-                "loss.backward() and then optimizer.step().")
+                "before they are applied. Override step() in your subclass (a step written outside torch gets the "
+                "closure itself and may call it again), or call loss.backward() and then optimizer.step().")
         return loss
     return closure
 
