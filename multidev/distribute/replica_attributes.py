@@ -43,8 +43,9 @@ from multidev.values import context
 _SLOTS = "_multidev_replica_attributes"   # in a module's __dict__: name -> {replica id or _BEFORE: value}
 _BEFORE = "before"   # the key of the value the name had before a replica first wrote it
 _ABSENT = object()   # no value: the name was not set, or a replica deleted it
+_READER = "reader"   # optional key: reader(module, name, values) answers reads outside runs (replica 0's if none)
 _replica_env = context.replica_env
-_lock = threading.Lock()   # the first per-replica write of a name moves its shared value once
+_lock = threading.RLock()   # the first per-replica write of a name moves its shared value once
 _getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
 _keeping: "weakref.WeakSet[Module]" = weakref.WeakSet()   # the modules with slots
 
@@ -79,6 +80,8 @@ def _getattr(module: Module, name: str) -> Any:
         values = slots.get(name)
         if values is not None:
             env = _replica_env()
+            if env is None and _READER in values:
+                return values[_READER](module, name, _by_replica(values))
             value = _value_for(values, 0 if env is None else env.replica_id)
             if value is _ABSENT:
                 raise _missing(module, name)
@@ -91,6 +94,47 @@ def _wrap_getattr() -> None:
     if not _getattr_original:
         _getattr_original.append(Module.__dict__["__getattr__"])
         Module.__getattr__ = _getattr
+
+
+def _by_replica(values: dict) -> dict[int, Any]:
+    """Replica 0's value (the one from before if it wrote none) and each other replica's own."""
+    own = {k: v for k, v in values.items() if isinstance(k, int) and v is not _ABSENT}
+    first = _value_for(values, 0)
+    return own if first is _ABSENT else {**own, 0: first}
+
+
+def has_own(module: Module, name: str, replica_id: int) -> bool:
+    """Whether replica ``replica_id`` wrote ``module.<name>`` since the last write outside runs."""
+    slots = module.__dict__.get(_SLOTS)
+    values = None if slots is None else slots.get(name)
+    return values is not None and replica_id in values
+
+
+def shared_value(module: Module, name: str) -> Any:
+    """The value every replica starts from: the one from before the first per-replica write."""
+    slots = module.__dict__.get(_SLOTS)
+    values = None if slots is None else slots.get(name)
+    value = module.__dict__.get(name, _ABSENT) if values is None else values[_BEFORE]
+    if value is _ABSENT:
+        raise _missing(module, name)
+    return value
+
+
+def keep(module: Module, name: str, value: Any, replica_id: int,
+         reader: Callable[[Module, str, dict], Any]) -> None:
+    """Keep ``value`` as replica ``replica_id``'s ``module.<name>``; outside runs ``reader`` answers reads
+    (``reader(module, name, values)``: replica id -> that replica's value, replica 0's always there)."""
+    _store(module, name, value, replica_id)
+    module.__dict__[_SLOTS][name][_READER] = reader
+
+
+def unify(module: Module, name: str, value: Any) -> None:
+    """Make ``value`` every replica's ``module.<name>`` again (what a write outside runs does)."""
+    with _lock:
+        slots = module.__dict__.get(_SLOTS)
+        if slots is not None:
+            slots.pop(name, None)
+        module.__dict__[name] = value
 
 
 def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
@@ -169,7 +213,8 @@ def install() -> Callable[[], None]:
         with _lock:
             for module in list(_keeping):   # back in __dict__: replica 0's values, as reads outside runs gave
                 for name, values in module.__dict__.pop(_SLOTS, {}).items():
-                    value = _value_for(values, 0)
+                    read = values.get(_READER)
+                    value = _value_for(values, 0) if read is None else read(module, name, _by_replica(values))
                     if value is not _ABSENT:
                         module.__dict__[name] = value
             _keeping.clear()

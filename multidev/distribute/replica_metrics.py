@@ -1,0 +1,164 @@
+"""torchmetrics' ``Metric`` objects updated inside ``strategy.run``: each replica accumulates its own states,
+as each DDP rank's metric object does, and a read outside runs (``compute()``) reduces them as
+torchmetrics' own sync reduces the ranks' states, so ``compute()`` gives DDP's global value.
+
+A metric is one Python object for all replicas (each DDP rank has its own). Before, a state written out of
+place (``self.tp = self.tp + tp``: ``Accuracy``, ``F1Score``) was kept per replica by ``replica_attributes``
+and ``compute()`` outside read replica 0's half only; one written in place (``self.total += n``:
+``MeanSquaredError``) raced on one tensor; list states (``AUROC``'s ``self.preds.append``) took every
+replica's rows in the threads' order; and ``metric(preds, target)`` let one replica's ``forward`` flip the
+flags (``_to_sync``, ``_enable_grad``) another replica's ``forward`` was using.
+
+Now, while a strategy of several local replicas lives (``live_hooks``), ``Metric.__setattr__`` and
+``Metric.forward`` give the calling replica its own copy of every state before it writes one (replica 0
+continues the shared value, the others start from the states' defaults, as ranks after ``reset()``);
+``forward`` runs one replica at a time per metric (its flags are the object's). Outside runs a state reads
+as torchmetrics' ``_sync_dist`` leaves it after gathering the replicas' states in replica order: stacked
+and reduced with the state's ``dist_reduce_fx`` (``sum``, ``mean``, ``max``, ``min``, ``cat``, a callable
+or ``None``); a list state reads as the replicas' lists joined, which then become replica 0's (the others
+empty) so an ``append`` outside runs lands. A write outside runs (``reset()``) gives every replica the value.
+Inside a run, ``compute()`` of a metric that would sync (``sync_on_compute=True``, or ``dist_sync_on_step``
+in ``forward``) raises ``ValueError``: under DDP it all-gathers across ranks there, and replicas are no
+ranks; each replica's own value needs ``sync_on_compute=False``.
+
+torchmetrics is patched when a strategy is created or a scope entered after ``import torchmetrics``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable
+
+import torch
+
+from multidev.distribute import replica_attributes
+from multidev.values import context
+
+_replica_env = context.replica_env
+_LOCK_ATTR = "_multidev_metric_lock"
+_locks_lock = threading.Lock()
+_originals: dict[str, Callable] = {}   # Metric's own methods while patched
+
+
+def _metric_class() -> Any:
+    module = sys.modules.get("torchmetrics.metric")
+    return None if module is None else module.Metric
+
+
+def _several(env: Any) -> bool:
+    return env is not None and env.strategy.extended.num_local_replicas > 1
+
+
+def _fresh(default: Any, like: Any) -> Any:
+    """A state at its default, as ``Metric.reset`` makes it (on the device of the value it replaces)."""
+    if isinstance(default, list):
+        return []
+    device = like.device if isinstance(like, torch.Tensor) else default.device
+    return default.detach().clone().to(device)
+
+
+def _reduced(metric: Any, name: str, values: dict[int, Any]) -> Any:
+    """Every replica's ``name`` as torchmetrics' ``_sync_dist`` leaves it after gathering the ranks'."""
+    ordered = [values[r] for r in sorted(values)]
+    if isinstance(ordered[0], list):
+        joined = [row for value in ordered for row in value]
+        replica_attributes.unify(metric, name, joined)   # one list again: appends outside runs land
+        return joined
+    first = ordered[0]
+    stacked = torch.stack([v.to(first.device) for v in ordered])
+    reduction = metric._reductions[name]
+    return stacked if reduction is None else reduction(stacked)
+
+
+def _split(metric: Any, replica_id: int) -> None:
+    """Give replica ``replica_id`` its own copy of every state it has none of."""
+    for name, default in metric._defaults.items():
+        if replica_attributes.has_own(metric, name, replica_id):
+            continue
+        shared = replica_attributes.shared_value(metric, name)
+        own = shared if replica_id == 0 else _fresh(default, shared)
+        replica_attributes.keep(metric, name, own, replica_id, _reduced)
+
+
+def _lock_of(metric: Any) -> threading.Lock:
+    lock = metric.__dict__.get(_LOCK_ATTR)
+    if lock is None:
+        with _locks_lock:
+            lock = metric.__dict__.setdefault(_LOCK_ATTR, threading.Lock())
+    return lock
+
+
+def _setattr(self: Any, name: str, value: Any) -> None:
+    env = _replica_env()
+    if _several(env) and "_defaults" in self.__dict__:
+        _split(self, env.replica_id)
+    _originals["__setattr__"](self, name, value)
+
+
+def _forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+    env = _replica_env()
+    if not _several(env):
+        return _originals["forward"](self, *args, **kwargs)
+    with _lock_of(self):
+        _split(self, env.replica_id)
+        return _originals["forward"](self, *args, **kwargs)
+
+
+def _sync(self: Any, dist_sync_fn: Any = None, process_group: Any = None, should_sync: bool = True,
+          distributed_available: Any = None) -> None:
+    if should_sync and _several(_replica_env()):
+        name = type(self).__name__
+        raise ValueError(
+            f"{name}.compute() inside strategy.run would sync the metric across replicas: under DDP "
+            f"torchmetrics all-gathers every rank's state there, and replicas are threads, not ranks. Call "
+            f"compute() outside strategy.run (it reduces every replica's state: the global value), or build "
+            f"the metric with sync_on_compute=False (and dist_sync_on_step=False) for each replica's own value.")
+    return _originals["sync"](self, dist_sync_fn, process_group, should_sync, distributed_available)
+
+
+_PATCHES = {"__setattr__": _setattr, "forward": _forward, "sync": _sync}
+
+
+def _patch() -> bool:
+    """Patch torchmetrics' ``Metric`` if it is imported; whether it is (now) patched."""
+    metric = _metric_class()
+    if metric is None:
+        return False
+    if not _originals:
+        for name, patch in _PATCHES.items():
+            _originals[name] = metric.__dict__[name]
+            setattr(metric, name, patch)
+    return True
+
+
+def _unpatch() -> None:
+    metric = _metric_class()
+    if metric is not None and _originals:
+        for name, original in _originals.items():
+            setattr(metric, name, original)
+    _originals.clear()
+
+
+class _TorchMetrics:
+    """torchmetrics as a ``front_end.FrontEnd``: patched while strategies live, once it is imported."""
+
+    name = "torchmetrics"
+    _live = False
+
+    def on_scope_entry(self, strategy: Any) -> None:
+        if self._live and not _originals:
+            _patch()
+
+    def install(self) -> Callable[[], None]:
+        type(self)._live = True
+        _patch()
+
+        def remove() -> None:
+            type(self)._live = False
+            _unpatch()
+
+        return remove
+
+
+FRONT_END = _TorchMetrics()
