@@ -1,0 +1,93 @@
+"""Run the metric programs of ``metrics_programs.py`` and write what rank 0 (replica 0's script) prints as
+JSON into the directory given.
+
+    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/metrics_run.py OUT_DIR   # MirroredStrategy, 2 replicas
+    RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/metrics_run.py OUT_DIR   # DDP
+
+The ports are ``pytutorials_run.py``'s, with what these programs need beyond them. The DDP run imports no
+multidev.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
+from metrics_programs import PROGRAMS  # noqa: E402
+
+
+class Ddp(DdpPort):
+    def local0(self, value):
+        """Rank 0's own value (what it prints)."""
+        return value
+
+    def count(self, value) -> float:
+        """The rank's own count, as its script adds it up."""
+        return float(value)
+
+    def epoch_sum(self, value: float) -> float:
+        """What the script all-reduces before printing the epoch's global numbers."""
+        return self.sum(value)
+
+    def meter_all_reduce(self, meter) -> None:
+        meter.all_reduce()
+
+    def gather(self, t: torch.Tensor) -> torch.Tensor:
+        parts = [torch.empty_like(t) for _ in range(self.world)]
+        torch.distributed.all_gather(parts, t)
+        return torch.cat(parts)
+
+    local_rows = gather
+
+
+class Mirrored(MirroredPort):
+    def local0(self, value):
+        return self.strategy.experimental_local_results(value)[0]
+
+    def count(self, value) -> float:
+        return float(self.strategy.reduce("SUM", value, axis=None))
+
+    def epoch_sum(self, value: float) -> float:
+        return value   # already every replica's
+
+    def meter_all_reduce(self, meter) -> None:
+        """Nothing: the replicas updated the one meter (every replica's batches)."""
+
+    def gather(self, t) -> torch.Tensor:
+        return self.strategy.gather(t, axis=0)
+
+    def local_rows(self, t) -> torch.Tensor:
+        return torch.cat(self.strategy.experimental_local_results(t))
+
+
+def _write(results: dict, out_dir: str, name: str) -> None:
+    with open(os.path.join(out_dir, name), "w") as f:
+        json.dump(results, f)
+
+
+def main_multidev(out_dir: str) -> None:
+    import multidev as md
+    strategy = md.distribute.MirroredStrategy()
+    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
+    port = Mirrored(strategy)
+    _write({name: _recorded(program, port) for name, program in PROGRAMS.items()}, out_dir, "metrics_multidev.json")
+
+
+def main_ddp(out_dir: str) -> None:
+    dist = torch.distributed
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    port = Ddp()
+    results = {name: _recorded(program, port) for name, program in PROGRAMS.items()}
+    if port.rank == 0:
+        _write(results, out_dir, "metrics_ddp.json")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":   # a DDP rank (RANK), or one process
+    ("RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
