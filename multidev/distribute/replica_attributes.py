@@ -103,6 +103,12 @@ def _by_replica(values: dict) -> dict[int, Any]:
     return own if first is _ABSENT else {**own, 0: first}
 
 
+def kept(module: Module, name: str) -> bool:
+    """Whether ``module.<name>`` is kept per replica (a replica wrote it since the last write outside runs)."""
+    slots = module.__dict__.get(_SLOTS)
+    return slots is not None and name in slots
+
+
 def has_own(module: Module, name: str, replica_id: int) -> bool:
     """Whether replica ``replica_id`` wrote ``module.<name>`` since the last write outside runs."""
     slots = module.__dict__.get(_SLOTS)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
+from functools import partial
 from typing import Any, Callable
 
 import torch
@@ -38,6 +40,7 @@ from multidev.values import context
 _replica_env = context.replica_env
 _LOCK_ATTR = "_multidev_metric_lock"
 _locks_lock = threading.Lock()
+_STRATEGY_ATTR = "_multidev_metric_strategy"
 _originals: dict[str, Callable] = {}   # Metric's own methods while patched
 
 
@@ -62,9 +65,7 @@ def _reduced(metric: Any, name: str, values: dict[int, Any]) -> Any:
     """Every replica's ``name`` as torchmetrics' ``_sync_dist`` leaves it after gathering the ranks'."""
     ordered = [values[r] for r in sorted(values)]
     if isinstance(ordered[0], list):
-        joined = [row for value in ordered for row in value]
-        replica_attributes.unify(metric, name, joined)   # one list again: appends outside runs land
-        return joined
+        return [row for value in ordered for row in value]
     first = ordered[0]
     stacked = torch.stack([v.to(first.device) for v in ordered])
     reduction = metric._reductions[name]
@@ -81,6 +82,45 @@ def _split(metric: Any, replica_id: int) -> None:
         replica_attributes.keep(metric, name, own, replica_id, _reduced)
 
 
+def _join_lists(metric: Any) -> None:
+    """Before an update outside runs: each list state one list again (the replicas' rows in replica
+    order), so its ``append`` lands; tensor states need nothing (``+=`` outside reads the reduced value
+    and writes it for every replica)."""
+    for name, default in metric._defaults.items():
+        if isinstance(default, list) and replica_attributes.kept(metric, name):
+            replica_attributes.unify(metric, name, getattr(metric, name))
+
+
+def _remember(metric: Any, strategy: Any) -> None:
+    """Note the strategy whose replicas update ``metric``: ``compute()`` outside runs syncs its workers."""
+    ref = metric.__dict__.get(_STRATEGY_ATTR)
+    if ref is None or ref() is not strategy:
+        metric.__dict__[_STRATEGY_ATTR] = weakref.ref(strategy)
+
+
+def _workers_of(metric: Any) -> Any:
+    """The worker collective to sync ``metric`` over, if its strategy has several workers and the program
+    started no process group of its own (torchmetrics then syncs over that one, as under DDP)."""
+    ref = metric.__dict__.get(_STRATEGY_ATTR)
+    strategy = None if ref is None else ref()
+    if strategy is None or strategy.extended.num_workers < 2:
+        return None
+    dist = torch.distributed
+    return None if dist.is_available() and dist.is_initialized() else strategy.extended.worker_collective
+
+
+def _worker_gather(collective: Any, tensor: torch.Tensor, group: Any = None) -> list[torch.Tensor]:
+    """torchmetrics' ``gather_all_tensors`` over the job's workers: every worker's ``tensor``, in worker
+    order (shapes may differ along any dimension: padded to the largest, then cut back)."""
+    shape = torch.tensor(tensor.shape, dtype=torch.int64).reshape(1, -1)
+    shapes = collective.gather(shape, axis=0)
+    largest = shapes.max(dim=0).values.tolist()
+    padded = tensor.new_zeros(largest)
+    padded[tuple(slice(0, n) for n in tensor.shape)] = tensor
+    parts = collective.gather(padded.unsqueeze(0), axis=0)
+    return [part[tuple(slice(0, n) for n in size)] for part, size in zip(parts, shapes.tolist())]
+
+
 def _lock_of(metric: Any) -> threading.Lock:
     lock = metric.__dict__.get(_LOCK_ATTR)
     if lock is None:
@@ -91,8 +131,13 @@ def _lock_of(metric: Any) -> threading.Lock:
 
 def _setattr(self: Any, name: str, value: Any) -> None:
     env = _replica_env()
-    if _several(env) and "_defaults" in self.__dict__:
-        _split(self, env.replica_id)
+    if "_defaults" in self.__dict__:
+        if env is not None:
+            _remember(self, env.strategy)
+            if _several(env):
+                _split(self, env.replica_id)
+        elif name == "_update_count":   # update() or forward() outside runs (compute() writes it not)
+            _join_lists(self)
     _originals["__setattr__"](self, name, value)
 
 
@@ -114,7 +159,14 @@ def _sync(self: Any, dist_sync_fn: Any = None, process_group: Any = None, should
             f"torchmetrics all-gathers every rank's state there, and replicas are threads, not ranks. Call "
             f"compute() outside strategy.run (it reduces every replica's state: the global value), or build "
             f"the metric with sync_on_compute=False (and dist_sync_on_step=False) for each replica's own value.")
+    collective = _workers_of(self) if should_sync else None
+    if collective is not None:   # several workers and no process group: sync over the job's workers
+        dist_sync_fn, distributed_available = partial(_worker_gather, collective), _true
     return _originals["sync"](self, dist_sync_fn, process_group, should_sync, distributed_available)
+
+
+def _true() -> bool:
+    return True
 
 
 _PATCHES = {"__setattr__": _setattr, "forward": _forward, "sync": _sync}

@@ -190,12 +190,13 @@ def average_meter(port) -> dict:
 
 
 def sklearn_f1(port) -> dict:
-    """``sklearn.metrics.f1_score`` over the epoch's predictions, gathered across replicas (ranks)."""
+    """``sklearn.metrics.f1_score`` over the epoch's predictions, gathered across replicas (ranks) by
+    ``strategy.gather``, and over ``experimental_local_results`` (this process's replicas' rows)."""
     from sklearn.metrics import f1_score
     model, optimizer = _model(port)
     log = []
     for _ in range(EPOCHS):
-        preds, targets, local = [], [], []
+        preds, targets, local_preds, local_targets = [], [], [], []
 
         def step(x, y):
             out, _ = _train_step(model, optimizer, x, y)
@@ -205,9 +206,10 @@ def sklearn_f1(port) -> dict:
             pred, target = port.run(step, args=(x, y))
             preds.append(port.gather(pred))
             targets.append(port.gather(target))
-            local.append(port.local_rows(pred))
-        p, t = torch.cat(preds).numpy(), torch.cat(targets).numpy()
-        log.append([f1_score(t, p, average="macro"), f1_score(t, torch.cat(local).numpy(), average="macro")])
+            local_preds.append(port.local_rows(pred))
+            local_targets.append(port.local_rows(target))
+        log.append([f1_score(torch.cat(targets).numpy(), torch.cat(preds).numpy(), average="macro"),
+                    f1_score(torch.cat(local_targets).numpy(), torch.cat(local_preds).numpy(), average="macro")])
     return {"log": log}
 
 

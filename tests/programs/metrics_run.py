@@ -3,6 +3,7 @@ JSON into the directory given.
 
     MULTIDEV_LOGICAL_CPUS=2 python tests/programs/metrics_run.py OUT_DIR   # MirroredStrategy, 2 replicas
     RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/metrics_run.py OUT_DIR   # DDP
+    multidev launch --workers 2 tests/programs/metrics_run.py OUT_DIR   # MultiWorkerMirroredStrategy
 
 The ports are ``pytutorials_run.py``'s, with what these programs need beyond them. The DDP run imports no
 multidev.
@@ -78,6 +79,20 @@ def main_multidev(out_dir: str) -> None:
     _write({name: _recorded(program, port) for name, program in PROGRAMS.items()}, out_dir, "metrics_multidev.json")
 
 
+# Under ``multidev launch --workers 2`` (MultiWorkerMirroredStrategy, one replica a worker, no process group):
+# torchmetrics syncs over the job's workers; ``nonlocal`` counts are each worker's own, as each rank's.
+ON_WORKERS = tuple(n for n in PROGRAMS if n.startswith("torchmetrics_")) + ("nonlocal_counts", "reduced_counts",
+                                                                           "sklearn_f1")
+
+
+def main_workers(out_dir: str) -> None:
+    import multidev as md
+    strategy = md.distribute.MultiWorkerMirroredStrategy()
+    port = Mirrored(strategy)
+    results = {name: _recorded(PROGRAMS[name], port) for name in ON_WORKERS}
+    _write(results, out_dir, f"metrics_worker{strategy.extended.worker_index}.json")
+
+
 def main_ddp(out_dir: str) -> None:
     dist = torch.distributed
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
@@ -89,5 +104,5 @@ def main_ddp(out_dir: str) -> None:
     dist.destroy_process_group()
 
 
-if __name__ == "__main__":   # a DDP rank (RANK), or one process
-    ("RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
+if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
+    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])

@@ -13,7 +13,9 @@ import os
 
 import pytest
 
+from tests.programs.metrics_run import ON_WORKERS
 from tests.programs.test_programs import _finish, _free_port, _start
+from tests.programs.test_pytutorials import _launch
 
 pytest.importorskip("torchmetrics", reason="torchmetrics is not installed (pip install torchmetrics: the test extras)")
 pytest.importorskip("sklearn", reason="scikit-learn is not installed")
@@ -39,15 +41,16 @@ def results(tmp_path_factory):
     procs = [_start("metrics_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
     procs += [_start("metrics_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
+    procs.append(_launch(out, "metrics_run.py"))
     logs = _finish(procs, TIMEOUT_S)
     failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed
     loaded = []
-    for name in ("metrics_multidev.json", "metrics_ddp.json"):
+    for name in ("metrics_multidev.json", "metrics_ddp.json", "metrics_worker0.json", "metrics_worker1.json"):
         with open(os.path.join(out, name)) as f:
             loaded.append(json.load(f))
     assert sorted(loaded[0]) == sorted(loaded[1]) == sorted(TORCHMETRICS + list(EQUAL) + list(REFUSED))
-    return loaded, logs[0]
+    return loaded, logs[0] + logs[3]
 
 
 def _flat(rows) -> list:
@@ -68,7 +71,7 @@ def test_torchmetrics_compute_is_ddps(results, program):
     groups), built in the scope or outside it, updated by ``update`` or ``metric(...)`` in the step:
     ``compute()`` after each epoch is DDP's synced value (before: Accuracy and F1 gave replica 0's half);
     ``metric(...)``'s batch value is replica 0's batch, as rank 0's."""
-    (mine, ddp), log = results
+    (mine, ddp, *_), log = results
     _same(mine[program], ddp[program], log)
     assert len(mine[program]["log"]) == 2 and len(mine[program]["log"][0]) == 7
 
@@ -78,7 +81,7 @@ def test_hand_written_metric_is_ddps(results, program):
     """Counts returned by the step and summed with ``strategy.reduce``; ``AverageMeter.update(loss.item(), n)``
     in the step (one meter for every replica: DDP's after ``Summary``'s all-reduce); sklearn's F1 over
     ``strategy.gather`` / ``experimental_local_results`` rows (DDP's over ``all_gather``)."""
-    (mine, ddp), log = results
+    (mine, ddp, *_), log = results
     _same(mine[program], ddp[program], log)
 
 
@@ -86,8 +89,24 @@ def test_hand_written_metric_is_ddps(results, program):
 def test_refused_saying_why(results, program):
     """``metric.compute()`` in the step (a cross-rank sync under DDP) and ``nonlocal correct; correct += ...``
     (one variable for the replica threads: lost updates; refused before the run starts) raise ``ValueError``."""
-    (mine, ddp), _ = results
+    (mine, ddp, *_), _ = results
     assert "error" not in ddp[program]
     assert mine[program]["error"].startswith("ValueError: ")
     for phrase in REFUSED[program]:
         assert phrase in mine[program]["error"]
+
+
+@pytest.mark.parametrize("program", ON_WORKERS)
+def test_on_workers_as_ddp(results, program):
+    """Under ``multidev launch --workers 2`` (one replica a worker, no process group) torchmetrics'
+    ``compute()`` syncs over the job's workers (DDP's value on both); ``metric(...)``'s batch value and
+    ``nonlocal`` counts are each worker's own, as each rank's (one replica: nothing shared, nothing refused);
+    ``experimental_local_results`` holds the worker's own rows, ``strategy.gather`` every worker's."""
+    (_, ddp, *workers), log = results
+    for index, worker in enumerate(workers):
+        got, theirs = dict(worker[program]), dict(ddp[program])
+        if index == 1:
+            got.pop("batch", None), theirs.pop("batch", None)   # rank 1's batches, not rank 0's
+        if program == "sklearn_f1":
+            got["log"], theirs["log"] = [e[0] for e in got["log"]], [e[0] for e in theirs["log"]]
+        _same(got, theirs, log)
