@@ -47,7 +47,9 @@ _READER = "reader"   # optional key: reader(module, name, values) answers reads 
 _replica_env = context.replica_env
 _lock = threading.RLock()   # the first per-replica write of a name moves its shared value once
 _getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
-_keeping: "weakref.WeakSet[Module]" = weakref.WeakSet()   # the modules with slots
+# the modules with slots, by identity: a WeakSet compares modules with ``==``, which torchmetrics' Metric
+# overloads (it builds a new metric there: inside a replica that re-entered this module's lock and hung)
+_keeping: "weakref.WeakValueDictionary[int, Module]" = weakref.WeakValueDictionary()
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
@@ -150,7 +152,7 @@ def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
         with _lock:
             _wrap_getattr()
             slots = module.__dict__.setdefault(_SLOTS, {})
-            _keeping.add(module)
+            _keeping[id(module)] = module
             values = slots.get(name)
             if values is None:
                 values = {_BEFORE: module.__dict__.get(name, _ABSENT)}
@@ -217,7 +219,7 @@ def install() -> Callable[[], None]:
     def remove() -> None:
         Module.__setattr__, Module.__delattr__ = set_original, del_original
         with _lock:
-            for module in list(_keeping):   # back in __dict__: replica 0's values, as reads outside runs gave
+            for module in list(_keeping.values()):   # back in __dict__: replica 0's values, as reads outside runs gave
                 for name, values in module.__dict__.pop(_SLOTS, {}).items():
                     read = values.get(_READER)
                     value = _value_for(values, 0) if read is None else read(module, name, _by_replica(values))
