@@ -44,11 +44,6 @@ _STRATEGY_ATTR = "_multidev_metric_strategy"
 _originals: dict[str, Callable] = {}   # Metric's own methods while patched
 
 
-def _metric_class() -> Any:
-    module = sys.modules.get("torchmetrics.metric")
-    return None if module is None else module.Metric
-
-
 def _several(env: Any) -> bool:
     return env is not None and env.strategy.extended.num_local_replicas > 1
 
@@ -169,26 +164,56 @@ def _true() -> bool:
     return True
 
 
-_PATCHES = {"__setattr__": _setattr, "forward": _forward, "sync": _sync}
+def _serialized(method: str) -> Callable:
+    """``MetricCollection.<method>`` one replica at a time: its first update merges compute groups in the
+    collection's own dicts (two replicas raised ``KeyError`` there)."""
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        original = _originals[f"collection.{method}"]
+        if not _several(_replica_env()):
+            return original(self, *args, **kwargs)
+        with _lock_of(self):
+            return original(self, *args, **kwargs)
+
+    return call
+
+
+_PATCHES = {("torchmetrics.metric", "Metric"): {"__setattr__": _setattr, "forward": _forward, "sync": _sync},
+            ("torchmetrics.collections", "MetricCollection"): {"collection.update": _serialized("update"),
+                                                               "collection.forward": _serialized("forward")}}
+
+
+def _classes() -> list[tuple[Any, dict[str, Callable]]]:
+    found = []
+    for (module_name, class_name), patches in _PATCHES.items():
+        module = sys.modules.get(module_name)
+        if module is None:
+            return []   # torchmetrics not (fully) imported yet
+        found.append((getattr(module, class_name), patches))
+    return found
+
+
+def _attribute(key: str) -> str:
+    return key.rpartition(".")[2]
 
 
 def _patch() -> bool:
-    """Patch torchmetrics' ``Metric`` if it is imported; whether it is (now) patched."""
-    metric = _metric_class()
-    if metric is None:
+    """Patch torchmetrics' ``Metric`` and ``MetricCollection`` if imported; whether they are (now) patched."""
+    classes = _classes()
+    if not classes:
         return False
     if not _originals:
-        for name, patch in _PATCHES.items():
-            _originals[name] = metric.__dict__[name]
-            setattr(metric, name, patch)
+        for cls, patches in classes:
+            for key, patch in patches.items():
+                _originals[key] = cls.__dict__[_attribute(key)]
+                setattr(cls, _attribute(key), patch)
     return True
 
 
 def _unpatch() -> None:
-    metric = _metric_class()
-    if metric is not None and _originals:
-        for name, original in _originals.items():
-            setattr(metric, name, original)
+    if _originals:
+        for cls, patches in _classes():
+            for key in patches:
+                setattr(cls, _attribute(key), _originals[key])
     _originals.clear()
 
 

@@ -66,17 +66,12 @@ class Mirrored(MirroredPort):
         return torch.cat(self.strategy.experimental_local_results(t))
 
 
-def _write(results: dict, out_dir: str, name: str) -> None:
-    with open(os.path.join(out_dir, name), "w") as f:
-        json.dump(results, f)
-
-
-def main_multidev(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MirroredStrategy()
-    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
-    port = Mirrored(strategy)
-    _write({name: _recorded(program, port) for name, program in PROGRAMS.items()}, out_dir, "metrics_multidev.json")
+def _run(port, names, out_dir: str, file_name: str | None) -> None:
+    """Run the programs ``names`` on ``port``; write what they return (or raised) to ``file_name``."""
+    results = {name: _recorded(PROGRAMS[name], port) for name in names}
+    if file_name is not None:
+        with open(os.path.join(out_dir, file_name), "w") as f:
+            json.dump(results, f)
 
 
 # Under ``multidev launch --workers 2`` (MultiWorkerMirroredStrategy, one replica a worker, no process group):
@@ -85,24 +80,24 @@ ON_WORKERS = tuple(n for n in PROGRAMS if n.startswith("torchmetrics_")) + ("non
                                                                            "sklearn_f1")
 
 
-def main_workers(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MultiWorkerMirroredStrategy()
-    port = Mirrored(strategy)
-    results = {name: _recorded(PROGRAMS[name], port) for name in ON_WORKERS}
-    _write(results, out_dir, f"metrics_worker{strategy.extended.worker_index}.json")
+def main(out_dir: str) -> None:
+    """A worker of ``multidev launch`` (TF_CONFIG), a DDP rank (RANK), or one process of 2 replicas."""
+    if "TF_CONFIG" in os.environ:
+        import multidev as md
+        strategy = md.distribute.MultiWorkerMirroredStrategy()
+        _run(Mirrored(strategy), ON_WORKERS, out_dir, f"metrics_worker{strategy.extended.worker_index}.json")
+    elif "RANK" in os.environ:
+        torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        port = Ddp()
+        _run(port, PROGRAMS, out_dir, "metrics_ddp.json" if port.rank == 0 else None)
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+    else:
+        import multidev as md
+        strategy = md.distribute.MirroredStrategy()
+        assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
+        _run(Mirrored(strategy), PROGRAMS, out_dir, "metrics_multidev.json")
 
 
-def main_ddp(out_dir: str) -> None:
-    dist = torch.distributed
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    port = Ddp()
-    results = {name: _recorded(program, port) for name, program in PROGRAMS.items()}
-    if port.rank == 0:
-        _write(results, out_dir, "metrics_ddp.json")
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
-    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
+if __name__ == "__main__":
+    main(sys.argv[1])
