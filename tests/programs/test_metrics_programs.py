@@ -105,6 +105,9 @@ def test_on_workers_as_ddp(results, program):
     (_, ddp, *workers), log = results
     for index, worker in enumerate(workers):
         got, theirs = dict(worker[program]), dict(ddp[program])
+        if index == 1 and program == "nonlocal_counts":   # rank 1's counts; rank 0's are in the DDP file
+            assert "error" not in got and got["log"][1] == theirs["log"][1] == 32, got
+            continue
         if index == 1:
             got.pop("batch", None), theirs.pop("batch", None)   # rank 1's batches, not rank 0's
         if program == "sklearn_f1":
