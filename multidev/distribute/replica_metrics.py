@@ -12,7 +12,8 @@ flags (``_to_sync``, ``_enable_grad``) another replica's ``forward`` was using.
 Now, while a strategy of several local replicas lives (``live_hooks``), ``Metric.__setattr__`` and
 ``Metric.forward`` give the calling replica its own copy of every state before it writes one (replica 0
 continues the shared value, the others start from the states' defaults, as ranks after ``reset()``);
-``forward`` runs one replica at a time per metric (its flags are the object's). Outside runs a state reads
+``forward`` runs one replica at a time per metric (its flags are the object's), and so do
+``MetricCollection.update`` / ``forward`` (the first merges compute groups in the collection's dicts). Outside runs a state reads
 as torchmetrics' ``_sync_dist`` leaves it after gathering the replicas' states in replica order: stacked
 and reduced with the state's ``dist_reduce_fx`` (``sum``, ``mean``, ``max``, ``min``, ``cat``, a callable
 or ``None``); a list state reads as the replicas' lists joined, which then become replica 0's (the others
@@ -20,6 +21,9 @@ empty) so an ``append`` outside runs lands. A write outside runs (``reset()``) g
 Inside a run, ``compute()`` of a metric that would sync (``sync_on_compute=True``, or ``dist_sync_on_step``
 in ``forward``) raises ``ValueError``: under DDP it all-gathers across ranks there, and replicas are no
 ranks; each replica's own value needs ``sync_on_compute=False``.
+
+With several workers and no process group of the program's, ``compute()`` runs torchmetrics' own sync
+over the job's workers (the worker collective as its ``dist_sync_fn``): DDP's value on every worker.
 
 torchmetrics is patched when a strategy is created or a scope entered after ``import torchmetrics``.
 """
@@ -41,7 +45,7 @@ _replica_env = context.replica_env
 _LOCK_ATTR = "_multidev_metric_lock"
 _locks_lock = threading.Lock()
 _STRATEGY_ATTR = "_multidev_metric_strategy"
-_originals: dict[str, Callable] = {}   # Metric's own methods while patched
+_originals: dict[str, Callable] = {}   # torchmetrics' own methods while patched
 
 
 def _several(env: Any) -> bool:
