@@ -107,3 +107,8 @@ __all__ += ["custom_gradient"]
 from multidev.control_flow import TensorArray, cond, while_loop  # noqa: E402
 
 __all__ += ["TensorArray", "cond", "while_loop"]
+
+# ----- guide/intro_to_modules' name scopes (tests/conformance/cases/modules_variables_guide.py) -----
+from multidev._core.name_scopes import name_scope  # noqa: E402
+
+__all__ += ["name_scope"]

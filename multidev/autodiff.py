@@ -346,3 +346,6 @@ def _rows(target: torch.Tensor, source: torch.Tensor, batch: bool, create_graph:
     if all(g is None for g in grads):
         return None
     return torch.stack([torch.zeros_like(source) if g is None else g for g in grads])
+
+
+from multidev.forward_accumulator import ForwardAccumulator  # noqa: E402  (md.autodiff.ForwardAccumulator)

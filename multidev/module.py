@@ -16,12 +16,13 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 
 import torch
 
+from multidev import module_walk
+from multidev._core import name_scopes
 from multidev._core.eager_tensor import readable
 
 
@@ -47,6 +48,7 @@ class Module(torch.nn.Module):
         self = super().__new__(cls)
         torch.nn.Module.__init__(self)
         self._tf_name = _snake(cls.__name__)
+        self._outer_scope = name_scopes.current()   # TensorFlow captures the scope a module is made in
         return self
 
     def __init__(self, name: str | None = None):
@@ -79,27 +81,35 @@ class Module(torch.nn.Module):
         return self._tf_name
 
     @property
-    def name_scope(self):
-        """A no-op context (PyTorch has no name scopes); kept so TF code runs."""
-        return contextlib.nullcontext()
+    def name_scope(self) -> name_scopes.name_scope:
+        """This module's scope, ``'<outer scopes>/<name>/'``: variables made under ``with self.name_scope:``
+        are named ``'<name>/w:0'``, as ``tf.Module``'s (``name_scope.name`` gives the scope)."""
+        return name_scopes.name_scope(self._outer_scope + self._tf_name + "/")
 
     @property
     def variables(self) -> tuple:
-        """Every parameter and buffer of this module and its submodules."""
-        return tuple(self.parameters()) + tuple(self.buffers())
+        """Every parameter and buffer of this module and its submodules, in ``tf.Module``'s order
+        (attributes by name, then submodules: ``module_walk``)."""
+        return tuple(module_walk.walk(self, want_modules=False))
 
     @property
     def trainable_variables(self) -> tuple:
-        return tuple(p for p in self.parameters() if p.requires_grad)
+        return tuple(v for v in self.variables if isinstance(v, torch.nn.Parameter) and v.requires_grad)
 
     @property
     def non_trainable_variables(self) -> tuple:
-        return tuple(p for p in self.parameters() if not p.requires_grad) + tuple(self.buffers())
+        return tuple(v for v in self.variables if not (isinstance(v, torch.nn.Parameter) and v.requires_grad))
 
     @property
     def submodules(self) -> tuple:
-        return tuple(m for m in self.modules() if m is not self)
+        """The modules below this one, in ``tf.Module``'s order."""
+        return tuple(module_walk.walk(self, want_modules=True))
 
     @classmethod
     def with_name_scope(cls, method):
-        return method
+        """Decorate a method to run in the module's ``name_scope`` (``@tf.Module.with_name_scope``)."""
+        @functools.wraps(method)
+        def in_scope(self, *args, **kwargs):
+            with self.name_scope:
+                return method(self, *args, **kwargs)
+        return in_scope

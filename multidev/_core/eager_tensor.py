@@ -133,6 +133,11 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     for _dunder in (f"__{_name}__", f"__r{_name}__"):
         if hasattr(torch.Tensor, _dunder):
             setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor, eager))
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor"):
+    # TensorFlow's tensors are immutable: ``x /= 255`` binds x to a new tensor (the tutorials' ``scale`` map),
+    # where torch's in-place operator would write the tensor every other name for it sees.
+    if hasattr(torch.Tensor, f"__{_name}__"):
+        setattr(EagerTensor, f"__i{_name}__", readable_operator(f"__{_name}__", _array_as_tensor, eager))
 for _dunder in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
     setattr(EagerTensor, _dunder, readable_operator(_dunder, _array_as_tensor, eager))
 EagerTensor.__hash__ = torch.Tensor.__hash__   # defining __eq__ above would drop it

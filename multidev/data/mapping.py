@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import torch
 
+from multidev._core.eager_tensor import EagerTensor, eager
 from multidev.data import cardinality as _card
 from multidev.data import processes
 from multidev.data import structure
@@ -24,14 +25,41 @@ _CALIBRATION_CALLS = 2
 
 
 def call_unpacked(fn: Callable, element: Any) -> Any:
-    """Call ``fn`` the way tf.data does: tuple elements as positional arguments."""
+    """Call ``fn`` the way tf.data does: tuple elements as positional arguments, each tensor an ``EagerTensor``
+    (TensorFlow's immutable tensor: ``image /= 255`` in the tutorials' ``scale`` map binds a new tensor; torch's
+    in-place division wrote the dataset's source, the program's own numpy array, once per pass)."""
+    element = _immutable(element)
     if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
         return fn(*element)
     return fn(element)
 
 
+def _immutable(element: Any) -> Any:
+    """``element`` with its tensors as ``EagerTensor``s (no copy: an alias whose augmented operators are
+    out of place)."""
+    if type(element) is torch.Tensor:
+        return eager(element)
+    if type(element) is tuple:
+        return tuple(_immutable(e) for e in element)
+    if type(element) is dict:
+        return {k: _immutable(v) for k, v in element.items()}
+    return element
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with its ``EagerTensor``s back as plain tensors (what the rest of the pipeline holds)."""
+    if type(value) is EagerTensor:
+        return value.as_subclass(torch.Tensor)
+    if type(value) in (tuple, list):
+        return type(value)(_plain(v) for v in value)
+    if type(value) is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 def normalize_output(value: Any) -> Any:
-    """Map outputs become elements: lists become tuples (as TF), values become tensors."""
+    """Map outputs become elements: lists become tuples (as TF), values become (plain) tensors."""
+    value = _plain(value)
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, list):

@@ -306,14 +306,18 @@ class ReplicatedExtended(StrategyExtended):
         several_workers = self._workers.num_workers > 1
         if len(self._torch_devices) < 2 and not several_workers:
             return
-        written = [v for v in self._live_variables() if v._components[0]._version != v._synced_version]
+        written = [v for v in self._live_variables() if v._components[0]._version != v._synced_version
+                   or v._data_set_in_run]
         computed = self._backward.take_computed() if self._backward is not None else []
+        data_set = [v for v in written if v._data_set_in_run]
+        for var in data_set:
+            var._data_set_in_run = False
         if several_workers:
-            copy_agreement.check_across_workers(self._workers, written, computed)
+            copy_agreement.check_across_workers(self._workers, written, computed + data_set)
             return
         for var in written:
             var._check_replica_writes()
-        for var in computed:
+        for var in computed + data_set:
             var._check_replica_writes(unversioned=True)
 
     # --- collectives used by the replica context and optimizers ---------------------------------

@@ -26,8 +26,9 @@ already reduced them, ``backward_reduce``: never reduced twice) and hands the su
 ``.grad``; torch's ``step`` updates; the post-hook publishes (a split update copies the owners' new
 values to the others). ``step(closure)``: the closure's loss is the global batch's (all-reduced) and
 its ``loss.backward()`` reduces the gradients; the pre-hook evaluates it once before reducing (torch's
-optimizers evaluate it once), except for LBFGS, which re-evaluates it between updates and so gets it
-whole, with every replica updating its own copies. multidev's Keras optimizers are multidev's own objects and hold one plain
+optimizers evaluate it once), except for LBFGS, which re-evaluates it between updates, and a ``step``
+written outside torch (SAM's evaluates it at perturbed weights): they get it whole, with every replica
+updating its own copies. multidev's Keras optimizers are multidev's own objects and hold one plain
 torch optimizer per replica directly (``keras/optimizers/replica_rules.py``).
 
 Example (what runs when a replica calls ``opt.step()``)::
@@ -53,6 +54,7 @@ from multidev.distribute import lazy_modules, module_hooks, replica_update
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
+from multidev.values.whole_variable_ops import relink_primary
 
 
 class _StateByVariable(abc.MutableMapping):
@@ -134,6 +136,7 @@ class _Plan:
         self.engine = replica_update.choose(params, self.strategy, elementwise=replica_update.is_elementwise(optimizer))
         # Each variable updated on one replica: one state, the user's (no copies to keep in step).
         self.one_state = len(self.devices) == 1 or self.engine.updates_once
+        self.own_step = _written_outside_torch(optimizer)   # may set .data of its twin's tensors
         self.lock = threading.Lock()
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
@@ -267,8 +270,8 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
     closure = args[1] if len(args) > 1 else kwargs.get("closure")
     if closure is not None:
         closure = _global_loss(closure, env)
-        if isinstance(optimizer, torch.optim.LBFGS):   # evaluates its closure again and again
-            return _closure_steps(optimizer, plan, replica_id, closure)
+        if _calls_its_closure(optimizer):
+            return _closure_steps(optimizer, plan, replica_id, closure, env)
         with torch.enable_grad():   # the step's one evaluation, before its gradients are applied
             loss = closure()
         once = _evaluated_once(optimizer, loss)
@@ -315,17 +318,37 @@ def _evaluated_once(optimizer: torch.optim.Optimizer, loss: Any) -> Callable:
     return closure
 
 
-def _closure_steps(optimizer: torch.optim.Optimizer, plan: _Plan, replica_id: int, closure: Callable) -> tuple:
-    """LBFGS: every evaluation's ``loss.backward()`` reduces the gradients, so each replica's twin takes
-    the same steps on its own copies (its ``step`` reads ``.grad`` between evaluations, which no
-    pre-step reduction could give it). Only a plan where every replica applies the update allows that."""
+def _calls_its_closure(optimizer: torch.optim.Optimizer) -> bool:
+    """LBFGS, which evaluates its closure again and again, and a ``step`` written outside torch, which
+    calls it when it needs to: SAM's ``step`` climbs to ``w + e(w)`` first and evaluates the closure
+    there. Evaluating it once before such a step (as for torch's optimizers) added a second backward
+    at ``w`` and left SAM's own call without gradients: it trained 0.17 off one device after a step."""
+    return isinstance(optimizer, torch.optim.LBFGS) or _written_outside_torch(optimizer)
+
+
+def _written_outside_torch(optimizer: torch.optim.Optimizer) -> bool:
+    return not getattr(type(optimizer).step, "__module__", "torch.").startswith("torch.")
+
+
+def _closure_steps(optimizer: torch.optim.Optimizer, plan: _Plan, replica_id: int, closure: Callable,
+                   env: Any) -> tuple:
+    """The optimizer calls the closure itself: every evaluation's ``loss.backward()`` reduces the
+    gradients, so each replica's twin takes the same steps on its own copies (its ``step`` reads
+    ``.grad`` between evaluations, which no pre-step reduction could give it); the gradients of a
+    backward before the step (SAM's first) are reduced first. Only a plan where every replica applies
+    the update allows that."""
     if type(plan.engine) not in (replica_update.BucketPlan, replica_update.UpdatePlan):
+        how = ("re-evaluates the closure between updates" if isinstance(optimizer, torch.optim.LBFGS)
+               else "evaluates the closure inside its own step")
         raise ValueError(
             f"{type(optimizer).__name__}.step(closure) cannot run on {type(plan.strategy).__name__}: its replicas "
-            f"update one shared copy ({type(plan.engine).__name__}), and {type(optimizer).__name__} re-evaluates the "
-            "closure between updates. Use MirroredStrategy (each replica updates its own copy), or an optimizer "
-            "without a closure.")
-    return (plan.twin_for(optimizer, replica_id), closure), {}
+            f"update one shared copy ({type(plan.engine).__name__}), and {type(optimizer).__name__} {how}. Use "
+            "MirroredStrategy (each replica updates its own copy), or an optimizer without a closure.")
+    twin = plan.twin_for(optimizer, replica_id)
+    if not isinstance(optimizer, torch.optim.LBFGS):
+        grads = env.replica_step.gradients(tuple(t.grad for t in plan.engine.refs[replica_id]))
+        plan.engine.reduce_as_grads(replica_id, grads)
+    return (twin, closure), {}
 
 
 def update_plan(optimizer: torch.optim.Optimizer) -> replica_update.UpdatePlan:
@@ -350,6 +373,10 @@ def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> N
     replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
     plan.after_step(replica_id)
+    if replica_id == 0 and plan.own_step:
+        for p in plan.params:
+            if isinstance(p, DistributedVariable):
+                relink_primary(p)
 
 
 def install() -> Callable[[], None]:

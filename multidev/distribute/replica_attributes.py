@@ -21,8 +21,14 @@ per-replica slots, and the name leaves ``__dict__``: reads then reach ``Module._
 answers with the calling replica's value (one that has not written yet reads the value from before
 the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
 write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
-survives from one run to the next, as each rank's does. Other Python values (a counter, a flag)
-stay one object shared by the replicas.
+survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
+1`` counted every replica's call into one counter, with lost updates between threads); other Python
+values (a flag, a string, a list appended to) stay one object shared by the replicas.
+
+The slots live in the module's ``__dict__`` only while runs are going (``enter_run`` / ``leave_run``,
+called by the replica runner): between runs each name holds replica 0's value in ``__dict__`` again
+and the slots wait in a weak table, so ``copy.deepcopy(model)``, ``torch.save(model)`` and ``vars()``
+see a plain module. A write between runs reaches every replica at the next run.
 
 ``Module.__setattr__`` and ``__delattr__`` are wrapped while a strategy lives (``live_hooks``);
 ``Module.__getattr__``, on every parameter read's path, only once a module keeps a value per
@@ -31,6 +37,7 @@ replica, so programs that never do pay nothing.
 
 from __future__ import annotations
 
+import numbers
 import threading
 import weakref
 from typing import Any, Callable
@@ -40,16 +47,38 @@ from torch.nn import Module
 
 from multidev.values import context
 
-_SLOTS = "_multidev_replica_attributes"   # in a module's __dict__: name -> {replica id or _BEFORE: value}
-_BEFORE = "before"   # the key of the value the name had before a replica first wrote it
+_SLOTS = "_multidev_replica_attributes"   # in a module's __dict__ during runs: name -> values
+_BEFORE = "before"   # values' key of the value the name had before a replica first wrote it
+_SHOWN = "shown"     # values' key of the value put back in __dict__ between runs (replica 0's)
 _ABSENT = object()   # no value: the name was not set, or a replica deleted it
-_READER = "reader"   # optional key: reader(module, name, values) answers reads outside runs (replica 0's if none)
+_READER = "reader"   # optional values' key: reader(module, name, by replica) answers reads outside runs
 _replica_env = context.replica_env
-_lock = threading.RLock()   # the first per-replica write of a name moves its shared value once
+_lock = threading.RLock()   # first writes of a name, and runs entering and leaving
 _getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
-# the modules with slots, by identity: a WeakSet compares modules with ``==``, which torchmetrics' Metric
-# overloads (it builds a new metric there: inside a replica that re-entered this module's lock and hung)
-_keeping: "weakref.WeakValueDictionary[int, Module]" = weakref.WeakValueDictionary()
+# id(module) -> (weak module, its slots): by identity, as a WeakKeyDictionary would compare modules with
+# ``==`` and hash them with their ``__hash__``, which torchmetrics' Metric overloads (its ``__eq__`` builds a
+# metric: inside a replica that re-entered the held lock and hung; its hash follows its states)
+_kept: dict[int, tuple["weakref.ref[Module]", dict]] = {}
+
+
+def _keep_slots(module: Module, slots: dict) -> None:
+    key = id(module)
+    if key not in _kept:
+        _kept[key] = (weakref.ref(module, lambda _, key=key: _kept.pop(key, None)), slots)
+
+
+def _kept_items() -> list[tuple[Module, dict]]:
+    return [(module, slots) for module, slots in ((ref(), slots) for ref, slots in list(_kept.values()))
+            if module is not None]
+_runs = [0]   # runs going on (of any strategy): the slots are in the modules' __dict__ while > 0
+
+
+def _per_replica_value(value: Any) -> bool:
+    """A tensor or something holding one, or a number (a counter ``self.calls += 1``, a temperature
+    annealed in ``forward``: each replica advancing it once per run, as each rank does)."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return True
+    return _holds_tensor(value)
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
@@ -62,9 +91,13 @@ def _holds_tensor(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _registered(module: Module, name: str) -> bool:
+def _plain_attribute(module: Module, name: str) -> bool:
+    """Not a parameter, buffer or submodule, nor found on the class (a property, or a class-level
+    default that a read would find before ``__getattr__`` is asked)."""
     d = module.__dict__
-    return any(name in d.get(kind, ()) for kind in ("_parameters", "_buffers", "_modules"))
+    if any(name in d.get(kind, ()) for kind in ("_parameters", "_buffers", "_modules")):
+        return False
+    return not any(name in vars(klass) for klass in type(module).__mro__)
 
 
 def _value_for(values: dict, replica_id: int) -> Any:
@@ -105,21 +138,30 @@ def _by_replica(values: dict) -> dict[int, Any]:
     return own if first is _ABSENT else {**own, 0: first}
 
 
-def kept(module: Module, name: str) -> bool:
-    """Whether ``module.<name>`` is kept per replica (a replica wrote it since the last write outside runs)."""
+def _slots_of(module: Module) -> dict | None:
+    """The module's slots: in its ``__dict__`` during runs, in ``_kept`` between them."""
     slots = module.__dict__.get(_SLOTS)
+    if slots is None:
+        kept = _kept.get(id(module))
+        slots = None if kept is None or kept[0]() is not module else kept[1]
+    return slots
+
+
+def kept(module: Module, name: str) -> bool:
+    """Whether ``module.<name>`` is kept per replica."""
+    slots = _slots_of(module)
     return slots is not None and name in slots
 
 
 def has_own(module: Module, name: str, replica_id: int) -> bool:
-    """Whether replica ``replica_id`` wrote ``module.<name>`` since the last write outside runs."""
+    """Whether replica ``replica_id`` wrote ``module.<name>`` since it was last written for every replica."""
     slots = module.__dict__.get(_SLOTS)
     values = None if slots is None else slots.get(name)
     return values is not None and replica_id in values
 
 
 def shared_value(module: Module, name: str) -> Any:
-    """The value every replica starts from: the one from before the first per-replica write."""
+    """In a run: the value every replica starts from (the one from before the first per-replica write)."""
     slots = module.__dict__.get(_SLOTS)
     values = None if slots is None else slots.get(name)
     value = module.__dict__.get(name, _ABSENT) if values is None else values[_BEFORE]
@@ -130,16 +172,17 @@ def shared_value(module: Module, name: str) -> Any:
 
 def keep(module: Module, name: str, value: Any, replica_id: int,
          reader: Callable[[Module, str, dict], Any]) -> None:
-    """Keep ``value`` as replica ``replica_id``'s ``module.<name>``; outside runs ``reader`` answers reads
-    (``reader(module, name, values)``: replica id -> that replica's value, replica 0's always there)."""
+    """In a run: keep ``value`` as replica ``replica_id``'s ``module.<name>``; outside runs ``reader`` answers
+    reads (``reader(module, name, values)``: replica id -> that replica's value, replica 0's always there)."""
     _store(module, name, value, replica_id)
     module.__dict__[_SLOTS][name][_READER] = reader
 
 
 def unify(module: Module, name: str, value: Any) -> None:
-    """Make ``value`` every replica's ``module.<name>`` again (what a write outside runs does)."""
+    """Make ``value`` every replica's ``module.<name>`` (what a write outside runs does, which an in-place
+    change of the value read outside runs is not)."""
     with _lock:
-        slots = module.__dict__.get(_SLOTS)
+        slots = _slots_of(module)
         if slots is not None:
             slots.pop(name, None)
         module.__dict__[name] = value
@@ -152,7 +195,7 @@ def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
         with _lock:
             _wrap_getattr()
             slots = module.__dict__.setdefault(_SLOTS, {})
-            _keeping[id(module)] = module
+            _keep_slots(module, slots)
             values = slots.get(name)
             if values is None:
                 values = {_BEFORE: module.__dict__.get(name, _ABSENT)}
@@ -166,11 +209,53 @@ def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
     if env.strategy.extended.num_local_replicas < 2 or isinstance(value, (torch.nn.Parameter, Module)):
         return False
     slots = module.__dict__.get(_SLOTS)
-    kept = slots is not None and name in slots
-    if not (kept or name == "training" or _holds_tensor(value)) or _registered(module, name):
-        return False
+    if slots is None or name not in slots:
+        if not (name == "training" or _per_replica_value(value)) or not _plain_attribute(module, name):
+            return False
     _store(module, name, value, env.replica_id)
     return True
+
+
+def _slots_in(module: Module, slots: dict) -> None:
+    """A run starts: the names leave ``__dict__`` again; one written there since the last run (a
+    reset between epochs) is every replica's value now."""
+    d = module.__dict__
+    for name, values in list(slots.items()):
+        current = d.pop(name, _ABSENT)
+        if current is not values.get(_SHOWN, _ABSENT):
+            slots[name] = {_BEFORE: current}
+    d[_SLOTS] = slots
+
+
+def _slots_out(module: Module, slots: dict) -> None:
+    """The last run ended: replica 0's values back in ``__dict__``, as reads outside runs give them."""
+    d = module.__dict__
+    d.pop(_SLOTS, None)
+    for name, values in slots.items():
+        read = values.get(_READER)
+        value = _value_for(values, 0) if read is None else read(module, name, _by_replica(values))
+        values[_SHOWN] = value
+        if value is _ABSENT:
+            d.pop(name, None)
+        else:
+            d[name] = value
+
+
+def enter_run() -> None:
+    """Called by the replica runner as a run starts (paired with ``leave_run``)."""
+    with _lock:
+        _runs[0] += 1
+        if _runs[0] == 1:
+            for module, slots in _kept_items():
+                _slots_in(module, slots)
+
+
+def leave_run() -> None:
+    with _lock:
+        _runs[0] -= 1
+        if _runs[0] == 0:
+            for module, slots in _kept_items():
+                _slots_out(module, slots)
 
 
 def _wrap_setattr(original: Callable) -> Callable:
@@ -182,7 +267,7 @@ def _wrap_setattr(original: Callable) -> Callable:
         else:
             slots = self.__dict__.get(_SLOTS)
             if slots is not None:
-                slots.pop(name, None)   # written for every replica
+                slots.pop(name, None)   # in a merge_call during a run: written for every replica
         original(self, name, value)
 
     __setattr__._multidev_wrapped = True
@@ -196,7 +281,7 @@ def _wrap_delattr(original: Callable) -> Callable:
         if values is None:
             return original(self, name)
         env = _replica_env()
-        if env is None:
+        if env is None:   # in a merge_call during a run: every replica's
             del slots[name]
             if _value_for(values, 0) is _ABSENT:
                 raise _missing(self, name)
@@ -219,13 +304,9 @@ def install() -> Callable[[], None]:
     def remove() -> None:
         Module.__setattr__, Module.__delattr__ = set_original, del_original
         with _lock:
-            for module in list(_keeping.values()):   # back in __dict__: replica 0's values, as reads outside runs gave
-                for name, values in module.__dict__.pop(_SLOTS, {}).items():
-                    read = values.get(_READER)
-                    value = _value_for(values, 0) if read is None else read(module, name, _by_replica(values))
-                    if value is not _ABSENT:
-                        module.__dict__[name] = value
-            _keeping.clear()
+            for module, slots in _kept_items():
+                _slots_out(module, slots)
+            _kept.clear()
             if _getattr_original:
                 Module.__getattr__ = _getattr_original.pop()
 

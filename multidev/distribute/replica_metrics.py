@@ -42,10 +42,34 @@ from multidev.distribute import replica_attributes
 from multidev.values import context
 
 _replica_env = context.replica_env
-_LOCK_ATTR = "_multidev_metric_lock"
 _locks_lock = threading.Lock()
-_STRATEGY_ATTR = "_multidev_metric_strategy"
 _originals: dict[str, Callable] = {}   # torchmetrics' own methods while patched
+
+
+class _ByIdentity:
+    """A weak table keyed by object identity (a metric's ``__eq__`` builds a metric, its hash follows
+    its states); nothing is stored on the metric, so ``deepcopy`` / ``torch.save`` see a plain one."""
+
+    def __init__(self) -> None:
+        self._table: dict[int, tuple[weakref.ref, Any]] = {}
+
+    def get(self, obj: Any) -> Any:
+        entry = self._table.get(id(obj))
+        return None if entry is None or entry[0]() is not obj else entry[1]
+
+    def __setitem__(self, obj: Any, value: Any) -> None:
+        key = id(obj)
+        self._table[key] = (weakref.ref(obj, lambda _, key=key: self._table.pop(key, None)), value)
+
+    def setdefault(self, obj: Any, value: Any) -> Any:
+        found = self.get(obj)
+        if found is None:
+            self[obj] = found = value
+        return found
+
+
+_locks = _ByIdentity()        # metric or collection -> the lock its forward / update holds on replicas
+_strategies = _ByIdentity()   # metric -> weak reference to the strategy whose replicas updated it
 
 
 def _several(env: Any) -> bool:
@@ -81,26 +105,26 @@ def _split(metric: Any, replica_id: int) -> None:
         replica_attributes.keep(metric, name, own, replica_id, _reduced)
 
 
-def _join_lists(metric: Any) -> None:
-    """Before an update outside runs: each list state one list again (the replicas' rows in replica
-    order), so its ``append`` lands; tensor states need nothing (``+=`` outside reads the reduced value
-    and writes it for every replica)."""
-    for name, default in metric._defaults.items():
-        if isinstance(default, list) and replica_attributes.kept(metric, name):
+def _unify_states(metric: Any) -> None:
+    """Before an update outside runs: every state kept per replica becomes one value again (what a read
+    outside runs gives: the reduced tensor, the replicas' rows joined), which the update then changes in
+    place (``self.total += n``, ``self.preds.append(x)``) for every replica."""
+    for name in metric._defaults:
+        if replica_attributes.kept(metric, name):
             replica_attributes.unify(metric, name, getattr(metric, name))
 
 
 def _remember(metric: Any, strategy: Any) -> None:
     """Note the strategy whose replicas update ``metric``: ``compute()`` outside runs syncs its workers."""
-    ref = metric.__dict__.get(_STRATEGY_ATTR)
+    ref = _strategies.get(metric)
     if ref is None or ref() is not strategy:
-        metric.__dict__[_STRATEGY_ATTR] = weakref.ref(strategy)
+        _strategies[metric] = weakref.ref(strategy)
 
 
 def _workers_of(metric: Any) -> Any:
     """The worker collective to sync ``metric`` over, if its strategy has several workers and the program
     started no process group of its own (torchmetrics then syncs over that one, as under DDP)."""
-    ref = metric.__dict__.get(_STRATEGY_ATTR)
+    ref = _strategies.get(metric)
     strategy = None if ref is None else ref()
     if strategy is None or strategy.extended.num_workers < 2:
         return None
@@ -121,10 +145,10 @@ def _worker_gather(collective: Any, tensor: torch.Tensor, group: Any = None) -> 
 
 
 def _lock_of(metric: Any) -> threading.Lock:
-    lock = metric.__dict__.get(_LOCK_ATTR)
+    lock = _locks.get(metric)
     if lock is None:
         with _locks_lock:
-            lock = metric.__dict__.setdefault(_LOCK_ATTR, threading.Lock())
+            lock = _locks.setdefault(metric, threading.Lock())
     return lock
 
 
@@ -136,7 +160,7 @@ def _setattr(self: Any, name: str, value: Any) -> None:
             if _several(env):
                 _split(self, env.replica_id)
         elif name == "_update_count":   # update() or forward() outside runs (compute() writes it not)
-            _join_lists(self)
+            _unify_states(self)
     _originals["__setattr__"](self, name, value)
 
 

@@ -97,9 +97,14 @@ def _guarded(name: str, original: Callable, where: str = "torch.distributed") ->
         env = context.replica_env()
         if env is not None and (env.strategy.extended.num_local_replicas > 1 or not dist.is_initialized()):
             raise _refusal(f"{where}.{name}", env)
-        if env is None and not dist.is_initialized():
-            raise _no_process_group(name, where)
-        return original(*args, **kwargs)
+        if env is not None or dist.is_initialized():
+            return original(*args, **kwargs)
+        try:   # torch's own call: one given its group (torch.distributed.rpc's) needs no default group
+            return original(*args, **kwargs)
+        except ValueError as e:
+            if "Default process group has not been initialized" not in str(e):
+                raise
+            raise _no_process_group(name, where) from e
 
     call._multidev_wrapped = True
     return call

@@ -42,8 +42,8 @@ from multidev.distribute import front_end, replica_update
 from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_datasets,
-                                   keras3_dropout, keras3_layers, keras3_loss_scale, keras3_random, keras3_split,
-                                   keras3_tape)
+                                   keras3_dropout, keras3_layers, keras3_loss_scale, keras3_random, keras3_rnn_dropout,
+                                   keras3_split, keras3_tape)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -284,6 +284,7 @@ def _keras_names(keras: Any) -> tuple:
         getattr(keras.Model, "_compute_loss")  # keras3_fit: an override of compute_loss without `training`
         getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
         getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
+        getattr(keras3_rnn_dropout.dropout_rnn_cell(), "_create_dropout_mask")
         torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
         for name in keras3_random.DRAWS:
             getattr(torch_random, name)
@@ -331,6 +332,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
     _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
+    keras3_rnn_dropout.install(_wrap_method)
     keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
     keras3_loss_scale.install(importlib.import_module("keras.src.losses.loss"))
     keras3_layers.per_replica_losses(keras.layers.Layer)

@@ -160,7 +160,8 @@ class Loss:
         self.name = name or backend.to_snake_case(type(self).__name__)
 
     def call(self, y_true, y_pred):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement `call(y_true, y_pred)` (the per-sample "
+                                  "losses) or `__call__(y_true, y_pred, sample_weight=None)` (the reduced loss).")
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         """The reduced loss. Inside a Keras step on a strategy (a custom ``train_step``), a mean

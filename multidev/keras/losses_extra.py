@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from multidev.keras import backend
-from multidev.keras.losses import LossFunctionWrapper, _float
+from multidev.keras.losses import LossFunctionWrapper, _as_tensor, _float
 
 
 def mean_absolute_percentage_error(y_true, y_pred):
@@ -170,6 +170,21 @@ def concordance_correlation(y_true, y_pred, axis=-1):
     return (2 * covar / (norm + backend.epsilon())).mean(dim=axis)
 
 
+def ctc(y_true, y_pred):
+    """Keras 3's CTC loss: integer labels (batch, max_length) with 0 the blank and padding, logits (batch, steps,
+    classes); one loss per example."""
+    from multidev.keras.ops.ctc import ctc_loss
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    if y_true.ndim != 2:
+        raise ValueError("Targets `y_true` are expected to be a tensor of shape `(batch_size, max_length)` in integer "
+                         f"format. Received: y_true.shape={tuple(y_true.shape)!r}")
+    if y_pred.ndim != 3:
+        raise ValueError("Logits `y_pred` are expected to be a tensor of shape `(batch_size, max_length, num_classes)`. "
+                         f"Received: y_pred.shape={tuple(y_pred.shape)!r}")
+    steps = torch.full((y_pred.shape[0],), y_pred.shape[1], dtype=torch.int32)
+    return ctc_loss(y_true, y_pred, (y_true != 0).sum(dim=-1), steps, mask_index=0)
+
+
 def _wrapper(fn, default_name, doc, **defaults):
     """A LossFunctionWrapper subclass around ``fn`` whose constructor takes ``defaults`` as keywords."""
 
@@ -210,6 +225,7 @@ CategoricalFocalCrossentropy = _loss_class(
     "Focal categorical cross-entropy.", alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1)
 
 Dice = _loss_class("Dice", dice, "dice", "Dice loss (1 - soft Dice coefficient).", axis=None)
+CTC = _loss_class("CTC", ctc, "ctc", "Connectionist Temporal Classification loss of integer labels under logits.")
 Tversky = _loss_class("Tversky", tversky, "tversky", "Tversky loss (1 - soft Tversky index).", alpha=0.5, beta=0.5,
                       axis=None)
 
@@ -231,7 +247,7 @@ logcosh = log_cosh
 CLASSES = {c.__name__: c for c in (
     MeanAbsolutePercentageError, MeanSquaredLogarithmicError, CosineSimilarity, LogCosh, KLDivergence, Poisson,
     Hinge, SquaredHinge, CategoricalHinge, BinaryFocalCrossentropy, CategoricalFocalCrossentropy, Dice, Tversky,
-    CategoricalGeneralizedCrossEntropy)}
+    CategoricalGeneralizedCrossEntropy, CTC)}
 FUNCTIONS = {
     "mean_absolute_percentage_error": mape, "mape": mape, "MAPE": mape,
     "mean_squared_logarithmic_error": msle, "msle": msle, "MSLE": msle, "cosine_similarity": cosine_similarity,
@@ -239,5 +255,5 @@ FUNCTIONS = {
     "kullback_leibler_divergence": kld, "poisson": poisson, "hinge": hinge, "squared_hinge": squared_hinge,
     "categorical_hinge": categorical_hinge, "binary_focal_crossentropy": binary_focal_crossentropy,
     "categorical_focal_crossentropy": categorical_focal_crossentropy, "dice": dice, "tversky": tversky,
-    "categorical_generalized_cross_entropy": categorical_generalized_cross_entropy,
+    "categorical_generalized_cross_entropy": categorical_generalized_cross_entropy, "ctc": ctc,
 }

@@ -86,15 +86,17 @@ def _plain_parameters(owner):
             module._parameters[name] = p
 
 
-def save(obj, export_dir, signatures=None, options=None):
+def save(obj, export_dir, signatures=None, options=None, extra_files=None):
     """Export ``obj``'s signatures (a Keras model's inference call, or ``md.function``s with an
     ``input_signature``) to ``export_dir``, loadable by ``md.saved_model.load`` without ``obj``'s class.
+    ``extra_files`` ({name: bytes}) are written into the same directory in the same atomic swap (a Keras
+    model's own config and weights, which tf.keras 2's SavedModel carries for ``load_model``).
 
     Example:
         md.saved_model.save(model, "/tmp/export")
     """
     check_options(options, SaveOptions, "md.saved_model.save")
-    _write(os.fspath(export_dir), resolve(obj, signatures))
+    _write(os.fspath(export_dir), resolve(obj, signatures), extra_files=extra_files or {})
 
 
 def export_keras(model, export_dir, input_signature=None) -> None:
@@ -105,7 +107,7 @@ def export_keras(model, export_dir, input_signature=None) -> None:
            endpoints=["serve"])
 
 
-def _write(export_dir: str, resolved: dict, endpoints=()) -> None:
+def _write(export_dir: str, resolved: dict, endpoints=(), extra_files=None) -> None:
     meta = {"format": FORMAT, "version": VERSION, "signatures": {},
             "default": DEFAULT_SERVING_SIGNATURE_DEF_KEY if DEFAULT_SERVING_SIGNATURE_DEF_KEY in resolved else None,
             "endpoints": list(endpoints), "call_functions": {}}
@@ -130,6 +132,8 @@ def _write(export_dir: str, resolved: dict, endpoints=()) -> None:
                 "inputs": [{"name": n, "shape": list(s.shape), "dtype": str(s.dtype).replace("torch.", "")}
                            for n, s in zip(signature.input_names, signature.inputs)],
                 "outputs": output_names}
+        for name, data in (extra_files or {}).items():
+            atomic_write(os.path.join(staging, name), data, fsync=False)
         atomic_write_text(os.path.join(staging, "saved_model.json"), json.dumps(meta, indent=1), fsync=False)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch._C import DisableTorchFunctionSubclass
 
+from multidev._core import name_scopes
 from multidev._core.eager_tensor import readable_operator
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev._core.errors import InvalidArgumentError
@@ -103,6 +104,7 @@ class Variable(torch.nn.Parameter):
         aggregation = VariableAggregation.from_value(aggregation)
         if trainable is None:
             trainable = synchronization is not VariableSynchronization.ON_READ
+        name = name_scopes.scoped(name, _default_name()) if name_scopes.current() else name   # md.name_scope
         if cls is Variable:
             strategy = context.current_scope_strategy()
             if strategy is not None and strategy.extended.distributes_variables:
@@ -220,7 +222,11 @@ class Variable(torch.nn.Parameter):
 
     def _coerce(self, value: Any, like: torch.Tensor, op: str = "assign") -> torch.Tensor:
         """``value`` as a tensor of ``like``'s dtype, device and shape (or one that broadcasts to it);
-        a wrong shape is TF's ValueError for ``assign``, its InvalidArgumentError for ``assign_add/sub``."""
+        a wrong shape is TF's ValueError for ``assign``, its InvalidArgumentError for ``assign_add/sub``;
+        a Python number into a bool variable TF's TypeError."""
+        if like.dtype == torch.bool and isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {str(like.dtype).replace('torch.', '')}"
+                            f" (in {op} of variable {self._tf_name!r}). Pass a value of the variable's dtype.")
         # The storage's torch device (a parameter-server variable's ``device`` is TF's name of its ps).
         tensor = _as_tensor(value, like.dtype, torch.Tensor.device.__get__(like))
         try:

@@ -97,6 +97,8 @@ class DistributedVariable(Variable):
     _reduce_in_backward = True
     _backward_hooked = False
     _data_handed_out = False   # p.data was read in cross-replica context: the next run copies the primary
+    _data_set_in_run = False   # p.data = t in a replica: the run's end compares the copies (sticky: an
+    # update's _mark_synced in another replica thread must not hide it, or workers would disagree)
     #: Inside ``strategy.run`` a module's replica-aware dict hands out the variable itself, not the
     #: replica's copy: a Keras layer's state weight (``self.total.assign_add(...)`` in ``call``) keeps
     #: the variable API and its aggregation in every replica, as TensorFlow's layers see the variable.
@@ -240,7 +242,11 @@ class DistributedVariable(Variable):
         would train each replica on its own data, silently, so they raise (``_drifted``). Copies of
         other workers are compared by ``distribute/copy_agreement.py``."""
         components = self._components
-        if (not unversioned and components[0]._version == self._synced_version) or not self._copies_must_agree():
+        if not unversioned and components[0]._version == self._synced_version:
+            return
+        if self._share_storage and len(components) > 1 and not unversioned:
+            raise self._written_by_every_replica()
+        if not self._copies_must_agree():
             return
         with torch.no_grad(), DisableTorchFunctionSubclass():
             first = components[0]
@@ -248,6 +254,18 @@ class DistributedVariable(Variable):
         if differ:
             raise self._drifted(differ[0])
         self._mark_synced()
+
+    def _written_by_every_replica(self) -> ValueError:
+        """One copy shared by the replicas (CentralStorageStrategy) written in place in them outside the
+        update paths: each replica applied its write to it (``p.add_(1)`` added 2 with 2 replicas)."""
+        self._mark_synced()
+        return ValueError(
+            f"Variable {self._tf_name!r} was written in place inside strategy.run outside an optimizer step (such "
+            f"as `p.add_(e)`, `p.sub_(lr * p.grad)`), but {type(self._strategy).__name__} keeps one copy that all "
+            f"{len(self._components)} replicas share, so every replica applied its write to it. Update it with a "
+            "torch.optim optimizer, write it outside strategy.run (or in "
+            "md.distribute.get_replica_context().merge_call), or use MirroredStrategy, where each replica writes its "
+            "own copy.")
 
     def _drifted(self, replica: int) -> ValueError:
         """The error for copies written outside the update paths where replica ``replica``'s (global id)

@@ -57,20 +57,42 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
 
 
 def _set_replica_data(var: DistributedVariable, replica_id: int, value: torch.Tensor) -> None:
-    """``p.data = t`` in replica ``replica_id``: its copy takes ``t`` (replica 0's also the variable,
-    whose storage it shares). Torch's version counter does not see it: the copies are marked stale, so
-    the run's end compares them (``_check_replica_writes``) as after any write in the replicas."""
-    with DisableTorchFunctionSubclass():
+    """``p.data = t`` in replica ``replica_id``: its copy takes ``t``'s values into its own storage (replica
+    0's also the variable's), never ``t``'s storage: ``t`` may be one tensor every replica sets, and
+    another replica's in-place update would then move this one's weights too. SAM's ``second_step``
+    sets ``p.data = self.state[p]["old_p"]``, one tensor of the optimizer's state that every replica
+    wrote under the same key: aliased, a replica that had already stepped its copy in place handed
+    the others its updated weights (0.04 off one device after 4 steps, silently). Each DDP rank's
+    parameter takes its own tensor. A ``t`` of another shape or dtype replaces the copy's storage with
+    a clone. Through ``.data`` the copy's version counter does not move (as for ``p.data = t``): the
+    copies are marked stale, so the run's end compares them (``_check_replica_writes``)."""
+    with DisableTorchFunctionSubclass(), torch.no_grad():
         component = var._components[replica_id]
         new = value.detach()
-        if new.device != component.device:
-            new = new.to(component.device)
-        if replica_id == 0:
-            torch.Tensor.data.__set__(var, new)
-            component.data = torch.Tensor.data.__get__(var)
+        if new.shape == component.shape and new.dtype == component.dtype:
+            component.data.copy_(new)
         else:
-            component.data = new
+            new = new.to(component.device, copy=True)
+            if replica_id == 0:
+                torch.Tensor.data.__set__(var, new)
+                component.data = torch.Tensor.data.__get__(var)
+            else:
+                component.data = new
     var._synced_version = -1
+    var._data_set_in_run = True
+
+
+def relink_primary(var: DistributedVariable) -> None:
+    """Replica 0's copy shares the variable's storage again after ``.data`` was set on the copy itself
+    (an optimizer's own ``step`` runs on its twin's plain tensors: SAM's ``p.data = old_p``), so reads
+    of the variable outside the run see what replica 0 holds."""
+    with DisableTorchFunctionSubclass():
+        component = var._components[0]
+        if torch.Tensor.untyped_storage(var).data_ptr() != component.untyped_storage().data_ptr():
+            torch.Tensor.data.__set__(var, component.detach())
+            component.data = torch.Tensor.data.__get__(var)
+            var._synced_version = -1
+            var._data_set_in_run = True
 
 
 def _get_data(var: DistributedVariable) -> torch.Tensor:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import io
 import json
 import time
 
@@ -218,6 +219,41 @@ def deleted_per_replica():
     return {"seen": [list(s) for s in seen], "outside": outside, "after_del": hasattr(model, "attention")}
 
 
+class Annealed(nn.Module):
+    """A softmax temperature annealed at every forward, and a call counter (Python numbers)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.tau, self.calls = nn.Linear(4, 3), 2.0, 0
+
+    def forward(self, x):
+        self.calls += 1
+        tau = self.tau
+        linger_in_replica_0()
+        self.tau = max(0.5, tau * 0.7)
+        return torch.softmax(self.linear(x) / tau, dim=-1)
+
+
+@case
+def numbers_advance_once_per_replica():
+    def build():
+        torch.manual_seed(0)
+        return Annealed()
+
+    def loss_of(model, x):
+        return model(x).pow(2).mean()
+
+    with strategy.scope():
+        model = build()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    reference = build()
+    train(model, optimizer, loss_of, True)
+    train(reference, torch.optim.SGD(reference.parameters(), lr=0.5), loss_of, False)
+    inside = strategy.experimental_local_results(strategy.run(lambda: torch.tensor([model.calls, model.tau])))
+    return {"diff": max_diff(model, reference), "calls": model.calls, "tau": model.tau,
+            "inside": [t.tolist() for t in inside], "reference": [reference.calls, reference.tau]}
+
+
 class ModeScale(nn.Module):
     """Differs between training and evaluation, as dropout and BatchNorm do, but deterministically."""
 
@@ -250,14 +286,20 @@ def mode_switched_inside_the_step():
     train(model, optimizer, loss_of, True)
     train(reference, torch.optim.SGD(reference.parameters(), lr=0.1), loss_of, False)
     after = model.training
+    saved = io.BytesIO()
+    torch.save(model, saved)   # between runs a plain module: each flag in its __dict__
+    saved.seek(0)
+    loaded = torch.load(saved, weights_only=False)
+    after = after and all("training" in vars(m) and m.training for m in loaded.modules())
     model.eval()   # outside the run: every replica's mode
     seen = strategy.experimental_local_results(strategy.run(lambda: [m.training for m in model.modules()]))
     return {"diff": max_diff(model, reference), "after": after, "eval_everywhere": not any(any(s) for s in seen)}
 
 
 @case
-def back_in_dict_when_strategies_go():
-    """A module without variables keeps its last value (replica 0's) once no strategy lives."""
+def plain_module_between_runs():
+    """Between runs each name holds replica 0's value in ``__dict__`` (deepcopy, torch.save and vars()
+    see a plain module); the hooks go when no strategy lives."""
     global strategy
 
     class Doubler(nn.Module):
@@ -267,13 +309,15 @@ def back_in_dict_when_strategies_go():
 
     doubler = Doubler()
     strategy.run(doubler, args=(halves(BATCHES[0]),))
-    per_replica = "last" not in vars(doubler)
+    inside = strategy.experimental_local_results(strategy.run(lambda: "last" in vars(doubler)))
+    between = sorted(vars(doubler)) == sorted(vars(copy.deepcopy(doubler)))
+    plain = not any("multidev" in k for k in vars(doubler)) and torch.equal(doubler.last, BATCHES[0][:4] * 2)
     strategy = None
     gc.collect()
     gc.collect()
     getattr_is_torchs = nn.Module.__getattr__.__module__ == "torch.nn.modules.module"
-    return {"per_replica": per_replica, "getattr_is_torchs": getattr_is_torchs,
-            "restored": bool(torch.equal(vars(doubler).get("last", torch.zeros(1)), BATCHES[0][:4] * 2))}
+    return {"inside": [bool(i) for i in inside], "between": between and plain, "getattr_is_torchs": getattr_is_torchs,
+            "kept": bool(torch.equal(vars(doubler).get("last", torch.zeros(1)), BATCHES[0][:4] * 2))}
 
 
 print(json.dumps(RESULTS))

@@ -53,11 +53,19 @@ def test_eval_and_train_inside_the_step_switch_only_the_replicas_own_mode(result
     assert r["diff"] < 1e-12 and r["after"] and r["eval_everywhere"], r
 
 
+def test_numbers_written_in_forward_advance_once_per_replica_as_per_rank(results):
+    r = results["numbers_advance_once_per_replica"]
+    assert "error" not in r, r
+    assert r["diff"] < 1e-12, r
+    assert [r["calls"], r["tau"]] == r["reference"] == [4, 0.5], r
+    assert r["inside"] == [[4.0, 0.5], [4.0, 0.5]], r
+
+
 def test_del_in_a_replica_deletes_its_own_value(results):
     assert results["deleted_per_replica"] == {"seen": [[True, True], [True, False]], "outside": True,
                                               "after_del": False}
 
 
-def test_values_go_back_to_the_module_when_no_strategy_lives(results):
-    assert results["back_in_dict_when_strategies_go"] == {"per_replica": True, "getattr_is_torchs": True,
-                                                          "restored": True}
+def test_a_plain_module_between_runs_and_when_no_strategy_lives(results):
+    assert results["plain_module_between_runs"] == {"inside": [False], "between": True, "getattr_is_torchs": True,
+                                                    "kept": True}

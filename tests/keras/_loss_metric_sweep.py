@@ -43,6 +43,7 @@ def _data():
         "sparse3_logits": (ids3, 2 * f(B, T, C)),
         "eq": (bits, rng.randint(0, 2, (B, C)).astype("float32")), "ids": (ids, rng.randint(0, C, B)),
         "vals": (None, f(B, C)),
+        "ctc": (np.array([[1, 2], [2, 0], [1, 1], [2, 1]]), 2 * f(B, T, C)),   # labels, 0 the blank and padding
     }
 
 
@@ -76,7 +77,7 @@ LOSSES = [
     ("BinaryFocalCrossentropy", {"apply_class_balancing": True, "gamma": 1.5, "from_logits": True},
      ["bin_logits"]),
     ("CategoricalFocalCrossentropy", {}, ["cat"]),
-    ("Dice", {}, ["bin"]), ("Dice", {"axis": -1}, ["bin", "bin3"]), ("Tversky", {"alpha": 0.3, "beta": 0.7}, ["bin"]),
+    ("CTC", {}, ["ctc"]), ("Dice", {}, ["bin"]), ("Dice", {"axis": -1}, ["bin", "bin3"]), ("Tversky", {"alpha": 0.3, "beta": 0.7}, ["bin"]),
     ("Tversky", {"axis": -1}, ["bin"]), ("CategoricalGeneralizedCrossEntropy", {}, ["sparse"]),
     ("CategoricalGeneralizedCrossEntropy", {"q": 0.2}, ["sparse_i32"]),
     ("CategoricalFocalCrossentropy", {"alpha": 0.5, "from_logits": True, "label_smoothing": 0.1},

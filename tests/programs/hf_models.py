@@ -84,9 +84,10 @@ def train_step_global_tokens(state: tuple, batch: dict, sum_across: Callable, re
     return loss.detach()   # its mean over the ranks: the global batch's loss
 
 
-def _optimize(model: torch.nn.Module) -> tuple:
+def _optimize(model: torch.nn.Module, params=None) -> tuple:
+    """``model.train()``, AdamW over ``params`` (default: every parameter) and the linear schedule."""
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    optimizer = torch.optim.AdamW(model.parameters() if params is None else params, lr=5e-3)
     lr_scheduler = get_scheduler("linear", optimizer=optimizer, num_warmup_steps=1, num_training_steps=STEPS)
     return model, optimizer, lr_scheduler
 
@@ -155,12 +156,13 @@ def _gpt2_build(dropout: float) -> Callable[[], tuple]:
     return build
 
 
-def _lm_batches(seed: int) -> Callable[[], list]:
+def _lm_batches(seed: int, padded: Callable = None, shortest: int = 2) -> Callable[[], list]:
+    """Causal-LM batches: ids padded by ``padded`` (``_padded``: on the right), -100 labels on the padding."""
     def batches() -> list:
         g = torch.Generator().manual_seed(seed)
         out = []
         for _ in range(STEPS):
-            ids, mask = _padded(g, GLOBAL_BATCH, SEQ, 2)
+            ids, mask = (padded or _padded)(g, GLOBAL_BATCH, SEQ, shortest)
             out.append({"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)})
         return out
     return batches

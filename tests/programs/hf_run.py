@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import traceback
+from typing import Callable
 
 import torch
 
@@ -139,14 +140,16 @@ def ddp(program, rank: int, world: int) -> dict:
             "tied": _tied(model)}
 
 
-def main_ddp(out_dir: str) -> None:
+def main_ddp(out_dir: str, programs: list = HF_PROGRAMS, run: Callable = None, file: str = "hf_ddp.json",
+             download: Callable = pretrained_dirs) -> None:
+    """Each program through ``run`` (``ddp``) on this rank, rank 0 writing the results to ``file``."""
     dist = torch.distributed
-    pretrained_dirs()   # "downloaded" before the job: transformers' save_pretrained writes on rank 0 only
+    download()   # "downloaded" before the job: transformers' save_pretrained writes on rank 0 only
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
-    results = {p.name: _recorded(ddp, p, rank, world) for p in HF_PROGRAMS}
+    results = {p.name: _recorded(run or ddp, p, rank, world) for p in programs}
     if rank == 0:
-        with open(os.path.join(out_dir, "hf_ddp.json"), "w") as f:
+        with open(os.path.join(out_dir, file), "w") as f:
             json.dump(results, f)
     dist.barrier()
     dist.destroy_process_group()

@@ -16,6 +16,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+try:   # the runners put this directory on sys.path; pytest imports the package
+    from sam_optimizer import SAM, sam_closure, sam_two_steps
+except ImportError:
+    from tests.programs.sam_optimizer import SAM, sam_closure, sam_two_steps
+
 sched = torch.optim.lr_scheduler
 F64 = torch.float64
 GLOBAL_BATCH = 8
@@ -254,6 +259,7 @@ _ADAM = _opt(torch.optim.Adam, lr=0.05)
 CPU_CAPTURABLE = r"AssertionError: If capturable=True, .* must be on supported devices"
 DIFFERENTIABLE = r"RuntimeError: a leaf Variable that requires grad is being used in an in-place operation"
 LBFGS_SHARED = r"ValueError: LBFGS.step\(closure\) cannot run on CentralStorageStrategy: .* re-evaluates the closure"
+SAM_SHARED = r"ValueError: SAM.step\(closure\) cannot run on CentralStorageStrategy: .* evaluates the closure inside its own step"
 PLATEAU_DDP = ("each DDP rank's ReduceLROnPlateau sees its own half's loss: the ranks cut the lr at different steps "
                "and drift apart (multidev feeds every replica's mean: one device's)")
 
@@ -302,6 +308,13 @@ OPTIMIZERS = [
     Case("adam_capturable", _opt(torch.optim.Adam, lr=0.05, capturable=True), torch_refuses=CPU_CAPTURABLE),
     Case("nadam_capturable", _opt(torch.optim.NAdam, lr=0.05, capturable=True), torch_refuses=CPU_CAPTURABLE),
     Case("adam_differentiable", _opt(torch.optim.Adam, lr=0.05, differentiable=True), torch_refuses=DIFFERENTIABLE),
+    # SAM as printed (davda54/sam): p.data = old_p from its state; step(closure) evaluating at w + e(w)
+    Case("sam_sgd_two_steps", _opt(SAM, base_optimizer=torch.optim.SGD, lr=0.1, momentum=0.9),
+         step=sam_two_steps(_loss)),
+    Case("sam_sgd_closure", _opt(SAM, base_optimizer=torch.optim.SGD, lr=0.1, momentum=0.9),
+         step=sam_closure(_loss), shared_storage_refused=SAM_SHARED),
+    Case("asam_adam_closure", _opt(SAM, base_optimizer=torch.optim.Adam, rho=0.5, adaptive=True, lr=0.05),
+         step=sam_closure(_loss), shared_storage_refused=SAM_SHARED),
 ]
 
 

@@ -32,13 +32,18 @@ TIMEOUT_S = 240
 TOLERANCE = 1e-10
 
 
+def start_runs(script: str, out: str) -> list:
+    """``script``'s MirroredStrategy process (2 logical CPUs) and its 2 DDP ranks (Gloo), started together."""
+    port = str(_free_port())
+    procs = [_start(script, out, MULTIDEV_LOGICAL_CPUS="2", **QUIET)]
+    return procs + [_start(script, out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                           MASTER_PORT=port, **QUIET) for r in range(2)]
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("hf_models"))
-    port = str(_free_port())
-    procs = [_start("hf_run.py", out, MULTIDEV_LOGICAL_CPUS="2", **QUIET)]
-    procs += [_start("hf_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                     MASTER_PORT=port, **QUIET) for r in range(2)]
+    procs = start_runs("hf_run.py", out)
     logs = _finish(procs, TIMEOUT_S)
     failed = [(p.returncode, log) for p, log in zip(procs, logs) if p.returncode != 0]
     assert not failed, failed

@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import layer_losses, layer_state, weight_paths
+from multidev.keras.layers import early_attributes, layer_losses, layer_state, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -125,7 +125,9 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, activity_regularizer=None, **kwargs):
+        early = early_attributes.registered_early(self)   # sublayers assigned before super().__init__()
         super().__init__()
+        early_attributes.restore(self, early)
         if kwargs:
             raise TypeError(f"Keyword argument not understood: {sorted(kwargs)!r} (layer {type(self).__name__}).")
         self.activity_regularizer = regularizers.get(activity_regularizer)
@@ -165,6 +167,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         elif layer_state.is_own_state_alias(self, name, value):   # self.total = self.add_weight(...)
             object.__setattr__(self, name, value)
             return
+        early_attributes.start_torch_state(self, value)
         super().__setattr__(name, value)
 
     # ----- lifecycle -------------------------------------------------------------------------
@@ -216,6 +219,8 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
     def add_loss(self, loss):
         """Add a loss to this call (e.g. an activity penalty); ``model.losses`` lists it, ``fit`` adds it."""
         layer_losses.add_call_loss(self, loss)
+
+    add_metric = layer_losses.refuse_add_metric   # Keras 3 removed it: its NotImplementedError and the fix
 
     @property
     def losses(self) -> list:
@@ -333,7 +338,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
             return (None,) + tuple(o.shape[1:]) if len(o.shape) else tuple(o.shape)
         flat = kt.flatten(outputs)
         new = shape(flat[0]) if len(flat) == 1 else [shape(o) for o in flat]
-        self._output_shape = _merged_shape(self._output_shape, new) if merge else new
+        self._output_shape = kt.merged_shape(self._output_shape, new) if merge else new
 
     # ----- introspection ---------------------------------------------------------------------
     @property
@@ -386,12 +391,3 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
-
-
-def _merged_shape(old, new):
-    """``new`` with None where ``old`` (a shape, or a list of them) has another size."""
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [_merged_shape(a, b) for a, b in zip(old, new)]
-    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
-        return tuple(b if a == b else None for a, b in zip(old, new))
-    return new

@@ -6,6 +6,8 @@ infers its output shape by running it on small zero tensors, and records a ``Nod
 
 from __future__ import annotations
 
+import math
+import re
 import threading
 
 import torch
@@ -83,7 +85,8 @@ def is_symbolic(structure) -> bool:
 def _dummy(kt: KerasTensor, size: int, device) -> torch.Tensor:
     """Zeros shaped like ``kt``; an all-true mask if the layer that made it gave a mask (a masked layer
     that needs ``mask`` in ``call``, as the masking guide's TemporalSoftmax, sees one symbolically too)."""
-    shape = [_DUMMY_BATCH if i == 0 else (size if d is None else d) for i, d in enumerate(kt.shape)]
+    batch = getattr(_INFERRING, "batch", None) or _DUMMY_BATCH
+    shape = [batch if i == 0 else (size if d is None else d) for i, d in enumerate(kt.shape)]
     out = torch.zeros(shape, dtype=kt.dtype, device=device)
     mask_rank = getattr(kt, "_mask_rank", None)
     if mask_rank is not None:
@@ -137,6 +140,9 @@ def _run_dummies(layer, inputs, kwargs):
     try:
         return _run_sizes(layer, inputs, kwargs, _DUMMY_SIZES)
     except (ValueError, IndexError, RuntimeError) as first:
+        batch = _batch_of_reshape(first)
+        if batch is not None:
+            return _run_at_batch(layer, inputs, kwargs, batch, first)
         if not _has_unknown_dims(inputs):
             raise
         for sizes in _FALLBACK_SIZES:
@@ -145,6 +151,33 @@ def _run_dummies(layer, inputs, kwargs):
             except (ValueError, IndexError, RuntimeError):
                 continue
         raise first
+
+
+_RESHAPE_ERROR = re.compile(r"shape '\[([-0-9, ]*)\]' is invalid for input of size (\d+)")
+
+
+def _batch_of_reshape(error) -> int | None:
+    """The batch size a refused reshape asks for: keras.io's switch transformer reshapes its tokens to
+    ``[batch_size * tokens, dim]``, a constant; TensorFlow infers it with an unknown batch, multidev runs zeros
+    of ``_DUMMY_BATCH`` examples, so it runs them again at the batch that constant names (None: another error)."""
+    match = _RESHAPE_ERROR.search(str(error)) if isinstance(error, RuntimeError) else None
+    if match is None or "-1" in match.group(1) or getattr(_INFERRING, "batch", None) is not None:
+        return None
+    wanted, per_example = math.prod(int(d) for d in match.group(1).split(",")), int(match.group(2)) // _DUMMY_BATCH
+    if not per_example or wanted % per_example or wanted // per_example == _DUMMY_BATCH:
+        return None
+    return wanted // per_example
+
+
+def _run_at_batch(layer, inputs, kwargs, batch, first):
+    """``_run_sizes`` on zeros of ``batch`` examples; the first error if the layer refuses those too."""
+    _INFERRING.batch = batch
+    try:
+        return _run_sizes(layer, inputs, kwargs, _DUMMY_SIZES)
+    except (ValueError, IndexError, RuntimeError):
+        raise first from None
+    finally:
+        _INFERRING.batch = None
 
 
 def infer_output(layer, inputs, kwargs):
@@ -174,3 +207,12 @@ def call_symbolic(layer, inputs, kwargs):
     layer._inbound_nodes.append(Node(layer, inputs, flat_out, kwargs))
     layer._record_output_shape(outputs)
     return outputs
+
+
+def merged_shape(old, new):
+    """``new`` with None where ``old`` (a shape, or a list of them) has another size."""
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [merged_shape(a, b) for a, b in zip(old, new)]
+    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
+        return tuple(b if a == b else None for a, b in zip(old, new))
+    return new

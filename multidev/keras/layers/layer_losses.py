@@ -32,6 +32,14 @@ def add_call_loss(layer, loss) -> None:
     layer._call_losses.setdefault(threading.get_ident(), []).append(value)
 
 
+def refuse_add_metric(layer, *args, **kwargs):
+    """``Layer.add_metric``: Keras 3 removed tf-keras 2's method; refused with Keras 3's NotImplementedError."""
+    raise NotImplementedError(
+        f"Layer `add_metric()` method is deprecated (layer {layer.name!r}). Add your metric in "
+        "`Model.compile(metrics=[...])`, or create metric trackers in __init__() or build() when subclassing "
+        "the layer or model, then call `metric.update_state()` whenever necessary.")
+
+
 def record_activity(layer, outputs) -> None:
     """Keras 3's activity penalty: the regularizer of each output divided by its batch size."""
     flat = outputs if isinstance(outputs, (list, tuple)) else [outputs]

@@ -176,7 +176,9 @@ class GroupNormalization(Layer):
 
     def build(self, input_shape):
         dim = input_shape[self.axis]
-        if dim < self.groups or dim % self.groups:
+        if self.groups == -1:   # Keras: one group per channel (instance normalisation, keras.io's CycleGAN)
+            self.groups = dim
+        if self.groups < 1 or dim < self.groups or dim % self.groups:
             raise ValueError(f"Number of groups ({self.groups}) must be a divisor of the number of channels "
                              f"({dim}) and not exceed it. Input shape: {tuple(input_shape)}")
         if self.scale:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import _VF
 
-from multidev.keras import activations, initializers
+from multidev.keras import activations, batch_draw, initializers
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.rnn_cells import add_gate_weights
@@ -59,7 +59,8 @@ class _RNN(StatefulLayerMixin, Layer):
     def call(self, inputs, initial_state=None, training=False, mask=None):
         x = inputs.flip(1) if self.go_backwards else inputs
         if training and self.dropout:
-            drop = F.dropout(x.new_ones(x.shape[0], 1, x.shape[2]), self.dropout, training=True)
+            # one mask per example for every step (Keras's); in a step on replicas one device's, each its rows
+            drop = batch_draw.dropout(x.new_ones(x.shape[0], 1, x.shape[2]), self.dropout, training=True)
             x = x * drop
         if self._carried is not None and initial_state is None:
             states = [s.unsqueeze(0) for s in self._carried.initial(

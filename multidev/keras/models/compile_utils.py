@@ -74,6 +74,8 @@ class LossesContainer:
         targets at the predictions' rank first, as Keras wraps it (keras.io's siamese contrastive loss: (batch,)
         labels against a (batch, 1) output would broadcast to (batch, batch))."""
         if isinstance(fn, losses_mod.Loss):
+            if type(fn).__call__ is not losses_mod.Loss.__call__:   # the subclass reduces itself (keras.io's
+                return fn(y_true, y_pred)                           # SupervisedContrastiveLoss): this replica's value
             return fn.call(y_true, y_pred)
         if isinstance(y_true, torch.Tensor) and isinstance(y_pred, torch.Tensor):
             y_true, y_pred = losses_mod.align_ranks(y_true, y_pred)
@@ -150,6 +152,20 @@ class LossesContainer:
     @property
     def metrics(self) -> list:
         return [self.tracker] + [t for t in self.output_trackers if t is not None]
+
+
+class AddedLossTracker:
+    """The ``loss`` tracker of a model compiled without a loss whose layers add theirs (keras.io's endpoint and
+    CTC layers): Keras 3's built-in steps log the added losses' sum as ``loss``, on a strategy as ``track`` says."""
+
+    track = LossesContainer.track
+
+    def __init__(self):
+        self.tracker = metrics_mod.Mean(name="loss")
+
+    @property
+    def metrics(self) -> list:
+        return [self.tracker]
 
 
 def _replicas() -> int:

@@ -180,13 +180,16 @@ class Model(Trainer, Layer):
         """Save config + weights (+ optimizer state) as a directory; see ``saving.model_io``.
         ``options`` (``md.saved_model.SaveOptions``, tf.keras 2's argument) is checked and changes nothing:
         the calling process writes the files. ``save_format='tf'`` (tf.keras 2's SavedModel, with its
-        ``signatures``) writes an ``md.saved_model`` instead, for ``md.saved_model.load``."""
+        ``signatures``) writes an ``md.saved_model`` for ``md.saved_model.load``, with the model's own files
+        beside it, so ``md.keras.models.load_model`` rebuilds the Keras model from it as tf.keras 2's does
+        (TensorFlow's "Distributed training with Keras" tutorial loads it back with and without a strategy)."""
         from multidev.keras.saving import model_io
         from multidev.saved_model.options import SaveOptions, check
         check(options, SaveOptions, "Model.save")
         if save_format == "tf" or signatures is not None:
             from multidev.saved_model.export import save as save_saved_model
-            save_saved_model(self, filepath, signatures=signatures, options=options)
+            save_saved_model(self, filepath, signatures=signatures, options=options,
+                             extra_files=model_io.model_files_if_serializable(self, include_optimizer))
             return
         model_io.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 

@@ -11,6 +11,7 @@ themselves, because grad mode is per thread.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Protocol
 
 import torch
@@ -48,4 +49,29 @@ class LocalStepRunner:
 
     def run(self, kind: str, step_fn: Callable[[Any], Any], data: Any, model: Any) -> Any:
         check_kind(kind)
-        return step_fn(move_to_device(data, model_device(model)))
+        data = move_to_device(data, model_device(model))
+        build_before_step(model, data)
+        return step_fn(data)
+
+
+def build_before_step(model, data, scope=None) -> None:
+    """Build a lazily-built model on ``data`` in inference mode, before its first step, drawing nothing from the
+    program's random streams: TensorFlow's Keras builds it before training (Keras 3 symbolically, tf.keras 2 while
+    tracing), so its weights' initial draws come one after another, never between the first step's dropout masks
+    (keras.io's NER model: a TransformerBlock's Dropout sits between two lazily built Dense layers), on one device
+    as on replicas (``scope``: the strategy's, whose variables the weights become)."""
+    if any(True for _ in model.parameters()) and (getattr(model, "built", True) or _layers_built(model)):
+        return
+    from multidev.keras import random
+    from multidev.keras.models.data_adapter import unpack_x_y_sample_weight
+
+    x, _, _ = unpack_x_y_sample_weight(data)
+    with scope or contextlib.nullcontext(), torch.no_grad(), random.unconsumed():   # one device makes no such
+        model(x, training=False)                                                    # pass: draw nothing
+
+
+def _layers_built(model) -> bool:
+    """Whether every layer inside ``model`` is built (a subclassed model wrapping built models, as keras.io's
+    trainer and mean-teacher patterns: its own ``call`` may not take the ``fit`` inputs its ``train_step`` does,
+    and one device never calls it before the step either)."""
+    return all(getattr(m, "built", True) for m in model.modules() if m is not model)

@@ -18,6 +18,7 @@ import torch
 from multidev.distribute.batch_split import split_element
 from multidev.keras.metrics.base import sum_states_across_workers
 from multidev.keras.models.replica_logs import step_logs
+from multidev.keras.models.step_runner import build_before_step
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
@@ -101,24 +102,7 @@ def _is_distributed(data: Any) -> bool:
 def ensure_built(model, strategy, data) -> None:
     """Create a lazily-built model's weights in cross-replica context, under the strategy's scope,
     so they become distributed variables (building inside a replica would make local ones)."""
-    if any(True for _ in model.parameters()) and (getattr(model, "built", True) or _layers_built(model)):
-        return
-    from multidev.keras.models.data_adapter import unpack_x_y_sample_weight
-
-    from multidev.keras import random
-
-    x, _, _ = unpack_x_y_sample_weight(data)
-    # The whole first batch, as one device builds on it: one example made keras.io's GNN's
-    # ops.squeeze(input_node_indices) a scalar, and its logits layer refused a 1-D input.
-    with strategy.scope(), torch.no_grad(), random.unconsumed():   # one device makes no such pass: draw nothing
-        model(x, training=False)
-
-
-def _layers_built(model) -> bool:
-    """Whether every layer inside ``model`` is built (a subclassed model wrapping built models, as keras.io's
-    trainer and mean-teacher patterns: its own ``call`` may not take the ``fit`` inputs its ``train_step`` does,
-    and one device never calls it before the step either)."""
-    return all(getattr(m, "built", True) for m in model.modules() if m is not model)
+    build_before_step(model, data, strategy.scope())
 
 
 def check_variables(model, strategy) -> None:

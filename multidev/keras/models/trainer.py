@@ -23,44 +23,20 @@ from multidev.keras.callbacks.base import CallbackList
 from multidev.keras.layers.base import attached_metrics
 from multidev.keras.layers.keras_tensor import flatten, map_structure
 from multidev.keras.models import data_adapter as da, fit_args
-from multidev.keras.models.compile_utils import compiled_containers
+from multidev.keras.models.compile_utils import AddedLossTracker, compiled_containers
 from multidev.keras.models.epoch_iterator import EpochIterator, apply_class_weight, check_class_weight
 from multidev.keras.models.replica_logs import check_reduction
 from multidev.keras.models.worker_batches import per_worker_input
 from multidev.keras.models.worker_input import worker_input_check
+from multidev.keras.models.log_values import _floats, _number, _to_numpy
 from multidev.keras.models.resume import worker_rng_sync
-
-
-def _to_numpy(t):
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    return t.cpu().numpy()
-
-
-def _floats(logs) -> dict:
-    """Logs as floats; a metric whose result is a dict (``compile_metrics``) gives its entries, as Keras 3."""
-    out = {}
-    for k, v in (logs or {}).items():
-        if isinstance(v, dict):
-            out.update(_floats(v))
-        else:
-            out[k] = _number(v)
-    return out
-
-
-def _number(value):
-    """A float, or (a metric with several thresholds, as ``Recall(thresholds=[...])``) a numpy array."""
-    array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-    return float(array) if array.size == 1 else array
 
 
 class Trainer:
     """Mixin of Model holding the compile state and the training loops."""
 
     def _init_trainer(self):
-        self.optimizer = None
-        self.compiled_loss = None
+        self.optimizer = self.compiled_loss = None
         self.compiled_metrics = None
         self.stop_training = False
         self._is_compiled = False
@@ -91,6 +67,7 @@ class Trainer:
         new_optimizer = mixed_precision.wrap_for_policy(optimizers.get(optimizer), self._dtype_policy)
         compiled = compiled_containers(loss, loss_weights, metrics, weighted_metrics, self._output_names())
         self.optimizer, (self.compiled_loss, self.compiled_metrics) = new_optimizer, compiled
+        self._added_loss_tracker = AddedLossTracker() if loss is None else None   # add_loss only: Keras logs it
         self._compile_config = {"loss": loss, "metrics": metrics, "loss_weights": loss_weights,
                                 "weighted_metrics": weighted_metrics}
         self._is_compiled = True
@@ -109,12 +86,18 @@ class Trainer:
         order: ``fit`` resets and reports them too). Before the first batch builds them, the
         compiled metrics are one ``compile_metrics`` entry (as Keras 3's), so a custom
         ``train_step`` updating ``for m in self.metrics: m.update_state(y, y_pred)`` builds them."""
-        out = list(self.compiled_loss.metrics) if self.compiled_loss else []
+        out = list(self.compiled_loss.metrics) if self.compiled_loss else self._added_loss_metrics()
         container = self.compiled_metrics
         if container is not None:
             out += container.metrics if container.listed_as_built() else container.pending()
         listed = set(map(id, out))
         return out + [m for m in attached_metrics(self) if id(m) not in listed]
+
+    def _added_loss_metrics(self) -> list:
+        """The added losses' tracker when the built-in steps (which update it) run; a custom step keeps its own."""
+        added = self.__dict__.get("_added_loss_tracker")
+        builtin = type(self).train_step is Trainer.train_step or type(self).test_step is Trainer.test_step
+        return added.metrics if added is not None and builtin else []
 
     @property
     def metrics_names(self) -> list:
@@ -152,8 +135,9 @@ class Trainer:
 
     def _track_loss(self, loss, y_pred) -> None:
         """Record this step's loss in the ``loss`` tracker (Keras 3's train_step does it, not compute_loss)."""
-        if self.compiled_loss is not None:
-            self.compiled_loss.track(loss, _batch_of(y_pred))
+        container = self.compiled_loss or self.__dict__.get("_added_loss_tracker")
+        if container is not None:
+            container.track(loss, _batch_of(y_pred))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update compiled metrics and return ``{name: result}`` for all metrics."""
@@ -285,9 +269,10 @@ class Trainer:
         if validation_data is None:
             return None
         if isinstance(validation_data, (tuple, list)) and da.is_array_structure(validation_data[0]):
-            if len(validation_data) not in (2, 3):
-                raise ValueError(f"When passing validation_data, it must contain 2 (x_val, y_val) or 3 (x_val, y_val, "
-                                 f"val_sample_weights) items, however it contains {len(validation_data)} items.")
+            if len(validation_data) not in (1, 2, 3):   # Keras 3 takes (x_val,): a model that adds its own loss
+                raise ValueError("When passing validation_data, it must contain 1 (x_val,), 2 (x_val, y_val) or 3 "
+                                 "(x_val, y_val, val_sample_weights) items, however it contains "
+                                 f"{len(validation_data)} items.")
             adapter = da.ArrayAdapter(*validation_data, batch_size=batch_size)
         else:
             adapter = da.make_adapter(per_worker_input(self, validation_data))

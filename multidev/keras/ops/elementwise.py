@@ -160,7 +160,10 @@ def dot(x1, x2):
 
 
 def tensordot(x1, x2, axes=2):
-    """Sum of products over ``axes`` (an int or a pair of axis lists)."""
+    """Sum of products over ``axes``: an int, or a pair of axes or axis lists (numpy's ``axes=(2, 2)``, which
+    keras.io's PointNet regularizer uses; torch takes only lists there)."""
+    if isinstance(axes, (list, tuple)):
+        axes = tuple(a if isinstance(a, (list, tuple)) else (a,) for a in axes)
     return torch.tensordot(_t(x1), _t(x2), dims=axes)
 
 

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from multidev.keras import backend
 from multidev.keras.activations import keep_logits, take_logits
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
+from multidev.keras.ops.ctc import ctc_decode, ctc_loss  # noqa: F401 - keras.ops.nn has them too
 from multidev.keras.ops.numpy import _dims, _float
 
 _t = convert_to_tensor

@@ -164,9 +164,14 @@ def tile(x, repeats):
 
 
 def repeat(x, repeats, axis=None):
-    """Each element of ``x`` repeated (flattened first when ``axis`` is None)."""
+    """Each element of ``x`` repeated (flattened first when ``axis`` is None); ``repeats`` an int, or a list or
+    tensor of counts (one count repeats every element: keras.io's conditional GAN's ``repeats=[28 * 28]``)."""
     x = _t(x)
-    return torch.repeat_interleave(x.reshape(-1) if axis is None else x, repeats, dim=0 if axis is None else axis)
+    x, dim = (x.reshape(-1), 0) if axis is None else (x, axis)
+    if isinstance(repeats, (list, tuple, np.ndarray)) or isinstance(repeats, torch.Tensor) and repeats.ndim:
+        repeats = torch.as_tensor(repeats, dtype=torch.long, device=x.device).reshape(-1)
+        repeats = int(repeats[0]) if repeats.numel() == 1 else repeats
+    return torch.repeat_interleave(x, repeats, dim=dim)
 
 
 def swapaxes(x, axis1, axis2):

@@ -80,6 +80,16 @@ def _members(model, include_optimizer) -> dict:
     return members
 
 
+def model_files_if_serializable(model, include_optimizer=True) -> dict:
+    """``{file name: bytes}`` of ``model``'s saved form (what ``load_model`` reads from a directory), or none
+    when its config cannot be written (a ``Lambda``'s Python function): the SavedModel beside them is then
+    for ``md.saved_model.load`` only, as ``load_model`` says."""
+    try:
+        return _members(model, include_optimizer)
+    except (ValueError, NotImplementedError, TypeError):
+        return {}
+
+
 def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
     """Write ``model`` to ``filepath`` (directory, or zip archive for ``*.keras``)."""
     path = os.fspath(filepath)
@@ -134,6 +144,10 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, veri
     path = os.fspath(filepath)
     members = _read_members(path)
     if CONFIG not in members or WEIGHTS not in members:
+        if os.path.exists(os.path.join(path, "saved_model.json")):
+            raise ValueError(f"{path!r} is an md.saved_model without the Keras model's files (model.save(..., "
+                             "save_format='tf') of a model whose config cannot be written, e.g. a Lambda layer): "
+                             f"load it with md.saved_model.load({path!r}).")
         raise ValueError(f"{path!r} is missing {CONFIG!r} or {WEIGHTS!r}; it was not written by model.save().")
     return _from_members(members, path, custom_objects, compile, verify_checksum)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from multidev.keras._missing import missing_names
 import numpy as np
+import torch
 
 from multidev.keras.callbacks.progbar import Progbar
 from multidev.keras.utils import experimental
@@ -41,7 +42,11 @@ def to_categorical(y, num_classes=None, dtype="float32"):
 
 
 def normalize(x, axis=-1, order=2):
-    """Scale ``x`` to unit ``order``-norm along ``axis`` (zero vectors stay zero)."""
+    """Scale ``x`` to unit ``order``-norm along ``axis``: a numpy array in numpy (zero vectors stay zero), a tensor
+    with ``ops.normalize`` (differentiable: keras.io's SupervisedContrastiveLoss normalises the features with it)."""
+    if isinstance(x, torch.Tensor):
+        from multidev.keras import ops
+        return ops.normalize(x, axis=axis, order=order)
     x = np.asarray(x, dtype="float32")
     norm = np.atleast_1d(np.linalg.norm(x, order, axis))
     norm[norm == 0] = 1

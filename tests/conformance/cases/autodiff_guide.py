@@ -3,21 +3,10 @@ printed with ``tf.`` -> ``md.``: ``tape.reset``, ``tf.stop_gradient`` of a term,
 (the clipping example), several tapes at once, a persistent tape's jacobian, and gradients with respect
 to a model's ``trainable_variables`` inside ``strategy.run`` on two replicas.
 
-Ops multidev leaves to torch (``tf.math.sin``, ``tf.nn.sigmoid``) are taken from ``_torch_or_tf``.
+Ops multidev leaves to torch (``tf.math.sin``, ``tf.nn.sigmoid``) are taken from ``torch_or_tf``.
 """
 
-from conformance_support import loop_model, raises, two_cpus, val
-
-
-def _torch_or_tf(tf, tf_name, torch_name):
-    """TensorFlow's op on TensorFlow, torch's on multidev (whose tensors are torch tensors)."""
-    if tf.__name__ == "tensorflow":
-        out = tf
-        for part in tf_name.split("."):
-            out = getattr(out, part)
-        return out
-    import torch
-    return getattr(torch, torch_name)
+from conformance_support import loop_model, raises, torch_or_tf, two_cpus, val
 
 
 def case_tape_reset(tf):
@@ -94,8 +83,8 @@ def case_custom_gradient_vector_clip(tf):
 
 
 def case_multiple_tapes(tf):
-    sin = _torch_or_tf(tf, "math.sin", "sin")
-    sigmoid = _torch_or_tf(tf, "nn.sigmoid", "sigmoid")
+    sin = torch_or_tf(tf, "math.sin", "sin")
+    sigmoid = torch_or_tf(tf, "nn.sigmoid", "sigmoid")
     x0 = tf.constant(0.0)
     x1 = tf.constant(0.0)
     with tf.GradientTape() as tape0, tf.GradientTape() as tape1:

@@ -237,3 +237,23 @@ def fixed_weights(model, scale: float):
     model.set_weights([np.array([((k * 7) % 13) / 13.0 - 0.45 for k in range(int(np.prod(w.shape)))],
                                 "float32").reshape(w.shape) * scale for w in model.get_weights()])
     return model
+
+
+def torch_or_tf(tf, tf_name, torch_name):
+    """TensorFlow's op ``tf_name`` on TensorFlow, torch's ``torch_name`` on multidev (whose tensors are torch
+    tensors; multidev refuses TF's pure math ops it leaves to torch, naming the torch function)."""
+    import importlib
+    out = tf if tf.__name__ == "tensorflow" else importlib.import_module("torch")
+    for part in (tf_name if tf.__name__ == "tensorflow" else torch_name).split("."):
+        out = getattr(out, part)
+    return out
+
+
+def rounded(x, digits: int = 5):
+    """``val(x)`` with every number rounded to ``digits`` (None stays None; dicts and lists kept)."""
+    x = val(x)
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {k: rounded(v, digits) for k, v in x.items()}
+    return [rounded(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
