@@ -2,7 +2,7 @@
 what DDP's rank 0 reads after torchmetrics' sync, in the cases ``tests/programs/test_metrics_programs.py``
 (the programs against DDP) leaves out: ``CatMetric``'s row order across a mid-epoch ``compute()`` (DDP: every
 row of rank 0, then rank 1's), an ``update`` outside runs after updates inside, ``reset()`` inside the step,
-max/min states, an in-place state over many runs, the metric after its strategy is gone, and torchmetrics
+max/min states, ``deepcopy``, an in-place state over many runs, the metric after its strategy is gone, and torchmetrics
 imported after the strategy was created. One fresh interpreter (2 logical CPUs).
 """
 from __future__ import annotations
@@ -49,6 +49,9 @@ ddp_order = torch.cat(halves(rows[:2], 0) + halves(rows[:2], 1)).tolist()
 assert cat.compute().tolist() == ddp_order, (cat.compute().tolist(), ddp_order)   # a mid-epoch compute keeps it
 assert float(total.compute()) == float(torch.cat(rows[:2]).sum())
 assert float(top.compute()) == 17.0 and float(low.compute()) == 0.0
+import copy
+twin = copy.deepcopy(cat)   # (torchmetrics' clone()): a plain metric holding every replica's rows
+assert twin.compute().tolist() == ddp_order, twin.compute().tolist()
 
 # update outside runs after updates inside: the metric continues from every replica's states
 extra = torch.tensor([100.0, 101.0])
