@@ -76,3 +76,8 @@ __all__ = [
     "experimental_set_strategy",
     "TPUStrategy",
 ]
+
+# torchmetrics' Metric objects on replicas (patched while strategies live, once torchmetrics is imported)
+from multidev.distribute import front_end as _front_end, replica_metrics as _replica_metrics  # noqa: E402
+
+_front_end.register(_replica_metrics.FRONT_END)

@@ -51,10 +51,25 @@ _SLOTS = "_multidev_replica_attributes"   # in a module's __dict__ during runs: 
 _BEFORE = "before"   # values' key of the value the name had before a replica first wrote it
 _SHOWN = "shown"     # values' key of the value put back in __dict__ between runs (replica 0's)
 _ABSENT = object()   # no value: the name was not set, or a replica deleted it
+_READER = "reader"   # optional values' key: reader(module, name, by replica) answers reads outside runs
 _replica_env = context.replica_env
-_lock = threading.Lock()   # first writes of a name, and runs entering and leaving
+_lock = threading.RLock()   # first writes of a name, and runs entering and leaving
 _getattr_original: list[Callable[[Module, str], Any]] = []   # set while __getattr__ is wrapped
-_kept: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()   # module -> its slots
+# id(module) -> (weak module, its slots): by identity, as a WeakKeyDictionary would compare modules with
+# ``==`` and hash them with their ``__hash__``, which torchmetrics' Metric overloads (its ``__eq__`` builds a
+# metric: inside a replica that re-entered the held lock and hung; its hash follows its states)
+_kept: dict[int, tuple["weakref.ref[Module]", dict]] = {}
+
+
+def _keep_slots(module: Module, slots: dict) -> None:
+    key = id(module)
+    if key not in _kept:
+        _kept[key] = (weakref.ref(module, lambda _, key=key: _kept.pop(key, None)), slots)
+
+
+def _kept_items() -> list[tuple[Module, dict]]:
+    return [(module, slots) for module, slots in ((ref(), slots) for ref, slots in list(_kept.values()))
+            if module is not None]
 _runs = [0]   # runs going on (of any strategy): the slots are in the modules' __dict__ while > 0
 
 
@@ -100,6 +115,8 @@ def _getattr(module: Module, name: str) -> Any:
         values = slots.get(name)
         if values is not None:
             env = _replica_env()
+            if env is None and _READER in values:
+                return values[_READER](module, name, _by_replica(values))
             value = _value_for(values, 0 if env is None else env.replica_id)
             if value is _ABSENT:
                 raise _missing(module, name)
@@ -114,6 +131,63 @@ def _wrap_getattr() -> None:
         Module.__getattr__ = _getattr
 
 
+def _by_replica(values: dict) -> dict[int, Any]:
+    """Replica 0's value (the one from before if it wrote none) and each other replica's own."""
+    own = {k: v for k, v in values.items() if isinstance(k, int) and v is not _ABSENT}
+    first = _value_for(values, 0)
+    return own if first is _ABSENT else {**own, 0: first}
+
+
+def _slots_of(module: Module) -> dict | None:
+    """The module's slots: in its ``__dict__`` during runs, in ``_kept`` between them."""
+    slots = module.__dict__.get(_SLOTS)
+    if slots is None:
+        kept = _kept.get(id(module))
+        slots = None if kept is None or kept[0]() is not module else kept[1]
+    return slots
+
+
+def kept(module: Module, name: str) -> bool:
+    """Whether ``module.<name>`` is kept per replica."""
+    slots = _slots_of(module)
+    return slots is not None and name in slots
+
+
+def has_own(module: Module, name: str, replica_id: int) -> bool:
+    """Whether replica ``replica_id`` wrote ``module.<name>`` since it was last written for every replica."""
+    slots = module.__dict__.get(_SLOTS)
+    values = None if slots is None else slots.get(name)
+    return values is not None and replica_id in values
+
+
+def shared_value(module: Module, name: str) -> Any:
+    """In a run: the value every replica starts from (the one from before the first per-replica write)."""
+    slots = module.__dict__.get(_SLOTS)
+    values = None if slots is None else slots.get(name)
+    value = module.__dict__.get(name, _ABSENT) if values is None else values[_BEFORE]
+    if value is _ABSENT:
+        raise _missing(module, name)
+    return value
+
+
+def keep(module: Module, name: str, value: Any, replica_id: int,
+         reader: Callable[[Module, str, dict], Any]) -> None:
+    """In a run: keep ``value`` as replica ``replica_id``'s ``module.<name>``; outside runs ``reader`` answers
+    reads (``reader(module, name, values)``: replica id -> that replica's value, replica 0's always there)."""
+    _store(module, name, value, replica_id)
+    module.__dict__[_SLOTS][name][_READER] = reader
+
+
+def unify(module: Module, name: str, value: Any) -> None:
+    """Make ``value`` every replica's ``module.<name>`` (what a write outside runs does, which an in-place
+    change of the value read outside runs is not)."""
+    with _lock:
+        slots = _slots_of(module)
+        if slots is not None:
+            slots.pop(name, None)
+        module.__dict__[name] = value
+
+
 def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
     slots = module.__dict__.get(_SLOTS)
     values = None if slots is None else slots.get(name)
@@ -121,7 +195,7 @@ def _store(module: Module, name: str, value: Any, replica_id: int) -> None:
         with _lock:
             _wrap_getattr()
             slots = module.__dict__.setdefault(_SLOTS, {})
-            _kept[module] = slots
+            _keep_slots(module, slots)
             values = slots.get(name)
             if values is None:
                 values = {_BEFORE: module.__dict__.get(name, _ABSENT)}
@@ -158,7 +232,9 @@ def _slots_out(module: Module, slots: dict) -> None:
     d = module.__dict__
     d.pop(_SLOTS, None)
     for name, values in slots.items():
-        values[_SHOWN] = value = _value_for(values, 0)
+        read = values.get(_READER)
+        value = _value_for(values, 0) if read is None else read(module, name, _by_replica(values))
+        values[_SHOWN] = value
         if value is _ABSENT:
             d.pop(name, None)
         else:
@@ -170,7 +246,7 @@ def enter_run() -> None:
     with _lock:
         _runs[0] += 1
         if _runs[0] == 1:
-            for module, slots in list(_kept.items()):
+            for module, slots in _kept_items():
                 _slots_in(module, slots)
 
 
@@ -178,7 +254,7 @@ def leave_run() -> None:
     with _lock:
         _runs[0] -= 1
         if _runs[0] == 0:
-            for module, slots in list(_kept.items()):
+            for module, slots in _kept_items():
                 _slots_out(module, slots)
 
 
@@ -228,7 +304,7 @@ def install() -> Callable[[], None]:
     def remove() -> None:
         Module.__setattr__, Module.__delattr__ = set_original, del_original
         with _lock:
-            for module, slots in list(_kept.items()):
+            for module, slots in _kept_items():
                 _slots_out(module, slots)
             _kept.clear()
             if _getattr_original:
