@@ -235,31 +235,14 @@ def test_double_after_the_scope_converts_every_replica():
     assert all(o.dtype == F64 for o in out)
 
 
-def test_parametrized_weight_norm_in_the_scope_equals_one_device():
+@pytest.mark.parametrize("weight_norm", [torch.nn.utils.parametrizations.weight_norm, torch.nn.utils.weight_norm],
+                         ids=["parametrized", "deprecated"])
+def test_weight_norm_in_the_scope_equals_one_device(weight_norm):
+    """The deprecated one's forward pre-hook writes ``module.weight``: kept per replica (``replica_attributes``)."""
     def build():
         torch.manual_seed(0)
         net = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 1)).to(F64)
-        torch.nn.utils.parametrizations.weight_norm(net[0])
-        return net
-
-    strategy = _strategy()
-    with strategy.scope():
-        model = build()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    reference = build()
-    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for x, y in _data(2):
-        strategy.run(lambda a, b: _mse_step(model, opt, a, b), args=(_halves(x), _halves(y)))
-        _mse_step(reference, ref_opt, x, y)
-    _assert_same_weights(model, reference)
-
-
-def test_deprecated_weight_norm_in_the_scope_equals_one_device():
-    """Its forward pre-hook writes ``module.weight``: kept per replica (``replica_attributes``)."""
-    def build():
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 1)).to(F64)
-        torch.nn.utils.weight_norm(net[0])
+        weight_norm(net[0])
         return net
 
     strategy = _strategy()
