@@ -270,7 +270,7 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
     closure = args[1] if len(args) > 1 else kwargs.get("closure")
     if closure is not None:
         closure = _global_loss(closure, env)
-        if _calls_its_closure(optimizer):
+        if isinstance(optimizer, torch.optim.LBFGS) or plan.own_step:   # it calls its closure itself
             return _closure_steps(optimizer, plan, replica_id, closure, env)
         with torch.enable_grad():   # the step's one evaluation, before its gradients are applied
             loss = closure()
@@ -318,15 +318,12 @@ def _evaluated_once(optimizer: torch.optim.Optimizer, loss: Any) -> Callable:
     return closure
 
 
-def _calls_its_closure(optimizer: torch.optim.Optimizer) -> bool:
-    """LBFGS, which evaluates its closure again and again, and a ``step`` written outside torch, which
-    calls it when it needs to: SAM's ``step`` climbs to ``w + e(w)`` first and evaluates the closure
-    there. Evaluating it once before such a step (as for torch's optimizers) added a second backward
-    at ``w`` and left SAM's own call without gradients: it trained 0.17 off one device after a step."""
-    return isinstance(optimizer, torch.optim.LBFGS) or _written_outside_torch(optimizer)
-
-
 def _written_outside_torch(optimizer: torch.optim.Optimizer) -> bool:
+    """A ``step`` written outside torch calls its closure when it needs to, as LBFGS does again and again:
+    SAM's ``step`` climbs to ``w + e(w)`` first and evaluates the closure there. Evaluating it once before
+    such a step (as for torch's optimizers) added a second backward at ``w`` and left SAM's own call
+    without gradients: it trained 0.17 off one device after a step. Such a step may also set ``.data``
+    of its twin's tensors (``_post_step`` re-links replica 0's copy)."""
     return not getattr(type(optimizer).step, "__module__", "torch.").startswith("torch.")
 
 
