@@ -28,6 +28,7 @@ import threading
 
 import torch
 
+from multidev.distribute import once_per_step
 from multidev.keras.optimizers import cross_replica, schedules
 from multidev.keras.optimizers.ema import MovingAverages
 from multidev.keras.optimizers.replica_rules import ReplicaRules
@@ -382,6 +383,19 @@ class _LearningRate(Variable):
 
     def __reduce_ex__(self, protocol):
         return _lr_value, (torch.Tensor.item(self),)
+
+    def _update(self, op, value):
+        """In a replica of several local ones, TensorFlow's rule for the learning rate, a mirrored variable
+        aggregated ONLY_FIRST_REPLICA: ``assign`` / ``assign_add`` / ``assign_sub`` meet (every replica calls
+        them, as TensorFlow's merge_call) and apply replica 0's value once. A custom ``train_step``'s
+        ``self.optimizer.learning_rate.assign(lr * 0.5)`` halved the one host variable once per replica."""
+        env = once_per_step.several_local_replicas()
+        if env is None:
+            return super()._update(op, value)
+        value = value.detach() if isinstance(value, torch.Tensor) else value
+        once_per_step.once(env, ("learning_rate", op, id(self)), value,
+                           lambda every: Variable._update(self, op, every[0]))
+        return self
 
     def __deepcopy__(self, memo):
         return _lr_value(torch.Tensor.item(self))
