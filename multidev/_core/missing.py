@@ -20,7 +20,6 @@ _TORCH_RENAMED = {
     "tf.random.stateless_uniform": "torch.rand with a seeded torch.Generator",
     "tf.nn.softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy (it takes probabilities too)",
     "tf.nn.sparse_softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy",
-    "tf.nn.sigmoid_cross_entropy_with_logits": "torch.nn.functional.binary_cross_entropy_with_logits",
 }
 
 
