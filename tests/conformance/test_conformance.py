@@ -147,7 +147,8 @@ SAME_AS: dict[str, str] = {
     "keras_gan_guide.gan_two_replicas": "keras_gan_guide.gan_two_replicas_built",
     "resume.loop_distributed_iterator_mid_pass": "resume.loop_uninterrupted",
     "resume.fit_backup_and_restore_mid_epoch": "resume.fit_uninterrupted",
-    "autoencoder_tutorial.anomaly_detection_25_normal_two_replicas": "autoencoder_tutorial.anomaly_detection_25_normal",
+    "autoencoder_tutorial.anomaly_detection_25_normal_two_replicas":
+        "autoencoder_tutorial.anomaly_detection_25_normal",
 }
 
 

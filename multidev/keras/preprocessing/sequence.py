@@ -1,4 +1,4 @@
-"""``pad_sequences`` with Keras's exact padding and truncating rules.
+"""``pad_sequences`` with Keras's exact padding and truncating rules (and tf.keras's ``skipgrams``, ``skipgrams.py``).
 
 Example:
     pad_sequences([[1, 2, 3], [4]], maxlen=2)          # [[2, 3], [0, 4]]  (pre-truncate, pre-pad)

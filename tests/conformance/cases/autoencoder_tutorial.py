@@ -204,7 +204,8 @@ def _anomaly(tf, strategy=None, raw_data=ECG):
             "history": _hist(history), "decoded": approx(decoded_imgs[0, :5], 2e-5),
             "train_loss": approx(train_loss.numpy(), 2e-5), "threshold": approx(float(threshold), 2e-5),
             "test_loss": approx(test_loss.numpy(), 2e-5), "preds": p.tolist(),
-            "scores": [float(np.mean(p == y)), float(np.sum(p & y) / max(np.sum(p), 1)), float(np.sum(p & y) / np.sum(y))]}
+            "scores": [float(np.mean(p == y)), float(np.sum(p & y) / max(np.sum(p), 1)),
+                       float(np.sum(p & y) / np.sum(y))]}
 
 
 def case_anomaly_detection(tf):

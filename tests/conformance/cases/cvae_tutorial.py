@@ -151,7 +151,8 @@ def _train(tf, strategy=None, epochs=2):
             loss(compute_loss(model, test_x))
         elbo = -loss.result()
         elbos.append(float(elbo.numpy()))
-    return {"elbo": approx(elbos, 2e-2), "encoder_kernel": approx(model.encoder.trainable_variables[-2].numpy()[:8], 2e-4),
+    return {"elbo": approx(elbos, 2e-2),
+            "encoder_kernel": approx(model.encoder.trainable_variables[-2].numpy()[:8], 2e-4),
             "decoder_bias": approx(model.decoder.trainable_variables[-1].numpy(), 2e-4)}
 
 
