@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 from torch import nn
 
 from multidev.keras.layers.base import Layer
@@ -170,9 +172,11 @@ class Model(Trainer, Layer):
 
         The file's checksum is verified (damage raises ``md.errors.DataLossError``);
         ``verify_checksum=False`` skips that for speed. A checkpoint prefix (no suffix) returns its load
-        status, as Keras 2 does.
+        status, as Keras 2 does. A ``.keras`` file written by ``model.save`` gives its weights, as Keras 3 reads it.
         """
-        from multidev.keras.saving import weights_io
+        from multidev.keras.saving import model_io, weights_io
+        if os.fspath(filepath).endswith(".keras"):
+            return model_io.load_weights_from_archive(self, filepath, skip_mismatch, verify_checksum)
         return weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, options=None, signatures=None,
