@@ -32,6 +32,8 @@ CASES = [
     ("SGD", {"momentum": 0.9, "weight_decay": 0.1}),
     ("Nadam", {"weight_decay": 0.01}),
     ("Lion", {"weight_decay": 0.2}),
+    ("Lamb", {}),
+    ("Lamb", {"weight_decay": 0.05, "beta_1": 0.8}),
 ]
 
 
