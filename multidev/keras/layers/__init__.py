@@ -27,7 +27,7 @@ from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.keras_tensor import KerasTensor
 from multidev.keras.layers.masking import Masking
 from multidev.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
-                                         concatenate)
+                                         average, concatenate, dot, maximum, minimum, multiply, subtract)
 from multidev.keras.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization,
                                                  SyncBatchNormalization, UnitNormalization)
 from multidev.keras.layers.reshaping import (Cropping1D, Cropping2D, Permute, RepeatVector, UpSampling1D,
@@ -54,7 +54,7 @@ __all__ = [
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
     "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "BatchNormalization",
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
-    "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
+    "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "subtract", "multiply", "average", "maximum", "minimum", "dot", "TextVectorization", "StringLookup",
     "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
     "RandomRotation", "RandomTranslation", "RandomZoom", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
     # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
