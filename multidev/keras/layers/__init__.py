@@ -10,7 +10,7 @@ from multidev.keras.layers import experimental
 from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.dot_attention import AdditiveAttention, Attention
-from multidev.keras.layers.image_layers import CenterCrop, Resizing
+from multidev.keras.layers.image_layers import CenterCrop, RandomCrop, Resizing
 from multidev.keras.layers.time_distributed import TimeDistributed
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
@@ -55,7 +55,7 @@ __all__ = [
     "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "BatchNormalization",
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
     "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "subtract", "multiply", "average", "maximum", "minimum", "dot", "TextVectorization", "StringLookup",
-    "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
+    "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip", "RandomCrop",
     "RandomRotation", "RandomTranslation", "RandomZoom", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
     # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
     "PReLU", "Dot", "Minimum", "GroupNormalization", "UnitNormalization", "Permute", "RepeatVector",

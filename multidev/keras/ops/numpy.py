@@ -321,6 +321,11 @@ def _arg(fn, x, axis, keepdims):
     return fn(x, dim=axis, keepdim=keepdims).to(torch.int32)
 
 
+def broadcast_to(x, shape):
+    """``x`` broadcast to ``shape`` (a view, as numpy's)."""
+    return torch.broadcast_to(_t(x), tuple(int(d) for d in shape))
+
+
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum along ``axis`` (of the flattened ``x`` when None), int32."""
     return _arg(torch.argmax, x, axis, keepdims)

@@ -176,4 +176,6 @@ def run(keras, strategy, workdir, scale=1):
             classifier = build_classifier(stack, positional_encoding=positional_encoding)
             history = run_experiment(classifier)
         results[name] = {"history": history.history, "predict": classifier.predict(x_test, verbose=0)}
-    return {"_model": classifier, **results}
+    # (copies of the last block stack: md.keras's Normalization statistics are buffers that ``adapt`` makes outside
+    # the scope, one copy read by every replica, as p57)
+    return {"_model": stack, **results}
