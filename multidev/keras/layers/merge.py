@@ -32,10 +32,14 @@ class _Merge(Layer):
         self._reshape_required = len({len(s) for s in input_shape}) > 1
 
     def call(self, inputs):
-        if self._reshape_required:
-            rank = max(x.dim() for x in inputs)
-            inputs = [x.reshape(x.shape[:1] + (1,) * (rank - x.dim()) + x.shape[1:]) for x in inputs]
-        return functools.reduce(self._op, inputs)
+        return functools.reduce(self._op, self._ranked(inputs))
+
+    def _ranked(self, inputs) -> list:
+        """The inputs at one rank (a lower-rank input expanded at axis 1, as Keras 3 does)."""
+        if not self._reshape_required:
+            return list(inputs)
+        rank = max(x.dim() for x in inputs)
+        return [x.reshape(x.shape[:1] + (1,) * (rank - x.dim()) + x.shape[1:]) for x in inputs]
 
 
 def _broadcast(name, a: tuple, b: tuple) -> tuple:
@@ -133,7 +137,7 @@ class Average(_Merge):
     """Element-wise mean."""
 
     def call(self, inputs):
-        return functools.reduce(torch.add, inputs) / len(inputs)
+        return functools.reduce(torch.add, self._ranked(inputs)) / len(inputs)
 
 
 class Concatenate(_Merge):

@@ -9,7 +9,7 @@ models; ``predict`` of an intermediate ``keras.Model(model.input, model.get_laye
 
 ``batch_size=1`` on 2 replicas: one replica's slice of each one-example batch is empty (TensorFlow's
 MirroredStrategy splits a batch of 1 the same way). Shrunk: bags of 3 8x8 instances (7 of 28x28), Dense 16/8
-(128/64), attention dim 16 (256), 16 training and 8 validation bags, 2 models, 2 epochs.
+(128/64), attention dim 16 (256), 8 training and 4 validation bags, 2 models, 2 epochs.
 """
 
 import os
@@ -38,7 +38,7 @@ def create_bags(input_data, input_labels, positive_class, bag_count, instance_co
 
 def run(keras, strategy, workdir, scale=1):
     layers, ops = keras.layers, keras.ops
-    POSITIVE_CLASS, BAG_COUNT, VAL_BAG_COUNT, BAG_SIZE, ENSEMBLE_AVG_COUNT = 1, 16 * scale, 8, 3, 2
+    POSITIVE_CLASS, BAG_COUNT, VAL_BAG_COUNT, BAG_SIZE, ENSEMBLE_AVG_COUNT = 1, 8 * scale, 4, 3, 2
 
     class MILAttentionLayer(layers.Layer):
         def __init__(self, weight_params_dim, kernel_initializer="glorot_uniform", kernel_regularizer=None,
