@@ -56,6 +56,8 @@ def test_load_weights_reads_the_weights_of_a_keras_archive(tmp_path):
     np.testing.assert_array_equal(fresh.predict(x, verbose=0), saved.predict(x, verbose=0))
     with pytest.raises(ValueError, match="shape mismatch"):
         other.load_weights(path)
+    with pytest.raises(FileNotFoundError, match=r"'missing.keras' does not exist.*model.save"):
+        fresh.load_weights("missing.keras")
 
 
 class _Pairs(K.utils.PyDataset):

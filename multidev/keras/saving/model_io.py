@@ -157,6 +157,10 @@ def load_weights_from_archive(model, filepath, skip_mismatch=False, verify_check
     ``ModelCheckpoint("checkpoint.keras")`` reloaded into the trained model, as keras.io's ConvMixer does), as
     Keras 3 reads them (``saving_lib.load_weights_only``); the architecture must match (all-or-nothing)."""
     path = os.fspath(filepath)
+    if not os.path.exists(path):
+        raise ModelNotFoundError(f"Unable to load weights: {path!r} does not exist. load_weights reads a `.keras` file "
+                                 "that model.save wrote, or a weights file, whose name must end in `.weights.h5` "
+                                 "(Keras 3) or `.safetensors`, that model.save_weights wrote.")
     members = _read_members(path)
     if WEIGHTS not in members:
         raise ValueError(f"{path!r} is missing {WEIGHTS!r}; it was not written by model.save().")
