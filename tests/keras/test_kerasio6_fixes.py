@@ -190,7 +190,23 @@ def cropped(front, strategy):
     h = m.fit(images, labels, batch_size=8, epochs=2, verbose=0, shuffle=False)
     return h.history["loss"] + [float(w.sum()) for w in m.get_weights()]
 
+class Batches(md.keras.utils.PyDataset):
+    def __len__(self):
+        return 4
+    def __getitem__(self, index):
+        return images[4 * index:4 * index + 4].reshape(4, -1)[:, :6], labels[4 * index:4 * index + 4]
+
+def from_py_dataset(strategy):
+    K = md.keras
+    K.utils.set_random_seed(0)
+    with strategy.scope():
+        m = K.Sequential([K.Input((6,)), K.layers.Dense(3)])
+        m.compile("sgd", K.losses.SparseCategoricalCrossentropy(from_logits=True))
+    h = m.fit(Batches(), epochs=2, verbose=0, shuffle=False)
+    return h.history["loss"] + [float(w.sum()) for w in m.get_weights()]
+
 out = {f"penalty_{b}": [penalized(one, b), penalized(two, b)] for b in (1, 4)}
+out["py_dataset"] = [from_py_dataset(one), from_py_dataset(two)]
 for name, front in (("md", md.keras), ("keras3", keras)):
     out[f"crop_{name}"] = [cropped(front, one), cropped(front, two)]
 print(json.dumps(out))
@@ -202,9 +218,10 @@ def two_replicas():
     return json.loads(run_fresh(TWO_REPLICAS, timeout=300).stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("case", ["penalty_1", "penalty_4", "crop_md", "crop_keras3"])
+@pytest.mark.parametrize("case", ["penalty_1", "penalty_4", "crop_md", "crop_keras3", "py_dataset"])
 def test_two_replicas_log_and_train_as_one_device(two_replicas, case):
     # penalty_1: a batch of 1 leaves one replica empty; its share of the L2 penalty was missing from the logged
     # loss and val loss (1.298 vs 1.788). crop_*: one crop window per batch (Keras 3: each replica drew its own).
+    # py_dataset: each PyDataset item is a global batch, split across the replicas as an array's.
     one, two = two_replicas[case]
     np.testing.assert_allclose(two, one, rtol=2e-6, atol=1e-6, err_msg=case)
