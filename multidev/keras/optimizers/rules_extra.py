@@ -1,4 +1,4 @@
-"""Keras 3's Adadelta, Adamax, Ftrl and Lion rules as element-wise (Lamb: per variable) foreach ``torch.optim`` optimizers.
+"""Keras 3's Adadelta, Adamax, Ftrl, Lamb and Lion rules as foreach ``torch.optim`` optimizers.
 
 Example:
     opt = LionRule(model.parameters(), lr=1e-4, beta_1=0.9, beta_2=0.99)
@@ -131,8 +131,8 @@ class LionRule(KerasRule):
 
 class LambRule(KerasRule):
     """Keras Lamb: Adam's bias-corrected ``u = m_hat / (sqrt(v_hat) + epsilon)``, scaled per variable by the
-    trust ratio ``||p|| / ||u||`` (1 where either norm is 0): ``p -= ratio lr u``. Not element-wise (the norms
-    are of whole variables), so it is not registered for split updates."""
+    trust ratio ``||p|| / ||u||`` (1 where either norm is 0): ``p -= ratio lr u``. Per variable (the norms are of
+    whole variables), which a split update keeps whole: each variable's owner replica updates all of it."""
 
     _counts_steps = True
 
@@ -157,5 +157,5 @@ class LambRule(KerasRule):
             p.sub_(ratio * group["lr"] * update)
 
 
-for _rule in (AdadeltaRule, AdamaxRule, FtrlRule, LionRule):
+for _rule in (AdadeltaRule, AdamaxRule, FtrlRule, LambRule, LionRule):
     register_elementwise(_rule)
