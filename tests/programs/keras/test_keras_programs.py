@@ -117,9 +117,10 @@ OWN_TOKEN_MEAN = ("the example's CustomNonPaddingTokenLoss.call returns ops.sum(
                   "real tokens of the batch it sees: each replica divides by its own half's tokens (then 1/replicas), "
                   "as on TensorFlow's MirroredStrategy, so 2 replicas differ where the halves' token counts do; with "
                   "sample_weight=mask and a built-in loss (p61) both front ends equal one device")
-K3_PAIRS_BUILD = ("Keras 3.15 cannot fit keras.io's metric learning as printed, on one device either: before the first step it "
-                  "builds the compiled loss symbolically on the PyDataset's item, a (2, classes, h, w, 3) array taken as x, "
-                  "which the model refuses (Keras's own ValueError; on TensorFlow too); md.keras runs it on one device")
+K3_PAIRS_BUILD = ("Keras 3.15 on torch cannot fit keras.io's metric learning as printed, on one device either: before the first "
+                  "step it builds the model symbolically on the PyDataset's item, a (2, classes, h, w, 3) array taken as x, "
+                  "which the model's input refuses (Keras's own ValueError; its TensorFlow backend runs the example: checked "
+                  "with tensorflow 2.21); md.keras runs it on one device")
 PAIRS_AXIS = ("the PyDataset's item stacks anchors and positives on its leading axis, which fit takes as the batch: 2 "
               "replicas get one of each, and the step's data[1] is out of range (TensorFlow's MirroredStrategy splits it "
               "the same way); p68 yields the pairs as a tuple of two batches")
