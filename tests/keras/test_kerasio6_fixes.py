@@ -160,6 +160,16 @@ def test_random_crop_follows_keras_3(size):
     np.testing.assert_array_equal(K.layers.RandomCrop(*size)(x, training=False).numpy(), x)   # inference: as is
 
 
+def test_padding_names_in_any_case_as_keras_3():
+    x = torch.rand(1, 7, 7, 2)
+    for layer, upper in ((K.layers.Conv2D, "VALID"), (K.layers.DepthwiseConv2D, "SAME")):
+        args = (3, 3) if layer is K.layers.Conv2D else (3,)
+        assert layer(*args, padding=upper)(x).shape == layer(*args, padding=upper.lower())(x).shape
+    assert K.layers.MaxPooling2D(padding="SAME")(x).shape == (1, 4, 4, 2)
+    with pytest.raises(ValueError, match="Invalid padding 'full'"):
+        K.layers.Conv2D(2, 3, padding="full")
+
+
 TWO_REPLICAS = r"""
 import json, os
 os.environ["KERAS_BACKEND"] = "torch"
