@@ -51,7 +51,16 @@ class LocalStepRunner:
         check_kind(kind)
         data = move_to_device(data, model_device(model))
         build_before_step(model, data)
-        return step_fn(data)
+        with train_grad_mode(kind):
+            return step_fn(data)
+
+
+def train_grad_mode(kind: str) -> contextlib.AbstractContextManager:
+    """Around a step on the calling thread: a train step records gradients whatever torch's grad mode there
+    (TensorFlow has none; replicas take the caller's modes). A Ctrl-C landing inside a ``torch.no_grad()``'s
+    ``__enter__`` (Python code) leaves it off for good: the next ``fit`` raised "element 0 of tensors does not
+    require grad"."""
+    return torch.enable_grad() if kind == "train" else contextlib.nullcontext()
 
 
 def build_before_step(model, data, scope=None) -> None:

@@ -18,7 +18,7 @@ import torch
 from multidev.distribute.batch_split import split_element
 from multidev.keras.metrics.base import sum_states_across_workers
 from multidev.keras.models.replica_logs import step_logs
-from multidev.keras.models.step_runner import build_before_step
+from multidev.keras.models.step_runner import build_before_step, train_grad_mode
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
@@ -61,7 +61,7 @@ class StrategyStepRunner:
             self._checked.add(id(model))
         stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
         inputs = StepInputs(kind, global_size, stores)
-        with strategy.scope():
+        with strategy.scope(), train_grad_mode(kind):
             outputs = extended.call_for_each_replica(step_fn, (PerReplica(parts) if local > 1 else parts[0],), {},
                                                       step=inputs)
         if kind == "predict":
