@@ -19,6 +19,7 @@ out whole in replicas too: its ops pay the variable's ``__torch_function__``, it
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import weakref
 from typing import Any, Callable, Iterator
@@ -42,6 +43,12 @@ _compiling = torch.compiler.is_compiling
 _DISTRIBUTED_TYPES: dict[type, bool] = {}
 
 
+#: What ``torch.func.functional_call`` swapped into modules for the calling replica only
+#: (``functional_calls``): ``(id(dict), name) -> tensor``, this thread's while the call runs.
+REPLACED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("multidev_replaced_tensors", default=None)
+_ABSENT = object()
+
+
 def _is_distributed(value: Any) -> bool:
     kind = type(value)
     known = _DISTRIBUTED_TYPES.get(kind)
@@ -62,7 +69,14 @@ class ReplicaAwareDict(dict):
             return value if replica_id is None or not isinstance(value, DistributedVariable) \
                 or value._handed_whole else value._components[replica_id]
         env = _replica_env()
-        if env is None or not _is_distributed(value) or value._handed_whole:
+        if env is None:
+            return value
+        replaced = REPLACED.get()
+        if replaced is not None:
+            swapped = replaced.get((id(self), name), _ABSENT)
+            if swapped is not _ABSENT:
+                return swapped
+        if not _is_distributed(value) or value._handed_whole:
             return value
         # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
         return value._components[env.replica_id]
@@ -83,7 +97,12 @@ class ReplicaAwareDict(dict):
     def __setitem__(self, name: str, value: Any) -> None:
         """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
         converting buffers, ``module.running_mean = t``) is written into every replica's copy. Inside
-        ``strategy.run``, see ``_write_in_replica``: the variable stays."""
+        ``strategy.run``, see ``_write_in_replica``: the variable stays; a name a ``functional_call`` of
+        the replica replaced takes the new tensor in its place, for that call only."""
+        replaced = REPLACED.get()
+        if replaced is not None and (id(self), name) in replaced and _replica_env() is not None:
+            replaced[(id(self), name)] = value
+            return
         old = dict.get(self, name)
         if isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor):
             env = _replica_env()
@@ -315,13 +334,16 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
     env = _replica_env()
     if env is None:
         return
+    if isinstance(module, torch.jit.ScriptModule):
+        _refuse_scripted(module, env)
     shared_buffers.note_module(module, env)   # its buffers, written in place by the step (refused after the run)
     if type(module) is torch.nn.SyncBatchNorm and module.training:
         _refuse_unsynchronised(module, env)
     if (module in _seen and module not in _unscoped and module not in _on_meta) or not torch.is_grad_enabled():
         return
-    plain = [n for n, p in dict.items(module._parameters)
-             if p is not None and p.requires_grad and not _is_distributed(p) and not _is_built_in_replica(p)]
+    held, replaced = module._parameters, REPLACED.get() or {}   # a functional_call's tensors are the replica's
+    plain = [n for n, p in dict.items(held) if p is not None and p.requires_grad and not _is_distributed(p)
+             and not _is_built_in_replica(p) and (id(held), n) not in replaced]
     if plain and module in _on_meta:
         _refuse_materialised(module, plain, env)
     if plain:
@@ -332,6 +354,23 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
             "(their backward passes would race on its .grad, their updates on its values). Build the model and its "
             "optimizer inside `with strategy.scope():` (or, if it is only read, freeze it with "
             "requires_grad_(False) or call it under torch.no_grad()).")
+
+
+def _refuse_scripted(module: torch.jit.ScriptModule, env: Any) -> None:
+    """A ``torch.jit.script``-ed module over distributed variables: TorchScript reads each parameter tensor
+    itself (no replica-aware dict, no ``__torch_function__``), so every replica would compute with the
+    variable's own storage and accumulate into its one ``.grad``, which no reduction sees."""
+    held = [n for n, p in module.named_parameters() if _is_distributed(p)]
+    if not held:
+        return
+    strategy = type(env.strategy).__name__
+    raise ValueError(
+        f"The torch.jit.script-ed module {module.original_name} holds variables created in {strategy}.scope() "
+        f"(parameters {held[:4]!r}{' ...' if len(held) > 4 else ''}). TorchScript reads a parameter tensor itself, "
+        "so it cannot give each replica of strategy.run its own copy: every replica would compute with one copy and "
+        "add its gradient into one .grad that no cross-replica reduction sees. Keep the module eager under the "
+        "strategy (drop torch.jit.script; torch.compile(model) works on replicas), or script it after training "
+        "for inference.")
 
 
 def _refuse_materialised(module: torch.nn.Module, plain: list, env: Any) -> None:
