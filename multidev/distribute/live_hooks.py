@@ -143,4 +143,4 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "torch_distributed_hooks", "random_state_hooks",
                                                                "host_random", "shared_leaves", "rnn_hooks",
                                                                "replica_attributes", "ddp_feature_hooks",
-                                                               "functional_calls")])
+                                                               "functional_calls", "scripted_modules")])

@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import lazy_modules, module_hooks, replica_update
+from multidev.distribute import lazy_modules, module_hooks, replica_update, scripted_modules
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
@@ -241,6 +241,9 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     key = tuple(id(p) for p in params)
     if plan and plan.key == key:
         return plan
+    env = _replica_env()
+    if distributed and env is not None:
+        scripted_modules.refuse(optimizer, params, env.strategy)
     with _plans_lock:
         plan = _plans.get(optimizer, False)
         if not plan or plan.key != key:
