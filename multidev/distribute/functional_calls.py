@@ -8,15 +8,18 @@ the call and swaps the originals back after it. The module is one object for eve
 DDP rank has its own), and multidev's replica-aware dicts took such a write for an in-place update of
 the replica's copy (``module_hooks._write_in_replica``): the swap copied the fast weights into the
 weights and the restore left them there (silently: an HVP penalty trained 0.07 off DDP's weights), or
-autograd refused the in-place write (MAML, ``vmap(grad(...))``).
+autograd refused the in-place write (MAML, ``vmap(grad(...))``). Outside replicas a swap over a
+distributed variable wrote it too (``variable.data = tensor``): a MAML evaluation adapting outside
+``strategy.run`` left the model holding its fast weights.
 
 Inside a replica the swap now goes into this thread's ``module_hooks.REPLACED`` (a ContextVar), which the
 replica-aware dicts read before anything else: the module's dicts are never written, each replica sees
 its own tensors for the duration of its call (nested calls stack), and a module that reassigns one of
 them during the call (``self.x = t``) gives the new tensor back through the caller's dict, as torch
 does. A module whose dicts are torch's own (built in a replica, or outside the scope) gets replica-aware
-dicts first. Outside replicas torch's own swap runs. Cost: one ContextVar read per parameter read in
-replicas (about 30 ns).
+dicts first. Outside replicas the same holds for modules with distributed variables; torch's own swap
+runs for the others. Cost: one global read per parameter read; while some thread is in such a call, a
+ContextVar read too (about 30 ns).
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ from multidev.distribute import module_hooks
 from multidev.values.context import replica_env
 
 _convert_lock = threading.Lock()   # two replicas converting one module's dict must end with one dict
+
+
+def _count(change: int) -> None:
+    """``module_hooks.SWAPPING``: the dicts read ``REPLACED`` only while some call is running."""
+    with _convert_lock:
+        module_hooks.SWAPPING += change
 
 
 def _dict_of(module: torch.nn.Module, name: str) -> tuple[dict, str]:
@@ -68,7 +77,7 @@ def _check_keys(module: torch.nn.Module, given: dict) -> None:
 @contextlib.contextmanager
 def _in_replica(module: torch.nn.Module, parameters_and_buffers: dict, tie_weights: bool = False,
                 strict: bool = False, stack_weights: bool = False) -> Iterator[None]:
-    """torch's ``_reparametrize_module`` for the calling replica only (see the module docstring)."""
+    """torch's ``_reparametrize_module`` for the calling thread only (see the module docstring)."""
     given = stateless._untie_named_tensors_map(module, parameters_and_buffers) if tie_weights \
         else parameters_and_buffers
     if strict:
@@ -82,9 +91,11 @@ def _in_replica(module: torch.nn.Module, parameters_and_buffers: dict, tie_weigh
     replaced = dict(outer or {})
     replaced.update({key: given[name] for name, key in keys.items()})
     token = module_hooks.REPLACED.set(replaced)
+    _count(+1)
     try:
         yield
     finally:
+        _count(-1)
         module_hooks.REPLACED.reset(token)
         for key in outer or ():   # the enclosing call's tensors the module reassigned in this one
             outer[key] = replaced[key]
@@ -93,9 +104,15 @@ def _in_replica(module: torch.nn.Module, parameters_and_buffers: dict, tie_weigh
                                        if name in parameters_and_buffers and replaced[key] is not given[name]})
 
 
+def _holds_variables(module: torch.nn.Module) -> bool:
+    """Whether ``module`` or a submodule has replica-aware dicts (distributed variables)."""
+    return any(isinstance(m.__dict__.get(attribute), module_hooks.ReplicaAwareDict)
+               for m in module.modules() for attribute in ("_parameters", "_buffers"))
+
+
 def _reparametrize(original: Callable) -> Callable:
     def reparametrize_module(module: torch.nn.Module, parameters_and_buffers: dict, *args: Any, **kwargs: Any) -> Any:
-        if replica_env() is None:
+        if replica_env() is None and not _holds_variables(module):
             return original(module, parameters_and_buffers, *args, **kwargs)
         return _in_replica(module, parameters_and_buffers, *args, **kwargs)
     reparametrize_module.__wrapped__ = original

@@ -43,9 +43,11 @@ _compiling = torch.compiler.is_compiling
 _DISTRIBUTED_TYPES: dict[type, bool] = {}
 
 
-#: What ``torch.func.functional_call`` swapped into modules for the calling replica only
-#: (``functional_calls``): ``(id(dict), name) -> tensor``, this thread's while the call runs.
+#: What ``torch.func.functional_call`` swapped into modules for the calling thread only (a replica's, or
+#: the caller's over distributed variables: ``functional_calls``): ``(id(dict), name) -> tensor``, while
+#: the call runs.
 REPLACED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("multidev_replaced_tensors", default=None)
+SWAPPING = 0   # how many such calls are running, in all threads (``functional_calls.swapping``)
 _ABSENT = object()
 
 
@@ -68,15 +70,14 @@ class ReplicaAwareDict(dict):
             replica_id = context.traced_replica_id()
             return value if replica_id is None or not isinstance(value, DistributedVariable) \
                 or value._handed_whole else value._components[replica_id]
+        if SWAPPING:   # (a global read: the ContextVar only while some thread is in a functional_call)
+            replaced = REPLACED.get()
+            if replaced is not None:
+                swapped = replaced.get((id(self), name), _ABSENT)
+                if swapped is not _ABSENT:
+                    return swapped
         env = _replica_env()
-        if env is None:
-            return value
-        replaced = REPLACED.get()
-        if replaced is not None:
-            swapped = replaced.get((id(self), name), _ABSENT)
-            if swapped is not _ABSENT:
-                return swapped
-        if not _is_distributed(value) or value._handed_whole:
+        if env is None or not _is_distributed(value) or value._handed_whole:
             return value
         # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
         return value._components[env.replica_id]
@@ -99,8 +100,8 @@ class ReplicaAwareDict(dict):
         converting buffers, ``module.running_mean = t``) is written into every replica's copy. Inside
         ``strategy.run``, see ``_write_in_replica``: the variable stays; a name a ``functional_call`` of
         the replica replaced takes the new tensor in its place, for that call only."""
-        replaced = REPLACED.get()
-        if replaced is not None and (id(self), name) in replaced and _replica_env() is not None:
+        replaced = REPLACED.get() if SWAPPING else None
+        if replaced is not None and (id(self), name) in replaced:
             replaced[(id(self), name)] = value
             return
         old = dict.get(self, name)
