@@ -116,6 +116,12 @@ def watching(strategy: Any) -> contextlib.AbstractContextManager[LeafWatch]:
     return _WATCHES.watching(strategy, LeafWatch(strategy))
 
 
+def watched(strategy: Any) -> bool:
+    """Whether ``strategy``'s run in progress is one whose backward passes are checked (a step function's
+    first runs: other first-run checks, ``reduced_grads``, ride on it)."""
+    return bool(_WATCHES) and _WATCHES.get(id(strategy)) is not None
+
+
 def _roots(tensors: Any, args: tuple, kwargs: dict) -> tuple:
     inputs = args[4] if len(args) > 4 else kwargs.get("inputs")   # backward(..., inputs=): only those
     if inputs is not None:

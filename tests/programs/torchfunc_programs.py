@@ -18,7 +18,8 @@ through ``port.distribute``; runners in ``torchfunc_run.py``), float64, small sy
   ``nn.Parameter``s of an ensemble module (the port that trains as DDP);
 * a gradient penalty by double backprop (``torch.autograd.grad(out.sum(), x, create_graph=True)``), a
   Jacobian regularizer with ``torch.func.jacrev``, a curvature penalty from
-  ``torch.autograd.functional.hvp(..., create_graph=True)``;
+  ``torch.autograd.functional.hvp(..., create_graph=True)``; an HVP of the batch's loss subtracted from the
+  reduced gradients before the step (as printed: each rank its own correction; ``*_reduced`` averages it);
 * ``checkpoint_sequential`` over a ``Sequential`` with dropout, a ``torch.jit.script``-ed submodule, a
   custom ``torch.autograd.Function`` with ``ctx.save_for_backward``, ``ctx.mark_non_differentiable`` and
   ``once_differentiable``.
@@ -259,6 +260,41 @@ def _curvature_penalty(model, net, x, y, probe):   # (the loss through ``model``
     return F.cross_entropy(model(x), y), sum((a * b).sum() for a, b in zip(v, hv))
 
 
+def _hvp_in_update(reduce_correction: bool):
+    """A curvature-corrected step: after ``backward``, each gradient minus ``rho`` times the Hessian-vector
+    product of the batch's loss along it (``torch.autograd.functional.hvp``). The product is the replica's
+    (rank's) own batch's: as printed the ranks apply different corrections; ``*_reduced`` averages it first."""
+    def program(port) -> dict:
+        torch.manual_seed(16)
+        loader = DataLoader(_classification(116), batch_size=8)
+        with port.scope():
+            net = _mlp()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        model = port.wrap(net)
+        names = [n for n, _ in net.named_parameters()]
+
+        def train_step(x, y):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            params = tuple(net.parameters())
+
+            def loss_of(*weights):
+                return F.cross_entropy(functional_call(net, dict(zip(names, weights)), (x,)), y)
+
+            _, hv = torch.autograd.functional.hvp(loss_of, tuple(p.detach() for p in params),
+                                                  tuple(p.grad.clone() for p in params))
+            with torch.no_grad():
+                for p, h in zip(params, hv):
+                    p.grad.sub_(0.5 * (port.mean_tensor(h) if reduce_correction else h))
+            optimizer.step()
+            return loss.detach()
+
+        log = [port.mean(port.run(train_step, args=batch)) for batch in port.distribute(loader)]
+        return {**port.weights(model), "log": log}
+    return program
+
+
 # --- checkpoint_sequential, a scripted submodule, a custom autograd.Function ----------------------------------
 class CheckpointedSequential(nn.Module):
     """A ``Sequential`` with dropout run through ``checkpoint_sequential`` in two segments (its
@@ -352,6 +388,7 @@ PROGRAMS = {
     "input_gradient_penalty": _regularized(_input_gradient_penalty, 11),
     "jacobian_penalty": _regularized(_jacobian_penalty, 12),
     "hvp_curvature_penalty": _regularized(_curvature_penalty, 13),
+    "hvp_in_update": _hvp_in_update(reduce_correction=False), "hvp_in_update_reduced": _hvp_in_update(True),
     "checkpoint_sequential_dropout": _plain(lambda: CheckpointedSequential().double(), 9),
     "jit_script_submodule": _plain(lambda: ScriptedNet().double(), 14),
     "custom_autograd_function": _plain(GatedNet, 15),

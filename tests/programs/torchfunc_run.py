@@ -42,6 +42,12 @@ class DdpFunc(Ddp2):
         return float(spread)
 
 
+    def mean_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        t = t.clone()
+        torch.distributed.all_reduce(t)
+        return t / self.world
+
+
 class DdpAsPrinted(DdpFunc):
     """The DDP port that leaves gradients set by hand alone (DDP reduces nothing it did not see in backward)."""
 
@@ -55,6 +61,10 @@ class MirroredFunc(Mirrored2):
 
     def reduce_hand_set_gradients(self, params) -> None:
         """Nothing: ``optimizer.step()`` sums gradients no backward reduced."""
+
+    def mean_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        import multidev as md
+        return md.distribute.get_replica_context().all_reduce("mean", t)
 
     def spread(self, flat: torch.Tensor) -> float:
         return 0.0   # (a tensor outside any module: one for the replicas of this process)
@@ -87,17 +97,20 @@ class OneDevice:
     def reduce_hand_set_gradients(self, params) -> None:
         pass
 
+    def mean_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        return t
+
     def weights(self, *models) -> dict:
         return {"params": torch.cat([p.detach().reshape(-1) for m in models for p in m.parameters()]).tolist(),
                 "spread": 0.0}
 
 
 # Compared with one device as well (their distributed result is one device's to reassociation).
-ONE_DEVICE = ("dp_sgd_opacus", "maml", "maml_first_order", "input_gradient_penalty", "jacobian_penalty",
+ONE_DEVICE = ("dp_sgd_opacus", "hvp_in_update_reduced", "maml", "maml_first_order", "input_gradient_penalty", "jacobian_penalty",
               "hvp_curvature_penalty", "ensemble_module")
 # Under ``multidev launch --workers 2`` (one replica a worker).
 ON_WORKERS = ("maml", "dp_sgd", "dp_sgd_opacus", "ensemble_as_printed", "input_gradient_penalty",
-              "jit_script_submodule")
+              "jit_script_submodule", "hvp_in_update_reduced")
 
 
 def main_multidev(out_dir: str) -> None:
