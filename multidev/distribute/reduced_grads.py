@@ -8,7 +8,8 @@ correction for some variables and replica 1's for others, silently (0.5 x an HVP
 rank's result). In a step function's first runs (those ``shared_leaves`` watches) ``optimizer.step()``
 meets the other local replicas and compares their gradients of every variable (to the rounding of the
 sum in another order: a change every replica makes alike, ``clip_grad_norm_``, noise drawn from generators
-seeded alike, passes) and refuses a difference before any update. Later runs are not compared (the step's structure is the first run's).
+seeded alike, passes) and refuses a difference before any update. Later runs are not compared (the
+step's structure is the first run's).
 Gradients set by hand with no backward (``LocalGrads``) are summed by the step instead and not compared;
 replicas of other workers are not compared (each worker applies its own, as each rank).
 """
@@ -56,7 +57,8 @@ def _same(a: torch.Tensor | None, b: torch.Tensor | None, n: int) -> bool:
 def _diverged(optimizer: torch.optim.Optimizer, env: Any, var: Any, k: int) -> ValueError:
     strategy = type(env.strategy).__name__
     return ValueError(
-        f"{type(optimizer).__name__}.step() inside {strategy}.run: the gradient of {getattr(var, 'name', 'a variable')!r}, "
+        f"{type(optimizer).__name__}.step() inside {strategy}.run: the gradient of "
+        f"{getattr(var, 'name', 'a variable')!r}, "
         f"which loss.backward() reduced across replicas, was changed afterwards differently on replica {k} than on "
         "replica 0 (a correction computed from the replica's own batch, as a Hessian-vector product of its loss: "
         "`p.grad.sub_(rho * hv)`). Under DDP each rank would apply its own gradient and the ranks would drift apart; "

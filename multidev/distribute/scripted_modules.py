@@ -50,7 +50,8 @@ def refuse(optimizer: torch.optim.Optimizer, params: list, strategy: Any) -> Non
     names = _HELD.get(module, [])
     raise ValueError(
         f"{type(optimizer).__name__}.step() inside {type(strategy).__name__}.run would train the variables of the "
-        f"torch.jit.script-ed module {module.original_name} (parameters {names[:4]!r}{' ...' if len(names) > 4 else ''})."
+        f"torch.jit.script-ed module {module.original_name} "
+        f"(parameters {names[:4]!r}{' ...' if len(names) > 4 else ''})."
         " TorchScript reads a parameter tensor itself, so it cannot give each replica its own copy: every replica "
         "computes with one copy and adds its gradient into one .grad that no cross-replica reduction sees (its "
         "weights would not train as DDP trains them). Keep the module eager under the strategy (drop "

@@ -106,8 +106,8 @@ class OneDevice:
 
 
 # Compared with one device as well (their distributed result is one device's to reassociation).
-ONE_DEVICE = ("dp_sgd_opacus", "hvp_in_update_reduced", "maml", "maml_first_order", "input_gradient_penalty", "jacobian_penalty",
-              "hvp_curvature_penalty", "ensemble_module")
+ONE_DEVICE = ("dp_sgd_opacus", "hvp_in_update_reduced", "maml", "maml_first_order", "input_gradient_penalty",
+              "jacobian_penalty", "hvp_curvature_penalty", "ensemble_module")
 # Under ``multidev launch --workers 2`` (one replica a worker).
 ON_WORKERS = ("maml", "dp_sgd", "dp_sgd_opacus", "ensemble_as_printed", "input_gradient_penalty",
               "jit_script_submodule", "hvp_in_update_reduced")
