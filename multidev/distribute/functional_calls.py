@@ -6,13 +6,13 @@ module's weights, ensembles over ``stack_module_state``) runs the module with ot
 its parameters and buffers: torch swaps them into the module's ``_parameters`` / ``_buffers`` dicts for
 the call and swaps the originals back after it. The module is one object for every replica thread (each
 DDP rank has its own), and multidev's replica-aware dicts took such a write for an in-place update of
-the replica's copy (``module_hooks._write_in_replica``): the swap copied the fast weights into the
+the replica's copy (``replica_dicts._write_in_replica``): the swap copied the fast weights into the
 weights and the restore left them there (silently: an HVP penalty trained 0.07 off DDP's weights), or
 autograd refused the in-place write (MAML, ``vmap(grad(...))``). Outside replicas a swap over a
 distributed variable wrote it too (``variable.data = tensor``): a MAML evaluation adapting outside
 ``strategy.run`` left the model holding its fast weights.
 
-Inside a replica the swap now goes into this thread's ``module_hooks.REPLACED`` (a ContextVar), which the
+Inside a replica the swap now goes into this thread's ``replica_dicts.REPLACED`` (a ContextVar), which the
 replica-aware dicts read before anything else: the module's dicts are never written, each replica sees
 its own tensors for the duration of its call (nested calls stack), and a module that reassigns one of
 them during the call (``self.x = t``) gives the new tensor back through the caller's dict, as torch
@@ -31,16 +31,16 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.nn.utils import stateless
 
-from multidev.distribute import module_hooks
+from multidev.distribute import replica_dicts
 from multidev.values.context import replica_env
 
 _convert_lock = threading.Lock()   # two replicas converting one module's dict must end with one dict
 
 
 def _count(change: int) -> None:
-    """``module_hooks.SWAPPING``: the dicts read ``REPLACED`` only while some call is running."""
+    """``replica_dicts.SWAPPING``: the dicts read ``REPLACED`` only while some call is running."""
     with _convert_lock:
-        module_hooks.SWAPPING += change
+        replica_dicts.SWAPPING += change
 
 
 def _dict_of(module: torch.nn.Module, name: str) -> tuple[dict, str]:
@@ -50,9 +50,9 @@ def _dict_of(module: torch.nn.Module, name: str) -> tuple[dict, str]:
     for attribute in ("_parameters", "_buffers"):
         held = owner.__dict__.get(attribute)
         if held is not None and dict.__contains__(held, leaf):
-            if not isinstance(held, module_hooks.ReplicaAwareDict):
+            if not isinstance(held, replica_dicts.ReplicaAwareDict):
                 with _convert_lock:
-                    module_hooks._make_replica_aware(owner, attribute)
+                    replica_dicts._make_replica_aware(owner, attribute)
                 held = owner.__dict__[attribute]
             return held, leaf
     raise ValueError(
@@ -87,16 +87,16 @@ def _in_replica(module: torch.nn.Module, parameters_and_buffers: dict, tie_weigh
         held, leaf = _dict_of(module, name)
         if tensor is not dict.get(held, leaf):   # the variable itself: the replica's copy as without the call
             keys[name] = (id(held), leaf)
-    outer = module_hooks.REPLACED.get()
+    outer = replica_dicts.REPLACED.get()
     replaced = dict(outer or {})
     replaced.update({key: given[name] for name, key in keys.items()})
-    token = module_hooks.REPLACED.set(replaced)
+    token = replica_dicts.REPLACED.set(replaced)
     _count(+1)
     try:
         yield
     finally:
         _count(-1)
-        module_hooks.REPLACED.reset(token)
+        replica_dicts.REPLACED.reset(token)
         for key in outer or ():   # the enclosing call's tensors the module reassigned in this one
             outer[key] = replaced[key]
         # A module that reassigned a swapped tensor during the call: the caller's dict gets it (torch's rule).
@@ -106,13 +106,13 @@ def _in_replica(module: torch.nn.Module, parameters_and_buffers: dict, tie_weigh
 
 def _holds_variables(module: torch.nn.Module) -> bool:
     """Whether ``module`` or a submodule has replica-aware dicts (distributed variables)."""
-    return any(isinstance(m.__dict__.get(attribute), module_hooks.ReplicaAwareDict)
+    return any(isinstance(m.__dict__.get(attribute), replica_dicts.ReplicaAwareDict)
                for m in module.modules() for attribute in ("_parameters", "_buffers"))
 
 
 def _reparametrize(original: Callable) -> Callable:
     def reparametrize_module(module: torch.nn.Module, parameters_and_buffers: dict, *args: Any, **kwargs: Any) -> Any:
-        if replica_env() is None and not _holds_variables(module):
+        if torch.compiler.is_compiling() or (replica_env() is None and not _holds_variables(module)):
             return original(module, parameters_and_buffers, *args, **kwargs)
         return _in_replica(module, parameters_and_buffers, *args, **kwargs)
     reparametrize_module.__wrapped__ = original

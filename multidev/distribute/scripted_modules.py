@@ -9,7 +9,7 @@ replica's copy) never sees: the scripted weights stay as they were (measured: 0.
 live ``torch.jit.script`` is wrapped to note such modules' variables; an optimizer over one of them is
 refused when its plan is made inside ``strategy.run`` (``optimizer_hooks``), before any update, on any
 replica count; with several local replicas the module's first forward already refuses
-(``module_hooks._refuse_scripted``). Scripting for inference after training (outside ``strategy.run``)
+(``refuse_forward``). Scripting for inference after training (outside ``strategy.run``)
 is left alone. Not caught: ``from torch.jit import script`` bound before the first strategy.
 """
 
@@ -43,19 +43,27 @@ def refuse(optimizer: torch.optim.Optimizer, params: list, strategy: Any) -> Non
     """``ValueError`` when ``params`` holds a variable a scripted module reads (inside ``strategy.run``)."""
     if not _SCRIPTED:
         return
-    scripted = [_SCRIPTED.get(id(p)) for p in params]
-    module = next((m for m in scripted if m is not None), None)
-    if module is None:
-        return
-    names = _HELD.get(module, [])
-    raise ValueError(
-        f"{type(optimizer).__name__}.step() inside {type(strategy).__name__}.run would train the variables of the "
-        f"torch.jit.script-ed module {module.original_name} "
-        f"(parameters {names[:4]!r}{' ...' if len(names) > 4 else ''})."
-        " TorchScript reads a parameter tensor itself, so it cannot give each replica its own copy: every replica "
-        "computes with one copy and adds its gradient into one .grad that no cross-replica reduction sees (its "
-        "weights would not train as DDP trains them). Keep the module eager under the strategy (drop "
-        "torch.jit.script; torch.compile(model) works on replicas), or script it after training for inference.")
+    module = next((m for m in (_SCRIPTED.get(id(p)) for p in params) if m is not None), None)
+    if module is not None:
+        raise _error(f"{type(optimizer).__name__}.step() inside {type(strategy).__name__}.run would train the "
+                     f"variables of the torch.jit.script-ed module", module, _HELD.get(module, []))
+
+
+def refuse_forward(module: torch.jit.ScriptModule, env: Any) -> None:
+    """The module's first forward in a replica (``module_hooks``' guard of a step function's first runs)."""
+    held = [n for n, p in module.named_parameters() if isinstance(p, DistributedVariable)]
+    if held:
+        raise _error(f"{type(env.strategy).__name__}.run called the torch.jit.script-ed module", module, held)
+
+
+def _error(what: str, module: Any, names: list) -> ValueError:
+    return ValueError(
+        f"{what} {module.original_name}, which holds variables created in a strategy's scope (parameters "
+        f"{names[:4]!r}{' ...' if len(names) > 4 else ''}). TorchScript reads a parameter tensor itself, so it cannot "
+        "give each replica its own copy: every replica computes with one copy and adds its gradient into one .grad "
+        "that no cross-replica reduction sees (its weights would not train as DDP trains them). Keep the module "
+        "eager under the strategy (drop torch.jit.script; torch.compile(model) works on replicas), or script it "
+        "after training for inference.")
 
 
 def install() -> Callable[[], None]:

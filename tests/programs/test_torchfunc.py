@@ -36,8 +36,8 @@ REFUSED = {   # program -> (exception type, a regular expression its message mat
     "ensemble_as_printed": ("ValueError", r"(loss\.backward\(\)|SGD\.step\(\)) inside MirroredStrategy\.run would "
                                           r"(accumulate into|update) tensors \(shapes \[\(3, \d, \d\).*\) that are "
                                           r"not mirrored"),
-    "jit_script_submodule": ("ValueError", r"The torch\.jit\.script-ed module ScriptedBlock holds variables created "
-                                           r"in MirroredStrategy\.scope\(\)"),
+    "jit_script_submodule": ("ValueError", r"MirroredStrategy\.run called the torch\.jit\.script-ed module ScriptedBlock, "
+                                           r"which holds variables created in a strategy's scope"),
     # each replica subtracts its own batch's HVP from the reduced gradients
     "hvp_in_update": ("ValueError", r"SGD\.step\(\) inside MirroredStrategy\.run: the gradient of 'Linear\.weight:0', "
                                     r"which loss\.backward\(\) reduced across replicas, was changed afterwards "
