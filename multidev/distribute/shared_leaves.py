@@ -39,6 +39,7 @@ from multidev.distribute.run_watches import RunWatches
 from multidev.values.context import replica_env
 
 _WATCHES = RunWatches()   # each strategy's run in progress
+WATCHES = _WATCHES   # (read by other first-run checks without a call: ``reduced_grads``)
 
 
 class LeafWatch:
