@@ -56,10 +56,10 @@ def _dict_of(module: torch.nn.Module, name: str) -> tuple[dict, str]:
                 held = owner.__dict__[attribute]
             return held, leaf
     raise ValueError(
-        f"functional_call inside strategy.run would set {name!r}, which is no parameter or buffer of "
-        f"{type(owner).__name__}: the module is one object for all replicas, so such an attribute cannot be "
-        "each replica's own. Pass only the module's parameters and buffers (module.named_parameters(), "
-        "named_buffers()), or make the tensor a buffer (register_buffer).")
+        f"functional_call inside strategy.run (or over a module built in a strategy's scope) would set {name!r}, "
+        f"which is no parameter or buffer of {type(owner).__name__}: the module is one object for all replicas, "
+        "so such an attribute cannot be each replica's own. Pass only the module's parameters and buffers "
+        "(module.named_parameters(), named_buffers()), or make the tensor a buffer (register_buffer).")
 
 
 def _check_keys(module: torch.nn.Module, given: dict) -> None:
