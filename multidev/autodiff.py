@@ -34,6 +34,11 @@ _WATCHED_BY_A_TAPE: dict[int, weakref.ref] = {}
 #: itself recorded (create_graph), so the outer tape can differentiate it (higher-order gradients).
 _RECORDING: contextvars.ContextVar[int] = contextvars.ContextVar("md_recording_tapes", default=0)
 
+#: The tapes recording here now: a tape entered beside another (the DCGAN tutorial's ``with tf.GradientTape() as
+#: gen_tape, tf.GradientTape() as disc_tape:``) shares its graph, so the first ``gradient`` keeps the graph's saved
+#: tensors for the other (torch frees them after one backward pass; TF's tapes each keep their own record).
+_OPEN_TAPES: contextvars.ContextVar[tuple] = contextvars.ContextVar("md_open_tapes", default=())
+
 
 class UnconnectedGradients(enum.Enum):
     """What ``gradient`` returns for sources the target does not depend on."""
@@ -105,16 +110,24 @@ class GradientTape:
         self._thread: int | None = None
         self._token: Any = None
         self._was_reset = False
+        self._beside: weakref.WeakSet = weakref.WeakSet()   # tapes that recorded while this one did
+        self._open_token: Any = None
 
     def __enter__(self) -> "GradientTape":
         self._grad_mode = torch.enable_grad()
         self._grad_mode.__enter__()
         self._token = _RECORDING.set(_RECORDING.get() + 1)
+        open_tapes = _OPEN_TAPES.get()
+        for other in open_tapes:
+            other._beside.add(self)
+            self._beside.add(other)
+        self._open_token = _OPEN_TAPES.set(open_tapes + (self,))
         if not torch.compiler.is_compiling():   # (under torch.compile every computed source counts as recorded)
             self._started_at, self._thread = _sequence_now(), threading.get_ident()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        _OPEN_TAPES.reset(self._open_token)
         _RECORDING.reset(self._token)
         self._token = None
         self._grad_mode.__exit__(*exc)
@@ -122,6 +135,10 @@ class GradientTape:
     def _recorded_by_another(self) -> bool:
         """Whether a tape other than this one records now (this gradient must then be differentiable)."""
         return _RECORDING.get() > (1 if self._token is not None else 0)
+
+    def _graph_shared(self) -> bool:
+        """Whether a tape that recorded beside this one may still take gradients through the same graph."""
+        return any(other._persistent or not other._used for other in self._beside)
 
     @contextlib.contextmanager
     def stop_recording(self) -> Iterator[None]:
@@ -261,7 +278,8 @@ class GradientTape:
             try:
                 computed = torch.autograd.grad([t for t, _ in pairs], [inputs[i] for i in differentiable],
                                                grad_outputs=[g for _, g in pairs], allow_unused=True,
-                                               retain_graph=self._persistent or self._recorded_by_another() or bool(cut),
+                                               retain_graph=self._persistent or self._recorded_by_another() or bool(cut)
+                                               or self._graph_shared(),
                                                create_graph=self._recorded_by_another())
             finally:
                 for handle in handles:

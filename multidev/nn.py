@@ -1,4 +1,5 @@
-"""``md.nn``: loss scaling helpers for distributed training (``tf.nn.compute_average_loss`` etc.)."""
+"""``md.nn``: loss scaling helpers for distributed training (``tf.nn.compute_average_loss`` etc.), ``softmax``
+and the tutorials' ``sigmoid_cross_entropy_with_logits``."""
 
 from __future__ import annotations
 
@@ -97,11 +98,49 @@ def log_softmax(logits: Any, axis: int | None = None, name: str | None = None) -
     return torch.log_softmax(x, dim=axis)
 
 
-# Results a TF program reads with .numpy() while they carry gradients (``loss.numpy()`` in a replica function).
-compute_average_loss, scale_regularization_loss, softmax, log_softmax = (
-    readable_results(op) for op in (compute_average_loss, scale_regularization_loss, softmax, log_softmax))
+def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None, name: str | None = None) -> torch.Tensor:
+    """``tf.nn.sigmoid_cross_entropy_with_logits``: the element-wise loss ``max(x, 0) - x * z + log(1 + exp(-|x|))``
+    in TensorFlow's order of operations (the CVAE tutorial's reconstruction term), not reduced.
 
-__all__ = ["compute_average_loss", "log_softmax", "scale_regularization_loss", "softmax"]
+    Raises:
+        ValueError: ``labels`` or ``logits`` missing, or shapes that differ (no broadcasting, as TF).
+        InvalidArgumentError: integer logits, or labels of another dtype than the logits (TF's Mul/Exp kernels).
+
+    Example:
+        >>> md.nn.sigmoid_cross_entropy_with_logits(labels=[[1., 0.]], logits=[[1., -2.]]).numpy().round(4)
+        array([[0.3133, 0.1269]], dtype=float32)
+    """
+    if labels is None or logits is None:
+        raise ValueError("Both `labels` and `logits` must be provided for sigmoid_cross_entropy_with_logits. "
+                         f"Received: labels={labels!r} and logits={logits!r}")
+    x, z = _to_tensor(logits, None), _to_tensor(labels, None)
+    if tuple(x.shape) != tuple(z.shape):
+        raise ValueError(f"`logits` and `labels` must have the same shape, received ({tuple(x.shape)} vs "
+                         f"{tuple(z.shape)}): the loss is element-wise and does not broadcast.")
+    if not x.is_floating_point():
+        raise md_errors.InvalidArgumentError(
+            f"Value for attr 'T' of {str(x.dtype).replace('torch.', '')} is not in the list of allowed values: "
+            "bfloat16, half, float, double (sigmoid_cross_entropy_with_logits needs floating logits): cast first, "
+            "e.g. md.cast(logits, md.float32).")
+    if z.dtype != x.dtype:
+        raise md_errors.InvalidArgumentError(
+            f"labels of dtype {str(z.dtype).replace('torch.', '')} with logits of dtype "
+            f"{str(x.dtype).replace('torch.', '')}: TensorFlow does not convert them; cast the labels first, e.g. "
+            f"md.cast(labels, logits.dtype).")
+    zeros = torch.zeros_like(x)
+    positive = x >= zeros
+    relu_logits = torch.where(positive, x, zeros)
+    neg_abs_logits = torch.where(positive, -x, x)
+    return (relu_logits - x * z) + torch.log1p(torch.exp(neg_abs_logits))
+
+
+# Results a TF program reads with .numpy() while they carry gradients (``loss.numpy()`` in a replica function).
+compute_average_loss, scale_regularization_loss, softmax, log_softmax, sigmoid_cross_entropy_with_logits = (
+    readable_results(op) for op in (compute_average_loss, scale_regularization_loss, softmax, log_softmax,
+                                    sigmoid_cross_entropy_with_logits))
+
+__all__ = ["compute_average_loss", "log_softmax", "scale_regularization_loss", "sigmoid_cross_entropy_with_logits",
+           "softmax"]
 
 
 def __getattr__(name: str):

@@ -158,6 +158,14 @@ def readable(value):
     return value
 
 
+def _readable_parts(value):
+    """``readable(value)``, or each tensor of a list/tuple result (``mean, logvar = md.split(...)``: the CVAE
+    tutorial reads ``mean.numpy()``)."""
+    if type(value) is list or type(value) is tuple:
+        return type(value)(readable(v) for v in value)
+    return readable(value)
+
+
 def readable_results(fn, name=None):
     """Decorate a TF-named op so that its tensor result is ``readable``; called on a symbolic front end's
     placeholders (functional KerasTensors) it builds that front end's node (``_core/symbolic.py``)."""
@@ -168,6 +176,6 @@ def readable_results(fn, name=None):
         handler = symbolic.handler_for(args, kwargs) if symbolic._HANDLERS else None
         if handler is not None:
             return handler(fn, public, args, kwargs)
-        return readable(fn(*args, **kwargs))
+        return _readable_parts(fn(*args, **kwargs))
     op._md_public_name = public
     return op

@@ -16,11 +16,12 @@ _TORCH_RENAMED = {
     "tf.random.normal": "torch.randn (or torch.normal)", "tf.random.uniform": "torch.rand (torch.randint for integers)",
     "tf.random.truncated_normal": "torch.nn.init.trunc_normal_", "tf.random.shuffle": "torch.randperm as an index",
     "tf.random.categorical": "torch.multinomial", "tf.random.Generator": "torch.Generator",
+    "tf.random.log_uniform_candidate_sampler": "torch.multinomial over log-uniform (Zipf) weights "
+                                               "log((k + 2) / (k + 1)) / log(range_max + 1)",
     "tf.random.stateless_normal": "torch.randn with a seeded torch.Generator",
     "tf.random.stateless_uniform": "torch.rand with a seeded torch.Generator",
     "tf.nn.softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy (it takes probabilities too)",
     "tf.nn.sparse_softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy",
-    "tf.nn.sigmoid_cross_entropy_with_logits": "torch.nn.functional.binary_cross_entropy_with_logits",
 }
 
 

@@ -13,9 +13,11 @@ dimension is the replica's slice size and whose seed is a ``SeedGenerator`` or a
 global batch, in cross-replica context (``merge_call``: the seed state advances once, as on one device), and
 every replica keeps its rows: one device's numbers.
 
-Left as Keras draws them (per-replica streams): unseeded draws (``seed=None``: Keras's per-thread global
-generator), draws whose leading dimension is not the slice (a GAN's ``(2 * batch, 1)`` label noise, a
-per-step scalar), ``binomial``/``gamma``/``beta``, and anything in a custom loop's ``strategy.run``.
+A scalar draw there (shape ``()``: ``RandomCrop``'s offset, one window for the whole batch) is drawn once in
+cross-replica context too and every replica takes it, as one device draws it once for the batch (each replica
+cropped its own window before). Left as Keras draws them (per-replica streams): unseeded draws (``seed=None``:
+Keras's per-thread global generator), draws whose leading dimension is not the slice (a GAN's ``(2 * batch, 1)``
+label noise), ``binomial``/``gamma``/``beta``, and anything in a custom loop's ``strategy.run``.
 A leading dimension that merely equals the slice size also takes the global draw: its rows differ per replica
 as the streams' would. Every replica must make the same draws (same Python path), as with ``Dropout``.
 
@@ -54,11 +56,18 @@ def draw(original: Any, seed_generator_cls: type, seed_at: int, shape: Any, *arg
     global batch's draw; elsewhere Keras's own."""
     where = keras3_dropout._SLICE.get()
     seed = kwargs.get("seed", args[seed_at] if len(args) > seed_at else None)
-    if where is None or not _is_seed(seed, seed_generator_cls) or not _batch_shaped(shape, where[1]):
+    if where is None or not _is_seed(seed, seed_generator_cls):
+        return original(shape, *args, **kwargs)
+    scalar = _scalar(shape)
+    if not scalar and not _batch_shaped(shape, where[1]):
         return original(shape, *args, **kwargs)
     ctx = context.current_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return original(shape, *args, **kwargs)
+    if scalar:   # one number for the whole batch (RandomCrop's offset): one device's, on every replica
+        value = ctx.merge_call(_draw_once, args=(original, (), args, kwargs))
+        device = _device()
+        return value if device is None else value.to(device)
     offset, size, global_size = where
     full = ctx.merge_call(_draw_once, args=(original, (global_size, *tuple(shape)[1:]), args, kwargs))
     rows = full[offset:offset + size]
@@ -68,6 +77,13 @@ def draw(original: Any, seed_generator_cls: type, seed_at: int, shape: Any, *arg
 
 def _is_seed(seed: Any, seed_generator_cls: type) -> bool:
     return isinstance(seed, seed_generator_cls) or (isinstance(seed, int) and not isinstance(seed, bool))
+
+
+def _scalar(shape: Any) -> bool:
+    try:
+        return len(shape) == 0
+    except TypeError:
+        return False
 
 
 def _batch_shaped(shape: Any, size: int) -> bool:

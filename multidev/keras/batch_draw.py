@@ -42,6 +42,18 @@ def rows(draw: Callable[[int], torch.Tensor], size: int) -> torch.Tensor:
         _draw_for_replicas, args=(draw, torch.tensor(int(size)), step_inputs.current().global_batch_size))
 
 
+def once(draw: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``draw()``, or inside a step on several replicas one draw that every replica takes: a draw made once per
+    batch (``RandomCrop``'s offset, one for the whole batch), as one device makes it once."""
+    if not in_step():
+        return draw()
+    return context.current_replica_context().merge_call(_draw_once, args=(draw,))
+
+
+def _draw_once(strategy: Any, draw: Any) -> torch.Tensor:
+    return strategy.experimental_local_results(draw)[0]()
+
+
 def _draw_for_replicas(strategy: Any, draw: Any, size: Any, global_size: Any) -> PerReplica:
     local = strategy.experimental_local_results
     sizes = [int(s) for s in local(size)]

@@ -21,6 +21,7 @@ from multidev.values import context
 from multidev.keras import backend, step_inputs
 from multidev.keras.loss_reduction import Reduction, reduce_weighted  # noqa: F401 (re-exported)
 from multidev.keras.activations import take_logits
+from multidev.keras.loss_results import program_result
 
 
 def _as_tensor(x, like=None):
@@ -315,6 +316,13 @@ def serialize(loss):
         if fn is loss:
             return name
     return getattr(loss, "__name__", None)
+
+# Called by a program (not through compile): results numpy reads, TF's error for shapes that do not broadcast.
+mean_squared_error, mean_absolute_error, huber, binary_crossentropy, categorical_crossentropy = (
+    program_result(f) for f in (mean_squared_error, mean_absolute_error, huber, binary_crossentropy,
+                                categorical_crossentropy))
+mse = MSE = mean_squared_error
+mae = MAE = mean_absolute_error
 
 _missing = missing_names(__name__, 'losses', globals())  # unknown names: does Keras 3 have them?
 

@@ -99,9 +99,18 @@ def step_lion(w, g, s, lr, t, beta_1=0.9, beta_2=0.99):
     m[...] = m * beta_2 + g * (1 - beta_2)
 
 
+def step_lamb(w, g, s, lr, t, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    m, v = s.setdefault("m", np.zeros_like(w)), s.setdefault("v", np.zeros_like(w))
+    m += (g - m) * (1 - beta_1)
+    v += (g * g - v) * (1 - beta_2)
+    update = (m / (1 - beta_1 ** t)) / (np.sqrt(v / (1 - beta_2 ** t)) + epsilon)
+    w_norm, u_norm = np.sqrt(np.sum(w * w)), np.sqrt(np.sum(update * update))
+    w -= (w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0) * lr * update
+
+
 STEPS = {"SGD": step_sgd, "Adam": step_adam, "AdamW": step_adam, "Nadam": step_nadam, "RMSprop": step_rmsprop,
          "Adagrad": step_adagrad, "Adadelta": step_adadelta, "Adamax": step_adamax, "Ftrl": step_ftrl,
-         "Lion": step_lion}
+         "Lion": step_lion, "Lamb": step_lamb}
 
 
 def run(name, weights, grads_per_step, lrs, weight_decay=None, **hyper):

@@ -244,3 +244,46 @@ def test_small_vit_on_two_replicas_equals_one_device():
     runs = _fit_both(lambda: _vit(x), x, y, batch_size=32, epochs=3)
     _assert_equal_runs(runs, ["loss", "accuracy"], rtol=2e-4)
     assert runs[0][1]["loss"][-1] < runs[0][1]["loss"][0]
+
+
+class DecayingStep(Net):
+    """A custom step that decays the learning rate itself after each update, in each of Keras's spellings.
+    TensorFlow 2.21 (tf.keras and Keras 3, MirroredStrategy over 2 logical CPUs) halves it once a step, as on
+    one device (the rate is a mirrored variable aggregated ONLY_FIRST_REPLICA: replica 0's value, once);
+    md.keras halved its one host variable once per replica (0.1 * 0.5 ** 8 after 4 steps, weights off)."""
+
+    spelling = "assign"
+
+    def train_step(self, data):
+        x, y = data
+        with md.GradientTape() as tape:
+            loss = self.compute_loss(y=y, y_pred=self(x, training=True))
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables))
+        lr = self.optimizer.learning_rate
+        if self.spelling == "assign":
+            lr.assign(lr * 0.5)
+        elif self.spelling == "assign_sub":
+            lr.assign_sub(lr * 0.5)
+        else:
+            self.optimizer.learning_rate = float(lr) * 0.5
+        return {"loss": loss, "lr": self.optimizer.learning_rate * 1.0}
+
+
+@pytest.mark.parametrize("spelling", ["assign", "assign_sub", "setter"])
+def test_learning_rate_decayed_in_the_step_once_per_step_as_tensorflow(spelling):
+    x, y = _regression()
+
+    def make():
+        model = DecayingStep()
+        model.spelling = spelling
+        model.compile(md.keras.optimizers.SGD(0.1), "mse")
+        return model
+
+    (w1, h1), (w2, h2) = _fit_both(make, x, y, epochs=1)
+    for a, b in zip(w1, w2):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert h1["lr"] == h2["lr"] and h2["lr"][-1] == pytest.approx(0.1 * 0.5 ** 4)   # 64 examples, batch 16: 4 steps
+    # The raw loss returned under "loss" is the step's value (not the untouched loss tracker's 0.0), reduced as
+    # TF 2.21's Keras 3 reduces it: the mean of the replicas' compute_loss, each scaled by 1/2 (2.0847 on one
+    # device and 1.0424 on 2 replicas in TensorFlow for the same program)
+    np.testing.assert_allclose(h2["loss"], np.asarray(h1["loss"]) / 2, rtol=1e-5)

@@ -32,6 +32,8 @@ CASES = [
     ("SGD", {"momentum": 0.9, "weight_decay": 0.1}),
     ("Nadam", {"weight_decay": 0.01}),
     ("Lion", {"weight_decay": 0.2}),
+    ("Lamb", {}),
+    ("Lamb", {"weight_decay": 0.05, "beta_1": 0.8}),
 ]
 
 
@@ -139,7 +141,7 @@ def _fit_small(strategy, name, hyper):
 
 @pytest.mark.parametrize("name, hyper", [("Nadam", {}), ("RMSprop", {"centered": True, "momentum": 0.5}),
                                          ("Ftrl", {"l1_regularization_strength": 0.001}), ("Lion", {}),
-                                         ("AdamW", {}), ("Adadelta", {}), ("Adamax", {})])
+                                         ("AdamW", {}), ("Adadelta", {}), ("Adamax", {}), ("Lamb", {})])
 def test_fit_on_two_logical_cpus_equals_one_device_on_the_split_path(name, hyper):
     strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     model, history = _fit_small(strategy, name, hyper)

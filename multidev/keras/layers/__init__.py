@@ -10,7 +10,7 @@ from multidev.keras.layers import experimental
 from multidev.keras.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from multidev.keras.layers.attention import MultiHeadAttention
 from multidev.keras.layers.dot_attention import AdditiveAttention, Attention
-from multidev.keras.layers.image_layers import CenterCrop, Resizing
+from multidev.keras.layers.image_layers import CenterCrop, RandomCrop, Resizing
 from multidev.keras.layers.time_distributed import TimeDistributed
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.category_encoding import CategoryEncoding
@@ -27,7 +27,7 @@ from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.keras_tensor import KerasTensor
 from multidev.keras.layers.masking import Masking
 from multidev.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
-                                         concatenate)
+                                         average, concatenate, dot, maximum, minimum, multiply, subtract)
 from multidev.keras.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization,
                                                  SyncBatchNormalization, UnitNormalization)
 from multidev.keras.layers.reshaping import (Cropping1D, Cropping2D, Permute, RepeatVector, UpSampling1D,
@@ -54,8 +54,8 @@ __all__ = [
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
     "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "BatchNormalization",
     "SyncBatchNormalization", "LayerNormalization", "LSTM", "GRU", "Bidirectional", "Add", "Subtract",
-    "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "TextVectorization", "StringLookup",
-    "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip",
+    "Multiply", "Average", "Maximum", "Concatenate", "add", "concatenate", "subtract", "multiply", "average", "maximum", "minimum", "dot", "TextVectorization", "StringLookup",
+    "IntegerLookup", "experimental", "MultiHeadAttention", "Masking", "Normalization", "Rescaling", "RandomFlip", "RandomCrop",
     "RandomRotation", "RandomTranslation", "RandomZoom", "ReLU", "LeakyReLU", "Softmax", "ELU", "CategoryEncoding",
     # kerasnumerics: Keras 3 layers checked against TF 2.21's numbers (tests/keras/test_layer_numerics.py)
     "PReLU", "Dot", "Minimum", "GroupNormalization", "UnitNormalization", "Permute", "RepeatVector",

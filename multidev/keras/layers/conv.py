@@ -71,6 +71,7 @@ class _Conv(Layer):
         super().__init__(**kwargs)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        padding = padding.lower() if isinstance(padding, str) else padding   # "VALID" as Keras 3 takes it
         if padding not in _PADDINGS or (padding == "causal" and self.rank != 1):
             raise ValueError(f"Invalid padding {padding!r}. Valid values: {list(_PADDINGS[:3 if self.rank == 1 else 2])}.")
         if data_format not in (None, "channels_last"):

@@ -37,6 +37,7 @@ class _Base(Layer):
     def __init__(self, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1, activation=None,
                  use_bias=True, bias_initializer="zeros", bias_regularizer=None, activity_regularizer=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        padding = padding.lower() if isinstance(padding, str) else padding   # "VALID" as Keras 3 takes it
         if padding not in _PADDINGS[:2]:
             raise ValueError(f"Invalid padding {padding!r}. Valid values: ['valid', 'same'].")
         if data_format not in (None, "channels_last"):

@@ -1,4 +1,4 @@
-"""Keras 3's Resizing and CenterCrop on channels-last images (batched or not), with TF 2.21's numbers:
+"""Keras 3's Resizing, CenterCrop and RandomCrop on channels-last images (batched or not), with TF 2.21's numbers:
 'bilinear' is ``tf.image.resize``'s half-pixel bilinear (torch's ``align_corners=False``), 'nearest' its
 half-pixel nearest (torch's 'nearest-exact', not 'nearest'); kernels whose torch form differs from TF's
 (bicubic, area, lanczos) are refused rather than computed differently.
@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
+import torch
+
+from multidev.keras import batch_draw
 from multidev.keras.layers.base import Layer
 
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact"}
@@ -25,6 +28,12 @@ def _crop_box(height, width, target_height, target_width):
     crop_h = max(min(height, int(float(width * target_height) / target_width)), 1)
     crop_w = max(min(width, int(float(height * target_width) / target_height)), 1)
     return int((height - crop_h) / 2), int((width - crop_w) / 2), crop_h, crop_w
+
+
+def _resize(x, height, width, interpolation="bilinear"):
+    """A batch of channels-last images resized as ``tf.image.resize`` resizes them (half-pixel centers)."""
+    return F.interpolate(x.movedim(-1, 1), size=(height, width), mode=_MODES[interpolation],
+                         **({"align_corners": False} if interpolation == "bilinear" else {})).movedim(1, -1)
 
 
 class Resizing(Layer):
@@ -52,8 +61,7 @@ class Resizing(Layer):
         if self.crop_to_aspect_ratio:
             top, left, h, w = _crop_box(x.shape[1], x.shape[2], self.height, self.width)
             x = x[:, top:top + h, left:left + w]
-        out = F.interpolate(x.movedim(-1, 1), size=(self.height, self.width), mode=_MODES[self.interpolation],
-                            **({"align_corners": False} if self.interpolation == "bilinear" else {})).movedim(1, -1)
+        out = _resize(x, self.height, self.width, self.interpolation)
         return out if batched else out[0]
 
     def get_config(self):
@@ -82,3 +90,40 @@ class CenterCrop(Layer):
 
     def get_config(self):
         return {**super().get_config(), "height": self.height, "width": self.width}
+
+
+class RandomCrop(Layer):
+    """While training, the (height, width) window at ONE random offset for the whole batch (Keras 3.15's rule; the
+    offset is drawn once per step, on replicas too); an image not larger than the window in both dimensions gets
+    Keras's aspect-ratio box instead, resized to (height, width) when its size differs. In inference the images
+    pass unchanged, as Keras 3.15 passes them.
+
+    Example:
+        crop = md.keras.layers.RandomCrop(32, 32, seed=1)   # keras.io's CCT augmentation
+    """
+
+    def __init__(self, height, width, seed=None, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        if data_format not in (None, "channels_last"):
+            raise ValueError(f"Only data_format='channels_last' is supported. Received: data_format={data_format!r}")
+        self.height, self.width, self.seed = int(height), int(width), seed
+        self._rng = None if seed is None else torch.Generator().manual_seed(int(seed))
+
+    def call(self, inputs, training=False):
+        if not training:
+            return inputs
+        x = _image_float(self, inputs)
+        h, w = x.shape[-3], x.shape[-2]
+        if h > self.height and w > self.width:
+            top, left = (int(v) for v in batch_draw.once(lambda: torch.stack([
+                torch.randint(0, h - self.height + 1, (), generator=self._rng),
+                torch.randint(0, w - self.width + 1, (), generator=self._rng)])))
+        else:
+            top, left, _, _ = _crop_box(h, w, self.height, self.width)
+        x = x[..., top:top + self.height, left:left + self.width, :]
+        if (x.shape[-3], x.shape[-2]) != (self.height, self.width):
+            x = _resize(x, self.height, self.width) if x.ndim == 4 else _resize(x[None], self.height, self.width)[0]
+        return x
+
+    def get_config(self):
+        return {**super().get_config(), "height": self.height, "width": self.width, "seed": self.seed}

@@ -14,18 +14,52 @@ from multidev.keras.layers.base import Layer
 
 
 class _Merge(Layer):
-    """Element-wise merge of a list of same-shaped tensors."""
+    """Element-wise merge of a list of tensors, broadcast as Keras 3 broadcasts them: a dimension of 1 meets any
+    size ((batch, 1) attention weights times (batch, 8) embeddings in keras.io's attention MIL), and a
+    lower-rank input is expanded at axis 1 until the ranks agree."""
+
+    _reshape_required = False
 
     def build(self, input_shape):
         if not isinstance(input_shape, list) or len(input_shape) < 2:
             raise ValueError(f'A merge layer "{self.name}" should be called on a list of at least 2 inputs. '
                              f"Received: input_shape={input_shape!r}")
-        tails = {tuple(s[1:]) for s in input_shape}
-        if len(tails) > 1 and type(self) is not Concatenate:
-            raise ValueError(f'Inputs of layer "{self.name}" must have the same shape. Received shapes {input_shape}')
+        if type(self) is Concatenate:
+            return
+        out = tuple(input_shape[0][1:])
+        for shape in input_shape[1:]:
+            out = _broadcast(self.name, out, tuple(shape[1:]))
+        self._reshape_required = len({len(s) for s in input_shape}) > 1
 
     def call(self, inputs):
-        return functools.reduce(self._op, inputs)
+        return functools.reduce(self._op, self._ranked(inputs))
+
+    def _ranked(self, inputs) -> list:
+        """The inputs at one rank (a lower-rank input expanded at axis 1, as Keras 3 does)."""
+        if not self._reshape_required:
+            return list(inputs)
+        rank = max(x.dim() for x in inputs)
+        return [x.reshape(x.shape[:1] + (1,) * (rank - x.dim()) + x.shape[1:]) for x in inputs]
+
+
+def _broadcast(name, a: tuple, b: tuple) -> tuple:
+    """Keras 3's element-wise output shape of two shapes (batch dimension excluded), right-aligned."""
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return a
+    out = list(a[:len(a) - len(b)])
+    for i, j in zip(a[len(a) - len(b):], b):
+        if i is None or j is None:
+            out.append(None)
+        elif i == 1 or j == 1:
+            out.append(j if i == 1 else i)
+        elif i != j:
+            raise ValueError(f'Inputs of layer "{name}" have incompatible shapes. Received shapes {a} and {b}: '
+                             "each dimension must be equal or 1 (broadcast).")
+        else:
+            out.append(i)
+    return tuple(out)
 
 
 class Add(_Merge):
@@ -103,7 +137,7 @@ class Average(_Merge):
     """Element-wise mean."""
 
     def call(self, inputs):
-        return functools.reduce(torch.add, inputs) / len(inputs)
+        return functools.reduce(torch.add, self._ranked(inputs)) / len(inputs)
 
 
 class Concatenate(_Merge):
@@ -138,3 +172,33 @@ def add(inputs, **kwargs):
 def concatenate(inputs, axis=-1, **kwargs):
     """Functional form of ``Concatenate``."""
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    """Functional form of ``Subtract``."""
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    """Functional form of ``Multiply`` (keras.io's attention MIL weighs each instance with it)."""
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    """Functional form of ``Average``."""
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    """Functional form of ``Maximum``."""
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    """Functional form of ``Minimum``."""
+    return Minimum(**kwargs)(inputs)
+
+
+def dot(inputs, axes=-1, normalize=False, **kwargs):
+    """Functional form of ``Dot``."""
+    return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

@@ -40,6 +40,7 @@ class _Pooling(Layer):
 
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
         super().__init__(**kwargs)
+        padding = padding.lower() if isinstance(padding, str) else padding   # "VALID" as Keras 3 takes it
         if padding not in ("valid", "same"):
             raise ValueError(f"Invalid padding {padding!r}. Valid values: ['valid', 'same'].")
         if data_format not in (None, "channels_last"):

@@ -289,6 +289,17 @@ class Reduce(Metric):
                 state["total"].add_((values * sw).sum())
                 state["count"].add_(sw.sum())
 
+    def add_without_count(self, value) -> None:
+        """Add ``value`` to the running total and nothing to the count: the part of a step's loss that a replica
+        without examples holds (its share of the model's penalties, when a batch of 1 leaves one of 2 replicas
+        empty), which the replicas' merged mean must include, as one device's step includes the whole penalty."""
+        state = self._state()
+        value = as_tensor(value)
+        if state["total"].device != value.device:
+            self._to_device(value.device)
+        with torch.no_grad():
+            state["total"].add_(value.detach().to(self.dtype).sum())
+
 
 class Sum(Reduce):
     """Running (weighted) sum."""
@@ -306,7 +317,10 @@ class Mean(Reduce):
         share = step_inputs.share_of(values) if sample_weight is None else None
         if share is not None:
             values = values.detach()
-            super().update_state(values / share if share else values, sample_weight=share)
+            if share:
+                super().update_state(values / share, sample_weight=share)
+            else:
+                self.add_without_count(values)
             return
         super().update_state(values, sample_weight)
 

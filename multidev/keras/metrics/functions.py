@@ -6,6 +6,8 @@ Example:
 
 from __future__ import annotations
 
+import torch
+
 from multidev.keras.metrics.base import as_tensor
 
 
@@ -37,8 +39,15 @@ def binary_accuracy(y_true, y_pred, threshold=0.5):
 def categorical_accuracy(y_true, y_pred):
     """1.0 where argmax of one-hot ``y_true`` equals argmax of ``y_pred``."""
     y_pred = as_tensor(y_pred)
-    y_true = as_tensor(y_true, y_pred.device)
+    y_true = _one_hot(y_true, y_pred)
     return (y_true.argmax(dim=-1) == y_pred.argmax(dim=-1)).float()
+
+
+def _one_hot(y_true, y_pred):
+    """One-hot targets as a tensor ``argmax`` takes: a bool array (keras.io's addition RNN encodes its targets so)
+    as uint8, as Keras 3's torch backend casts it."""
+    y_true = as_tensor(y_true, y_pred.device)
+    return y_true.to(torch.uint8) if y_true.dtype == torch.bool else y_true
 
 
 def sparse_categorical_accuracy(y_true, y_pred):
@@ -52,7 +61,7 @@ def top_k_categorical_accuracy(y_true, y_pred, k=5):
     """1.0 where the true class (argmax of one-hot) is among the ``k`` highest predictions."""
     y_pred = as_tensor(y_pred)
     y_true = as_tensor(y_true, y_pred.device)
-    return sparse_top_k_categorical_accuracy(y_true.argmax(dim=-1), y_pred, k)
+    return sparse_top_k_categorical_accuracy(_one_hot(y_true, as_tensor(y_pred)).argmax(dim=-1), y_pred, k)
 
 
 def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5):

@@ -148,6 +148,8 @@ class LossesContainer:
         tracker as the local mean weighted by the local batch, so replicas merge exactly."""
         if batch:
             self.tracker.update_state(loss.detach() * (_divisor(batch) / batch), sample_weight=batch)
+        elif _divisor(batch):   # a replica without examples: its share of the penalties, counted with no examples
+            self.tracker.add_without_count(loss.detach() * _divisor(batch))
 
     @property
     def metrics(self) -> list:

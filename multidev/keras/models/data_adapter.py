@@ -232,15 +232,23 @@ def make_adapter(x, y=None, sample_weight=None, batch_size=None, shuffle=False):
                          "tensors, or an iterable of (x, y) batches such as md.data.Dataset.")
     if is_array_structure(x):
         return ArrayAdapter(x, y, sample_weight, batch_size, shuffle)
+    from multidev.keras.utils.py_dataset import PyDataset, PyDatasetAdapter   # noqa: PLC0415 - utils imports models
+    if isinstance(x, PyDataset):
+        _no_targets_beside(x, y, sample_weight)
+        return PyDatasetAdapter(x, shuffle)
     if not hasattr(x, "__iter__"):
         raise ValueError(f"Unrecognized data type: x={x!r} (of type {type(x).__name__}). Pass numpy arrays, torch "
                          "tensors, or an iterable of (x, y) batches such as md.data.Dataset.")
+    _no_targets_beside(x, y, sample_weight)
+    # batch_size with a dataset is ignored (the dataset yields batches), as Keras 3 on TensorFlow does
+    return IterableAdapter(x)
+
+
+def _no_targets_beside(x, y, sample_weight) -> None:
     for name, value in (("y", y), ("sample_weight", sample_weight)):
         if value is not None:
             raise ValueError(f"`{name}` argument is not supported when using a dataset as input (got {type(x).__name__}); "
                              "yield (x, y, sample_weight) from the dataset instead.")
-    # batch_size with a dataset is ignored (the dataset yields batches), as Keras 3 on TensorFlow does
-    return IterableAdapter(x)
 
 
 def split_for_validation(x, y, sample_weight, validation_split):

@@ -18,6 +18,8 @@ from multidev.keras.layers.symbolic_ops import OpLayer
 from multidev.keras.models import input_dtypes
 from multidev.keras.models.model import Model
 
+KWARG_TENSOR = "__keras_tensor__"   # a call's keyword argument that is a tensor of the graph: {KWARG_TENSOR: key}
+
 
 def _toposort(outputs) -> list:
     """Nodes needed to compute ``outputs``, each after the nodes producing its inputs."""
@@ -199,6 +201,11 @@ class Functional(Model):
         node = layer._inbound_nodes[node_index]
         return [layer.name, next(i for i, n in enumerate(local) if n is node), tensor_index]
 
+    def _kwarg_ref(self, value):
+        """A tensor among a call's keyword arguments (keras.io's seq2seq decoder ``LSTM(...)(x, initial_state=
+        encoder_states)``) as a reference to the call that made it; anything else as it is."""
+        return {KWARG_TENSOR: self._node_key(value)} if isinstance(value, KerasTensor) else value
+
     def get_config(self) -> dict:
         """JSON-able graph: each layer's config and the calls (``inbound_nodes``) that feed it."""
         from multidev.keras.saving.serialization import serialize_layer
@@ -206,7 +213,7 @@ class Functional(Model):
         for layer in self._summary_layers():
             nodes = [n for n in self._nodes if n.layer is layer and not isinstance(layer, InputLayer)]
             layers.append({**serialize_layer(layer), "name": layer.name,
-                           "inbound_nodes": [{"args": map_structure(self._node_key, n.inputs), "kwargs": n.kwargs}
+                           "inbound_nodes": [{"args": map_structure(self._node_key, n.inputs), "kwargs": map_structure(self._kwarg_ref, n.kwargs)}
                                              for n in nodes]})
         return {"name": self.name, "layers": layers,
                 "input_layers": map_structure(self._node_key, self._inputs),

@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 from torch import nn
 
 from multidev.keras.layers.base import Layer
@@ -124,7 +126,15 @@ class Model(Trainer, Layer):
         raise ValueError(f"No such layer: {name!r}. Existing layers are: {[l.name for l in self.layers]}.")
 
     def build(self, input_shape):
-        """Build all weights by calling the model once on zeros of ``input_shape`` (batch dim included)."""
+        """Build all weights by calling the model once on zeros of ``input_shape`` (batch dim included).
+
+        Reached as ``super().build(input_shape)`` from a subclass's own ``build`` (keras.io's Perceiver makes its
+        sublayers and latent weight there), it only marks the model built, as Keras 3's ``Layer.build`` does: the
+        sublayers build at the first call."""
+        if type(self).build is not Model.build:
+            Layer.build(self, input_shape)
+            self.built = True
+            return
         shapes = input_shape if isinstance(input_shape, list) else [input_shape]
         inputs = [Input(batch_shape=tuple(s)) for s in shapes]
         self(inputs if isinstance(input_shape, list) else inputs[0])
@@ -132,6 +142,8 @@ class Model(Trainer, Layer):
 
     def _maybe_build(self, inputs):
         if not self.built:
+            if type(self).build is not Model.build:   # its own build(input_shape) first, as Keras calls it
+                Layer._maybe_build(self, inputs)
             self.built = True      # a subclassed model's layers build themselves inside call
             if self.__dict__.get("_input_signature") is None:
                 from multidev.keras.saving.subclassed import signature
@@ -170,9 +182,11 @@ class Model(Trainer, Layer):
 
         The file's checksum is verified (damage raises ``md.errors.DataLossError``);
         ``verify_checksum=False`` skips that for speed. A checkpoint prefix (no suffix) returns its load
-        status, as Keras 2 does.
+        status, as Keras 2 does. A ``.keras`` file written by ``model.save`` gives its weights, as Keras 3 reads it.
         """
-        from multidev.keras.saving import weights_io
+        from multidev.keras.saving import model_io, weights_io
+        if os.fspath(filepath).endswith(".keras"):
+            return model_io.load_weights_from_archive(self, filepath, skip_mismatch, verify_checksum)
         return weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, verify_checksum=verify_checksum)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None, options=None, signatures=None,

@@ -53,11 +53,11 @@ def step_logs(model, metrics: list, outputs: Any, extended) -> dict:
     logs, raw = {}, []
     for key, value in flats[0].items():
         metric = result_of(value)
-        if key in merged:
-            logs[key] = merged[key]
-        elif metric is not None:
-            logs[key] = metric.result()
-        else:
+        if metric is not None:
+            logs[key] = merged[key] if key in merged and result_of(merged[key]) is metric else metric.result()
+        elif key in merged and not isinstance(value, torch.Tensor):
+            logs[key] = merged[key]   # (a metric's result as a number: the merged figure)
+        else:   # a value under a metric's name that is no metric's result ({"loss": loss}: the loss itself)
             logs[key] = None
             raw.append(key)
     method = getattr(model, "distribute_reduction_method", "auto")

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from multidev.keras._missing import missing_names
 from multidev.keras.ops import core, ctc, elementwise, image, nn, numpy
+from multidev.keras.ops.fft import __all__ as _fft_all
 from multidev.keras.ops.core import *  # noqa: F401,F403 - the flat keras.ops namespace
 from multidev.keras.ops.core import __all__ as _core_all
 from multidev.keras.ops.ctc import *  # noqa: F401,F403
 from multidev.keras.ops.elementwise import *  # noqa: F401,F403
+from multidev.keras.ops.fft import *  # noqa: F401,F403
 from multidev.keras.ops.nn import *  # noqa: F401,F403
 from multidev.keras.ops.numpy import *  # noqa: F401,F403
 
@@ -32,6 +34,6 @@ def _public(module) -> list:
             and getattr(v, "__module__", None) == module.__name__]
 
 
-__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_public(elementwise)) | set(_public(nn)) | set(_public(numpy))
-                 | {"image", "nn", "numpy", "core"})
+__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_public(elementwise)) | set(_fft_all) | set(_public(nn))
+                 | set(_public(numpy)) | {"image", "nn", "numpy", "core"})
 __getattr__ = missing_names(__name__, "ops", globals())

@@ -313,10 +313,17 @@ def all(x, axis=None, keepdims=False):  # noqa: A001
 
 def _arg(fn, x, axis, keepdims):
     x = _t(x)
+    if x.dtype == torch.bool:   # torch's argmax/argmin refuse bool; Keras 3 casts it
+        x = x.to(torch.uint8)
     if axis is None:
         out = fn(x.reshape(-1))
         return (out.reshape((1,) * x.ndim) if keepdims else out).to(torch.int32)
     return fn(x, dim=axis, keepdim=keepdims).to(torch.int32)
+
+
+def broadcast_to(x, shape):
+    """``x`` broadcast to ``shape`` (a view, as numpy's)."""
+    return torch.broadcast_to(_t(x), tuple(int(d) for d in shape))
 
 
 def argmax(x, axis=None, keepdims=False):

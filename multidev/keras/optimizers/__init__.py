@@ -10,9 +10,9 @@ from __future__ import annotations
 from multidev.keras.optimizers import schedules
 from multidev.keras.optimizers.base import Optimizer
 from multidev.keras.optimizers.builtin import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
-from multidev.keras.optimizers.builtin_extra import Adadelta, Adamax, Ftrl, Lion
+from multidev.keras.optimizers.builtin_extra import Adadelta, Adamax, Ftrl, Lamb, Lion
 
-_CLASSES = {c.__name__: c for c in (SGD, Adam, AdamW, Nadam, RMSprop, Adagrad, Adadelta, Adamax, Ftrl, Lion)}
+_CLASSES = {c.__name__: c for c in (SGD, Adam, AdamW, Nadam, RMSprop, Adagrad, Adadelta, Adamax, Ftrl, Lamb, Lion)}
 _NAMES = {name.lower(): cls for name, cls in _CLASSES.items()}
 
 
@@ -52,6 +52,6 @@ def deserialize(config: dict) -> Optimizer:
     return get(config)
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Ftrl", "Lion",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Ftrl", "Lamb", "Lion",
            "schedules", "get", "serialize",
            "deserialize"]

@@ -29,10 +29,10 @@ import threading
 import torch
 
 from multidev.keras.optimizers import cross_replica, schedules
+from multidev.keras.optimizers.learning_rate import _float_lr, _is_schedule, _lr_value
 from multidev.keras.optimizers.ema import MovingAverages
 from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev.keras.optimizers.rules import KerasRule, slot_names
-from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values.context import current_replica_id
 from multidev.values.gradients import LocalGrads, SummedGrads
 from multidev.values.variables import Variable, local_view
@@ -361,37 +361,3 @@ def _name(variable) -> str:
 def _grads(pairs, kind):
     """The gradients of ``(gradient, variable)`` pairs as ``kind`` (``LocalGrads`` or ``SummedGrads``)."""
     return kind(tuple(g for g, _ in pairs))
-
-
-def _is_schedule(value) -> bool:
-    """A LearningRateSchedule or another callable giving the rate (Keras accepts both)."""
-    return isinstance(value, schedules.LearningRateSchedule) or (callable(value) and not isinstance(value, torch.Tensor))
-
-
-def _float_lr(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError) as err:
-        raise ValueError("Argument `learning_rate` should be a float, a LearningRateSchedule or a callable "
-                         f"returning the learning rate. Received: learning_rate={value!r}") from err
-
-
-class _LearningRate(Variable):
-    """Keras's ``learning_rate`` variable: a host float32 scalar. It pickles by value (a function
-    scheduled on parameter-server workers captures the optimizer; each worker gets a copy)."""
-
-    def __reduce_ex__(self, protocol):
-        return _lr_value, (torch.Tensor.item(self),)
-
-    def __deepcopy__(self, memo):
-        return _lr_value(torch.Tensor.item(self))
-
-
-def _lr_value(value):
-    """A schedule or callable as given; a number becomes Keras's float32 ``learning_rate`` variable."""
-    if _is_schedule(value):
-        return value
-    data = torch.tensor(_float_lr(value), dtype=torch.float32)
-    return _LearningRate._from_tensor(data, trainable=False, name="learning_rate",
-                                 synchronization=VariableSynchronization.from_value(None),
-                                 aggregation=VariableAggregation.from_value("only_first_replica"))

@@ -1,4 +1,4 @@
-"""Keras's Adadelta, Adamax, Ftrl and Lion, with Keras argument names, defaults and update rules.
+"""Keras's Adadelta, Adamax, Ftrl, Lamb and Lion, with Keras argument names, defaults and update rules.
 
 Example:
     md.keras.optimizers.Lion(learning_rate=1e-4)
@@ -76,3 +76,15 @@ class Lion(_Hyper):
                              f"to SignSGD. Received: beta_1={beta_1!r}")
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.beta_1, self.beta_2 = beta_1, beta_2
+
+
+class Lamb(_Hyper):
+    """Lamb, Adam with a layer-wise trust ratio (lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7): keras.io's
+    Perceiver trains with it."""
+
+    _torch_class = rules_extra.LambRule
+    _hyper = ("beta_1", "beta_2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name="Lamb", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon

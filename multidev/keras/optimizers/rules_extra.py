@@ -1,4 +1,4 @@
-"""Keras 3's Adadelta, Adamax, Ftrl and Lion rules as element-wise foreach ``torch.optim`` optimizers.
+"""Keras 3's Adadelta, Adamax, Ftrl, Lamb and Lion rules as foreach ``torch.optim`` optimizers.
 
 Example:
     opt = LionRule(model.parameters(), lr=1e-4, beta_1=0.9, beta_2=0.99)
@@ -129,5 +129,33 @@ class LionRule(KerasRule):
         torch._foreach_add_(m, grads, alpha=1 - beta_2)
 
 
-for _rule in (AdadeltaRule, AdamaxRule, FtrlRule, LionRule):
+class LambRule(KerasRule):
+    """Keras Lamb: Adam's bias-corrected ``u = m_hat / (sqrt(v_hat) + epsilon)``, scaled per variable by the
+    trust ratio ``||p|| / ||u||`` (1 where either norm is 0): ``p -= ratio lr u``. Per variable (the norms are of
+    whole variables), which a split update keeps whole: each variable's owner replica updates all of it."""
+
+    _counts_steps = True
+
+    def __init__(self, params, lr=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, weight_decay=0.0):
+        super().__init__(params, lr, weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+    def _slot_names(self, group):
+        return ("momentum", "velocity")
+
+    def _update(self, group, params, grads, states):
+        f = scalar_type(params[0].dtype)
+        beta_1, beta_2 = group["beta_1"], group["beta_2"]
+        steps = self._next_steps(states)
+        m, v = _slot(states, "momentum"), _slot(states, "velocity")
+        moment_(m, grads, 1 - beta_1)
+        moment_(v, torch._foreach_mul(grads, grads), 1 - beta_2)
+        for p, m_p, v_p, t in zip(params, m, v, steps):
+            m_hat = m_p / float(f(1) - f(beta_1) ** f(t))
+            update = m_hat / ((v_p / float(f(1) - f(beta_2) ** f(t))).sqrt() + group["epsilon"])
+            w_norm, g_norm = p.square().sum().sqrt(), update.square().sum().sqrt()
+            ratio = torch.where((w_norm > 0) & (g_norm > 0), w_norm / g_norm, torch.ones_like(w_norm))
+            p.sub_(ratio * group["lr"] * update)
+
+
+for _rule in (AdadeltaRule, AdamaxRule, FtrlRule, LambRule, LionRule):
     register_elementwise(_rule)

@@ -1,4 +1,5 @@
-"""``md.keras.preprocessing``: ``sequence.pad_sequences`` and ``text.Tokenizer``."""
+"""``md.keras.preprocessing``: ``sequence.pad_sequences``, ``sequence.skipgrams``/``make_sampling_table`` (tf.keras's
+word2vec helpers) and ``text.Tokenizer``."""
 
 from multidev.keras._missing import missing_names
 from multidev.keras.preprocessing import sequence, text

@@ -1,4 +1,4 @@
-"""``pad_sequences`` with Keras's exact padding and truncating rules.
+"""``pad_sequences`` with Keras's exact padding and truncating rules (and tf.keras's ``skipgrams``, ``skipgrams.py``).
 
 Example:
     pad_sequences([[1, 2, 3], [4]], maxlen=2)          # [[2, 3], [0, 4]]  (pre-truncate, pre-pad)
@@ -7,6 +7,9 @@ Example:
 from __future__ import annotations
 
 import numpy as np
+
+from multidev.keras._missing import missing_names
+from multidev.keras.preprocessing.skipgrams import make_sampling_table, skipgrams  # noqa: F401 (tf.keras's names)
 
 _SIDES = ("pre", "post")
 
@@ -45,3 +48,6 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
         else:
             out[i, maxlen - len(trunc):] = trunc
     return out
+
+
+__getattr__ = missing_names(__name__, "preprocessing.sequence", globals())  # unknown names: does Keras 3 have them?

@@ -29,9 +29,31 @@ def _keys(structure) -> list:
     return []
 
 
+def _kwarg_keys(kwargs, tag) -> list:
+    """The keys of the graph's tensors among a call's keyword arguments (``{tag: key}`` entries)."""
+    if isinstance(kwargs, dict):
+        if set(kwargs) == {tag}:
+            return [kwargs[tag]]
+        return [k for v in kwargs.values() for k in _kwarg_keys(v, tag)]
+    if isinstance(kwargs, list):
+        return [k for v in kwargs for k in _kwarg_keys(v, tag)]
+    return []
+
+
+def _map_kwargs(fn, kwargs, tag):
+    if isinstance(kwargs, dict):
+        if set(kwargs) == {tag}:
+            return fn(kwargs[tag])
+        return {k: _map_kwargs(fn, v, tag) for k, v in kwargs.items()}
+    if isinstance(kwargs, list):
+        return [_map_kwargs(fn, v, tag) for v in kwargs]
+    return kwargs
+
+
 def rebuild(config: dict, custom_objects=None):
     """Return ``(inputs, outputs)`` KerasTensor structures for ``config``."""
     from multidev.keras.layers.input_layer import InputLayer
+    from multidev.keras.models.functional import KWARG_TENSOR
     layers, tensors, pending = {}, {}, []
     for entry in config["layers"]:
         layer = deserialize_layer(entry, custom_objects)
@@ -43,10 +65,11 @@ def rebuild(config: dict, custom_objects=None):
         progressed = False
         for item in list(pending):
             name, node = item
-            needed = [tuple(k) for k in _keys(node["args"])]
+            kwargs = node.get("kwargs", {})
+            needed = [tuple(k) for k in _keys(node["args"]) + _kwarg_keys(kwargs, KWARG_TENSOR)]
             if all(k in tensors for k in needed):
                 args = _map_keys(lambda k: tensors[tuple(k)], node["args"])
-                out = layers[name](args, **node.get("kwargs", {}))
+                out = layers[name](args, **_map_kwargs(lambda k: tensors[tuple(k)], kwargs, KWARG_TENSOR))
                 index = len([k for k in tensors if k[0] == name and k[2] == 0])
                 flat = out if isinstance(out, (list, tuple)) else [out]
                 for i, kt in enumerate(flat):

@@ -152,6 +152,28 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True, veri
     return _from_members(members, path, custom_objects, compile, verify_checksum)
 
 
+def load_weights_from_archive(model, filepath, skip_mismatch=False, verify_checksum=True) -> None:
+    """``model.load_weights("x.keras")``: the weights of a whole model saved by ``model.save`` (a best-only
+    ``ModelCheckpoint("checkpoint.keras")`` reloaded into the trained model, as keras.io's ConvMixer does), as
+    Keras 3 reads them (``saving_lib.load_weights_only``); the architecture must match (all-or-nothing)."""
+    path = os.fspath(filepath)
+    if not os.path.exists(path):
+        raise ModelNotFoundError(f"Unable to load weights: {path!r} does not exist. load_weights reads a `.keras` file "
+                                 "that model.save wrote, or a weights file, whose name must end in `.weights.h5` "
+                                 "(Keras 3) or `.safetensors`, that model.save_weights wrote.")
+    members = _read_members(path)
+    if WEIGHTS not in members:
+        raise ValueError(f"{path!r} is missing {WEIGHTS!r}; it was not written by model.save().")
+    variables = weights_io.variable_dict(model)
+    if not variables:
+        raise ValueError(f"Model {model.name!r} has no weights yet, so {path!r} cannot be loaded into it: build the "
+                         "model first (call it on a batch, pass input_shape, or model.build(shape)).")
+    tensors, _ = weights_io.read_tensors(members[WEIGHTS], f"{path}/{WEIGHTS}", verify_checksum)
+    tensors, own = own_variables.split(tensors)
+    weights_io.check_and_assign(variables, tensors, f"{path}/{WEIGHTS}", skip_mismatch)
+    own_variables.load(model, own)
+
+
 def copy_model(model):
     """``copy.deepcopy(model)`` as Keras 3 makes it (a pickle round trip through its saving): the model saved and
     loaded in memory (architecture, weights, compile and optimizer state), its new variables created under the

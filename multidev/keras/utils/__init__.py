@@ -12,6 +12,7 @@ import torch
 
 from multidev.keras.callbacks.progbar import Progbar
 from multidev.keras.utils import experimental
+from multidev.keras.utils.py_dataset import PyDataset, Sequence
 from multidev.keras.utils.random_seed import set_random_seed
 from multidev.keras.utils.sidecar_evaluator import SidecarEvaluator
 from multidev.keras.preprocessing.sequence import pad_sequences
@@ -53,7 +54,7 @@ def normalize(x, axis=-1, order=2):
     return x / np.expand_dims(norm, axis)
 
 
-__all__ = ["experimental", "text_dataset_from_directory", "timeseries_dataset_from_array", "pad_sequences", "SidecarEvaluator", "to_categorical", "normalize", "set_random_seed", "Progbar", "pack_x_y_sample_weight",
+__all__ = ["experimental", "PyDataset", "Sequence", "text_dataset_from_directory", "timeseries_dataset_from_array", "pad_sequences", "SidecarEvaluator", "to_categorical", "normalize", "set_random_seed", "Progbar", "pack_x_y_sample_weight",
            "unpack_x_y_sample_weight", "custom_object_scope", "get_custom_objects", "register_keras_serializable"]
 
 __getattr__ = missing_names(__name__, 'utils', globals())  # unknown names: does Keras 3 have them?

@@ -257,3 +257,23 @@ def rounded(x, digits: int = 5):
     if isinstance(x, dict):
         return {k: rounded(v, digits) for k, v in x.items()}
     return [rounded(v, digits) for v in x] if isinstance(x, list) else round(float(x), digits)
+
+
+# tensorflow.org's generative and customization tutorials (cvae_tutorial.py, dcgan_tutorial.py, ...): their
+# ``tf.random.normal`` draws are fixed tables (md refuses md.random.normal, naming torch.randn; TF's and torch's
+# random streams differ anyway).
+
+def normal_table(tf, shape, offset: int = 0):
+    """What the tutorials draw with ``tf.random.normal(shape)``: a fixed float32 table of that shape
+    (values in about [-1.5, 1.5]), the same on both sides; ``offset`` picks another table."""
+    import numpy as np
+    n = int(np.prod([int(d) for d in shape]))
+    values = 1.5 * np.sin(np.arange(offset, offset + n) * 1.7 + 0.3)
+    return tf.constant(values.astype("float32").reshape([int(d) for d in shape]))
+
+
+def binary_images(n: int, side: int = 28, seed: int = 0):
+    """``n`` binarized side x side x 1 "images" (the CVAE tutorial's ``preprocess_images`` output), float32."""
+    import numpy as np
+    i = np.arange(n * side * side).reshape(n, side, side, 1)
+    return (np.sin(i * 0.37 + seed) + np.cos(i * 0.11 * (seed + 1)) > 0.3).astype("float32")
