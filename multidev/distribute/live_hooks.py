@@ -142,4 +142,5 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "module_transforms", "grad_scaler_hooks", "swa_hooks",
                                                                "torch_distributed_hooks", "random_state_hooks",
                                                                "host_random", "shared_leaves", "rnn_hooks",
-                                                               "replica_attributes", "ddp_feature_hooks")])
+                                                               "replica_attributes", "ddp_feature_hooks",
+                                                               "functional_calls", "scripted_modules")])

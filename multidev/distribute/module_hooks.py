@@ -11,7 +11,8 @@ seam: without it ``module.weight`` is the distributed variable and its ``__torch
 picks the replica's copy on every op, which measured 56 us against 26 us per ``nn.Linear(64, 64)``
 call on 2 CPU replicas (``OMP_NUM_THREADS=1``; about 1.5% of a text_conv step), while the
 alternatives (``torch.func.functional_call``, parametrizations) change how the model is called
-or its class. Outside ``strategy.run`` the dict answers exactly as torch's does. A variable marked
+or its class. Outside ``strategy.run`` the dict answers exactly as torch's does (the dicts:
+``replica_dicts.py``). A variable marked
 ``_handed_whole`` (a Keras layer's state weight, written with ``assign_add`` in ``call``) is handed
 out whole in replicas too: its ops pay the variable's ``__torch_function__``, its writes aggregate.
 """
@@ -19,7 +20,6 @@ out whole in replicas too: its ops pay the variable's ``__torch_function__``, it
 from __future__ import annotations
 
 import contextlib
-import copy
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -28,115 +28,14 @@ from torch.nn.modules import module as torch_module
 from torch.nn.parameter import is_lazy
 
 from multidev.values import context
-from multidev.distribute import lazy_modules, shared_buffers, sync_batch_norm
+from multidev.distribute import lazy_modules, scripted_modules, shared_buffers, sync_batch_norm
+from multidev.distribute.replica_dicts import (REPLACED, ReplicaAwareDict, ReplicaAwareParameters,  # noqa: F401
+                                               _is_distributed, _make_replica_aware)
 from multidev.values.variables import DistributedVariable
 
 
 _replica_env = context.replica_env
 _compiling = torch.compiler.is_compiling
-
-
-#: type -> whether it is a DistributedVariable. ``isinstance`` against a ``torch.nn.Parameter``
-#: subclass runs ``_ParameterMeta.__instancecheck__`` in Python (about 0.3 us, on every parameter read
-#: of every replica); a parameter's type is one of a handful, so the answer is looked up instead.
-_DISTRIBUTED_TYPES: dict[type, bool] = {}
-
-
-def _is_distributed(value: Any) -> bool:
-    kind = type(value)
-    known = _DISTRIBUTED_TYPES.get(kind)
-    if known is None:
-        known = _DISTRIBUTED_TYPES[kind] = issubclass(kind, DistributedVariable)
-    return known
-
-
-class ReplicaAwareDict(dict):
-    """A module's ``_parameters``/``_buffers``: item lookup yields the calling replica's component."""
-
-    __slots__ = ()
-
-    def __getitem__(self, name: str) -> Any:
-        value = dict.__getitem__(self, name)
-        if _compiling():   # torch.compile traces this: a guarded thread-local instead of the ContextVar
-            replica_id = context.traced_replica_id()
-            return value if replica_id is None or not isinstance(value, DistributedVariable) \
-                or value._handed_whole else value._components[replica_id]
-        env = _replica_env()
-        if env is None or not _is_distributed(value) or value._handed_whole:
-            return value
-        # What ``value._view_for(replica_id)`` returns in a replica, without the method call.
-        return value._components[env.replica_id]
-
-    def __reduce_ex__(self, protocol: int) -> tuple:
-        """Pickled (``torch.save(model, path)``) as a plain dict: the file loads as a torch module's."""
-        return dict, (), None, None, iter(dict.items(self))
-
-    def __deepcopy__(self, memo: dict) -> "ReplicaAwareDict":
-        """``copy.deepcopy(module)`` in the scope (MoCo's key encoder) stays replica-aware, its values
-        deep-copied as before (a distributed variable's ``__deepcopy__`` makes a new one)."""
-        new = type(self)()
-        memo[id(self)] = new
-        for name, value in dict.items(self):
-            new[name] = copy.deepcopy(value, memo)
-        return new
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        """A plain tensor written over a distributed buffer in cross-replica context (``module.double()``
-        converting buffers, ``module.running_mean = t``) is written into every replica's copy. Inside
-        ``strategy.run``, see ``_write_in_replica``: the variable stays."""
-        old = dict.get(self, name)
-        if isinstance(old, DistributedVariable) and isinstance(value, torch.Tensor):
-            env = _replica_env()
-            if env is not None:
-                if _write_in_replica(old, value, env, name):
-                    return
-            elif not isinstance(value, torch.nn.Parameter) and value.shape == old._components[0].shape:
-                old.data = value
-                return
-        dict.__setitem__(self, name, value)
-
-
-class ReplicaAwareParameters(ReplicaAwareDict):
-    """A module's ``_parameters``, which also keeps a module buffer's variable out. Distributed
-    variables are ``Parameter``s, so torch's ``Module.__setattr__`` registers one assigned to a module
-    as a parameter: ``SyncBatchNorm.convert_sync_batchnorm`` (``new.running_mean = old.running_mean``)
-    would list the running statistics in ``model.parameters()``, where no DDP program sees them (an
-    optimizer, ``requires_grad_(True)``, parameter counts). ``_on_parameter`` registers such a variable
-    as the module's buffer instead, and this dict drops it."""
-
-    __slots__ = ()
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        if _is_distributed(value) and value._module_buffer:
-            return
-        ReplicaAwareDict.__setitem__(self, name, value)
-
-
-def _write_in_replica(old: DistributedVariable, value: torch.Tensor, env: Any, name: str) -> bool:
-    """``module.<name> = value`` inside ``strategy.run`` over a distributed variable; True when done.
-
-    The module object is shared by every replica, so replacing the variable in its dict would hand
-    every replica this one's tensor (a half-mirrored model). The replica's own copy written back
-    (``self._u = F.normalize(..., out=self._u)``, as ``parametrizations.spectral_norm`` does each
-    forward) is already in place; a new value for a buffer (sync-on-read: each replica keeps its own)
-    forward) is already in place; a new plain tensor of the same shape goes into the replica's copy
-    (``self.count += 1`` hands back the replica's own tensor, as ``AveragedModel.update_parameters``
-    does with ``n_averaged``; DDP's ranks each write their own); anything else (a Parameter, another
-    shape) is refused with several replicas."""
-    own = old._components[env.replica_id]
-    if value is own or value is old:
-        return True
-    if not isinstance(value, torch.nn.Parameter) and value.shape == own.shape:
-        with torch.no_grad():
-            own.copy_(value)
-        return True
-    if env.strategy.extended.num_local_replicas == 1:
-        return False
-    raise ValueError(
-        f"Assigning a new tensor to {name!r} inside {type(env.strategy).__name__}.run would replace the "
-        f"distributed variable {old._md_name!r} of a module that all {env.strategy.num_replicas_in_sync} replicas "
-        f"share. Update it in place instead ({name}.copy_(new), or out={name}), or make the change outside "
-        "strategy.run.")
 
 
 def _distributing_strategy() -> Any | None:
@@ -146,13 +45,6 @@ def _distributing_strategy() -> Any | None:
     if strategy is None or not strategy.extended.distributes_variables:
         return None
     return strategy
-
-
-def _make_replica_aware(module: torch.nn.Module, attribute: str) -> None:
-    current = module.__dict__[attribute]
-    kind = ReplicaAwareParameters if attribute == "_parameters" else ReplicaAwareDict
-    if type(current) is not kind:
-        module.__dict__[attribute] = kind(current)
 
 
 def _distribute(module: torch.nn.Module, name: str, tensor: Any, attribute: str, create: str) -> tuple[Any, bool]:
@@ -315,13 +207,16 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
     env = _replica_env()
     if env is None:
         return
+    if isinstance(module, torch.jit.ScriptModule):
+        scripted_modules.refuse_forward(module, env)
     shared_buffers.note_module(module, env)   # its buffers, written in place by the step (refused after the run)
     if type(module) is torch.nn.SyncBatchNorm and module.training:
         _refuse_unsynchronised(module, env)
     if (module in _seen and module not in _unscoped and module not in _on_meta) or not torch.is_grad_enabled():
         return
-    plain = [n for n, p in dict.items(module._parameters)
-             if p is not None and p.requires_grad and not _is_distributed(p) and not _is_built_in_replica(p)]
+    held, replaced = module._parameters, REPLACED.get() or {}   # a functional_call's tensors are the replica's
+    plain = [n for n, p in dict.items(held) if p is not None and p.requires_grad and not _is_distributed(p)
+             and not _is_built_in_replica(p) and (id(held), n) not in replaced]
     if plain and module in _on_meta:
         _refuse_materialised(module, plain, env)
     if plain:

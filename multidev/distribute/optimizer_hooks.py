@@ -51,7 +51,8 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import lazy_modules, module_hooks, replica_update
+from multidev.distribute import (lazy_modules, module_hooks, reduced_grads, replica_update, scripted_modules,
+                                 shared_leaves)
 from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
@@ -246,6 +247,9 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
     key = tuple(id(p) for p in params)
     if plan and plan.key == key:
         return plan
+    env = _replica_env()
+    if distributed and env is not None:
+        scripted_modules.refuse(optimizer, params, env.strategy)
     with _plans_lock:
         plan = _plans.get(optimizer, False)
         if not plan or plan.key != key:
@@ -286,6 +290,8 @@ def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tu
             kwargs = dict(kwargs, closure=once)
     twin = plan.twin_for(optimizer, replica_id)
     # LocalGrads, or SummedGrads once loss.backward() reduced them (backward_reduce): never summed twice.
+    if shared_leaves.WATCHES:   # a step function's first runs (no call on the others)
+        reduced_grads.refuse_diverged(optimizer, plan.engine, env)
     grads = env.replica_step.gradients(tuple(t.grad for t in plan.engine.refs[replica_id]))
     plan.engine.reduce_as_grads(replica_id, grads)
     return (twin,) + tuple(args[1:]), kwargs

@@ -67,9 +67,10 @@ class BufferWatch:
 
     def note(self, module: torch.nn.Module) -> None:
         """A module called in the run (the guard's forward pre-hook, in a replica thread)."""
-        if module in _built_in_replica:
+        held = module.__dict__.get("_buffers")
+        if module in _built_in_replica or not isinstance(held, dict):   # (a ScriptModule's: module_hooks refuses it)
             return
-        for name, buffer in dict.items(module.__dict__["_buffers"]):
+        for name, buffer in dict.items(held):
             if isinstance(buffer, torch.Tensor) and not isinstance(buffer, DistributedVariable):
                 self.seen.setdefault(id(buffer), (buffer, buffer._version, module, name))
 

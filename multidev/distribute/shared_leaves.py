@@ -39,6 +39,7 @@ from multidev.distribute.run_watches import RunWatches
 from multidev.values.context import replica_env
 
 _WATCHES = RunWatches()   # each strategy's run in progress
+WATCHES = _WATCHES   # (read by other first-run checks without a call: ``reduced_grads``)
 
 
 class LeafWatch:
@@ -114,6 +115,12 @@ def _shared_error(strategy: Any, shared: list) -> ValueError:
 def watching(strategy: Any) -> contextlib.AbstractContextManager[LeafWatch]:
     """Check the backward passes of the run inside (caller thread, around the replicas' tasks)."""
     return _WATCHES.watching(strategy, LeafWatch(strategy))
+
+
+def watched(strategy: Any) -> bool:
+    """Whether ``strategy``'s run in progress is one whose backward passes are checked (a step function's
+    first runs: other first-run checks, ``reduced_grads``, ride on it)."""
+    return bool(_WATCHES) and _WATCHES.get(id(strategy)) is not None
 
 
 def _roots(tensors: Any, args: tuple, kwargs: dict) -> tuple:
