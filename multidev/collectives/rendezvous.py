@@ -28,7 +28,11 @@ class Rendezvous:
     def __init__(self, num_replicas: int, timeout: float):
         self._n = num_replicas
         self._timeout = timeout
-        self._cond = threading.Condition()
+        # ``with self._lock`` (a C lock: its ``__enter__`` is no Python code), never ``with self._cond``: the caller's
+        # thread resets and aborts the meeting, and a Ctrl-C landing inside ``Condition.__enter__`` (Python) after
+        # it took the lock left the lock held for good; the next run's replicas hung at their first collective.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self.reset()
 
     @property
@@ -38,7 +42,7 @@ class Rendezvous:
 
     def reset(self) -> None:
         """Start a new ``strategy.run``: forget calls, errors and finished replicas."""
-        with self._cond:
+        with self._lock:
             self._slots: list[Any] = [None] * self._n
             self._arrived = 0
             self._generation = 0
@@ -53,7 +57,7 @@ class Rendezvous:
 
         ``signature`` is ``(name, detail...)``: it must be equal on every replica.
         """
-        with self._cond:
+        with self._lock:
             self._raise_if_failed()
             call_number = self._calls[replica_id]
             self._calls[replica_id] += 1
@@ -84,14 +88,14 @@ class Rendezvous:
 
     def replica_finished(self, replica_id: int) -> None:
         """Called when a replica's function returned: replicas waiting for it must not hang."""
-        with self._cond:
+        with self._lock:
             self._finished.add(replica_id)
             if self._arrived and self._error is None:
                 self._fail(self._left_early_error())
 
     def abort(self, error: BaseException) -> None:
         """A replica raised: wake every waiting replica with an ``AbortedError``."""
-        with self._cond:
+        with self._lock:
             if self._error is None:
                 self._fail(AbortedError(f"A replica failed ({type(error).__name__}: {error}); collective aborted."))
 
