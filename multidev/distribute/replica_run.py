@@ -27,6 +27,7 @@ from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute import module_hooks, replica_attributes, shared_leaves
+from multidev.distribute.shared_tensors import SharedTensors
 from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
@@ -50,6 +51,7 @@ class ReplicaRunner:
         self._threads: ReplicaThreads | None = None
         self._watched = _FirstRuns()
         self._leaves_checked = _FirstRuns()   # step functions whose backward shared_leaves checked once
+        self._shared_tensors = SharedTensors(type(strategy).__name__)   # plain tensors the replicas all write
         #: The running call's per-replica step notes (read by backward_reduce).
         self.steps = RunningSteps()
         self._streams = [registry.stream_for(d) for d in self._devices]
@@ -90,8 +92,10 @@ class ReplicaRunner:
             self._threads.wait_idle()
         self._group.rendezvous.reset()
         steps = [context.ReplicaStep() for _ in range(n)]
+        watch = n > 1 and self._distributes and not self._watched.seen(fn)
+        shared = self._shared_tensors.start(fn, args, kwargs, watch) if n > 1 and self._distributes else None
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
-                                    steps[r]) for r in range(n)]
+                                    steps[r], shared and shared.mode()) for r in range(n)]
         replica_attributes.enter_run()
         try:   # begin inside: a Ctrl-C landing right after it must not leave the run marked active
             self.steps.begin(steps)
@@ -101,7 +105,6 @@ class ReplicaRunner:
                 if self._threads is None:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._group.rendezvous.abort,
                                                    busy_wait_s=self._group.rendezvous.timeout)
-                watch = self._distributes and not self._watched.seen(fn)
                 leaves = self._distributes and not self._leaves_checked.seen(fn)
                 with module_hooks.shared_module_guard(self._strategy) if watch else contextlib.nullcontext() \
                         as buffer_watch, \
@@ -111,6 +114,8 @@ class ReplicaRunner:
                 if watch and ok:
                     buffer_watch.refuse_written()
                     self._watched.add(fn)
+                if shared is not None and ok:
+                    self._shared_tensors.finish(shared, n)
                 if leaves and ok and leaf_watch.walked:   # a backward of this step function was checked
                     self._leaves_checked.add(fn)
         finally:
@@ -156,7 +161,7 @@ class ReplicaRunner:
         return map_structure(pick, structure)
 
     def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: context.CallerModes,
-                      step: Any, replica_step: context.ReplicaStep) -> Callable:
+                      step: Any, replica_step: context.ReplicaStep, write_mode: Any = None) -> Callable:
         device = self._devices[r]
         rendezvous = self._group.rendezvous
         # Everything replica r is, for this call: one immutable value, set once when its task starts.
@@ -166,6 +171,7 @@ class ReplicaRunner:
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
         random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
         host_random = self._host_streams.scope(r) or contextlib.nullcontext()
+        write_mode = write_mode or contextlib.nullcontext()   # (shared_tensors: a watched run)
 
         def task() -> Any:
             token = context.enter_replica_env(env)
@@ -174,7 +180,7 @@ class ReplicaRunner:
                 # so torch's process-wide thread pools are not resized twice per replica per step.
                 torch.set_num_threads(intra_op_threads)
             try:
-                with random_mode, host_random, placement.device_scope(device), \
+                with random_mode, host_random, write_mode, placement.device_scope(device), \
                         modes.applied(device.torch_device.type), _on_stream(env.stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
