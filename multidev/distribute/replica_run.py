@@ -199,6 +199,8 @@ class ReplicaRunner:
         primary = [(r, e) for r, e in failures if not isinstance(e, AbortedError)] or failures
         r, error = primary[0]
         note = f"(raised in replica {r} on {self._devices[r].name})"
+        if self._group.shared_storage and "modified by an inplace operation" in str(error):
+            note += _SHARED_STORAGE_NOTE.format(strategy=type(self._strategy).__name__)
         if sys.version_info >= (3, 11):
             if note not in getattr(error, "__notes__", ()):
                 error.add_note(note)
@@ -228,6 +230,13 @@ def _outcome(task: Callable) -> tuple[bool, Any]:
         return True, task()
     except BaseException as exc:
         return False, exc
+
+
+_SHARED_STORAGE_NOTE = (
+    "\n{strategy} keeps one copy of each variable that every replica reads: a parameter written in place "
+    "inside strategy.run (SwAV's `prototypes.weight.copy_(w)`, a max-norm `w.copy_(torch.renorm(...))`) changed "
+    "under another replica's forward or backward. Make the write outside strategy.run (between steps), or use "
+    "MirroredStrategy, where each replica writes its own copy.")
 
 
 class _FirstRuns:
