@@ -93,7 +93,8 @@ class ReplicaRunner:
         self._group.rendezvous.reset()
         steps = [context.ReplicaStep() for _ in range(n)]
         watch = n > 1 and self._distributes and not self._watched.seen(fn)
-        shared = self._shared_tensors.start(fn, args, kwargs, watch) if n > 1 and self._distributes else None
+        shared = self._shared_tensors.start(fn, args, kwargs, self._one_storage_variables) \
+            if n > 1 and self._distributes else None
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
                                     steps[r], shared and shared.mode()) for r in range(n)]
         replica_attributes.enter_run()
@@ -126,6 +127,12 @@ class ReplicaRunner:
         self._raise_first_error(outcomes)
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
         return regroup([map_structure(readable, value) for _, value in outcomes])
+
+    def _one_storage_variables(self) -> list:
+        """The variables whose replica copies are one storage (CentralStorageStrategy on one memory)."""
+        if not self._group.shared_storage:
+            return []
+        return [v for v in self._strategy.extended._live_variables() if len(v._components) > 1]
 
     def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
         """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads

@@ -26,6 +26,7 @@ walk: a few us for a step that reaches a model, an optimizer and a few dicts); w
 from __future__ import annotations
 
 import functools
+import threading
 import types
 import weakref
 from typing import Any, Callable
@@ -40,6 +41,7 @@ from multidev.values.variables import DistributedVariable
 _MAX_NODES = 500   # objects visited per walk: the closure of a step function is small
 _MAX_DEPTH = 5
 _WATCH_RUNS = 64   # runs a suspect stays watched without being written again
+_FIRST_RUNS = 4    # a step function's first runs are watched (writes every step, or through .data)
 _OPAQUE = (types.ModuleType, type, torch.nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler,
            DistributedValues, str, bytes, int, float, complex, bool, type(None))
 
@@ -103,17 +105,31 @@ def _storage(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def _in_place_target(func: Any, args: tuple, kwargs: dict) -> Any:
+#: In-place methods that change a tensor's metadata or autograd flags, not its values.
+_NOT_WRITES = frozenset(["requires_grad_", "detach_", "share_memory_", "squeeze_", "unsqueeze_", "t_", "transpose_",
+                         "swapdims_", "swapaxes_", "as_strided_", "rename_", "resize_as_", "retain_grad_"])
+
+
+def _targets(func: Any, args: tuple, kwargs: dict) -> list:
+    """The tensors ``func`` writes in place: ``out=``, or the first argument of ``name_`` / ``__iname__``
+    (a list of them for ``torch._foreach_*_``); ``t[i] = v`` is not counted (disjoint slots are its use)."""
     if "out" in kwargs:
-        return kwargs["out"]
-    name = getattr(func, "__name__", "")
-    if args and ((name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name.endswith("__"))):
-        return args[0]
-    return None
+        target = kwargs["out"]
+    else:
+        name = getattr(func, "__name__", "")
+        if not args or name in _NOT_WRITES or not ((name.endswith("_") and not name.endswith("__"))
+                                                   or (name.startswith("__i") and name.endswith("__"))):
+            return []
+        target = args[0]
+    if isinstance(target, torch.Tensor):
+        return [target]
+    if isinstance(target, (list, tuple)):
+        return [t for t in target if isinstance(t, torch.Tensor)]
+    return []
 
 
 class _WriteMode(TorchFunctionMode):
-    """In a replica of a watched run: notes the replica writing a watched tensor in place."""
+    """In a replica of a watched run: in-place writes of watched tensors go through ``_Run.write``."""
 
     def __init__(self, run: "_Run") -> None:
         super().__init__()
@@ -121,9 +137,9 @@ class _WriteMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        target = _in_place_target(func, args, kwargs)
-        if isinstance(target, torch.Tensor) and target.device.type != "meta":
-            self._run.note(target)
+        targets = _targets(func, args, kwargs)
+        if targets:
+            return self._run.write(func, args, kwargs, targets)
         return func(*args, **kwargs)
 
 
@@ -132,52 +148,93 @@ class _Run:
 
     def __init__(self, tensors: dict, watched: dict) -> None:
         self.versions = [(t, path, t._version) for t, path in tensors.values()]
-        self.watched = {_storage(t): path for t, path in watched.values()}   # storage -> path
-        self.writers: dict[tuple, set] = {}   # (storage, offset, shape, stride) -> replica ids
+        self.watched = watched                # storage -> its name (a path, or the distributed variable)
+        self.writers: dict[tuple, set] = {}   # (storage, offset, shape, stride, op) -> replica ids
+        self.changed: list[tuple] = []        # regions a later replica's write changed again
+        self._lock = threading.Lock()
 
-    def note(self, target: torch.Tensor) -> None:
-        storage = _storage(target)
-        if storage not in self.watched:
-            return
+    def write(self, func: Any, args: tuple, kwargs: dict, targets: list) -> Any:
+        """``func`` in a replica, its watched targets' writers noted by region and op. On a variable's
+        one copy (CentralStorageStrategy) a region another replica already wrote with the same op is
+        compared before and after (serialised: a write racing the other replica's would compare
+        half-written values): a second write that changes it applied the update once more, one that
+        leaves it (WGAN's clamp, a pruning mask, which work there) changed nothing; another op on the
+        region (replica 0's optimizer update before every replica clamps) is no repetition. A plain
+        tensor two replicas write with one op is refused whatever the values (Lookahead's slow weights
+        on one copy of the weights come out right or not depending on the threads' order)."""
         replica_id = context.current_replica_id()
-        if replica_id is not None:   # (a merge_call's write is cross-replica: once)
-            key = (storage, target.storage_offset(), tuple(target.shape), target.stride())
-            self.writers.setdefault(key, set()).add(replica_id)
+        keys = [(t, (s, t.storage_offset(), tuple(t.shape), t.stride(), func)) for t in targets
+                if t.device.type != "meta" and (s := _storage(t)) in self.watched]
+        if not keys or replica_id is None:   # (a merge_call's write is cross-replica: once)
+            return func(*args, **kwargs)
+        with self._lock:
+            again = []
+            for t, key in keys:
+                writers = self.writers.setdefault(key, set())
+                if writers - {replica_id} and not isinstance(self.watched[key[0]], str):
+                    again.append((t, key))   # (one copy of a variable: see write's docstring)
+                writers.add(replica_id)
+            if not again:
+                return func(*args, **kwargs)
+            with torch.no_grad():
+                before = [t.detach().clone() for t, _ in again]
+                result = func(*args, **kwargs)
+                self.changed.extend(key for (t, key), b in zip(again, before) if not torch.equal(b, t.detach()))
+            return result
 
     def mode(self) -> Any:
         return _WriteMode(self) if self.watched else None
 
 
 class SharedTensors:
-    """One runner's record: tensors trusted (one writer seen) and suspects (moved, to be watched)."""
+    """One runner's record: tensors trusted (written once or alike by the replicas of a watched run) and
+    suspects (moved in an unwatched run, to be watched)."""
 
     def __init__(self, strategy_name: str) -> None:
         self._strategy_name = strategy_name
-        self._trusted: dict[int, weakref.ref] = {}   # storage -> the tensor one replica (or merge_call) wrote
-        self._suspects: dict[int, int] = {}    # storage -> runs left to watch
+        self._trusted: dict[int, weakref.ref] = {}   # storage -> the tensor
+        self._suspects: dict[int, int] = {}          # storage -> runs left to watch
+        self._first: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # fn (or its object) -> runs
 
-    def start(self, fn: Callable, args: tuple, kwargs: dict, first: bool) -> _Run:
-        """Caller thread, before the replicas start: the run's record (watched on ``fn``'s first run)."""
+    def start(self, fn: Callable, args: tuple, kwargs: dict, shared_variables: Callable[[], list]) -> _Run:
+        """Caller thread, before the replicas start: the run's record, watched in ``fn``'s first runs
+        (then also the variables that every replica's copy is one storage of: ``shared_variables()``)."""
         tensors = captured(fn, args, kwargs)
+        first = self._count_first(fn)
         if first:
-            watched = {k: v for k, v in tensors.items() if not self._is_trusted(v[0])}
+            watched = {_storage(t): path for t, path in tensors.values() if not self._is_trusted(t)}
+            watched.update((_storage(v._components[0]), v) for v in shared_variables())
         else:
-            watched = {k: v for k, v in tensors.items() if _storage(v[0]) in self._suspects}
+            watched = {s: path for t, path in tensors.values() if (s := _storage(t)) in self._suspects}
         return _Run(tensors, watched)
 
+    def _count_first(self, fn: Callable) -> bool:
+        """Whether this is one of ``fn``'s first runs (counted: a closure made again for another model is
+        another function; a bound method counts per object and function)."""
+        holder, func = getattr(fn, "__self__", fn), getattr(fn, "__func__", None)
+        try:
+            counts = self._first.setdefault(holder, {})
+        except TypeError:   # not weakly referenceable: every run is watched
+            return True
+        counts[func] = counts.get(func, 0) + 1
+        return counts[func] <= _FIRST_RUNS
+
     def finish(self, run: _Run, replicas: int) -> None:
-        """Caller thread, after a successful run: ``ValueError`` for a tensor two replicas wrote; tensors
-        that moved otherwise become suspects (watched in the next runs) or, once watched, trusted."""
-        for (storage, *_), writers in run.writers.items():
-            if len(writers) > 1:
-                raise self._refusal(run.watched[storage], replicas)
+        """Caller thread, after a successful run: ``ValueError`` for a plain tensor two replicas wrote, or a
+        variable's one copy a second replica's write changed again; tensors that moved otherwise become
+        suspects (watched in the next runs) or, once watched, trusted."""
+        shared = sorted(name for (storage, *_), writers in run.writers.items()
+                        if isinstance(name := run.watched[storage], str) and len(writers) > 1)
+        if shared:
+            raise self._refusal(shared[0], replicas)
+        for storage, *_ in run.changed:
+            raise run.watched[storage]._written_by_every_replica()
         written = {storage for storage, *_ in run.writers}
         for storage in run.watched:
-            if storage in written or storage not in self._suspects:
-                continue
-            self._suspects[storage] -= 1
-            if self._suspects[storage] <= 0:
-                del self._suspects[storage]
+            if storage not in written and storage in self._suspects:
+                self._suspects[storage] -= 1
+                if self._suspects[storage] <= 0:
+                    del self._suspects[storage]
         for tensor, _, version in run.versions:
             storage = _storage(tensor)
             if storage in written:
@@ -187,8 +244,12 @@ class SharedTensors:
                 self._suspects.setdefault(storage, _WATCH_RUNS)
 
     def _is_trusted(self, tensor: torch.Tensor) -> bool:
-        ref = self._trusted.get(_storage(tensor))
-        return ref is not None and ref() is not None
+        """(The trusted tensor itself, still on that storage: ``.data = t`` frees a live tensor's old
+        storage, whose address a new tensor may then get.)"""
+        storage = _storage(tensor)
+        ref = self._trusted.get(storage)
+        trusted = None if ref is None else ref()
+        return trusted is not None and _storage(trusted) == storage
 
     def _refusal(self, path: str, replicas: int) -> ValueError:
         name = self._strategy_name

@@ -40,21 +40,29 @@ def test_a_dict_of_tensors_updated_by_every_replica_is_refused_naming_it(strateg
 
 
 def test_periodic_writes_are_refused_at_the_next_write_after_the_first(strategy):
-    """A write every 2nd run (Lookahead's sync) first moves the tensor's version in an unwatched run;
-    the runs after it are watched, and its next write is refused."""
+    """A write every few runs (Lookahead's sync every k steps) that first comes after the step function's
+    watched first runs moves the tensor's version in an unwatched run; the runs after it are watched, and
+    its next write is refused."""
     slow = [torch.zeros(2)]
-    calls = []
 
     def step(i):
-        calls.append(i)
-        if i % 2 == 1:
+        if i in (5, 7):
             slow[0].add_(1.0)
 
-    strategy.run(step, args=(0,))   # the first run (watched): no write
-    strategy.run(step, args=(1,))   # unwatched: both replicas add (not yet seen)
-    strategy.run(step, args=(2,))
-    message = _refusal(strategy, step, 3)
+    for i in range(7):
+        strategy.run(step, args=(i,))   # 0-3 watched (no write), 5: both replicas add, unseen
+    assert slow[0].tolist() == [2.0, 2.0]
+    message = _refusal(strategy, step, 7)
     assert message is not None and "slow[0]" in message, message
+
+
+def test_writes_that_agree_are_refused_too(strategy):
+    """Every replica clamping one plain tensor (a clip that changes nothing the second time) is refused as
+    well: whether such writes agree depends on the threads' order in general (Lookahead's ``add_`` then
+    ``copy_`` on one copy of the weights does or not), so the rule does not look at the values."""
+    bound = torch.tensor([3.0, -3.0, 0.5])
+    message = _refusal(strategy, lambda: bound.clamp_(-1.0, 1.0))
+    assert message is not None and "the tensor bound in place" in message, message
 
 
 def test_one_writer_disjoint_slots_merge_call_and_reads_pass(strategy):
@@ -112,3 +120,31 @@ def test_unfreezing_inside_the_run_reduces_that_runs_gradients(strategy):
     step(x, y, reference, ref_opt)
     for copy in strategy.experimental_local_results(model[0].weight):
         torch.testing.assert_close(copy, reference[0].weight.detach(), rtol=0, atol=1e-12)
+
+
+def test_central_storage_manual_update_through_data_is_refused():
+    """CentralStorageStrategy: one copy for both replicas. word_language_model's manual update
+    ``p.data.add_(p.grad, alpha=-lr)`` ran on it once per replica (twice the step, silently: torch's
+    version counter does not see ``.data``); a clamp through ``.data`` (WGAN) changes nothing the second
+    time and passes."""
+    central = md.distribute.experimental.CentralStorageStrategy(DEVICES)
+    with central.scope():
+        model = torch.nn.Linear(3, 1).double()
+    x = md.distribute.PerReplica((torch.ones(2, 3, dtype=torch.float64), -torch.ones(2, 3, dtype=torch.float64)))
+
+    def clip(x):
+        model(x).sum().backward()
+        for p in model.parameters():
+            p.data.clamp_(-0.01, 0.01)
+
+    central.run(clip, args=(x,))
+    assert model.weight.detach().abs().max() <= 0.01
+
+    def manual_sgd(x):
+        model.zero_grad()
+        model(x).pow(2).mean().backward()
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-0.1)
+
+    message = _refusal(central, manual_sgd, x)
+    assert message is not None and "keeps one copy that all 2 replicas share" in message, message

@@ -24,8 +24,8 @@ TOLERANCE = 1e-10   # the same ops on the same slices, 2 gradients averaged: 0.0
 SHARED = "in place in several replicas: the step function reaches it from outside"
 ONE_COPY = "keeps one copy that all 2 replicas share"
 REFUSED = {   # program -> what the error says, on MirroredStrategy
-    "lookahead_in_step": f"the tensor slow['fc1.weight'] {SHARED}",
-    "polyak_plain_in_step": f"the tensor avg['fc1.weight'] {SHARED}",
+    "lookahead_in_step": f"the tensor slow['fc1.bias'] {SHARED}",
+    "polyak_plain_in_step": f"the tensor avg['fc1.bias'] {SHARED}",
 }
 # SwAV's write before the forward pass may also change the copy under the other replica's backward first:
 # torch's RuntimeError then, with a note saying why (which comes first depends on the threads' timing).
