@@ -42,6 +42,7 @@ _MAX_NODES = 500   # objects visited per walk: the closure of a step function is
 _MAX_DEPTH = 5
 _WATCH_RUNS = 64   # runs a suspect stays watched without being written again
 _FIRST_RUNS = 4    # a step function's first runs are watched (writes every step, or through .data)
+_FIRST_RUNS_PER_CODE = 16   # ... and at most this many runs of one code object's functions
 _OPAQUE = (types.ModuleType, type, torch.nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler,
            DistributedValues, str, bytes, int, float, complex, bool, type(None))
 
@@ -110,15 +111,21 @@ _NOT_WRITES = frozenset(["requires_grad_", "detach_", "share_memory_", "squeeze_
                          "swapdims_", "swapaxes_", "as_strided_", "rename_", "resize_as_", "retain_grad_"])
 
 
+_IN_PLACE: dict = {}   # torch function -> whether it writes its first argument in place (by its name)
+
+
 def _targets(func: Any, args: tuple, kwargs: dict) -> list:
     """The tensors ``func`` writes in place: ``out=``, or the first argument of ``name_`` / ``__iname__``
     (a list of them for ``torch._foreach_*_``); ``t[i] = v`` is not counted (disjoint slots are its use)."""
     if "out" in kwargs:
         target = kwargs["out"]
     else:
-        name = getattr(func, "__name__", "")
-        if not args or name in _NOT_WRITES or not ((name.endswith("_") and not name.endswith("__"))
-                                                   or (name.startswith("__i") and name.endswith("__"))):
+        in_place = _IN_PLACE.get(func)
+        if in_place is None:
+            name = getattr(func, "__name__", "")
+            in_place = _IN_PLACE[func] = name not in _NOT_WRITES and (
+                (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name.endswith("__")))
+        if not in_place or not args:
             return []
         target = args[0]
     if isinstance(target, torch.Tensor):
@@ -186,6 +193,19 @@ class _Run:
         return _WriteMode(self) if self.watched else None
 
 
+def _held(table: dict, storage: int) -> bool:
+    """Whether ``table`` holds ``storage`` for a tensor still alive on it (a freed tensor's address, or a
+    live tensor's old storage after ``.data = t``, may come back as another tensor's)."""
+    entry = table.get(storage)
+    if entry is None:
+        return False
+    tensor = (entry[0] if isinstance(entry, list) else entry)()
+    if tensor is None or _storage(tensor) != storage:
+        del table[storage]
+        return False
+    return True
+
+
 class SharedTensors:
     """One runner's record: tensors trusted (written once or alike by the replicas of a watched run) and
     suspects (moved in an unwatched run, to be watched)."""
@@ -193,8 +213,9 @@ class SharedTensors:
     def __init__(self, strategy_name: str) -> None:
         self._strategy_name = strategy_name
         self._trusted: dict[int, weakref.ref] = {}   # storage -> the tensor
-        self._suspects: dict[int, int] = {}          # storage -> runs left to watch
+        self._suspects: dict[int, list] = {}         # storage -> [the tensor (weakly), runs left to watch]
         self._first: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # fn (or its object) -> runs
+        self._code_runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # code -> watched runs
 
     def start(self, fn: Callable, args: tuple, kwargs: dict, shared_variables: Callable[[], list]) -> _Run:
         """Caller thread, before the replicas start: the run's record, watched in ``fn``'s first runs
@@ -205,16 +226,21 @@ class SharedTensors:
             watched = {_storage(t): path for t, path in tensors.values() if not self._is_trusted(t)}
             watched.update((_storage(v._components[0]), v) for v in shared_variables())
         else:
-            watched = {s: path for t, path in tensors.values() if (s := _storage(t)) in self._suspects}
+            watched = {s: path for t, path in tensors.values() if _held(self._suspects, s := _storage(t))}
         return _Run(tensors, watched)
 
     def _count_first(self, fn: Callable) -> bool:
         """Whether this is one of ``fn``'s first runs (counted: a closure made again for another model is
         another function; a bound method counts per object and function)."""
         holder, func = getattr(fn, "__self__", fn), getattr(fn, "__func__", None)
+        code = getattr(func or fn, "__code__", None)
+        if code is not None:   # a closure made anew for every step (a lambda in the loop) is watched 16 times
+            if self._code_runs.get(code, 0) >= _FIRST_RUNS_PER_CODE:
+                return False
+            self._code_runs[code] = self._code_runs.get(code, 0) + 1
         try:
             counts = self._first.setdefault(holder, {})
-        except TypeError:   # not weakly referenceable: every run is watched
+        except TypeError:   # not weakly referenceable: as its code allows
             return True
         counts[func] = counts.get(func, 0) + 1
         return counts[func] <= _FIRST_RUNS
@@ -232,8 +258,8 @@ class SharedTensors:
         written = {storage for storage, *_ in run.writers}
         for storage in run.watched:
             if storage not in written and storage in self._suspects:
-                self._suspects[storage] -= 1
-                if self._suspects[storage] <= 0:
+                self._suspects[storage][1] -= 1
+                if self._suspects[storage][1] <= 0:
                     del self._suspects[storage]
         for tensor, _, version in run.versions:
             storage = _storage(tensor)
@@ -241,15 +267,11 @@ class SharedTensors:
                 self._suspects.pop(storage, None)
                 self._trusted[storage] = weakref.ref(tensor)
             elif tensor._version != version and storage not in run.watched and not self._is_trusted(tensor):
-                self._suspects.setdefault(storage, _WATCH_RUNS)
+                if not _held(self._suspects, storage):
+                    self._suspects[storage] = [weakref.ref(tensor), _WATCH_RUNS]
 
     def _is_trusted(self, tensor: torch.Tensor) -> bool:
-        """(The trusted tensor itself, still on that storage: ``.data = t`` frees a live tensor's old
-        storage, whose address a new tensor may then get.)"""
-        storage = _storage(tensor)
-        ref = self._trusted.get(storage)
-        trusted = None if ref is None else ref()
-        return trusted is not None and _storage(trusted) == storage
+        return _held(self._trusted, _storage(tensor))
 
     def _refusal(self, path: str, replicas: int) -> ValueError:
         name = self._strategy_name
