@@ -14,13 +14,19 @@ tensors the replicas all reach (``captured``: the step function's closure, the g
 the arguments that are not per replica, through dicts, lists and plain objects; not modules, optimizers
 or distributed values, whose state other checks keep per replica) with their version counters. A run
 is watched (a ``TorchFunctionMode`` in each replica noting which replicas write which of those tensors
-in place) when it is the step function's first, or when an earlier run moved such a tensor's version:
-a tensor two replicas wrote (the same region: ``out[replica_id].copy_(v)`` writes disjoint ones, and
-``t[i] = v`` is not counted) raises ``ValueError`` after the run, naming it and the per-replica fixes.
-A tensor one replica wrote (``if replica_id == 0:``) or a ``merge_call`` wrote (cross-replica, once) is
-trusted from then on. Unwatched runs only read the version counters (about 0.2 us a tensor, and the
-walk: a few us for a step that reaches a model, an optimizer and a few dicts); writes through ``.data``
-(a new version counter) are not seen.
+in place, by region and op) in the step function's first 4 runs, and in the runs after an unwatched one
+moved such a tensor's version (a write every k steps): a tensor two replicas wrote with one op raises
+``ValueError`` after the run, naming it and the per-replica fixes. Disjoint regions
+(``out[replica_id].copy_(v)``; ``t[i] = v`` is not counted), one replica's writes (``if replica_id ==
+0:``) and a ``merge_call``'s (cross-replica, once) pass, and the tensor is trusted from then on.
+Unwatched runs cost the walk (about 8 us for a step that reaches a model, an optimizer and a few dicts)
+and a version read per tensor; writes through ``.data`` (a new version counter) are seen in watched runs
+only.
+
+CentralStorageStrategy's variables are one storage for every replica: in the watched runs their copies
+are watched too, and a second replica's write with the same op that changes the copy again (a manual
+``p.data.add_(p.grad, alpha=-lr)``, made once per replica) raises the variable's own error; a repeated
+clamp or mask, which changes nothing, passes (``_Run.write``).
 """
 
 from __future__ import annotations
