@@ -150,10 +150,7 @@ class Clip(nn.Module):
 
 
 def clip_logit_scale_in_step(port) -> dict:
-    torch.manual_seed(36)
-    with port.scope():
-        model = Clip().double()
-        opt = optim.AdamW(model.parameters(), lr=0.05)
+    model, opt = _built(port, 36, Clip, lambda m: optim.AdamW(m.parameters(), lr=0.05))
     model = port.wrap(model)
     scales = []
 
@@ -187,10 +184,7 @@ class SwAV(nn.Module):
 
 def swav_prototypes_in_step(port) -> dict:
     """SwAV's loop normalises the prototypes at the start of each iteration, then trains them."""
-    torch.manual_seed(38)
-    with port.scope():
-        model = SwAV().double()
-        opt = optim.SGD(model.parameters(), lr=0.8)
+    model, opt = _built(port, 38, SwAV, lambda m: optim.SGD(m.parameters(), lr=0.8))
     model = port.wrap(model)
 
     def step(x, y):
@@ -237,7 +231,7 @@ def _masks(model) -> dict:
             for n, p in model.named_parameters() if n.endswith("weight")}
 
 
-def lottery_dict_in_step(port) -> dict:
+def _lottery_dict(port, in_step: bool) -> dict:
     model, opt = _built(port, 42)
     masks = _masks(model)
     model = port.wrap(model)
@@ -247,22 +241,16 @@ def lottery_dict_in_step(port) -> dict:
             if name in masks:
                 p.data.mul_(masks[name])
 
-    log = _train(port, model, opt, _loader(43), in_step=prune)
+    log = _train(port, model, opt, _loader(43), **({"in_step": prune} if in_step else {"between": prune}))
     return _result(port, log, model)
+
+
+def lottery_dict_in_step(port) -> dict:
+    return _lottery_dict(port, in_step=True)
 
 
 def lottery_dict_between(port) -> dict:
-    model, opt = _built(port, 42)
-    masks = _masks(model)
-    model = port.wrap(model)
-
-    def prune(i):
-        for name, p in port.module(model).named_parameters():
-            if name in masks:
-                p.data.mul_(masks[name])
-
-    log = _train(port, model, opt, _loader(43), between=prune)
-    return _result(port, log, model)
+    return _lottery_dict(port, in_step=False)
 
 
 def _reinit_dead(model, i):
