@@ -31,7 +31,8 @@ def _requires_grad_(var: DistributedVariable, requires_grad: bool = True) -> Dis
         torch.Tensor.requires_grad_(var, requires_grad)
         for c in var._components:
             c.requires_grad_(requires_grad)
-    if requires_grad and not var._backward_hooked and context.current_replica_id() is not None:
+    unfrozen = requires_grad and var._reduce_in_backward and not var._backward_hooked
+    if unfrozen and context.current_replica_id() is not None:
         var._strategy.extended.hook_new_variables()
     return var
 

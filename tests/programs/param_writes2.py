@@ -64,7 +64,8 @@ def _train_unfreezing(port, model, optimizer, unfreeze) -> list:
         optimizer.step()
         return loss.detach()
 
-    return [port.mean(port.run(step, args=(x, y, i))) for i, (x, y) in enumerate(port.distribute(_loader(51, 3 * EPOCH)))]
+    batches = enumerate(port.distribute(_loader(51, 3 * EPOCH)))
+    return [port.mean(port.run(step, args=(x, y, i))) for i, (x, y) in batches]
 
 
 def ulmfit_requires_grad_between(port) -> dict:

@@ -33,7 +33,8 @@ UNDER_BACKWARD = "RuntimeError: one of the variables needed for gradient computa
 REFUSED_CENTRAL = {   # CentralStorageStrategy: in-place writes of its one copy, made by every replica
     **REFUSED,
     "maxnorm_in_step": ONE_COPY, "clip_logit_scale_in_step": ONE_COPY, "reinit_dead_in_step": ONE_COPY,
-    "polyak_module_in_step": ONE_COPY, "neural_style_parameter": "LBFGS.step(closure) cannot run on CentralStorageStrategy",
+    "polyak_module_in_step": ONE_COPY,
+    "neural_style_parameter": "LBFGS.step(closure) cannot run on CentralStorageStrategy",
     "swav_prototypes_in_step": ONE_COPY,
 }
 
