@@ -83,7 +83,7 @@ class ReplicatedExtended(StrategyExtended):
             shared_storage=self._layout.share_storage, bucket_bytes=bucket_bytes, overlap=_weak_overlap(self))
         self._contexts = [ReplicaContext(strategy, r, self.replica_group) for r in range(len(self._devices))]
         self._runner = ReplicaRunner(strategy, self._devices, self.replica_group, self._contexts,
-                                     self._layout.distributes)
+                                     self._layout.distributes, self._live_variables)
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief
 
     @property

@@ -41,13 +41,14 @@ class ReplicaRunner:
     """Runs replica functions on one strategy's local replicas (see the module docstring)."""
 
     def __init__(self, strategy: Any, devices: Sequence[registry.Device], group: ReplicaGroup, contexts: list,
-                 distributes: bool):
+                 distributes: bool, variables: Callable[[], list] = list):
         self._strategy_ref = weakref.ref(strategy)
         self._devices = list(devices)
         self._torch_devices = [d.torch_device for d in self._devices]
         self._group = group
         self._contexts = contexts
         self._distributes = distributes   # a distributing layout: refuse modules built outside the scope
+        self._variables = variables       # the strategy's live distributed variables
         self._threads: ReplicaThreads | None = None
         self._watched = _FirstRuns()
         self._leaves_checked = _FirstRuns()   # step functions whose backward shared_leaves checked once
@@ -132,7 +133,7 @@ class ReplicaRunner:
         """The variables whose replica copies are one storage (CentralStorageStrategy on one memory)."""
         if not self._group.shared_storage:
             return []
-        return [v for v in self._strategy.extended._live_variables() if len(v._components) > 1]
+        return [v for v in self._variables() if len(v._components) > 1]
 
     def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
         """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads
