@@ -22,7 +22,7 @@ from multidev.devices import registry
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
-from multidev.distribute import copy_agreement, shared_numbers, sync_batch_norm
+from multidev.distribute import copy_agreement, replica_hyperparameters, shared_numbers, sync_batch_norm
 from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
 from multidev.distribute.replica_context import ReplicaContext
 from multidev.distribute.replica_group import ReplicaGroup
@@ -300,6 +300,7 @@ class ReplicatedExtended(StrategyExtended):
             shared_numbers.check(fn)
         result = self._runner.run(fn, args, kwargs, step, self._prepare_variables)
         if not self._runner.steps.active:   # (not a call nested in merge_call: its run checks at its end)
+            replica_hyperparameters.raise_disagreements()
             self._check_replica_writes()
         return result
 

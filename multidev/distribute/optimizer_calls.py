@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from multidev.distribute import once_per_step, optimizer_hooks
+from multidev.distribute import once_per_step, optimizer_hooks, replica_hyperparameters
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -54,15 +54,21 @@ def _once_per_step(method: Callable) -> Callable:
     def wrapper(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
         env = once_per_step.several_local_replicas()
         if env is None or getattr(self, "_multidev_twin", False) or not _holds_distributed_variables(self):
-            return method(self, *args, **kwargs)
+            result = method(self, *args, **kwargs)
+            replica_hyperparameters.adopt(self)
+            return result
 
         def combine(every: list) -> list:
             """Once with replica 0's arguments on one shared optimizer; each replica's own call on
             optimizers the replicas built each for itself."""
             with context.cross_replica(env.strategy):
                 if all(o is every[0][0] for o, _, _ in every):
-                    return [method(every[0][0], *every[0][1], **every[0][2])] * len(every)
-                return [method(o, *a, **k) for o, a, k in every]
+                    results = [method(every[0][0], *every[0][1], **every[0][2])] * len(every)
+                else:
+                    results = [method(o, *a, **k) for o, a, k in every]
+                for o, _, _ in every:
+                    replica_hyperparameters.adopt(o)
+                return results
 
         return env.strategy.extended.replica_group.exchange(
             env.replica_id, (f"Optimizer.{method.__name__}",), (self, args, kwargs), combine)

@@ -2,7 +2,8 @@
 
 The user's optimizer is left as torch made it: its ``param_groups`` and ``state`` stay the plain
 list and dict, holding the distributed variables and, for each, the canonical state (replica 0's;
-the owner's under a split update). Each local replica steps a *twin* instead: an object of the
+the owner's under a split update); its groups are dicts whose numbers written in a replica are that
+replica's (``replica_hyperparameters``). Each local replica steps a *twin* instead: an object of the
 optimizer's own class with the user's settings, whose groups hold that replica's plain leaf
 tensors (torch's fast ``foreach`` kernels, no per-op dispatch) and whose state is keyed by them.
 
@@ -51,6 +52,7 @@ import torch
 from torch.optim import optimizer as torch_optimizer
 
 from multidev.distribute import lazy_modules, module_hooks, replica_update
+from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
@@ -155,6 +157,9 @@ class _Plan:
         for user_group, group in zip(optimizer.param_groups, twin.param_groups):
             params = group["params"]
             group.update(user_group)
+            own = replica_values(user_group, replica_id)   # numbers this replica wrote in this run
+            if own:
+                group.update(own)
             group["params"] = params
         return twin
 

@@ -26,7 +26,7 @@ from multidev._core.errors import AbortedError
 from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
-from multidev.distribute import module_hooks, replica_attributes, shared_leaves
+from multidev.distribute import module_hooks, replica_attributes, replica_hyperparameters, shared_leaves
 from multidev.distribute.shared_tensors import SharedTensors
 from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
@@ -98,8 +98,12 @@ class ReplicaRunner:
             if n > 1 and self._distributes else None
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
                                     steps[r], shared and shared.mode()) for r in range(n)]
-        replica_attributes.enter_run()
+        entered = []
         try:   # begin inside: a Ctrl-C landing right after it must not leave the run marked active
+            replica_attributes.enter_run()
+            entered.append(replica_attributes)
+            replica_hyperparameters.enter_run()
+            entered.append(replica_hyperparameters)
             self.steps.begin(steps)
             if n == 1:
                 outcomes = [_outcome(tasks[0])]
@@ -124,7 +128,8 @@ class ReplicaRunner:
             self.steps.end()
             self._random_streams.join()
             self._host_streams.join()
-            replica_attributes.leave_run()
+            for module in entered:
+                module.leave_run()
         self._raise_first_error(outcomes)
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
         return regroup([map_structure(readable, value) for _, value in outcomes])

@@ -97,6 +97,7 @@ class DistributedVariable(Variable):
     _reduce_in_backward = True
     _backward_hooked = False
     _data_handed_out = False   # p.data was read in cross-replica context: the next run copies the primary
+    _shared_written_in_run = False   # one shared copy written in place in a replica before its p.data = t
     _data_set_in_run = False   # p.data = t in a replica: the run's end compares the copies (sticky: an
     # update's _mark_synced in another replica thread must not hide it, or workers would disagree)
     #: Inside ``strategy.run`` a module's replica-aware dict hands out the variable itself, not the
@@ -244,7 +245,8 @@ class DistributedVariable(Variable):
         components = self._components
         if not unversioned and components[0]._version == self._synced_version:
             return
-        if self._share_storage and len(components) > 1 and not unversioned:
+        if self._share_storage and len(components) > 1 and (not unversioned or self._shared_written_in_run):
+            self._shared_written_in_run = False   # (seen whatever the versions say: p.data = t replaced them)
             raise self._written_by_every_replica()
         if not self._copies_must_agree():
             return

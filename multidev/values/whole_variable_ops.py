@@ -49,6 +49,10 @@ def _set_data(var: DistributedVariable, value: torch.Tensor) -> None:
     if replica_id is not None and not var._share_storage:   # (one shared copy: CentralStorageStrategy's)
         _set_replica_data(var, replica_id, value)
         return
+    if replica_id is not None and len(var._components) > 1 and var._components[0]._version != var._synced_version:
+        # The one shared copy was written in place in the replicas before (SAM's ``p.add_(e_w)``, by every
+        # replica): the run's end refuses it, which the versions this write resets would no longer show.
+        var._shared_written_in_run = var._data_set_in_run = True
     with DisableTorchFunctionSubclass():
         new = value.detach()
         primary = var._components[0]

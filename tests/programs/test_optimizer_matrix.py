@@ -47,7 +47,6 @@ ALIASED_STATE = {"sam_sgd_two_steps": {"old_p"}}
 # on CentralStorageStrategy's one shared copy adds e_w once per replica. A write in place outside an
 # optimizer raises at the run's end (DistributedVariable._written_by_every_replica), but the base
 # optimizer's update in the same run marks the copy synced first and hides it.
-SHARED_STORAGE_KNOWN_WRONG = {"sam_sgd_two_steps": "SAM's p.add_(e_w) on the shared copy, once per replica"}
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +108,6 @@ def _state_difference(got: dict, want: dict, skip: set = frozenset()) -> float:
 def test_optimizer_equals_one_device_and_ddp(results, case, plan):
     ours, ddp, _ = results
     one, got, theirs = ours[case.name]["one_device"], ours[case.name][plan], ddp[case.name]
-    if plan == "central_storage" and case.name in SHARED_STORAGE_KNOWN_WRONG:
-        pytest.xfail(SHARED_STORAGE_KNOWN_WRONG[case.name])
     if plan == "central_storage" and case.shared_storage_refused:
         assert re.search(case.shared_storage_refused, got.get("error", "")), got
         return
