@@ -100,7 +100,7 @@ def captured(fn: Callable, args: tuple, kwargs: dict) -> dict[int, tuple[torch.T
             continue
         seen.add(id(obj))
         if isinstance(obj, torch.Tensor):
-            if not isinstance(obj, DistributedVariable) and not obj.is_meta:
+            if not isinstance(obj, DistributedVariable) and _has_storage(obj):
                 found.setdefault(id(obj), (obj, path))
             continue
         if depth < _MAX_DEPTH and not isinstance(obj, _OPAQUE):
@@ -112,16 +112,23 @@ def _storage(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
+def _has_storage(t: torch.Tensor) -> bool:
+    """A dense tensor with memory (not sparse, not on the meta device)."""
+    return t.layout is torch.strided and t.device.type != "meta"
+
+
 #: In-place methods that change a tensor's metadata or autograd flags, not its values.
 _NOT_WRITES = frozenset(["requires_grad_", "detach_", "share_memory_", "squeeze_", "unsqueeze_", "t_", "transpose_",
                          "swapdims_", "swapaxes_", "as_strided_", "rename_", "resize_as_", "retain_grad_"])
 
 
 _IN_PLACE: dict = {}   # torch function -> whether it writes its first argument in place (by its name)
+_IN_PLACE_OPERATORS = frozenset(f"__i{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                                       "lshift", "rshift", "and", "xor", "or", "matmul"))
 
 
 def _targets(func: Any, args: tuple, kwargs: dict) -> list:
-    """The tensors ``func`` writes in place: ``out=``, or the first argument of ``name_`` / ``__iname__``
+    """The tensors ``func`` writes in place: ``out=``, or the first argument of ``name_`` / ``__iadd__``...
     (a list of them for ``torch._foreach_*_``); ``t[i] = v`` is not counted (disjoint slots are its use)."""
     if "out" in kwargs:
         target = kwargs["out"]
@@ -129,8 +136,8 @@ def _targets(func: Any, args: tuple, kwargs: dict) -> list:
         in_place = _IN_PLACE.get(func)
         if in_place is None:
             name = getattr(func, "__name__", "")
-            in_place = _IN_PLACE[func] = name not in _NOT_WRITES and (
-                (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name.endswith("__")))
+            in_place = _IN_PLACE[func] = name in _IN_PLACE_OPERATORS or (
+                name.endswith("_") and not name.endswith("__") and name not in _NOT_WRITES)
         if not in_place or not args:
             return []
         target = args[0]
@@ -177,7 +184,7 @@ class _Run:
         on one copy of the weights come out right or not depending on the threads' order)."""
         replica_id = context.current_replica_id()
         keys = [(t, (s, t.storage_offset(), tuple(t.shape), t.stride(), func)) for t in targets
-                if t.device.type != "meta" and (s := _storage(t)) in self.watched]
+                if _has_storage(t) and (s := _storage(t)) in self.watched]
         if not keys or replica_id is None:   # (a merge_call's write is cross-replica: once)
             return func(*args, **kwargs)
         with self._lock:
@@ -230,7 +237,8 @@ class SharedTensors:
         first = self._count_first(fn)
         if first:
             watched = {_storage(t): path for t, path in tensors.values() if not self._is_trusted(t)}
-            watched.update((_storage(v._components[0]), v) for v in shared_variables())
+            copies = [(v._components[0], v) for v in shared_variables()]
+            watched.update((_storage(c), v) for c, v in copies if _has_storage(c))
         else:
             watched = {s: path for t, path in tensors.values() if _held(self._suspects, s := _storage(t))}
         return _Run(tensors, watched)

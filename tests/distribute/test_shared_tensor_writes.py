@@ -148,3 +148,16 @@ def test_central_storage_manual_update_through_data_is_refused():
 
     message = _refusal(central, manual_sgd, x)
     assert message is not None and "keeps one copy that all 2 replicas share" in message, message
+
+
+def test_reads_of_shared_arguments_and_sparse_tensors_pass(strategy):
+    """``int(i)`` of a step counter passed to every replica (``__int__`` is no ``__iadd__``), a sparse
+    adjacency read by ``torch.sparse.mm`` (gcn): no write."""
+    adjacency = torch.eye(3).to_sparse()
+
+    def step(x, i):
+        return torch.sparse.mm(adjacency, x).sum() * int(i)
+
+    x = md.distribute.PerReplica((torch.ones(3, 2), torch.ones(3, 2)))
+    for i in range(2):
+        strategy.run(step, args=(x, torch.tensor(float(i))))
