@@ -111,6 +111,7 @@ class BackwardReducer:
         # One replica per worker (MultiWorkerMirroredStrategy): buckets leave during backward.
         self._overlap: Any = None
         self._overlap_indices: list[int] = []
+        self._overlap_members: frozenset[int] = frozenset()
         self._overlap_count = 0   # self._count when the overlap was built
 
     # --- hooks ------------------------------------------------------------------------------
@@ -144,6 +145,7 @@ class BackwardReducer:
             self._overlap.close()
         self._overlap = self._group.overlap([live[i] for i in indices])
         self._overlap_indices = indices
+        self._overlap_members = frozenset(indices)
 
     def _forget_unfinished(self) -> None:
         for r, set_aside in enumerate(self._set_aside):
@@ -218,6 +220,10 @@ class BackwardReducer:
         ctx = self._contexts[r]
         if self._overlap is not None:
             indices, leaves = self._finish_overlap(ctx, op)
+            late = [i for i in sorted(fired) if i not in self._overlap_members]
+            if late:   # hooked since the overlap was built: unfrozen in this run (requires_grad_(True))
+                self._reduce_in_buckets(ctx, late, [fired[i] for i in late], op)
+                indices, leaves = indices + late, leaves + [fired[i] for i in late]
         elif self._group.cooperative_reduce:
             indices, leaves = self._reduce_in_place(r, fired, op)
         else:

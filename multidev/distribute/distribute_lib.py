@@ -10,6 +10,7 @@ collectives (the reduction algorithm is the strategy's ``CrossDeviceOps``).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -42,6 +43,9 @@ def _cross_replica_only(method: str) -> RuntimeError:
         f"{method} must be called in cross-replica context (outside strategy.run); inside a replica "
         "function use md.distribute.get_replica_context() (all_reduce, merge_call) instead."
     )
+
+
+_HOOKING = threading.Lock()   # hook_new_variables: replicas unfreezing variables inside a run
 
 
 class ReplicatedExtended(StrategyExtended):
@@ -79,7 +83,7 @@ class ReplicatedExtended(StrategyExtended):
             shared_storage=self._layout.share_storage, bucket_bytes=bucket_bytes, overlap=_weak_overlap(self))
         self._contexts = [ReplicaContext(strategy, r, self.replica_group) for r in range(len(self._devices))]
         self._runner = ReplicaRunner(strategy, self._devices, self.replica_group, self._contexts,
-                                     self._layout.distributes)
+                                     self._layout.distributes, self._live_variables)
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief
 
     @property
@@ -240,13 +244,15 @@ class ReplicatedExtended(StrategyExtended):
 
     def hook_new_variables(self, live: list[DistributedVariable] | None = None) -> None:
         """Hook variables not hooked yet for reduction in backward (before a run; or inside one, in a
-        merge_call, for variables a lazy module's first forward pass just made: the replicas wait)."""
+        merge_call, for variables a lazy module's first forward pass just made: the replicas wait; or from
+        a replica unfreezing a variable, ``requires_grad_(True)``: under a lock, as every replica may)."""
         backward = self._backward
         if backward is None:
             return
-        for var in (ref() for ref in self._variables) if live is None else live:   # no pruning: indices count
-            if var is not None and not var._backward_hooked:
-                var._backward_hooked = backward.track(var)
+        with _HOOKING:
+            for var in (ref() for ref in self._variables) if live is None else live:   # no pruning: indices count
+                if var is not None and not var._backward_hooked:
+                    var._backward_hooked = backward.track(var)
 
     def add_run_preparer(self, preparer: Any) -> None:
         """Call ``preparer.before_run()`` (held weakly) before every ``strategy.run`` starts its

@@ -27,6 +27,7 @@ from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute import module_hooks, replica_attributes, replica_hyperparameters, shared_leaves
+from multidev.distribute.shared_tensors import SharedTensors
 from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
@@ -40,16 +41,18 @@ class ReplicaRunner:
     """Runs replica functions on one strategy's local replicas (see the module docstring)."""
 
     def __init__(self, strategy: Any, devices: Sequence[registry.Device], group: ReplicaGroup, contexts: list,
-                 distributes: bool):
+                 distributes: bool, variables: Callable[[], list] = list):
         self._strategy_ref = weakref.ref(strategy)
         self._devices = list(devices)
         self._torch_devices = [d.torch_device for d in self._devices]
         self._group = group
         self._contexts = contexts
         self._distributes = distributes   # a distributing layout: refuse modules built outside the scope
+        self._variables = variables       # the strategy's live distributed variables
         self._threads: ReplicaThreads | None = None
         self._watched = _FirstRuns()
         self._leaves_checked = _FirstRuns()   # step functions whose backward shared_leaves checked once
+        self._shared_tensors = SharedTensors(type(strategy).__name__)   # plain tensors the replicas all write
         #: The running call's per-replica step notes (read by backward_reduce).
         self.steps = RunningSteps()
         self._streams = [registry.stream_for(d) for d in self._devices]
@@ -90,8 +93,11 @@ class ReplicaRunner:
             self._threads.wait_idle()
         self._group.rendezvous.reset()
         steps = [context.ReplicaStep() for _ in range(n)]
+        watch = n > 1 and self._distributes and not self._watched.seen(fn)
+        shared = self._shared_tensors.start(fn, args, kwargs, self._one_storage_variables) \
+            if n > 1 and self._distributes else None
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
-                                    steps[r]) for r in range(n)]
+                                    steps[r], shared and shared.mode()) for r in range(n)]
         entered = []
         try:   # begin inside: a Ctrl-C landing right after it must not leave the run marked active
             replica_attributes.enter_run()
@@ -105,7 +111,6 @@ class ReplicaRunner:
                 if self._threads is None:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._group.rendezvous.abort,
                                                    busy_wait_s=self._group.rendezvous.timeout)
-                watch = self._distributes and not self._watched.seen(fn)
                 leaves = self._distributes and not self._leaves_checked.seen(fn)
                 with module_hooks.shared_module_guard(self._strategy) if watch else contextlib.nullcontext() \
                         as buffer_watch, \
@@ -115,6 +120,8 @@ class ReplicaRunner:
                 if watch and ok:
                     buffer_watch.refuse_written()
                     self._watched.add(fn)
+                if shared is not None and ok:
+                    self._shared_tensors.finish(shared, n)
                 if leaves and ok and leaf_watch.walked:   # a backward of this step function was checked
                     self._leaves_checked.add(fn)
         finally:
@@ -126,6 +133,12 @@ class ReplicaRunner:
         self._raise_first_error(outcomes)
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
         return regroup([map_structure(readable, value) for _, value in outcomes])
+
+    def _one_storage_variables(self) -> list:
+        """The variables whose replica copies are one storage (CentralStorageStrategy on one memory)."""
+        if not self._group.shared_storage:
+            return []
+        return [v for v in self._variables() if len(v._components) > 1]
 
     def _call_in_merge_call(self, fn: Callable, args: tuple, kwargs: dict, step: Any) -> Any:
         """``call_for_each_replica`` inside ``merge_call`` (TensorFlow allows it): the replica threads
@@ -161,7 +174,7 @@ class ReplicaRunner:
         return map_structure(pick, structure)
 
     def _replica_task(self, r: int, fn: Callable, args: tuple, kwargs: dict, modes: context.CallerModes,
-                      step: Any, replica_step: context.ReplicaStep) -> Callable:
+                      step: Any, replica_step: context.ReplicaStep, write_mode: Any = None) -> Callable:
         device = self._devices[r]
         rendezvous = self._group.rendezvous
         # Everything replica r is, for this call: one immutable value, set once when its task starts.
@@ -171,6 +184,7 @@ class ReplicaRunner:
         intra_op_threads = self._intra_op_threads if device.torch_device.type == "cpu" else None
         random_mode = self._random_streams.mode_for(r) or contextlib.nullcontext()
         host_random = self._host_streams.scope(r) or contextlib.nullcontext()
+        write_mode = write_mode or contextlib.nullcontext()   # (shared_tensors: a watched run)
 
         def task() -> Any:
             token = context.enter_replica_env(env)
@@ -179,7 +193,7 @@ class ReplicaRunner:
                 # so torch's process-wide thread pools are not resized twice per replica per step.
                 torch.set_num_threads(intra_op_threads)
             try:
-                with random_mode, host_random, placement.device_scope(device), \
+                with random_mode, host_random, write_mode, placement.device_scope(device), \
                         modes.applied(device.torch_device.type), _on_stream(env.stream):
                     return fn(*args, **kwargs)
             except BaseException as exc:
@@ -198,6 +212,8 @@ class ReplicaRunner:
         primary = [(r, e) for r, e in failures if not isinstance(e, AbortedError)] or failures
         r, error = primary[0]
         note = f"(raised in replica {r} on {self._devices[r].name})"
+        if self._group.shared_storage and "modified by an inplace operation" in str(error):
+            note += _SHARED_STORAGE_NOTE.format(strategy=type(self._strategy).__name__)
         if sys.version_info >= (3, 11):
             if note not in getattr(error, "__notes__", ()):
                 error.add_note(note)
@@ -227,6 +243,13 @@ def _outcome(task: Callable) -> tuple[bool, Any]:
         return True, task()
     except BaseException as exc:
         return False, exc
+
+
+_SHARED_STORAGE_NOTE = (
+    "\n{strategy} keeps one copy of each variable that every replica reads: a parameter written in place "
+    "inside strategy.run (SwAV's `prototypes.weight.copy_(w)`, a max-norm `w.copy_(torch.renorm(...))`) changed "
+    "under another replica's forward or backward. Make the write outside strategy.run (between steps), or use "
+    "MirroredStrategy, where each replica writes its own copy.")
 
 
 class _FirstRuns:

@@ -239,7 +239,18 @@ class SharedStoragePlan(BucketPlan):
         if isinstance(grads, SummedGrads):
             self._meet(replica_id, "before")   # no collective made the replicas meet before replica 0 writes
         grads = super().reduce(replica_id, grads, variables)
+        if replica_id == 0:
+            self._refuse_written_before()
         return grads if replica_id == 0 else SummedGrads((None,) * len(grads.tensors))
+
+    def _refuse_written_before(self) -> None:
+        """Every replica has reached the step: one that wrote the one copy in place before it (SwAV's
+        prototypes normalised at the step's start, ``w.copy_(F.normalize(w))``) made its write on every
+        replica's weights, and the update would mark it synced (the run's end would no longer see it)."""
+        for p in self.params:
+            if isinstance(p, DistributedVariable) and p._share_storage and len(p._components) > 1 \
+                    and p._components[0]._version != p._synced_version:
+                raise p._written_by_every_replica()
 
     def _publish(self, replica_id: int) -> None:
         self._meet(replica_id, "after")   # nobody reads the one storage before replica 0 wrote it

@@ -280,6 +280,6 @@ def neural_style_parameter(port) -> dict:
     return {**port.weights(canvas), "log": log}
 
 
-# neural_style_parameter is not run: its loss modules keep `self.loss` on the module, one object for all
-# replicas, so a replica sums another's loss and its backward fails (which replica's, and how, depends on timing).
+# neural_style_parameter runs in param_writes2.py (its loss modules' `self.loss`, written in the step, is now
+# kept per replica: replica_attributes.py).
 TUTORIALS3 = {"seq2seq_translation": seq2seq_translation, "neural_style": neural_style}
