@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import lazy_modules, module_hooks, replica_update
+from multidev.distribute import compiled_step, lazy_modules, module_hooks, replica_update
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
@@ -250,6 +250,19 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
 
 
 def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
+    if compiled_step.under_dynamo():   # called from torch.compile'd code: the whole step, eagerly
+        return compiled_step.step_eagerly(optimizer, args, kwargs, _replica_pre_step, _replica_post_step,
+                                          lambda: _calls_closure(optimizer))
+    return _replica_pre_step(optimizer, args, kwargs)
+
+
+def _calls_closure(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether the optimizer's ``step`` calls its closure itself (LBFGS, a step written outside torch)."""
+    plan = _plan_for(optimizer)
+    return plan is not None and (isinstance(optimizer, torch.optim.LBFGS) or plan.own_step)
+
+
+def _replica_pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
     plan = _plan_for(optimizer)
     if plan is None:
         if not getattr(optimizer, "_multidev_twin", False):   # a twin's tensors are replicas' own
@@ -363,6 +376,11 @@ def replica_optimizer(optimizer: torch.optim.Optimizer, replica_id: int) -> torc
 
 
 def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+    if not compiled_step.under_dynamo():   # (under dynamo the pre-hook published already)
+        _replica_post_step(optimizer, args, kwargs)
+
+
+def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
     plan = _plans.get(optimizer)
     if plan is None:
         return
