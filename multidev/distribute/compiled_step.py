@@ -11,11 +11,11 @@ with dynamo disabled (reduce, the class's own ``step`` on the twin, publish) and
 wrapper an empty *stand-in* of the optimizer (no parameter groups) whose ``step`` does nothing but
 return the step's result; the post-hook has nothing left to do. Torch still runs the user's own step
 hooks, a scheduler's step counter and the profiler on the user's object, as in eager mode. The
-forward and the backward stay compiled; DDP's compiled optimizer step compiles the update's math,
-which on replicas of one process would gain nothing the eager ``foreach`` kernels do not have.
+forward and its backward stay compiled. (DDP's compiled optimizer step compiles the update's math, and
+torch's compiled Adam rounds its bias correction in float32: ``docs/ddp_port.md``, "torch.compile".)
 
-An optimizer that calls its closure itself (LBFGS, a ``step`` written outside torch such as SAM's)
-is refused there: its step needs the closure's backward between updates, inside the step.
+An optimizer whose step calls its closure itself (LBFGS) or is written outside torch (SAM's calls its
+closure and its base optimizer's ``step``; the stand-in would carry those along) is refused there.
 """
 
 from __future__ import annotations
@@ -31,22 +31,9 @@ from torch._C._dynamo import eval_frame as _eval_frame
 
 _compiling = torch.compiler.is_compiling
 _dynamo_callback = _eval_frame.get_eval_frame_callback
-#: dynamo's "skip this frame and every frame it calls" (what torch.compiler.disable does per call).
-_SKIP_ALL = _eval_frame._FrameExecStrategy(_eval_frame._FrameAction.SKIP, _eval_frame._FrameAction.SKIP)
 
 #: optimizer -> its empty stand-in (one per optimizer: dynamo guards the stand-in's step once).
 _STAND_INS: "weakref.WeakKeyDictionary[torch.optim.Optimizer, torch.optim.Optimizer]" = weakref.WeakKeyDictionary()
-
-
-def never_compiled(fn: Callable) -> Callable:
-    """Mark ``fn`` (an autograd hook, the engine's callback, the ``backward`` wrapper) never compiled by
-    dynamo, nor anything it calls. torch's autograd engine calls them in the replica's thread, where a
-    compiled train step leaves dynamo's frame callback set: dynamo compiled each hook as a frame of
-    its own, with guards on the replica and the leaf (a recompilation per leaf and replica until
-    ``recompile_limit``, then its warning), and graph breaks at every rendezvous. Set on the code
-    object: nothing is paid per call (``torch.compiler.disable``'s wrapper costs 0.6 us per call)."""
-    _eval_frame.set_code_exec_strategy(fn.__code__, _SKIP_ALL)
-    return fn
 
 
 def under_dynamo() -> bool:
@@ -65,8 +52,9 @@ def step_eagerly(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict, pr
     dynamo step it as usual)."""
     if calls_closure():
         raise NotImplementedError(
-            f"{type(optimizer).__name__}.step() was called from torch.compile'd code inside strategy.run, but it "
-            "calls its closure itself (LBFGS, or a step written outside torch), which multidev runs eagerly only. "
+            f"{type(optimizer).__name__}.step() was called from torch.compile'd code inside strategy.run, but its step "
+            "is LBFGS's or written outside torch (it may call its closure, or another optimizer, itself), which "
+            "multidev runs only outside compiled code. "
             "Keep the optimizer step out of the compiled function: compile the model (torch.compile(model)) or the "
             "loss, or wrap the step in torch.compiler.disable.")
     replaced = pre(optimizer, args, kwargs)

@@ -51,6 +51,12 @@ def _build(optimizer: type, **settings: Any) -> dict:
     return {"model": model, "opt": optimizer(model.parameters(), **settings)}
 
 
+def _build_dropout() -> dict:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Dropout(0.25), nn.Linear(8, 2)).to(F64)
+    return {"model": model, "opt": torch.optim.SGD(model.parameters(), lr=0.1)}
+
+
 def batches(sizes: tuple) -> list:
     g = torch.Generator().manual_seed(1)
     return [(torch.randn(n, 4, generator=g, dtype=F64), torch.randn(n, 2, generator=g, dtype=F64)) for n in sizes]
@@ -95,6 +101,18 @@ def _compiled_train_step(state: dict, compiled: bool) -> None:
 
 def _run_train_step(state: dict, batch: tuple) -> torch.Tensor:
     return state["train_step"](*batch)
+
+
+def _build_with_scheduler() -> dict:
+    state = _build(torch.optim.SGD, lr=0.2, momentum=0.9)
+    state["sched"] = torch.optim.lr_scheduler.StepLR(state["opt"], step_size=1, gamma=0.5)
+    return state
+
+
+def _train_step_then_scheduler(state: dict, batch: tuple) -> torch.Tensor:
+    loss = state["train_step"](*batch)
+    state["sched"].step()   # (it checks that the optimizer stepped first: torch's wrapper on the user's object)
+    return loss
 
 
 # --- the compiled optimizer tutorial: @torch.compile(fullgraph=False) def fn(): opt.step() ----------------
@@ -149,7 +167,13 @@ PROGRAMS = [
                     batch_sizes=(8, 8, 7, 8), compare_one_device=False),
     CompiledProgram("compiled_model_sgd_momentum", _compiled_model(backend="aot_eager"), _model_step,
                     build=lambda: _build(torch.optim.SGD, lr=0.1, momentum=0.9)),
+    # Dropout in a compiled forward: each replica draws as the DDP rank of its index (a graph break on replicas
+    # that share a device: the draw runs eagerly on the replica's stream); masks differ from one device's.
+    CompiledProgram("compiled_model_dropout", _compiled_model(backend="aot_eager"), _model_step,
+                    build=_build_dropout, compare_one_device=False),
     CompiledProgram("compiled_train_step", _compiled_train_step, _run_train_step),
+    CompiledProgram("compiled_train_step_scheduler", _compiled_train_step, _train_step_then_scheduler,
+                    build=_build_with_scheduler),
     CompiledProgram("compiled_optimizer_step", _compiled_optimizer_step, _opt_step),
     CompiledProgram("compiled_optimizer_step_adamw_foreach", _compiled_optimizer_step, _opt_step,
                     build=lambda: _build(torch.optim.AdamW, lr=0.05, weight_decay=0.1, foreach=True)),
@@ -162,7 +186,7 @@ PROGRAMS = [
                             r"replicas.*compiled_autograd = False"),
     CompiledProgram("lbfgs_compiled_step", _lbfgs_step, _run_train_step,
                     build=lambda: _build(torch.optim.LBFGS, lr=0.5, max_iter=3),
-                    refused=r"NotImplementedError: LBFGS\.step\(\) was called from torch\.compile'd code.*"
+                    refused=r"NotImplementedError: LBFGS\.step\(\) was called from torch\.compile'd code.*LBFGS's.*"
                             r"torch\.compiler\.disable"),
     CompiledProgram("md_function_jit_compile", _md_function(jit_compile=True), _run_train_step, multidev_only=True),
     CompiledProgram("md_function_experimental_compile", _md_function(experimental_compile=True), _run_train_step,
