@@ -43,9 +43,22 @@ def under_dynamo() -> bool:
     return _compiling() or _dynamo_callback() is not None
 
 
-@torch.compiler.disable
 def step_eagerly(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict, pre: Callable,
                  post: Callable, calls_closure: Callable[[], bool]) -> tuple | None:
+    """``_step_eagerly`` with dynamo disabled (a graph break when traced). Wrapped at the first use:
+    ``torch.compiler.disable`` imports ``torch._dynamo``, which must not happen at multidev's import: with it
+    imported, checkpointed dropout on replicas recomputes other masks (tests/distribute/test_replica_random_state.py
+    fails; programs that use torch.compile import it anyway: docs/ddp_port.md, "torch.compile")."""
+    if not _DISABLED:
+        _DISABLED.append(torch.compiler.disable(_step_eagerly))
+    return _DISABLED[0](optimizer, args, kwargs, pre, post, calls_closure)
+
+
+_DISABLED: list = []
+
+
+def _step_eagerly(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict, pre: Callable,
+                  post: Callable, calls_closure: Callable[[], bool]) -> tuple | None:
     """The replica's whole step with dynamo off: ``pre`` (reduce, choose the twin), the class's own
     step on the twin, ``post`` (publish). Returns the step wrapper's new arguments: the stand-in and a
     closure giving the step's result; None for an optimizer over no distributed variable (torch and

@@ -84,14 +84,11 @@ def _compiled_model(**options: Any) -> Callable[[dict, bool], None]:
 
 # --- a compiled train step: zero_grad, forward, backward and optimizer step in one compiled function ------
 def _train_step_of(state: dict) -> Callable:
-    model, opt = state["model"], state["opt"]
+    """The loop body of ``_model_step`` on the plain model, as one function to compile (dynamo inlines it)."""
+    plain = dict(state, forward=state["model"])
 
     def train_step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
+        return _model_step(plain, (x, y))
     return train_step
 
 
