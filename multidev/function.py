@@ -34,7 +34,7 @@ def executing_eagerly() -> bool:
 
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              jit_compile: bool | None = None, reduce_retracing: bool = False, experimental_relax_shapes: Any = None,
-             signature_error: type = TypeError, **compile_kwargs: Any) -> Any:
+             signature_error: type = TypeError, experimental_compile: bool | None = None, **compile_kwargs: Any) -> Any:
     """Mark ``func`` as a compiled step, like ``@tf.function``.
 
     PyTorch runs eagerly, so by default the function runs as written (same results, no tracing):
@@ -46,13 +46,16 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
     arguments that do not fit ``input_signature`` raise TypeError (Python lists are converted to its
     dtypes), and a call after the first trace that makes an ``md.Variable`` raises ValueError.
     ``next(iterator)`` past the end inside it raises ``md.errors.OutOfRangeError``, as in TensorFlow.
-    ``jit_compile=True`` compiles it with ``torch.compile`` (extra keyword arguments go there).
+    ``jit_compile=True`` compiles it with ``torch.compile`` (extra keyword arguments go there);
+    ``experimental_compile`` is TensorFlow's deprecated alias of ``jit_compile``.
 
     Example:
         >>> @md.function
         ... def add(a, b):
         ...     return a + b
     """
+
+    jit_compile = _jit_compile(jit_compile, experimental_compile)
 
     def decorate(fn: Callable) -> Callable:
         if not callable(fn):
@@ -109,6 +112,22 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         return wrapper
 
     return decorate(func) if func is not None else decorate
+
+
+def _jit_compile(jit_compile: bool | None, experimental_compile: bool | None) -> bool | None:
+    """``jit_compile``, or its deprecated alias ``experimental_compile`` (TensorFlow's argument lookup:
+    a deprecation warning, and a ValueError when both are given)."""
+    if experimental_compile is None:
+        return jit_compile
+    if jit_compile is not None:
+        raise ValueError(f"Cannot specify both 'experimental_compile' and 'jit_compile' (got experimental_compile="
+                         f"{experimental_compile!r}, jit_compile={jit_compile!r}): experimental_compile is the "
+                         "deprecated name of jit_compile; pass jit_compile only.")
+    import warnings
+
+    warnings.warn("experimental_compile is deprecated, use jit_compile instead (md.function, as tf.function).",
+                  DeprecationWarning, stacklevel=3)
+    return experimental_compile
 
 
 def _call(target: Callable, args: tuple, kwargs: dict) -> Any:

@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from multidev._core.enums import ReduceOp
+from multidev._core.never_compiled import never_compiled
 from multidev.collectives import algorithms
 from multidev.distribute.gradient_buckets import GradientBuckets
 from multidev.distribute.replica_group import ReplicaGroup, RunningSteps
@@ -170,6 +171,7 @@ class BackwardReducer:
                 unchanged[i] = unchanged.get(i, True) and leaf is not None and leaf._version == version
         return [v for v in (self._variables[i]() for i in sorted(unchanged) if unchanged[i]) if v is not None]
 
+    @never_compiled   # (autograd's engine calls it in the replica thread: never_compiled)
     def _before_accumulate(self, r: int, i: int, grad: torch.Tensor) -> None:
         leaf = self._leaves[r][i]()
         if leaf is None:
@@ -197,6 +199,7 @@ class BackwardReducer:
             _queue_callback(functools.partial(self._finish, r))
 
     # --- end of backward --------------------------------------------------------------------------
+    @never_compiled   # (autograd's engine calls it in the replica thread: never_compiled)
     def _finish(self, r: int) -> None:
         """Autograd's last act of a backward in replica ``r``: reduce what it accumulated."""
         self._queued[r] = False

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import torch
 
 from multidev._core.enums import ReduceOp
+from multidev._core.never_compiled import never_compiled
 from multidev.distribute.gradient_buckets import BucketBuffers, plan_buckets, unpack_bucket
 
 
@@ -45,6 +46,7 @@ class GradientOverlap:
         self._launched = 0
         self._dirty = False
 
+    @never_compiled   # (autograd's engine calls it in the replica thread: never_compiled)
     def _on_grad(self, tensor: torch.Tensor) -> None:
         i = self._index[id(tensor)]
         self._reached.add(i)

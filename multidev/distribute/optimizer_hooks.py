@@ -45,83 +45,20 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict, abc, defaultdict
-from typing import Any, Callable, Iterator
+from collections import defaultdict
+from typing import Any, Callable
 
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import (lazy_modules, module_hooks, reduced_grads, replica_update, scripted_modules,
-                                 shared_leaves)
+from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_update,
+                                 scripted_modules, shared_leaves)
+from multidev.distribute.optimizer_twins import _make_twin, _StateByVariable, copy_state_entry
 from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
 from multidev.values.variables import DistributedVariable
 from multidev.values.whole_variable_ops import relink_primary
-
-
-class _StateByVariable(abc.MutableMapping):
-    """A twin's ``state``: the user's ``optimizer.state``, keyed through the replica's tensors.
-
-    torch's ``step`` looks up ``self.state[p]`` with the replica's tensor ``p``; the entry lives in
-    the user's dict under ``p``'s variable, so ``state_dict()`` and checkpoints see it unchanged.
-    """
-
-    __slots__ = ("_store", "_variable_of", "_tensor_of")
-
-    def __init__(self, store: dict, pairs: list[tuple[torch.Tensor, Any]]):
-        self._store = store
-        self._variable_of = {id(t): v for t, v in pairs}
-        self._tensor_of = {id(v): t for t, v in pairs}
-
-    def _key(self, tensor: Any) -> Any:
-        return self._variable_of.get(id(tensor), tensor)
-
-    def __getitem__(self, tensor: Any) -> Any:
-        return self._store[self._key(tensor)]  # the user's defaultdict makes a missing entry
-
-    def __setitem__(self, tensor: Any, entry: Any) -> None:
-        self._store[self._key(tensor)] = entry
-
-    def __delitem__(self, tensor: Any) -> None:
-        del self._store[self._key(tensor)]
-
-    def get(self, tensor: Any, default: Any = None) -> Any:
-        return self._store.get(self._key(tensor), default)
-
-    def __contains__(self, tensor: object) -> bool:
-        return self._key(tensor) in self._store
-
-    def __iter__(self) -> Iterator:
-        return (self._tensor_of.get(id(v), v) for v in list(self._store))
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-
-def copy_state_entry(entry: dict, device: torch.device) -> dict:
-    """A replica's own copy of an optimizer state entry on ``device`` (a scalar counter kept on the
-    host, such as torch's ``step``, stays there)."""
-    return {k: (v.detach().to("cpu" if v.dim() == 0 and v.device.type == "cpu" else device, copy=True)
-                if isinstance(v, torch.Tensor) else v) for k, v in entry.items()}
-
-
-def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any) -> torch.optim.Optimizer:
-    """An object of ``optimizer``'s class with its settings (``defaults``, attributes), ``groups``
-    and ``state``: what one replica's ``step`` runs on. It has no hooks of its own (torch runs the
-    user's on the user's object), so nothing of the twin refers back to the user's optimizer."""
-    twin = object.__new__(type(optimizer))
-    twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else v)
-                         for k, v in optimizer.__dict__.items() if k != "step")   # "step": a scheduler's wrapper
-    # An attribute that is a group's parameter list (LBFGS's ``_params``) is the twin group's.
-    lists = {id(g["params"]): twin_group["params"] for g, twin_group in zip(optimizer.param_groups, groups)}
-    for k, v in optimizer.__dict__.items():
-        if id(v) in lists:
-            setattr(twin, k, lists[id(v)])
-    twin.param_groups = groups
-    twin.state = state
-    twin._multidev_twin = True   # a subclass's ``super().step()`` reaches the hooks again with the twin
-    return twin
 
 
 class _Plan:
@@ -158,9 +95,10 @@ class _Plan:
         for user_group, group in zip(optimizer.param_groups, twin.param_groups):
             params = group["params"]
             group.update(user_group)
-            own = replica_values(user_group, replica_id)   # numbers this replica wrote in this run
-            if own:
-                group.update(own)
+            if getattr(user_group, "_own", None) is not None:   # numbers some replica wrote in this run
+                own = replica_values(user_group, replica_id)
+                if own:
+                    group.update(own)
             group["params"] = params
         return twin
 
@@ -259,6 +197,19 @@ def _plan_for(optimizer: torch.optim.Optimizer) -> _Plan | None:
 
 
 def _pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
+    if compiled_step.under_dynamo():   # called from torch.compile'd code: the whole step, eagerly
+        return compiled_step.step_eagerly(optimizer, args, kwargs, _replica_pre_step, _replica_post_step,
+                                          lambda: _calls_closure(optimizer))
+    return _replica_pre_step(optimizer, args, kwargs)
+
+
+def _calls_closure(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether the optimizer's ``step`` calls its closure itself (LBFGS, a step written outside torch)."""
+    plan = _plan_for(optimizer)
+    return plan is not None and (isinstance(optimizer, torch.optim.LBFGS) or plan.own_step)
+
+
+def _replica_pre_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> tuple | None:
     plan = _plan_for(optimizer)
     if plan is None:
         if not getattr(optimizer, "_multidev_twin", False):   # a twin's tensors are replicas' own
@@ -374,6 +325,11 @@ def replica_optimizer(optimizer: torch.optim.Optimizer, replica_id: int) -> torc
 
 
 def _post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+    if not compiled_step.under_dynamo():   # (under dynamo the pre-hook published already)
+        _replica_post_step(optimizer, args, kwargs)
+
+
+def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
     plan = _plans.get(optimizer)
     if plan is None:
         return

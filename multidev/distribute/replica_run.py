@@ -26,7 +26,7 @@ from multidev._core.errors import AbortedError
 from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
-from multidev.distribute import module_hooks, replica_attributes, replica_hyperparameters, shared_leaves
+from multidev.distribute import compiled_step, module_hooks, replica_attributes, replica_hyperparameters, shared_leaves
 from multidev.distribute.shared_tensors import SharedTensors
 from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
@@ -108,6 +108,7 @@ class ReplicaRunner:
             if n == 1:
                 outcomes = [_outcome(tasks[0])]
             else:
+                compiled_step.refuse_compiled_autograd(self._strategy, n)
                 if self._threads is None:
                     self._threads = ReplicaThreads(n, type(self._strategy).__name__, self._group.rendezvous.abort,
                                                    busy_wait_s=self._group.rendezvous.timeout)

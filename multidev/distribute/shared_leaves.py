@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import torch
 
+from multidev._core.never_compiled import never_compiled
 from multidev.distribute.backward_reduce import crossed_error, hooked_copy_owner
 from multidev.distribute.run_watches import RunWatches
 from multidev.values.context import replica_env
@@ -144,6 +145,7 @@ def _crossed_in(error: RuntimeError, roots: tuple, replica_id: int) -> RuntimeEr
 
 
 def _checked(original: Callable) -> Callable:
+    @never_compiled   # (the backward of a compiled step: never_compiled)
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
         if env is None:

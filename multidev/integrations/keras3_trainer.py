@@ -37,6 +37,7 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
     if strategy is None:
         return original(model, *args, **kwargs)
     _check_steps_per_execution(model, name)
+    _note_jit_compile(model, strategy, name)
     on_batch, name = name in _LOOP_OF, _LOOP_OF.get(name, name)
     keras = sys.modules["keras"]
     tracker = keras3_custom_step.ResultTracker()
@@ -63,6 +64,19 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
         finally:
             setattr(model, attribute, None)
             tracker.restore()
+
+
+def _note_jit_compile(model: Any, strategy: Any, name: str) -> None:
+    """``compile(jit_compile=True)``: Keras's torch backend runs its step function through ``torch.compile``
+    (inductor), but multidev's step functions replace Keras's and run each replica's step eagerly: the same
+    numbers (tests/integrations/test_keras3_jit_compile.py), not compiled. Said once per call site."""
+    if getattr(model, "jit_compile", False) is True:
+        from multidev._core.user_warnings import warn_user
+
+        warn_user(f"model.{name}() on {type(strategy).__name__}: the model was compiled with jit_compile=True, which "
+                  "Keras 3's torch backend turns into torch.compile of its step function; multidev runs each replica's "
+                  "step eagerly instead (same results, not compiled). Compile with jit_compile=False (the torch backend's "
+                  "default) to silence this.")
 
 
 def _check_steps_per_execution(model: Any, name: str) -> None:

@@ -47,6 +47,8 @@ import torch
 import torch.nn.init
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
+from multidev._core.never_compiled import never_compiled
+
 _TORCH_NAMES = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "normal", "poisson", "binomial", "_standard_gamma", "_sample_dirichlet", "native_dropout", "_fused_dropout",
@@ -92,6 +94,7 @@ class ReplicaStream:
         self.run_states: dict = {} if run_states is None else run_states
         self.copies: dict[int, torch.Generator] = {}
 
+    @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def draw(self, func, args: tuple, kwargs: dict) -> Any:
         """Run the random op ``func`` on this stream (under the lock every replica's draw takes)."""
         with _LOCK:
@@ -106,12 +109,14 @@ class ReplicaStream:
                 self.state = generator.get_state()
                 generator.set_state(saved)
 
+    @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def get_rng_state(self, original: Callable[[], torch.Tensor]) -> torch.Tensor:
         """``torch.get_rng_state()`` (the CPU generator's) in this replica: its own state (the device
         generator's for the first); replicas on GPUs share the CPU generator, so theirs is torch's."""
         with _LOCK:
             return original() if self.owner or self.device.type != "cpu" else self.state.clone()
 
+    @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def set_rng_state(self, original: Callable[[torch.Tensor], None], new_state: torch.Tensor) -> None:
         """``torch.set_rng_state(state)`` in this replica: checked by a generator, kept as its own state."""
         with _LOCK:
@@ -121,6 +126,7 @@ class ReplicaStream:
             generator.set_state(new_state)   # torch's own check of the state
             self.state = generator.get_state()
 
+    @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def manual_seed(self, original: Callable[[Any], torch.Generator], seed: Any) -> torch.Generator:
         """``torch.manual_seed(seed)`` in this replica: its stream restarts from ``seed``, as a DDP rank's
         generator does (the first replica seeds torch's generators, as rank 0 seeds its own)."""
@@ -132,6 +138,7 @@ class ReplicaStream:
             self.state = generator.get_state()
             return _default_generator(self.device)
 
+    @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def draw_from(self, func, args: tuple, kwargs: dict, generator: torch.Generator) -> Any:
         """Run ``func`` with the program's own ``generator=``: on the object itself for the first
         replica (and in a ``merge_call``), on this replica's copy of its state at the run's first

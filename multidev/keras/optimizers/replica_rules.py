@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from multidev.distribute import replica_update
-from multidev.distribute.optimizer_hooks import copy_state_entry
+from multidev.distribute.optimizer_twins import copy_state_entry
 from multidev.distribute.replica_update import local_copy
 from multidev.keras.optimizers.rules import KerasRule
 

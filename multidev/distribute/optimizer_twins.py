@@ -1,0 +1,73 @@
+"""The twin a local replica's ``optimizer.step()`` runs on (``optimizer_hooks``): an object of the user's
+optimizer class over that replica's own leaf tensors, with a state seen through them."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, abc
+from typing import Any, Iterator
+
+import torch
+
+
+class _StateByVariable(abc.MutableMapping):
+    """A twin's ``state``: the user's ``optimizer.state``, keyed through the replica's tensors.
+
+    torch's ``step`` looks up ``self.state[p]`` with the replica's tensor ``p``; the entry lives in
+    the user's dict under ``p``'s variable, so ``state_dict()`` and checkpoints see it unchanged.
+    """
+
+    __slots__ = ("_store", "_variable_of", "_tensor_of")
+
+    def __init__(self, store: dict, pairs: list[tuple[torch.Tensor, Any]]):
+        self._store = store
+        self._variable_of = {id(t): v for t, v in pairs}
+        self._tensor_of = {id(v): t for t, v in pairs}
+
+    def _key(self, tensor: Any) -> Any:
+        return self._variable_of.get(id(tensor), tensor)
+
+    def __getitem__(self, tensor: Any) -> Any:
+        return self._store[self._key(tensor)]  # the user's defaultdict makes a missing entry
+
+    def __setitem__(self, tensor: Any, entry: Any) -> None:
+        self._store[self._key(tensor)] = entry
+
+    def __delitem__(self, tensor: Any) -> None:
+        del self._store[self._key(tensor)]
+
+    def get(self, tensor: Any, default: Any = None) -> Any:
+        return self._store.get(self._key(tensor), default)
+
+    def __contains__(self, tensor: object) -> bool:
+        return self._key(tensor) in self._store
+
+    def __iter__(self) -> Iterator:
+        return (self._tensor_of.get(id(v), v) for v in list(self._store))
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+
+def copy_state_entry(entry: dict, device: torch.device) -> dict:
+    """A replica's own copy of an optimizer state entry on ``device`` (a scalar counter kept on the
+    host, such as torch's ``step``, stays there)."""
+    return {k: (v.detach().to("cpu" if v.dim() == 0 and v.device.type == "cpu" else device, copy=True)
+                if isinstance(v, torch.Tensor) else v) for k, v in entry.items()}
+
+
+def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any) -> torch.optim.Optimizer:
+    """An object of ``optimizer``'s class with its settings (``defaults``, attributes), ``groups``
+    and ``state``: what one replica's ``step`` runs on. It has no hooks of its own (torch runs the
+    user's on the user's object), so nothing of the twin refers back to the user's optimizer."""
+    twin = object.__new__(type(optimizer))
+    twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else v)
+                         for k, v in optimizer.__dict__.items() if k != "step")   # "step": a scheduler's wrapper
+    # An attribute that is a group's parameter list (LBFGS's ``_params``) is the twin group's.
+    lists = {id(g["params"]): twin_group["params"] for g, twin_group in zip(optimizer.param_groups, groups)}
+    for k, v in optimizer.__dict__.items():
+        if id(v) in lists:
+            setattr(twin, k, lists[id(v)])
+    twin.param_groups = groups
+    twin.state = state
+    twin._multidev_twin = True   # a subclass's ``super().step()`` reaches the hooks again with the twin
+    return twin
