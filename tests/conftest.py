@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,12 @@ import textwrap
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A suite started with SIGINT ignored (a background job of a non-interactive shell: `cmd &` in a script)
+# hands the ignore down to every child process, which then never raises KeyboardInterrupt, and the Ctrl-C
+# tests' children ran on forever. A handler (unlike an ignore) is reset to the default in a child.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_fresh(code: str, *, timeout: float = 120, env: dict | None = None, check: bool = True):
