@@ -67,18 +67,17 @@ class ReplicaGroup(dict):
         return None if env is None else own.get(env.replica_id)
 
     def __getitem__(self, key: Any) -> Any:
-        mine = self._own_values() if self._own is not None else None
+        mine = self._own_values()
         if mine is not None and key in mine:
             return mine[key]
         value = dict.__getitem__(self, key)
         return self._own_tensor(key, value) if isinstance(value, torch.Tensor) else value
 
     def get(self, key: Any, default: Any = None) -> Any:
-        mine = self._own_values() if self._own is not None else None
-        if mine is not None and key in mine:
-            return mine[key]
-        value = dict.get(self, key, default)
-        return self._own_tensor(key, value) if isinstance(value, torch.Tensor) else value
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
     def _own_tensor(self, key: Any, value: torch.Tensor) -> torch.Tensor:
         """A tensor rate read in a replica is a copy lent to it: ``g["lr"] *= 0.5`` multiplies the tensor read
@@ -93,13 +92,17 @@ class ReplicaGroup(dict):
             return lent[0]
         copy = value.clone()
         with _lock:
+            self._start(env.strategy.extended.num_local_replicas)
             if self._lent is None:
                 self._lent = {}
-                if self._own is None:
-                    _written.append(self)
-                    self._own = {"before": {}, "n": env.strategy.extended.num_local_replicas}
             self._lent[(env.replica_id, key)] = (copy, copy._version, value, value._version)
         return copy
+
+    def _start(self, replicas: int) -> None:
+        """This run's first per-replica value of the group (``_lock`` held): settled when the run ends."""
+        if self._own is None:
+            self._own = {"before": {}, "n": replicas}
+            _written.append(self)
 
     def _changed_lent(self, replica_id: int) -> dict:
         """The copies replica ``replica_id`` changed in place (and did not assign back)."""
@@ -109,7 +112,7 @@ class ReplicaGroup(dict):
     def __contains__(self, key: object) -> bool:
         if dict.__contains__(self, key):
             return True
-        mine = self._own_values() if self._own is not None else None
+        mine = self._own_values()
         return mine is not None and key in mine
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
@@ -142,9 +145,7 @@ class ReplicaGroup(dict):
         own = self._own
         if own is None or key not in own["before"] or replica_id not in own:
             with _lock:
-                if self._own is None:
-                    self._own = {"before": {}, "n": replicas}
-                    _written.append(self)
+                self._start(replicas)
                 own = self._own
                 own["before"].setdefault(key, dict.get(self, key, _ABSENT))
                 own.setdefault(replica_id, {})
