@@ -24,6 +24,7 @@ import tempfile
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from process_exit import leave_process_group
 
 torch.set_default_dtype(torch.float64)
 WORLD, GLOBAL_BATCH, LR = 2, 8, 0.05
@@ -325,16 +326,14 @@ def mwms(out_dir: str) -> None:
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
     result.update(process_group_cases(strategy))
     _write(out_dir, f"features_mwms_{strategy.extended.worker_index}.json", result)
-    dist.barrier()   # no rank tears its group down while the other is still in a collective (Gloo aborts)
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 def ddp(out_dir: str) -> None:
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
     result = ddp_cases(dist.get_rank())
     _write(out_dir, f"features_ddp_{dist.get_rank()}.json", result)
-    dist.barrier()   # as run_ddp.py: "terminate called without an active exception" when one rank left early
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 def _write(out_dir: str, name: str, result: dict) -> None:

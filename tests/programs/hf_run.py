@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models import F64, HF_PROGRAMS, evaluate, pretrained_dirs, train_step  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 
 def _flat(params) -> list:
@@ -151,8 +152,7 @@ def main_ddp(out_dir: str, programs: list = HF_PROGRAMS, run: Callable = None, f
     if rank == 0:
         with open(os.path.join(out_dir, file), "w") as f:
             json.dump(results, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 if __name__ == "__main__":

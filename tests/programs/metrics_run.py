@@ -20,6 +20,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
 from metrics_programs import PROGRAMS  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 
 class Ddp(DdpPort):
@@ -90,8 +91,7 @@ def main(out_dir: str) -> None:
         torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
         port = Ddp()
         _run(port, PROGRAMS, out_dir, "metrics_ddp.json" if port.rank == 0 else None)
-        torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
+        leave_process_group()
     else:
         import multidev as md
         strategy = md.distribute.MirroredStrategy()

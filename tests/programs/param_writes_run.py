@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from param_writes import PARAM_WRITES  # noqa: E402
 from param_writes2 import PARAM_WRITES2  # noqa: E402
 from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 ALL = {**PARAM_WRITES, **PARAM_WRITES2}
 if os.environ.get("PARAM_WRITES_ONLY"):
@@ -57,8 +58,7 @@ def main_ddp(out_dir: str) -> None:
     results = {name: _recorded(program, port) for name, program in ALL.items()}
     if port.rank == 0:
         _write(out_dir, "param_writes_ddp.json", results)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process

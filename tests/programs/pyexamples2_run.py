@@ -25,6 +25,7 @@ from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
 from pyexamples2 import EXAMPLES  # noqa: E402
 from pyexamples2_more import EXAMPLES_MORE  # noqa: E402
 from pyexamples2_trainer import EXAMPLES_TRAINER  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 ALL = {**EXAMPLES, **EXAMPLES_MORE, **EXAMPLES_TRAINER}
 
@@ -98,8 +99,7 @@ def main_ddp(out_dir: str) -> None:
     results = {name: _recorded(example, port) for name, example in ALL.items()}
     if port.rank == 0:
         _write(results, out_dir, "pyexamples2_ddp.json")
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 # Under ``multidev launch --workers 2`` (one replica per worker): the RL examples as printed (each worker's

@@ -27,6 +27,7 @@ from pytutorials import TUTORIALS  # noqa: E402
 from pytutorials2 import TUTORIALS2  # noqa: E402
 from pytutorials3 import TUTORIALS3  # noqa: E402
 from pytutorials4 import TUTORIALS4  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 ALL = {**TUTORIALS, **TUTORIALS2, **TUTORIALS3, **TUTORIALS4}
 
@@ -150,8 +151,7 @@ def main_ddp(out_dir: str) -> None:
     if port.rank == 0:
         with open(os.path.join(out_dir, "pytutorials_ddp.json"), "w") as f:
             json.dump(results, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process

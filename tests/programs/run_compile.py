@@ -25,6 +25,7 @@ from torch._dynamo.utils import counters
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compile_programs import GLOBAL_BATCH, PROGRAMS, batches, parameters  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 
 def has_c_compiler() -> bool:
@@ -108,8 +109,7 @@ def main(mode: str, out_dir: str) -> None:
         results = {p.name: _recorded(run_ddp, p, rank, world) for p in _selected(False)}
         if rank == 0:
             _write(out_dir, "ddp", results)
-        dist.barrier()
-        dist.destroy_process_group()
+        leave_process_group()
         return
     import multidev as md
 

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from programs import GLOBAL_BATCH, parameters_of  # noqa: E402
 from idioms import ALL_PROGRAMS  # noqa: E402
 import tutorial  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 
 def run(program, rank: int, world: int) -> dict:
@@ -68,8 +69,7 @@ def main(out_dir: str) -> None:
     if rank == 0:
         with open(os.path.join(out_dir, "ddp.json"), "w") as f:
             json.dump(results, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from optimizer_matrix import CASES, batches, optimizer_record, parameters  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 if os.environ.get("OPTIMIZER_MATRIX_CASES"):   # a comma-separated subset, to look at a few cases by hand
     CASES = [c for c in CASES if c.name in os.environ["OPTIMIZER_MATRIX_CASES"].split(",")]
@@ -183,9 +184,12 @@ def main(out_dir: str) -> None:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
         rank, world = dist.get_rank(), dist.get_world_size()
         results = {c.name: _recorded(ddp, c, rank, world) for c in CASES}
-        name = f"ddp{rank}.json"
-        dist.barrier()
-        dist.destroy_process_group()
+        _write(out_dir, f"ddp{rank}.json", results)
+        leave_process_group()
+    _write(out_dir, name, results)
+
+
+def _write(out_dir: str, name: str, results: dict) -> None:
     with open(os.path.join(out_dir, name), "w") as f:
         json.dump(results, f)
 

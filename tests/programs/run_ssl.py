@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ssl_programs  # noqa: E402
 import ssl_programs2  # noqa: E402
 import ssl_simclr  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 PROGRAMS = ssl_programs.SSL_PROGRAMS + ssl_simclr.SSL_SIMCLR + ssl_programs2.SSL_PROGRAMS2
 MODULES = (ssl_programs, ssl_simclr, ssl_programs2)   # whose torch.distributed lines ssl_port.py replaces
@@ -38,8 +39,7 @@ def _ddp(out_dir: str) -> None:
     results = {program.name: _recorded(program, rank, world) for program in PROGRAMS}
     if rank == 0:
         _write(out_dir, "ssl_ddp.json", results)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 def _multidev(out_dir: str) -> None:

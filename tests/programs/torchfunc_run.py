@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyexamples2_run import Ddp2, Mirrored2, _write  # noqa: E402
 from pytutorials_run import _recorded  # noqa: E402
 from torchfunc_programs import PROGRAMS  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
 
 
 class DdpFunc(Ddp2):
@@ -139,8 +140,7 @@ def main_ddp(out_dir: str) -> None:
     results["dp_sgd_no_reduction"] = _recorded(PROGRAMS["dp_sgd"], DdpAsPrinted())
     if port.rank == 0:
         _write(results, out_dir, "torchfunc_ddp.json")
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_process_group()
 
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
