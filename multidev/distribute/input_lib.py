@@ -26,7 +26,8 @@ from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
 from multidev.distribute.batch_split import leading_size, split_element
-from multidev.distribute.torch_sampler import PIPELINES, equal_on_every_worker, reads_worker_share
+from multidev.distribute.torch_sampler import (PIPELINES, check_loader_feeds_every_replica, equal_on_every_worker,
+                                               reads_worker_share)
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
@@ -194,7 +195,7 @@ class DistributedDataset(_DistributedBase):
 
     def __init__(self, strategy: Any, dataset: Any, options: InputOptions | None = None):
         super().__init__(strategy, options)
-        dataset = _check_dataset(dataset, "experimental_distribute_dataset")
+        loader, dataset = dataset, _check_dataset(dataset, "experimental_distribute_dataset")
         if self._options.experimental_replication_mode is InputReplicationMode.PER_REPLICA:
             raise NotImplementedError(   # TensorFlow's type for this
                 "InputReplicationMode.PER_REPLICA is only supported in `distribute_datasets_from_function`; "
@@ -207,6 +208,7 @@ class DistributedDataset(_DistributedBase):
         # A DistributedSampler's loader (DDP's input): each batch is this worker's share, as under DDP.
         self._worker_share = reads_worker_share(dataset, self._num_workers, self._worker_index,
                                                 "experimental_distribute_dataset")
+        check_loader_feeds_every_replica(loader, len(self._devices) * (1 if self._worker_share else self._num_workers))
         self._every_batch, self._dataset = ((False, dataset) if self._worker_share
                                             else _worker_input(dataset, self._num_workers, self._worker_index))
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.

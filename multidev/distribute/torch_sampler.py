@@ -96,3 +96,28 @@ def _mismatch(sampler: Any, num_workers: int, worker_index: int, what: str, name
         "batch_size=GLOBAL_BATCH_SIZE, shuffle=True, generator=torch.Generator().manual_seed(SEED)): the "
         "strategy splits each across all replicas."
     )
+
+
+def check_loader_feeds_every_replica(loader: Any, replicas: int) -> None:
+    """Refuse a torch DataLoader whose batches are smaller than the replicas they are split across.
+
+    The loader's batch is the global batch (TensorFlow's rule): ``DataLoader(batch_size=1)`` on 2
+    replicas gives replica 1 an empty batch at every step (its mean loss nan, its gradient zero, the
+    average of the two halved), where each DDP rank reading the same loader through a
+    ``DistributedSampler`` trains its own example. A short last batch is fine (split as TF splits it).
+
+    Raises:
+        ValueError: ``loader.batch_size`` below ``replicas``.
+    """
+    size = getattr(loader, "batch_size", None) if isinstance(loader, tud.DataLoader) else None
+    if size is None or size >= replicas:
+        return
+    raise ValueError(
+        f"experimental_distribute_dataset got a torch DataLoader with batch_size={size!r} for {replicas} replicas: "
+        f"its batch is the global batch, split across the replicas, so {replicas - size} of them would train on an "
+        "empty batch at every step (a nan loss, a zero gradient averaged in), where each DDP rank with a "
+        "DistributedSampler trains its own batch. Either give each replica its own batch of that size, "
+        f"strategy.distribute_datasets_from_function(lambda ctx: DataLoader(dataset, batch_size={size}, ...)) (the "
+        "replicas take consecutive batches, as DistributedSampler gives rank r every r-th example; examples of "
+        f"different lengths need no padding), or batch the global batch, DataLoader(dataset, batch_size={size} * "
+        "strategy.num_replicas_in_sync).")
