@@ -121,3 +121,37 @@ def check_loader_feeds_every_replica(loader: Any, replicas: int) -> None:
         "replicas take consecutive batches, as DistributedSampler gives rank r every r-th example; examples of "
         f"different lengths need no padding), or batch the global batch, DataLoader(dataset, batch_size={size} * "
         "strategy.num_replicas_in_sync).")
+
+
+def loader_batch_sizes(loader: Any) -> list[int] | None:
+    """How many examples each batch of ``loader`` holds, where torch's own batching decides it (a map-style
+    dataset, torch's ``BatchSampler`` over a sampler with a length); None otherwise."""
+    if not isinstance(loader, tud.DataLoader) or loader.batch_size is None:
+        return None
+    if isinstance(loader.dataset, tud.IterableDataset) or type(loader.batch_sampler) is not tud.BatchSampler:
+        return None
+    try:
+        total = len(loader.batch_sampler.sampler)
+    except TypeError:
+        return None
+    full, rest = divmod(total, loader.batch_size)
+    return [loader.batch_size] * full + ([rest] if rest and not loader.drop_last else [])
+
+
+def check_examples_along_dim0(index: int, examples: int, rows: int, leaf: Any) -> None:
+    """Refuse a loader batch of ``examples`` examples whose tensors have ``rows`` rows along dimension 0.
+
+    Raises:
+        ValueError: the batch is not batch-first (a sequence-first ``collate_fn``: ``pad_sequence``'s
+            default, ``nn.Transformer``'s ``(S, N)`` layout), whose split would cut every sequence.
+    """
+    if rows == examples:
+        return
+    shape = tuple(getattr(leaf, "shape", ()))
+    raise ValueError(
+        f"experimental_distribute_dataset: batch {index} of the torch DataLoader holds {examples} examples, but its "
+        f"tensors have {rows} rows along dimension 0 (a tensor of shape {shape}). The strategy splits dimension 0 "
+        "of every tensor across the replicas (TensorFlow's rule), so it would cut the sequences instead of the "
+        "examples. A sequence-first collate_fn (pad_sequence's default, nn.Transformer's (S, N) layout) must give "
+        "the strategy batch-first tensors: pad_sequence(..., batch_first=True) (or batch.t()) in collate_fn, and "
+        "src = src.t() (src.transpose(0, 1)) at the start of the step.")
