@@ -85,8 +85,7 @@ def test_as_printed_refused_saying_why(results, program):
     """The translation tutorial's sequence-first ``collate_fn`` (its split would cut the sentences) and the
     char-RNN's batch of one through ``experimental_distribute_dataset`` (a replica idle every step)."""
     (ours, _, *workers), _ = results
-    for got in (ours[program], *workers):
-        got = got if "error" in got else got[program]
+    for got in (ours[program], *(w[program] for w in workers)):
         assert got.get("error", "").startswith(REFUSED[program]), got
 
 
