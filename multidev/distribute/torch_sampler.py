@@ -117,10 +117,10 @@ def check_loader_feeds_every_replica(loader: Any, replicas: int) -> None:
         f"its batch is the global batch, split across the replicas, so {replicas - size} of them would train on an "
         "empty batch at every step (a nan loss, a zero gradient averaged in), where each DDP rank with a "
         "DistributedSampler trains its own batch. Either give each replica its own batch of that size, "
-        f"strategy.distribute_datasets_from_function(lambda ctx: DataLoader(dataset, batch_size={size}, ...)) (the "
-        "replicas take consecutive batches, as DistributedSampler gives rank r every r-th example; examples of "
-        f"different lengths need no padding), or batch the global batch, DataLoader(dataset, batch_size={size} * "
-        "strategy.num_replicas_in_sync).")
+        f"strategy.distribute_datasets_from_function(lambda ctx: DataLoader(dataset, batch_size={size}, "
+        "sampler=DistributedSampler(dataset, num_replicas=ctx.num_input_pipelines, rank=ctx.input_pipeline_id))) "
+        "(each replica its own batch, as each DDP rank; examples of different lengths need no padding), or batch "
+        f"the global batch, DataLoader(dataset, batch_size={size} * strategy.num_replicas_in_sync).")
 
 
 def loader_batch_sizes(loader: Any) -> list[int] | None:
