@@ -14,6 +14,7 @@ the right copy, so neither breaks a fused op: while strategies live, ``has_torch
 torch's transformer and attention modules ignores them (any other mode or subclass still counts). The
 fused ops take no dropout (they run in eval only), so no replica's random stream is skipped. Cost: one
 frame lookup per call made while a mode or subclass is active (torch's other callers get torch's answer).
+Compiled code gets dynamo's answer, as before (inside replicas: no fast path).
 """
 
 from __future__ import annotations
@@ -46,9 +47,15 @@ def _only_multidev_overrides(args: tuple) -> bool:
 
 
 def _ignoring_multidev(original: Callable[[tuple], bool]) -> Callable[[tuple], bool]:
+    variadic = torch.overrides.has_torch_function_variadic
+
     def has_torch_function(relevant_args) -> bool:
-        if torch.compiler.is_compiling() or not original(relevant_args):
-            return original(relevant_args)   # dynamo handles torch's function itself
+        if torch.compiler.is_compiling():
+            # dynamo answers for torch's functions itself; it keys them by the names they had when it first
+            # compiled (this wrapper's, if that was later), and the variadic one is never wrapped
+            return variadic(*relevant_args)
+        if not original(relevant_args):
+            return False
         if sys._getframe(1).f_globals.get("__name__") not in _FAST_PATH_CALLERS:
             return True
         return not _only_multidev_overrides(tuple(relevant_args))

@@ -64,7 +64,15 @@ calls.clear()
 enc.train(), mha.train()
 loss = strategy.run(lambda xs, ps: sum(o.nan_to_num().pow(2).mean() for o in forward(enc, mha, xs, ps)), args=(xs, ps))
 assert not calls, "training takes the slow path (dropout on each replica's stream)"
-for name, original in originals.items():   # TorchScript needs torch's own functions
+for name, original in originals.items():   # TorchScript and dynamo need torch's own functions
+    setattr(torch, name, original)
+compiled = torch.compile(enc, backend="eager", fullgraph=True)   # dynamo answers has_torch_function itself
+enc.eval()
+with torch.no_grad():
+    got = strategy.run(compiled, args=(xs,))
+    want_enc = build()[0].eval()(x)
+torch.testing.assert_close(torch.cat(strategy.experimental_local_results(got)), want_enc, rtol=1e-12, atol=1e-12)
+for name, original in originals.items():
     setattr(torch, name, original)
 scripted = torch.jit.script(nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1,
                                                   enable_nested_tensor=False).eval())
