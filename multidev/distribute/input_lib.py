@@ -26,7 +26,8 @@ from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
 from multidev.distribute.batch_split import leading_size, split_element
-from multidev.distribute.torch_sampler import PIPELINES, equal_on_every_worker, reads_worker_share
+from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
+                                               equal_on_every_worker, loader_batch_sizes, reads_worker_share)
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
 
@@ -194,7 +195,7 @@ class DistributedDataset(_DistributedBase):
 
     def __init__(self, strategy: Any, dataset: Any, options: InputOptions | None = None):
         super().__init__(strategy, options)
-        dataset = _check_dataset(dataset, "experimental_distribute_dataset")
+        loader, dataset = dataset, _check_dataset(dataset, "experimental_distribute_dataset")
         if self._options.experimental_replication_mode is InputReplicationMode.PER_REPLICA:
             raise NotImplementedError(   # TensorFlow's type for this
                 "InputReplicationMode.PER_REPLICA is only supported in `distribute_datasets_from_function`; "
@@ -207,8 +208,11 @@ class DistributedDataset(_DistributedBase):
         # A DistributedSampler's loader (DDP's input): each batch is this worker's share, as under DDP.
         self._worker_share = reads_worker_share(dataset, self._num_workers, self._worker_index,
                                                 "experimental_distribute_dataset")
+        check_loader_feeds_every_replica(loader, len(self._devices) * (1 if self._worker_share else self._num_workers))
         self._every_batch, self._dataset = ((False, dataset) if self._worker_share
                                             else _worker_input(dataset, self._num_workers, self._worker_index))
+        # The loader's own batches (not re-sharded): their example counts, to check each is batch-first.
+        self._examples = loader_batch_sizes(loader) if self._dataset is dataset else None
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
@@ -249,7 +253,9 @@ class DistributedDataset(_DistributedBase):
         n = len(self._devices)
         total = n * self._num_workers
         first = self._worker_index * n
-        for element in self._dataset:
+        for index, element in enumerate(self._dataset):
+            if self._examples is not None and index < len(self._examples):
+                check_examples_along_dim0(index, self._examples[index], leading_size(element), flatten(element)[0])
             if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
                 yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
                 continue

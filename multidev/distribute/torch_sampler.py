@@ -96,3 +96,62 @@ def _mismatch(sampler: Any, num_workers: int, worker_index: int, what: str, name
         "batch_size=GLOBAL_BATCH_SIZE, shuffle=True, generator=torch.Generator().manual_seed(SEED)): the "
         "strategy splits each across all replicas."
     )
+
+
+def check_loader_feeds_every_replica(loader: Any, replicas: int) -> None:
+    """Refuse a torch DataLoader whose batches are smaller than the replicas they are split across.
+
+    The loader's batch is the global batch (TensorFlow's rule): ``DataLoader(batch_size=1)`` on 2
+    replicas gives replica 1 an empty batch at every step (its mean loss nan, its gradient zero, the
+    average of the two halved), where each DDP rank reading the same loader through a
+    ``DistributedSampler`` trains its own example. A short last batch is fine (split as TF splits it).
+
+    Raises:
+        ValueError: ``loader.batch_size`` below ``replicas``.
+    """
+    size = getattr(loader, "batch_size", None) if isinstance(loader, tud.DataLoader) else None
+    if size is None or size >= replicas:
+        return
+    raise ValueError(
+        f"experimental_distribute_dataset got a torch DataLoader with batch_size={size!r} for {replicas} replicas: "
+        f"its batch is the global batch, split across the replicas, so {replicas - size} of them would train on an "
+        "empty batch at every step (a nan loss, a zero gradient averaged in), where each DDP rank with a "
+        "DistributedSampler trains its own batch. Either give each replica its own batch of that size, "
+        f"strategy.distribute_datasets_from_function(lambda ctx: DataLoader(dataset, batch_size={size}, "
+        "sampler=DistributedSampler(dataset, num_replicas=ctx.num_input_pipelines, rank=ctx.input_pipeline_id))) "
+        "(each replica its own batch, as each DDP rank; examples of different lengths need no padding), or batch "
+        f"the global batch, DataLoader(dataset, batch_size={size} * strategy.num_replicas_in_sync).")
+
+
+def loader_batch_sizes(loader: Any) -> list[int] | None:
+    """How many examples each batch of ``loader`` holds, where torch's own batching decides it (a map-style
+    dataset, torch's ``BatchSampler`` over a sampler with a length); None otherwise."""
+    if not isinstance(loader, tud.DataLoader) or loader.batch_size is None:
+        return None
+    if isinstance(loader.dataset, tud.IterableDataset) or type(loader.batch_sampler) is not tud.BatchSampler:
+        return None
+    try:
+        total = len(loader.batch_sampler.sampler)
+    except TypeError:
+        return None
+    full, rest = divmod(total, loader.batch_size)
+    return [loader.batch_size] * full + ([rest] if rest and not loader.drop_last else [])
+
+
+def check_examples_along_dim0(index: int, examples: int, rows: int, leaf: Any) -> None:
+    """Refuse a loader batch of ``examples`` examples whose tensors have ``rows`` rows along dimension 0.
+
+    Raises:
+        ValueError: the batch is not batch-first (a sequence-first ``collate_fn``: ``pad_sequence``'s
+            default, ``nn.Transformer``'s ``(S, N)`` layout), whose split would cut every sequence.
+    """
+    if rows == examples:
+        return
+    shape = tuple(getattr(leaf, "shape", ()))
+    raise ValueError(
+        f"experimental_distribute_dataset: batch {index} of the torch DataLoader holds {examples} examples, but its "
+        f"tensors have {rows} rows along dimension 0 (a tensor of shape {shape}). The strategy splits dimension 0 "
+        "of every tensor across the replicas (TensorFlow's rule), so it would cut the sequences instead of the "
+        "examples. A sequence-first collate_fn (pad_sequence's default, nn.Transformer's (S, N) layout) must give "
+        "the strategy batch-first tensors: pad_sequence(..., batch_first=True) (or batch.t()) in collate_fn, and "
+        "src = src.t() (src.transpose(0, 1)) at the start of the step.")
