@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import torch
 
-from multidev._core.eager_tensor import readable
+from multidev._core.eager_tensor import gradient_input, readable
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.values.distributed import flatten, pack_as
@@ -276,7 +276,7 @@ class GradientTape:
             pairs = [(t, g) for t, g in zip(targets, grad_outputs) if t.requires_grad]
             handles = [node.register_prehook(_zeros) for node in cut]
             try:
-                computed = torch.autograd.grad([t for t, _ in pairs], [inputs[i] for i in differentiable],
+                computed = torch.autograd.grad([t for t, _ in pairs], [gradient_input(inputs[i]) for i in differentiable],
                                                grad_outputs=[g for _, g in pairs], allow_unused=True,
                                                retain_graph=self._persistent or self._recorded_by_another() or bool(cut)
                                                or self._graph_shared(),
