@@ -63,6 +63,15 @@ class Dense(Layer):
                 "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
 
 
+class Identity(Layer):
+    """Returns its inputs unchanged (Keras 3's ``layers.Identity``: a placeholder, e.g. for a normalization left out)."""
+
+    supports_masking = True
+
+    def call(self, inputs):
+        return inputs
+
+
 class Activation(Layer):
     """Applies an activation function by name or callable."""
 
