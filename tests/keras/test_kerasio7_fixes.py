@@ -146,3 +146,32 @@ def test_dropout_after_a_conv1d_draws_one_devices_mask_on_two_replicas(two_repli
     # contiguous ones (p74's logged loss 0.8445 vs 0.8481 on one device)
     one, two = two_replicas[case]
     np.testing.assert_allclose(two, one, rtol=2e-5, atol=1e-6, err_msg=case)
+
+
+def test_a_watched_tensor_takes_an_in_place_step_after_the_gradient():
+    # keras.io's Deep Dream on Keras 3 (torch tensors): `img += learning_rate * grads` after tape.gradient raised
+    # "a view of a leaf Variable that requires grad is being used in an in-place operation"
+    img = torch.rand(1, 4, 4, 3).movedim(-1, 1)[:, :, :3].movedim(1, -1)   # a view, as an image op's result
+    start = img.clone()
+    for _ in range(2):
+        with md.GradientTape() as tape:
+            tape.watch(img)
+            loss = (img ** 2).sum()
+        grads = tape.gradient(loss, img)
+        grads /= torch.clamp(grads.abs().mean(), min=1e-6)
+        img += 0.01 * grads
+    assert not img.requires_grad and not torch.equal(img, start)
+    with md.GradientTape(persistent=True) as tape:   # a persistent tape keeps it watched
+        tape.watch(img)
+        y = (img * 3).sum()
+    tape.gradient(y, img)
+    assert img.requires_grad and tape.gradient(y, img) is not None
+    x = torch.ones(2)
+    with md.GradientTape() as outer:   # and so does a tape still open around the used one
+        outer.watch(x)
+        with md.GradientTape() as inner:
+            inner.watch(x)
+            z = (x * x).sum()
+        inner.gradient(z, x)
+        assert x.requires_grad
+    np.testing.assert_array_equal(outer.gradient(z, x).numpy(), [2.0, 2.0])
