@@ -175,3 +175,22 @@ def test_a_watched_tensor_takes_an_in_place_step_after_the_gradient():
         inner.gradient(z, x)
         assert x.requires_grad
     np.testing.assert_array_equal(outer.gradient(z, x).numpy(), [2.0, 2.0])
+
+
+def test_clone_model_of_a_lambda_wrapping_a_registered_function():
+    # keras.io's DDIM: `keras.models.clone_model(network)` where a Lambda wraps the registered sinusoidal_embedding
+    @K.saving.register_keras_serializable()
+    def doubled_plus(x, plus=0.0):
+        return x * 2.0 + plus
+
+    inputs = K.Input((3,))
+    outputs = K.layers.Dense(2)(K.layers.Lambda(doubled_plus, output_shape=(3,), arguments={"plus": 1.0})(inputs))
+    model = K.Model(inputs, outputs)
+    clone = K.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    x = np.random.RandomState(0).rand(2, 3).astype("float32")
+    np.testing.assert_allclose(clone.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
+    assert clone.layers[1].function is doubled_plus and clone.layers[1].arguments == {"plus": 1.0}
+    with pytest.raises(NotImplementedError, match="register_keras_serializable"):
+        K.layers.Lambda(lambda x: x).get_config()   # an unregistered function: still refused (no pickle)
+    np.testing.assert_allclose(K.ops.arccos(0.95).numpy(), np.arccos(np.float32(0.95)), rtol=1e-6)

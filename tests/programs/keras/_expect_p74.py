@@ -30,6 +30,17 @@ K3_STRING_LOOKUP = ("Keras 3's StringLookup needs TensorFlow, which is not insta
                     "strings up before the model); md.keras has its own")
 FOREST_BN = (BN + "; the trees' feature masks (the global np.random.choice) are one device's, and without the "
              "BatchNormalization md.keras on 2 replicas equals one device (checked with the layer replaced by Identity)")
+K3_ADAPT_DATASET = ("Keras 3 on torch cannot adapt a Normalization on a dataset without TensorFlow (its adapt tests "
+                    "`isinstance(data, tf.data.Dataset)`: \"This requires the tensorflow module\"), on one device too; "
+                    "md.keras adapts on its md.data.Dataset")
+GLOBAL_BATCH_SHAPES = ("keras.io's DDIM step draws its noises and diffusion times with the module's global `batch_size` "
+                       "in their shapes: each replica holds half the images, and `signal_rates * images` refuses the "
+                       "broadcast, a loud failure (TensorFlow's MirroredStrategy meets the same shapes; not checked "
+                       "there); p83 takes the batch from the images")
+DDIM_PAIRS = (BN + "; and the KID metric is a kernel estimate over the pairs of images each replica sees (as on "
+              "TensorFlow's MirroredStrategy, where each replica updates the metric with its own batch); with the "
+              "BatchNormalization replaced by Identity every loss, the normalizer's adapted mean, the network and "
+              "its EMA copy equal one device, and only the validation KID differs")
 EXPECT_P74 = {
     "p74_timeseries_anomaly_detection": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # Dropout after Conv1D
     "p75_timeseries_transformer_classification": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
@@ -42,4 +53,10 @@ EXPECT_P74 = {
     "p80_neural_decision_forest": {"keras3": fails("requires tensorflow", K3_STRING_LOOKUP), "md2": differs(FOREST_BN),
                                    "k3md2": fails("requires tensorflow", K3_STRING_LOOKUP)},
     "p81_grn_vsn": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # sample weights from a 3-tuple dataset
+    "p82_ddim": {"keras3": fails("requires the tensorflow module", K3_ADAPT_DATASET),
+                 "md2": fails("must match the size", GLOBAL_BATCH_SHAPES),
+                 "k3md2": fails("requires the tensorflow module", K3_ADAPT_DATASET)},
+    "p83_ddim_replica_batch": {"keras3": fails("requires the tensorflow module", K3_ADAPT_DATASET),
+                               "md2": differs(DDIM_PAIRS),
+                               "k3md2": fails("requires the tensorflow module", K3_ADAPT_DATASET)},
 }
