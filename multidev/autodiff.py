@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import torch
 
-from multidev._core.eager_tensor import readable
+from multidev._core.eager_tensor import gradient_input, readable
 from multidev._core.user_warnings import warn_user
 from multidev.values import context
 from multidev.values.distributed import flatten, pack_as
@@ -105,6 +105,7 @@ class GradientTape:
         self._used = False
         self._grad_mode: Any = None
         self._watched: dict[int, torch.Tensor] = {}
+        self._flipped: list[torch.Tensor] = []   # the tensors watch() made require grad
         self._target_nodes: list = []
         self._started_at: int | None = None
         self._thread: int | None = None
@@ -165,6 +166,7 @@ class GradientTape:
                 continue
             if not t.requires_grad:
                 t.requires_grad_(True)
+                self._flipped.append(t)
                 if not torch.compiler.is_compiling():
                     _WATCHED_BY_A_TAPE[id(t)] = weakref.ref(t, lambda _, key=id(t): _WATCHED_BY_A_TAPE.pop(key, None))
             self._watched[id(t)] = t
@@ -276,7 +278,7 @@ class GradientTape:
             pairs = [(t, g) for t, g in zip(targets, grad_outputs) if t.requires_grad]
             handles = [node.register_prehook(_zeros) for node in cut]
             try:
-                computed = torch.autograd.grad([t for t, _ in pairs], [inputs[i] for i in differentiable],
+                computed = torch.autograd.grad([t for t, _ in pairs], [gradient_input(inputs[i]) for i in differentiable],
                                                grad_outputs=[g for _, g in pairs], allow_unused=True,
                                                retain_graph=self._persistent or self._recorded_by_another() or bool(cut)
                                                or self._graph_shared(),
@@ -288,7 +290,22 @@ class GradientTape:
                 grads[i] = readable(g)   # differentiable when another tape records: still .numpy()-able
         if unconnected is UnconnectedGradients.ZERO:
             grads = [torch.zeros_like(s) if g is None else g for s, g in zip(inputs, grads)]
+        if not self._persistent:
+            self._release_watched()
         return pack_as(sources, grads)
+
+    def _release_watched(self) -> None:
+        """A used non-persistent tape's watched tensors no longer require grad, as before ``watch``: TensorFlow's
+        tensors are immutable, so keras.io's Deep Dream writes ``img += learning_rate * grads`` after the gradient,
+        which torch refused on a leaf that requires grad. Kept while another tape is open (it may record them)."""
+        if any(other is not self for other in _OPEN_TAPES.get()) or self._recorded_by_another():
+            return
+        for t in self._flipped:
+            ref = _WATCHED_BY_A_TAPE.get(id(t))
+            if t.grad_fn is None and t.requires_grad and ref is not None and ref() is t:
+                t.requires_grad_(False)
+                _WATCHED_BY_A_TAPE.pop(id(t), None)
+        self._flipped = []
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: UnconnectedGradients | str =
                  UnconnectedGradients.NONE, parallel_iterations: Any = None, experimental_use_pfor: bool = True) -> Any:

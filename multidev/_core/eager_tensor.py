@@ -179,3 +179,14 @@ def readable_results(fn, name=None):
         return _readable_parts(fn(*args, **kwargs))
     op._md_public_name = public
     return op
+
+
+def gradient_input(value):
+    """What ``tape.gradient`` differentiates for a source: for a readable result, the graph edge of the tensor
+    it aliases. A model's outputs are handed on readable at the end of its call, but its later layers read the
+    tensor before that: Grad-CAM's ``grad_model`` returns the last conv layer's activations AND the predictions
+    computed from them, and the gradient with respect to the alias was None (TensorFlow's is the same tensor)."""
+    grad_fn = value.grad_fn if isinstance(value, EagerTensor) else None
+    if grad_fn is not None and type(grad_fn).__name__ == "AliasBackward0" and grad_fn.next_functions[0][0] is not None:
+        return torch.autograd.graph.GradientEdge(*grad_fn.next_functions[0])
+    return value

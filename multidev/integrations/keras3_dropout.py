@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import torch
 
+from multidev._core import draw_layout
 from multidev.values import context
 
 #: (offset of this replica's slice in the global batch, its size, the global batch size), set in fit's steps
@@ -51,8 +52,7 @@ def call(original: Any, layer: Any, inputs: Any, training: Any = False) -> Any:
             or (layer.noise_shape is not None and layer.noise_shape[0] is not None)):
         return original(layer, inputs, training)
     offset, size, global_size = where
-    shape = (global_size, *inputs.shape[1:])
-    noise = ctx.merge_call(_global_noise, args=(layer, shape, inputs.dtype, str(inputs.device)))
+    noise = ctx.merge_call(_global_noise, args=(layer, inputs, global_size))
     rows = noise[offset:offset + size].to(inputs.device)
     if _seeded(layer):   # Keras's seeded form: where(mask, inputs / keep_prob, 0)
         return torch.where(rows != 0, inputs / (1.0 - layer.rate), torch.zeros_like(inputs))
@@ -64,10 +64,15 @@ def _seeded(layer: Any) -> bool:
     return layer.seed_generator._initial_seed is not None or layer.noise_shape is not None
 
 
-def _global_noise(strategy: Any, layer: Any, shape: tuple, dtype: torch.dtype, device: Any) -> torch.Tensor:
+def _global_noise(strategy: Any, layer: Any, inputs: Any, global_size: Any) -> torch.Tensor:
     """The global batch's dropout of ones (``1 / keep_prob`` where kept, 0 elsewhere), drawn once as Keras draws it
-    on one device (every replica passes the same layer, shape and dtype; the first replica's device)."""
+    on one device (every replica passes the same layer; the first replica's inputs give the device and, for torch's
+    unseeded dropout, which fills its mask in the inputs' memory order, the layout: a Conv1D output's is not
+    logical)."""
     keras = sys.modules["keras"]
+    first = strategy.experimental_local_results(inputs)[0]
+    size = int(strategy.experimental_local_results(global_size)[0])
     with torch.no_grad():
-        ones = torch.ones(shape, dtype=dtype, device=strategy.experimental_local_results(device)[0])
+        ones = (torch.ones((size, *first.shape[1:]), dtype=first.dtype, device=first.device) if _seeded(layer)
+                else draw_layout.ones_like_rows(first, size))
         return keras.random.dropout(ones, layer.rate, noise_shape=layer.noise_shape, seed=layer.seed_generator)

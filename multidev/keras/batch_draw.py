@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from multidev._core import draw_layout
 from multidev.keras import step_inputs
 from multidev.values import context
 from multidev.values.distributed import PerReplica
@@ -69,8 +70,7 @@ def dropout(inputs: torch.Tensor, rate: float, training: bool) -> torch.Tensor:
     """``F.dropout(inputs, rate, training)``, its mask (one per example) drawn through ``rows`` in a step on
     several replicas: ``Dropout``'s and the attention layers' dropout on their weights alike."""
     if training and 0 < rate < 1 and inputs.dim() > 0 and in_step():
-        shape, dtype, device = tuple(inputs.shape[1:]), inputs.dtype, inputs.device
-        noise = rows(lambda n: F.dropout(torch.ones((n, *shape), dtype=dtype, device=device), rate, training=True),
-                     inputs.shape[0])
-        return inputs * noise.to(device)
+        # ones in the inputs' memory layout: torch draws the mask in memory order (a Conv1D output's is not logical)
+        noise = rows(lambda n: F.dropout(draw_layout.ones_like_rows(inputs, n), rate, training=True), inputs.shape[0])
+        return inputs * noise.to(inputs.device)
     return F.dropout(inputs, rate, training=bool(training))

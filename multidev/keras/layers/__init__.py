@@ -21,7 +21,7 @@ from multidev.keras.layers.conv_extra import (Conv1DTranspose, Conv2DTranspose, 
                                               SeparableConvolution2D)
 from multidev.keras.layers.discretization import Discretization
 from multidev.keras.layers.hashing import Hashing
-from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Lambda, Reshape
+from multidev.keras.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Identity, Lambda, Reshape
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.input_spec import InputSpec
 from multidev.keras.layers.keras_tensor import KerasTensor
@@ -48,7 +48,7 @@ from multidev.keras.layers.text_vectorization import TextVectorization
 from multidev.keras.layers.lookup import IntegerLookup, StringLookup
 
 __all__ = [
-    "Layer", "Input", "InputLayer", "InputSpec", "KerasTensor", "Dense", "Activation", "Dropout", "Flatten",
+    "Layer", "Input", "InputLayer", "InputSpec", "KerasTensor", "Dense", "Activation", "Identity", "Dropout", "Flatten",
     "Reshape", "Embedding", "Lambda", "Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "MaxPool1D", "MaxPool2D",
     "MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "AvgPool1D", "AvgPool2D",
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D",

@@ -63,6 +63,15 @@ class Dense(Layer):
                 "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
 
 
+class Identity(Layer):
+    """Returns its inputs unchanged (Keras 3's ``layers.Identity``: a placeholder, e.g. for a normalization left out)."""
+
+    supports_masking = True
+
+    def call(self, inputs):
+        return inputs
+
+
 class Activation(Layer):
     """Applies an activation function by name or callable."""
 
@@ -175,19 +184,43 @@ class Embedding(Layer):
 
 
 class Lambda(Layer):
-    """Wraps a function of the inputs as a layer (kept in memory: its config cannot be saved without pickle)."""
+    """Wraps a function of the inputs as a layer. Its config names a function registered with
+    ``register_keras_serializable`` (as Keras 3 writes it: keras.io's DDIM clones a network whose ``Lambda`` wraps
+    its registered ``sinusoidal_embedding``); any other function stays in memory (saving it would need pickle)."""
 
     def __init__(self, function, output_shape=None, arguments=None, **kwargs):
         super().__init__(**kwargs)
         if not callable(function):
             raise TypeError(f"Lambda expects a callable, received {function!r}")
         self.function, self.arguments = function, dict(arguments or {})
+        self._lambda_output_shape = output_shape
 
     def call(self, inputs):
         return self.function(inputs, **self.arguments)
 
     def get_config(self):
-        raise NotImplementedError(
-            f'Lambda layer "{self.name}" wraps a Python function, which multidev does not serialize (that would need '
-            "pickle). Write a small Layer subclass with get_config(), or save the weights with save_weights()."
-        )
+        from multidev.keras.saving import serialization   # (saving imports the layers)
+        names = [k for k, v in serialization.get_custom_objects().items() if v is self.function]
+        if not names:
+            raise NotImplementedError(
+                f'Lambda layer "{self.name}" wraps a Python function, which multidev does not serialize (that would '
+                "need pickle). Register it with @keras.saving.register_keras_serializable(), write a small Layer "
+                "subclass with get_config(), or save the weights with save_weights()."
+            )
+        name = next((k for k in names if ">" in k), names[0])
+        return {**super().get_config(), "function": {"module": "builtins", "class_name": "function", "config": name,
+                                                     "registered_name": "function"},
+                "output_shape": self._lambda_output_shape, "arguments": self.arguments}
+
+    @classmethod
+    def from_config(cls, config):
+        from multidev.keras.saving import serialization
+        config = dict(config)
+        function = config.pop("function")
+        if isinstance(function, dict) and function.get("class_name") == "function":
+            registered = serialization.get_custom_objects()
+            if function["config"] not in registered:
+                raise TypeError(f"Could not locate function {function['config']!r} of Lambda layer "
+                                f"{config.get('name')!r}: register it with @keras.saving.register_keras_serializable().")
+            function = registered[function["config"]]
+        return cls(function, **config)

@@ -135,3 +135,12 @@ def untouched_by_inference(layer: torch.nn.Module) -> Iterator[None]:
             for copy, before in saved:
                 if copy.shape == before.shape and not torch.equal(copy, before):
                     copy.copy_(before)
+
+
+def activation_value(layer, name, value):
+    """``layer.activation = None`` on a layer that has one means linear (keras.io's Grad-CAM removes the last
+    layer's softmax so): Keras 3's layers skip an activation that is None, md.keras's call theirs."""
+    if value is None and name in ("activation", "recurrent_activation") and callable(getattr(layer, name, None)):
+        from multidev.keras import activations   # (activations is imported after the layers package)
+        return activations.get(None)
+    return value

@@ -35,6 +35,8 @@ from multidev.keras.models.resume import worker_rng_sync
 class Trainer:
     """Mixin of Model holding the compile state and the training loops."""
 
+    loss = None   # what compile() was given last (Keras 3's `model.loss`)
+
     def _init_trainer(self):
         self.optimizer = self.compiled_loss = None
         self.compiled_metrics = None
@@ -70,6 +72,8 @@ class Trainer:
         self._added_loss_tracker = AddedLossTracker() if loss is None else None   # add_loss only: Keras logs it
         self._compile_config = {"loss": loss, "metrics": metrics, "loss_weights": loss_weights,
                                 "weighted_metrics": weighted_metrics}
+        if loss is not None:   # Keras 3's attribute: keras.io's DDPM step calls self.loss(noise, pred_noise)
+            self.loss = loss
         self._is_compiled = True
         self.stop_training = False
 

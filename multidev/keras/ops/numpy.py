@@ -84,6 +84,13 @@ def zeros_like(x, dtype=None):
     return torch.zeros_like(x, dtype=None if dtype is None else standardize_dtype(dtype))
 
 
+def copy(x):
+    """A new tensor with ``x``'s values (Keras 3's ``ops.copy``: a clone, differentiable as torch's).
+
+    Deep Dream's ``img = ops.copy(original_img)``: later in-place ``+=`` on ``img`` leaves the original."""
+    return _t(x).clone()
+
+
 def full_like(x, fill_value, dtype=None):
     """``fill_value`` shaped like ``x``."""
     x = _t(x)

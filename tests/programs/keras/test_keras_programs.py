@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_fresh
+from tests.programs.keras._expect_p74 import EXPECT_P74
 from tests.programs.keras._harness import PROGRAMS, parse
 
 if importlib.util.find_spec("keras") is None:
@@ -130,7 +131,7 @@ K3_CONST_GRAPH = ("Keras 3 on torch cannot fit keras.io's token learner as print
                   "embedding, Embedding(...)(ops.arange(...)) called on a tensor, is a constant of the functional graph that "
                   "keeps its autograd history, and the second step's backward fails (torch's own error); md.keras holds the "
                   "constant without it; p73 (ops.stop_gradient of it: the same numbers) runs on both")
-EXPECT = {
+EXPECT = {**EXPECT_P74,   # p74+: keras7, _expect_p74.py (docs/keras3_parity.md, "keras.io programs p74+")
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
                                              "k3md2": fails("tensorflow", NEEDS_TF)},
@@ -393,3 +394,7 @@ def test_ppo_takes_its_kl_early_stop_as_one_device(report):
     # p65: the policy loop breaks when the replicas' mean KL passes 1.5 * target_kl, at the same iteration
     one, two = (report["p65_ppo_cartpole"][m]["results"]["policy_iterations"] for m in ("keras3", "k3md2"))
     assert one == two and min(one) < 6
+
+
+def test_ddpm_trains_as_one_device_and_logs_half_its_raw_loss(report):
+    _equal_but_half(report, "p79_ddpm", (("md2", "md1"),))   # DDPM_HALF: per-example draws, EMA assign in the step
