@@ -20,12 +20,14 @@ out whole in replicas too: its ops pay the variable's ``__torch_function__``, it
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
 from typing import Any, Callable, Iterator
 
 import torch
 from torch.nn.modules import module as torch_module
 from torch.nn.parameter import is_lazy
+from torch.utils.hooks import RemovableHandle
 
 from multidev.values import context
 from multidev.distribute import lazy_modules, scripted_modules, shared_buffers, sync_batch_norm
@@ -257,12 +259,34 @@ def shared_module_guard(strategy: Any) -> Iterator[shared_buffers.BufferWatch]:
     forward pre-hook, which puts every module call on torch's slow path (~3 us), so the runner uses it
     for each step function's first successful run only (``replica_run._FirstRuns``). Yields the run's
     ``shared_buffers.BufferWatch``: the caller refuses the buffers of shared modules the step wrote in place."""
-    with shared_buffers.watching(strategy) as watch:
-        handle = torch_module.register_module_forward_pre_hook(_refuse_shared)
-        try:
-            yield watch
-        finally:
-            handle.remove()
+    with shared_buffers.watching(strategy) as watch, _global_guard():
+        yield watch
+
+
+_GUARD = {"key": None, "users": 0}
+_GUARD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _global_guard() -> Iterator[None]:
+    """``_refuse_shared`` as a global forward pre-hook, under the same key in every guarded run: torch.compile
+    guards on the global hooks' keys, and a new key at each first run of a step function (a fresh lambda per
+    ``strategy.run``) recompiled a compiled model every run, up to dynamo's limit (with ``fullgraph=True`` a
+    hard failure). Runs of several strategies' threads at once share the one entry."""
+    hooks = torch_module._global_forward_pre_hooks
+    with _GUARD_LOCK:
+        if _GUARD["key"] is None:
+            _GUARD["key"] = RemovableHandle(hooks).id   # a key of torch's own numbering, never reused
+        if _GUARD["users"] == 0:
+            hooks[_GUARD["key"]] = _refuse_shared
+        _GUARD["users"] += 1
+    try:
+        yield
+    finally:
+        with _GUARD_LOCK:
+            _GUARD["users"] -= 1
+            if _GUARD["users"] == 0:
+                hooks.pop(_GUARD["key"], None)
 
 
 def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:

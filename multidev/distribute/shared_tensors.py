@@ -157,6 +157,11 @@ class _WriteMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling():
+            # dynamo traces this mode into a compiled model's graph, and cannot trace the op-name checks
+            # (a fullgraph model called on a tensor from outside the step raised); compiled code's writes
+            # are not watched
+            return func(*args, **kwargs)
         targets = _targets(func, args, kwargs)
         if targets:
             return self._run.write(func, args, kwargs, targets)

@@ -66,3 +66,22 @@ print("WORST", max(float((c - e).abs().max()) for pc, pe in zip(compiled.paramet
     assert "BREAKS [0, 0]" in out, out
     assert "OWN_COPIES True True" in out, out
     assert float(out.split("WORST")[1].split()[0]) < 1e-12, out
+
+
+def test_fullgraph_model_on_a_tensor_from_outside_the_step():
+    """The step's first runs are watched for writes to tensors the replicas share (``shared_tensors``): the
+    watch must not reach a fullgraph model's graph (dynamo could not trace it, and the first runs raised)."""
+    proc = run_fresh("""
+import torch, multidev as md
+cpu = md.config.list_physical_devices("CPU")[0]
+md.config.set_logical_device_configuration(cpu, [md.config.LogicalDeviceConfiguration()] * 2)
+strategy = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+compiled = torch.compile(model, fullgraph=True, backend="eager")
+x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))   # one tensor every replica reads
+outs = [strategy.run(lambda: compiled(x).sum()) for _ in range(6)]
+print("EQUAL", all(torch.equal(v, model(x).sum()) for out in outs for v in out.values))
+""", timeout=240)
+    assert "EQUAL True" in proc.stdout, proc.stdout + proc.stderr
