@@ -8,14 +8,11 @@ The MirroredStrategy run is one fresh interpreter, the DDP ranks one 2-process j
 """
 from __future__ import annotations
 
-import json
-import os
 
 import pytest
 
 from tests.programs.metrics_run import ON_WORKERS
-from tests.programs.test_programs import _finish, _free_port, _start
-from tests.programs.test_pytutorials import _launch
+from tests.programs.test_pytutorials import run_three_ways
 
 pytest.importorskip("torchmetrics", reason="torchmetrics is not installed (pip install torchmetrics: the test extras)")
 pytest.importorskip("sklearn", reason="scikit-learn is not installed")
@@ -36,21 +33,9 @@ REFUSED = {   # program -> what the ValueError must say
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("metrics"))
-    port = str(_free_port())
-    procs = [_start("metrics_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("metrics_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out, "metrics_run.py"))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = []
-    for name in ("metrics_multidev.json", "metrics_ddp.json", "metrics_worker0.json", "metrics_worker1.json"):
-        with open(os.path.join(out, name)) as f:
-            loaded.append(json.load(f))
+    loaded, logs = run_three_ways(tmp_path_factory, "metrics")
     assert sorted(loaded[0]) == sorted(loaded[1]) == sorted(TORCHMETRICS + list(EQUAL) + list(REFUSED))
-    return loaded, logs[0] + logs[3]
+    return loaded, logs
 
 
 def _flat(rows) -> list:

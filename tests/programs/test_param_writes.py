@@ -9,15 +9,12 @@ The strategies' cases run in one fresh interpreter, the DDP ranks in one 2-proce
 workers in another, all started together (``param_writes_run.py``)."""
 from __future__ import annotations
 
-import json
 import math
-import os
 
 import pytest
 
 from tests.programs.param_writes_run import ALL as PROGRAMS
-from tests.programs.test_programs import _finish, _free_port, _start
-from tests.programs.test_pytutorials import _flat, _launch, _ok
+from tests.programs.test_pytutorials import _flat, _ok, run_three_ways
 
 TIMEOUT_S = 240
 TOLERANCE = 1e-10   # the same ops on the same slices, 2 gradients averaged: 0.0 here (1e-15 for SwAV on one copy)
@@ -41,19 +38,8 @@ REFUSED_CENTRAL = {   # CentralStorageStrategy: in-place writes of its one copy,
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("param_writes"))
-    port = str(_free_port())
-    procs = [_start("param_writes_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("param_writes_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out, "param_writes_run.py"))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = [json.load(open(os.path.join(out, name))) for name in
-              ("param_writes_multidev.json", "param_writes_ddp.json", "param_writes_worker0.json",
-               "param_writes_worker1.json")]
-    return loaded, logs[0] + logs[3]
+    loaded, logs = run_three_ways(tmp_path_factory, "param_writes")
+    return loaded, logs
 
 
 def _equal(got: dict, theirs: dict) -> None:

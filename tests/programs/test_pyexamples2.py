@@ -10,15 +10,12 @@ workers in another, all started together (``pyexamples2_run.py``).
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 
 import pytest
 
 from tests.programs.pyexamples2_run import ON_WORKERS
-from tests.programs.test_programs import _finish, _free_port, _start
-from tests.programs.test_pytutorials import _launch
+from tests.programs.test_pytutorials import run_three_ways
 
 TIMEOUT_S = 240
 # Both sides run the same ops on the same slices and average 2 gradients (exact in any order): 0.0 here;
@@ -39,22 +36,9 @@ REFUSED = {   # example -> (exception type, what its message must say)
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("pyexamples2"))
-    port = str(_free_port())
-    procs = [_start("pyexamples2_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("pyexamples2_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out, "pyexamples2_run.py"))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = []
-    for name in ("pyexamples2_multidev.json", "pyexamples2_ddp.json", "pyexamples2_worker0.json",
-                 "pyexamples2_worker1.json"):
-        with open(os.path.join(out, name)) as f:
-            loaded.append(json.load(f))
+    loaded, logs = run_three_ways(tmp_path_factory, "pyexamples2")
     assert sorted(loaded[0]) == sorted(loaded[1]) == sorted(EQUAL + tuple(REFUSED)), "every example is tested"
-    return loaded, logs[0] + logs[3]
+    return loaded, logs
 
 
 def _flat(rows) -> list:

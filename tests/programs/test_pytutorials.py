@@ -37,24 +37,9 @@ REFUSED = {   # tutorial -> (exception type, what its message must say)
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("pytutorials"))
-    port = str(_free_port())
-    procs = [_start("pytutorials_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("pytutorials_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = []
-    for name in ("pytutorials_multidev.json", "pytutorials_ddp.json"):
-        with open(os.path.join(out, name)) as f:
-            loaded.append(json.load(f))
+    loaded, logs = run_three_ways(tmp_path_factory, "pytutorials")
     assert sorted(loaded[0]) == sorted(loaded[1]) == sorted(EQUAL + tuple(REFUSED)), "every tutorial is tested"
-    for w in range(2):
-        with open(os.path.join(out, f"pytutorials_worker{w}.json")) as f:
-            loaded.append(json.load(f))
-    return loaded, logs[0] + logs[3]
+    return loaded, logs
 
 
 def _launch(out: str, script: str = "pytutorials_run.py") -> subprocess.Popen:
@@ -65,6 +50,26 @@ def _launch(out: str, script: str = "pytutorials_run.py") -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "multidev.cli.main", "launch", "--workers", "2",
                              os.path.join(HERE, script), out], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run_three_ways(tmp_path_factory, stem: str, timeout_s: float = TIMEOUT_S) -> tuple[list, str]:
+    """Run ``{stem}_run.py`` as MirroredStrategy on 2 logical CPUs, as 2 DDP ranks on Gloo and under
+    ``multidev launch --workers 2``, together; each writes ``{stem}_<way>.json``. Returns the results
+    (multidev, ddp, worker0, worker1) and the MirroredStrategy and launcher logs."""
+    out = str(tmp_path_factory.mktemp(stem))
+    script, port = f"{stem}_run.py", str(_free_port())
+    procs = [_start(script, out, MULTIDEV_LOGICAL_CPUS="2")]
+    procs += [_start(script, out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT=port) for r in range(2)]
+    procs.append(_launch(out, script))
+    logs = _finish(procs, timeout_s)
+    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
+    assert not failed, failed
+    loaded = []
+    for way in ("multidev", "ddp", "worker0", "worker1"):
+        with open(os.path.join(out, f"{stem}_{way}.json")) as f:
+            loaded.append(json.load(f))
+    return loaded, logs[0] + logs[3]
 
 
 def _flat(rows) -> list:

@@ -11,14 +11,11 @@ the launched workers in another, all started together (``torchfunc_run.py``).
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 
 import pytest
 
-from tests.programs.test_programs import _finish, _free_port, _start
-from tests.programs.test_pytutorials import _launch
+from tests.programs.test_pytutorials import run_three_ways
 from tests.programs.torchfunc_run import ONE_DEVICE, ON_WORKERS
 
 TIMEOUT_S = 240
@@ -48,21 +45,9 @@ DRIFT_UNDER_DDP = ("ensemble_as_printed", "hvp_in_update")   # nothing keeps DDP
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("torchfunc"))
-    port = str(_free_port())
-    procs = [_start("torchfunc_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("torchfunc_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out, "torchfunc_run.py"))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = []
-    for name in ("torchfunc_multidev.json", "torchfunc_ddp.json", "torchfunc_worker0.json", "torchfunc_worker1.json"):
-        with open(os.path.join(out, name)) as f:
-            loaded.append(json.load(f))
+    loaded, logs = run_three_ways(tmp_path_factory, "torchfunc")
     assert sorted(loaded[0]["multidev"]) == sorted(EQUAL + tuple(REFUSED)), "every program is tested"
-    return loaded, logs[0] + logs[3]
+    return loaded, logs
 
 
 def _ok(result: dict, log: str) -> dict:
