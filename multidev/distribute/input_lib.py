@@ -10,6 +10,7 @@ more); a partial last batch is spread as TensorFlow spreads it, in consecutive s
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Callable, Iterator
 
@@ -25,6 +26,7 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
+from multidev.distribute.pipeline_random import RoundStreams, shared_generators
 from multidev.distribute.batch_split import leading_size, split_element
 from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
                                                equal_on_every_worker, loader_batch_sizes, reads_worker_share)
@@ -290,13 +292,18 @@ class DistributedDataset(_DistributedBase):
         return len(self._dataset)
 
 
-def _pipeline_input(dataset_fn: Callable[[InputContext], Any], ctx: InputContext) -> Dataset:
-    """``dataset_fn(ctx)`` as a Dataset; a DistributedSampler in it must be this pipeline's (else it
+def _pipeline_input(dataset_fn: Callable[[InputContext], Any], ctx: InputContext) -> tuple[Any, Dataset]:
+    """``dataset_fn(ctx)`` and it as a Dataset; a DistributedSampler in it must be this pipeline's (else it
     would feed several pipelines the same examples)."""
     raw = dataset_fn(ctx)
     what = "distribute_datasets_from_function"
     reads_worker_share(raw, ctx.num_input_pipelines, ctx.input_pipeline_id, what, PIPELINES)
-    return _check_dataset(raw, what)
+    return raw, _check_dataset(raw, what)
+
+
+def _next_or_none(iterator: Iterator | None) -> Any:
+    """The iterator's next element; None at its end (or for an iterator already ended)."""
+    return None if iterator is None else next(iterator, None)
 
 
 class DistributedDatasetsFromFunction(_DistributedBase):
@@ -315,7 +322,7 @@ class DistributedDatasetsFromFunction(_DistributedBase):
             pipelines = extended.num_workers * n
             contexts = [InputContext(pipelines, extended.worker_index * n + r, strategy.num_replicas_in_sync)
                         for r in range(n)]
-        self._datasets = [_pipeline_input(dataset_fn, ctx) for ctx in contexts]
+        self._loaders, self._datasets = map(list, zip(*(_pipeline_input(dataset_fn, ctx) for ctx in contexts)))
 
     def _per_replica_stream(self) -> Iterator[list]:
         n = len(self._devices)
@@ -336,23 +343,25 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                     parts += [_empty_as_spec(self._datasets[0].element_spec, parts[-1])] * (n - len(parts))
                 yield parts
         else:
-            iterators: list[Iterator | None] = [iter(d) for d in self._datasets]
-            last: list[Any] = [None] * n
+            rounds = self._rounds()
+            iterators: list[Iterator | None] = rounds([functools.partial(iter, d) for d in self._datasets])
             while True:
-                parts, alive = [], False
-                for r, it in enumerate(iterators):
-                    try:
-                        last[r] = next(it) if it is not None else None
-                        alive = alive or last[r] is not None
-                    except StopIteration:
-                        iterators[r] = None
-                        last[r] = None
-                    parts.append(last[r])
-                if not alive:
+                last = rounds([functools.partial(_next_or_none, it) for it in iterators])
+                iterators = [it if x is not None else None for it, x in zip(iterators, last)]
+                if all(x is None for x in last):
                     return
-                template = next(p for p in parts if p is not None)
-                empty = _empty_as_spec(self._datasets[0].element_spec, template)
-                yield [p if p is not None else empty for p in parts]
+                if any(x is None for x in last):   # the spec only then: inferring it iterates a loader (draws)
+                    template = next(p for p in last if p is not None)
+                    empty = _empty_as_spec(self._datasets[0].element_spec, template)
+                    last = [p if p is not None else empty for p in last]
+                yield last
+
+    def _rounds(self) -> Callable[[list], list]:
+        """Reads one element of each pipeline as DDP's ranks read theirs (``pipeline_random``): on the
+        caller's thread only (a fetch-ahead thread reads with the streams as they are)."""
+        if self._fetch_ahead():
+            return lambda calls: [c() for c in calls]
+        return RoundStreams(shared_generators(self._loaders)).round
 
     @property
     def element_spec(self) -> Any:
