@@ -10,6 +10,7 @@ more); a partial last batch is spread as TensorFlow spreads it, in consecutive s
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 from typing import Any, Callable, Iterator
@@ -26,6 +27,7 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
+from multidev.distribute.input_agreement import batch_print, check_same_first_batch, reads_torch
 from multidev.distribute.pipeline_random import RoundStreams, shared_generators
 from multidev.distribute.batch_split import leading_size, split_element
 from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
@@ -218,11 +220,28 @@ class DistributedDataset(_DistributedBase):
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
+        # Every worker keeps its slice of each torch batch: the workers check they read the same first batch.
+        self._agree, self._first_prints = self._every_batch and reads_torch(dataset), collections.deque()
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
         self._lockstep = self._num_workers > 1 and not self._every_batch and not equal_on_every_worker(dataset)
 
     def _fetch_ahead(self) -> bool:
         return not self._lockstep and super()._fetch_ahead()   # lockstep collectives: caller's thread only
+
+    def _iterate(self) -> Iterator[Any]:
+        stream = super()._iterate()
+        if not self._agree:
+            yield from stream
+            return
+        try:   # the first element: on the caller's thread, whether or not a thread fetches ahead
+            first = next(stream, None)
+            print_ = self._first_prints.popleft() if first is not None and self._first_prints else None
+            check_same_first_batch(self._strategy.extended.worker_collective, print_)
+            if first is not None:
+                yield first
+                yield from stream
+        finally:
+            stream.close()
 
     def _per_replica_stream(self) -> Iterator[list]:
         stream = self._own_stream()
@@ -256,6 +275,8 @@ class DistributedDataset(_DistributedBase):
         total = n * self._num_workers
         first = self._worker_index * n
         for index, element in enumerate(self._dataset):
+            if index == 0 and self._agree:
+                self._first_prints.append(batch_print(element))
             if self._examples is not None and index < len(self._examples):
                 check_examples_along_dim0(index, self._examples[index], leading_size(element), flatten(element)[0])
             if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
