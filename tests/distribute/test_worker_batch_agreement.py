@@ -3,8 +3,8 @@ every worker keeps its slice of each loader batch, so the workers' loaders must 
 loader giving each worker its own share (an ``IterableDataset`` splitting by ``RANK`` / ``WORLD_SIZE``, as
 WebDataset's ``split_by_node`` and ``multidev launch`` set them; a shuffle seeded per worker) trained each
 worker on half its share, silently; now both workers raise ``ValueError`` before the first step, naming
-``distribute_datasets_from_function``. Equal loaders, ``md.data`` datasets and a worker's own
-``DistributedSampler`` share read as before. One 2-worker job over loopback."""
+``distribute_datasets_from_function``. Keras ``fit`` of such a loader is refused alike. Equal loaders,
+``md.data`` datasets and a worker's own ``DistributedSampler`` share read as before. One 2-worker job over loopback."""
 from __future__ import annotations
 
 import json
@@ -48,6 +48,26 @@ out = {
     "worker_share": seen(DataLoader(data, batch_size=2, sampler=DistributedSampler(data, 2, index, shuffle=False))),
     "md_data": seen(md.data.Dataset.from_tensor_slices(torch.arange(16.0).reshape(16, 1) + index).batch(4)),
 }
+
+class ByRankXY(IterableDataset):
+    def __iter__(self):
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        yield from ((torch.tensor([float(i)]), torch.tensor([2.0 * i])) for i in range(rank, 16, world))
+
+def fitted(loader):
+    with strategy.scope():
+        torch.manual_seed(0)
+        model = md.keras.Sequential([md.keras.layers.Dense(1)])
+        model.compile(optimizer=md.keras.optimizers.SGD(0.01), loss="mse")
+    try:
+        model.fit(loader, epochs=2, verbose=0)
+        return [p.detach().tolist() for p in model.parameters()]
+    except ValueError as e:
+        return "ValueError: " + str(e)
+
+xy = TensorDataset(torch.arange(16.0).reshape(16, 1), 2 * torch.arange(16.0).reshape(16, 1))
+out["fit_by_rank"] = fitted(DataLoader(ByRankXY(), batch_size=4))
+out["fit_seeded"] = fitted(DataLoader(xy, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0)))
 print("RESULT" + json.dumps(out))
 '''
 
@@ -76,7 +96,7 @@ def workers():
     return [json.loads(log.split("RESULT", 1)[1]) for log in logs]
 
 
-@pytest.mark.parametrize("case", ["by_rank", "unseeded_shuffle"])
+@pytest.mark.parametrize("case", ["by_rank", "unseeded_shuffle", "fit_by_rank"])
 def test_workers_reading_different_batches_are_refused(workers, case):
     for got in workers:
         assert isinstance(got[case], str) and "first batch on worker(s) [1] differs" in got[case], got[case]
@@ -92,3 +112,7 @@ def test_equal_loaders_train_every_example_once_per_epoch(workers):
 def test_a_workers_own_share_and_md_data_read_as_before(workers):
     assert workers[0]["worker_share"] == workers[1]["worker_share"] and sum(workers[0]["worker_share"]) == 2 * 120
     assert isinstance(workers[0]["md_data"], list), "md.data datasets keep TensorFlow's rule (no check)"
+
+
+def test_keras_fit_of_equal_loaders_trains_as_before(workers):
+    assert isinstance(workers[0]["fit_seeded"], list) and workers[0]["fit_seeded"] == workers[1]["fit_seeded"]
