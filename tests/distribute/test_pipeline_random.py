@@ -28,7 +28,9 @@ def seeded():
 def loaders(g):   # the two ways DDP programs write it: a DistributedSampler, a shuffle with the recipe's g
     return {"distributed": lambda ctx: DataLoader(Noisy(), batch_size=2, sampler=DistributedSampler(
                 Noisy(), ctx.num_input_pipelines, ctx.input_pipeline_id, shuffle=False)),
-            "shared_g": lambda ctx: DataLoader(Noisy(), batch_size=2, shuffle=True, generator=g)}
+            "shared_g": lambda ctx: DataLoader(Noisy(), batch_size=2, shuffle=True, generator=g),
+            "own_g": lambda ctx: DataLoader(Noisy(), batch_size=2, shuffle=True,
+                                            generator=torch.Generator().manual_seed(2))}
 
 def rank(kind, r):   # a DDP rank: its own loader read for two epochs, then the step's draw
     g = seeded()
@@ -41,7 +43,7 @@ def rank(kind, r):   # a DDP rank: its own loader read for two epochs, then the 
 strategy = md.distribute.MirroredStrategy()
 options = md.distribute.InputOptions(experimental_replication_mode=md.distribute.InputReplicationMode.PER_REPLICA)
 out = {}
-for kind in ("distributed", "shared_g"):
+for kind in ("distributed", "shared_g", "own_g"):
     g = seeded()
     dist = strategy.distribute_datasets_from_function(loaders(g)[kind], options)
     dist.element_spec   # reading it draws nothing
@@ -65,14 +67,14 @@ def results():
     return json.loads(proc.stdout.split("RESULT", 1)[1])
 
 
-@pytest.mark.parametrize("kind", ["distributed", "shared_g"])
+@pytest.mark.parametrize("kind", ["distributed", "shared_g", "own_g"])
 def test_each_pipeline_draws_what_its_rank_draws(results, kind):
     ours, ddp = results[kind]["ours"], results[kind]["ddp"]
     for r in range(2):
         assert ours[r]["rows"] == ddp[r]["rows"], f"pipeline {r}: examples and draws of rank {r}"
 
 
-@pytest.mark.parametrize("kind", ["distributed", "shared_g"])
+@pytest.mark.parametrize("kind", ["distributed", "shared_g", "own_g"])
 def test_the_callers_streams_advance_as_one_ranks(results, kind):
     """The draws after two epochs (the step's dropout, the next augmentation) are rank 0's."""
     assert results[kind]["ours"][0]["after"] == results[kind]["ddp"][0]["after"]
