@@ -31,6 +31,7 @@ from multidev.distribute.input_agreement import batch_print, check_same_first_ba
 from multidev.distribute.pipeline_random import RoundStreams, shared_generators
 from multidev.distribute.batch_split import leading_size, split_element
 from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
+                                               check_sampled_batch, sampled_batch_minimum,
                                                equal_on_every_worker, loader_batch_sizes, reads_worker_share)
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
@@ -212,11 +213,14 @@ class DistributedDataset(_DistributedBase):
         # A DistributedSampler's loader (DDP's input): each batch is this worker's share, as under DDP.
         self._worker_share = reads_worker_share(dataset, self._num_workers, self._worker_index,
                                                 "experimental_distribute_dataset")
-        check_loader_feeds_every_replica(loader, len(self._devices) * (1 if self._worker_share else self._num_workers))
+        replicas = len(self._devices) * (1 if self._worker_share else self._num_workers)
+        check_loader_feeds_every_replica(loader, replicas)
         self._every_batch, self._dataset = ((False, dataset) if self._worker_share
                                             else _worker_input(dataset, self._num_workers, self._worker_index))
-        # The loader's own batches (not re-sharded): their example counts, to check each is batch-first.
+        # The loader's own batches (not re-sharded): their example counts, to check each is batch-first; a
+        # batch_sampler's batches, whose sizes are unknown ahead: each must feed every replica.
         self._examples = loader_batch_sizes(loader) if self._dataset is dataset else None
+        self._fewest = sampled_batch_minimum(loader, replicas) if self._dataset is dataset else 0
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
@@ -279,6 +283,7 @@ class DistributedDataset(_DistributedBase):
                 self._first_prints.append(batch_print(element))
             if self._examples is not None and index < len(self._examples):
                 check_examples_along_dim0(index, self._examples[index], leading_size(element), flatten(element)[0])
+            check_sampled_batch(index, leading_size(element), self._fewest)
             if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
                 yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
                 continue
