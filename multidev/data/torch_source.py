@@ -9,6 +9,7 @@ import torch.utils.data as tud
 from multidev.data import cardinality as _card
 from multidev.data import structure
 from multidev.data.dataset import Dataset, peeking, spec_of_element
+from multidev.data.random_streams import streams_kept
 
 
 def _element(sample: Any) -> Any:
@@ -56,7 +57,7 @@ class TorchDataset(Dataset):
             return _card.UNKNOWN_CARDINALITY
 
     def _compute_element_spec(self) -> Any:
-        with peeking():
+        with peeking(), streams_kept(self._data):   # as if never read: the draws stay the first pass's
             for element in self._iterate():
                 return spec_of_element(element)
         raise ValueError("Cannot infer the element_spec of an empty torch dataset.")

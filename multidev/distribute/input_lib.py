@@ -10,6 +10,8 @@ more); a partial last batch is spread as TensorFlow spreads it, in consecutive s
 
 from __future__ import annotations
 
+import collections
+import functools
 import itertools
 from typing import Any, Callable, Iterator
 
@@ -25,8 +27,11 @@ from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
+from multidev.distribute.input_agreement import batch_print, check_same_first_batch, reads_torch
+from multidev.distribute.pipeline_random import RoundStreams, shared_generators
 from multidev.distribute.batch_split import leading_size, split_element
 from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
+                                               check_sampled_batch, sampled_batch_minimum,
                                                equal_on_every_worker, loader_batch_sizes, reads_worker_share)
 from multidev.values import context
 from multidev.values.distributed import PerReplica, PerReplicaSpec, flatten, map_structure, pack_as
@@ -208,19 +213,39 @@ class DistributedDataset(_DistributedBase):
         # A DistributedSampler's loader (DDP's input): each batch is this worker's share, as under DDP.
         self._worker_share = reads_worker_share(dataset, self._num_workers, self._worker_index,
                                                 "experimental_distribute_dataset")
-        check_loader_feeds_every_replica(loader, len(self._devices) * (1 if self._worker_share else self._num_workers))
+        replicas = len(self._devices) * (1 if self._worker_share else self._num_workers)
+        check_loader_feeds_every_replica(loader, replicas)
         self._every_batch, self._dataset = ((False, dataset) if self._worker_share
                                             else _worker_input(dataset, self._num_workers, self._worker_index))
-        # The loader's own batches (not re-sharded): their example counts, to check each is batch-first.
+        # The loader's own batches (not re-sharded): their example counts, to check each is batch-first; a
+        # batch_sampler's batches, whose sizes are unknown ahead: each must feed every replica.
         self._examples = loader_batch_sizes(loader) if self._dataset is dataset else None
+        self._fewest = sampled_batch_minimum(loader, replicas) if self._dataset is dataset else 0
         # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
         policy = dataset.options().experimental_distribute.auto_shard_policy
         self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
+        # Every worker keeps its slice of each torch batch: the workers check they read the same first batch.
+        self._agree, self._first_prints = self._every_batch and reads_torch(dataset), collections.deque()
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
         self._lockstep = self._num_workers > 1 and not self._every_batch and not equal_on_every_worker(dataset)
 
     def _fetch_ahead(self) -> bool:
         return not self._lockstep and super()._fetch_ahead()   # lockstep collectives: caller's thread only
+
+    def _iterate(self) -> Iterator[Any]:
+        stream = super()._iterate()
+        if not self._agree:
+            yield from stream
+            return
+        try:   # the first element: on the caller's thread, whether or not a thread fetches ahead
+            first = next(stream, None)
+            print_ = self._first_prints.popleft() if first is not None and self._first_prints else None
+            check_same_first_batch(self._strategy.extended.worker_collective, print_)
+            if first is not None:
+                yield first
+                yield from stream
+        finally:
+            stream.close()
 
     def _per_replica_stream(self) -> Iterator[list]:
         stream = self._own_stream()
@@ -254,8 +279,11 @@ class DistributedDataset(_DistributedBase):
         total = n * self._num_workers
         first = self._worker_index * n
         for index, element in enumerate(self._dataset):
+            if index == 0 and self._agree:
+                self._first_prints.append(batch_print(element))
             if self._examples is not None and index < len(self._examples):
                 check_examples_along_dim0(index, self._examples[index], leading_size(element), flatten(element)[0])
+            check_sampled_batch(index, leading_size(element), self._fewest)
             if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
                 yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
                 continue
@@ -290,13 +318,18 @@ class DistributedDataset(_DistributedBase):
         return len(self._dataset)
 
 
-def _pipeline_input(dataset_fn: Callable[[InputContext], Any], ctx: InputContext) -> Dataset:
-    """``dataset_fn(ctx)`` as a Dataset; a DistributedSampler in it must be this pipeline's (else it
+def _pipeline_input(dataset_fn: Callable[[InputContext], Any], ctx: InputContext) -> tuple[Any, Dataset]:
+    """``dataset_fn(ctx)`` and it as a Dataset; a DistributedSampler in it must be this pipeline's (else it
     would feed several pipelines the same examples)."""
     raw = dataset_fn(ctx)
     what = "distribute_datasets_from_function"
     reads_worker_share(raw, ctx.num_input_pipelines, ctx.input_pipeline_id, what, PIPELINES)
-    return _check_dataset(raw, what)
+    return raw, _check_dataset(raw, what)
+
+
+def _next_or_none(iterator: Iterator | None) -> Any:
+    """The iterator's next element; None at its end (or for an iterator already ended)."""
+    return None if iterator is None else next(iterator, None)
 
 
 class DistributedDatasetsFromFunction(_DistributedBase):
@@ -315,7 +348,7 @@ class DistributedDatasetsFromFunction(_DistributedBase):
             pipelines = extended.num_workers * n
             contexts = [InputContext(pipelines, extended.worker_index * n + r, strategy.num_replicas_in_sync)
                         for r in range(n)]
-        self._datasets = [_pipeline_input(dataset_fn, ctx) for ctx in contexts]
+        self._loaders, self._datasets = map(list, zip(*(_pipeline_input(dataset_fn, ctx) for ctx in contexts)))
 
     def _per_replica_stream(self) -> Iterator[list]:
         n = len(self._devices)
@@ -336,23 +369,25 @@ class DistributedDatasetsFromFunction(_DistributedBase):
                     parts += [_empty_as_spec(self._datasets[0].element_spec, parts[-1])] * (n - len(parts))
                 yield parts
         else:
-            iterators: list[Iterator | None] = [iter(d) for d in self._datasets]
-            last: list[Any] = [None] * n
+            rounds = self._rounds()
+            iterators: list[Iterator | None] = rounds([functools.partial(iter, d) for d in self._datasets])
             while True:
-                parts, alive = [], False
-                for r, it in enumerate(iterators):
-                    try:
-                        last[r] = next(it) if it is not None else None
-                        alive = alive or last[r] is not None
-                    except StopIteration:
-                        iterators[r] = None
-                        last[r] = None
-                    parts.append(last[r])
-                if not alive:
+                last = rounds([functools.partial(_next_or_none, it) for it in iterators])
+                iterators = [it if x is not None else None for it, x in zip(iterators, last)]
+                if all(x is None for x in last):
                     return
-                template = next(p for p in parts if p is not None)
-                empty = _empty_as_spec(self._datasets[0].element_spec, template)
-                yield [p if p is not None else empty for p in parts]
+                if any(x is None for x in last):   # the spec only then: inferring it iterates a loader (draws)
+                    template = next(p for p in last if p is not None)
+                    empty = _empty_as_spec(self._datasets[0].element_spec, template)
+                    last = [p if p is not None else empty for p in last]
+                yield last
+
+    def _rounds(self) -> Callable[[list], list]:
+        """Reads one element of each pipeline as DDP's ranks read theirs (``pipeline_random``): on the
+        caller's thread only (a fetch-ahead thread reads with the streams as they are)."""
+        if self._fetch_ahead():
+            return lambda calls: [c() for c in calls]
+        return RoundStreams(shared_generators(self._loaders)).round
 
     @property
     def element_spec(self) -> Any:

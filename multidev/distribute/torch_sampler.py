@@ -155,3 +155,32 @@ def check_examples_along_dim0(index: int, examples: int, rows: int, leaf: Any) -
         "examples. A sequence-first collate_fn (pad_sequence's default, nn.Transformer's (S, N) layout) must give "
         "the strategy batch-first tensors: pad_sequence(..., batch_first=True) (or batch.t()) in collate_fn, and "
         "src = src.t() (src.transpose(0, 1)) at the start of the step.")
+
+
+def sampled_batch_minimum(loader: Any, replicas: int) -> int:
+    """The fewest examples a batch of ``loader`` must hold: ``replicas`` where a ``batch_sampler=`` of the
+    program's decides its batches (their sizes vary and are unknown ahead: a length-bucketing sampler's
+    remainders), else 0 (no check: torch's ``BatchSampler`` is checked ahead, its short last batch split
+    as TensorFlow splits it)."""
+    if not isinstance(loader, tud.DataLoader) or loader.batch_size is not None or replicas < 2:
+        return 0
+    return 0 if loader.batch_sampler is None or type(loader.batch_sampler) is tud.BatchSampler else replicas
+
+
+def check_sampled_batch(index: int, examples: int, fewest: int) -> None:
+    """Refuse a batch sampler's batch of fewer examples than the replicas it is split across.
+
+    Raises:
+        ValueError: a replica would train on an empty batch (a nan loss, a zero gradient averaged in).
+    """
+    if examples >= fewest:
+        return
+    raise ValueError(
+        f"experimental_distribute_dataset: batch {index} of the torch DataLoader's batch_sampler holds {examples} "
+        f"example(s), split across {fewest} replicas: {fewest - examples} of them would train on an empty batch (a "
+        "nan loss, a zero gradient averaged in), where each DDP rank reading its own batches trains its own. Give "
+        "each replica its own batches, strategy.distribute_datasets_from_function(lambda ctx: DataLoader(dataset, "
+        "batch_sampler=YourBatchSampler(..., num_replicas=ctx.num_input_pipelines, rank=ctx.input_pipeline_id), "
+        "collate_fn=...), md.distribute.InputOptions(experimental_replication_mode="
+        "md.distribute.InputReplicationMode.PER_REPLICA)), or make every batch hold at least "
+        f"{fewest} examples.")

@@ -12,13 +12,20 @@ sharded again) instead of as global batches:
   (``StepsOfTheDataset``).
   DATA sharding (AUTO on in-memory data) is each worker's slices of every global batch, which the
   step runner's split already is.
+
+A torch DataLoader without such a sampler on several workers is each worker's slices of every batch too;
+each pass checks that the workers' first batches agree (``distribute/input_agreement.py``: a loader
+sharded by ``RANK`` trained each worker on half its share, silently).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch.utils.data as tud
+
 from multidev.data.dataset import Dataset
+from multidev.distribute.input_agreement import batch_print, check_same_first_batch
 from multidev.distribute.input_lib import _worker_input
 from multidev.distribute.torch_sampler import samplers_of
 from multidev.keras.models.data_adapter import StepsOfTheDataset, known_length
@@ -31,6 +38,8 @@ def per_worker_input(model: Any, x: Any, own_streams: bool = False) -> Any:
     if samplers_of(x):
         return x if strategy.num_replicas_in_sync == 1 else strategy.experimental_distribute_dataset(x)
     extended = strategy.extended
+    if extended.num_workers > 1 and isinstance(x, tud.DataLoader):
+        return SameOnEveryWorker(x, extended.worker_collective)
     if own_streams and extended.num_workers > 1 and isinstance(x, Dataset):
         every_batch, _ = _worker_input(x, extended.num_workers, extended.worker_index)
         if not every_batch:
@@ -39,3 +48,22 @@ def per_worker_input(model: Any, x: Any, own_streams: bool = False) -> Any:
             return distributed if steps is None else StepsOfTheDataset(distributed, steps)
     return x
 
+
+
+class SameOnEveryWorker:
+    """A torch DataLoader every worker reads whole, keeping its slices of each batch: each pass first checks
+    that the workers' first batches agree (``ValueError`` on every worker otherwise)."""
+
+    def __init__(self, loader: tud.DataLoader, collective: Any):
+        self.loader, self._collective = loader, collective
+
+    def __len__(self) -> int:
+        return len(self.loader)   # TypeError when the loader has no length, as the loader's own
+
+    def __iter__(self):
+        batches = iter(self.loader)
+        first = next(batches, None)
+        check_same_first_batch(self._collective, None if first is None else batch_print(first))
+        if first is not None:
+            yield first
+            yield from batches

@@ -1,0 +1,55 @@
+"""Random draws made while reading ``distribute_datasets_from_function``'s pipelines, made as DDP's ranks make them.
+
+Each DDP rank reads its own loader with its own, identically seeded streams: ``iter(loader)`` draws the
+loader's base seed from its ``generator=`` (torch's default generator without one), a ``RandomSampler`` its
+order, an ``IterableDataset`` whatever it draws; every rank draws the same values and its generator
+advances once. On one process the pipelines' loaders were read in turn on one thread, so pipeline 1 drew
+the values after pipeline 0's (other worker seeds, other augmentation) and the caller's generator advanced
+once per pipeline: every draw after it, the step's dropout included, differed from DDP's
+(``tests/programs/loader_programs.py``: ``per_pipeline_dropout`` 0.86 off DDP's weights after 10 steps).
+
+``RoundStreams`` reads each pipeline past the first from a copy of the shared streams as the first found
+them, then puts back the state the first left (``data.random_streams``: torch's default CPU generator,
+Python's ``random``, numpy's ``np.random``, and any ``torch.Generator`` the first pipeline's loader shares
+with another: PyTorch's reproducibility recipe, one ``g`` captured by ``dataset_fn``). A generator of a
+pipeline's own is its own stream, as each rank's. Only on the caller's thread: a fetch-ahead thread must
+not rewind streams the caller's thread draws from meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from multidev.data.random_streams import StreamStates, generators_of
+
+
+def shared_generators(loaders: list) -> list[torch.Generator]:
+    """The generators the first pipeline's loader shares with another pipeline's (by identity)."""
+    if len(loaders) < 2:
+        return []
+    others = {id(g) for loader in loaders[1:] for g in generators_of(loader)}
+    return [g for g in generators_of(loaders[0]) if id(g) in others]
+
+
+class RoundStreams:
+    """``round(calls)``: ``calls[0]()`` on the streams themselves, each later call on a copy of them as
+    ``calls[0]`` found them; afterwards the streams stand where ``calls[0]`` left them."""
+
+    def __init__(self, generators: list[torch.Generator]):
+        self._states = StreamStates(generators)
+
+    def round(self, calls: list[Callable[[], Any]]) -> list:
+        if len(calls) < 2:
+            return [c() for c in calls]
+        before = self._states.get()
+        results = [calls[0]()]
+        after = self._states.get()
+        try:
+            for call in calls[1:]:
+                self._states.set(before)
+                results.append(call())
+        finally:
+            self._states.set(after)
+        return results
