@@ -5,14 +5,11 @@ refusal saying why. The strategies' cases run in one fresh interpreter, the DDP 
 the launched workers in another, all started together (``loader_run.py``)."""
 from __future__ import annotations
 
-import json
-import os
 
 import pytest
 
 from tests.programs.loader_run import ALL as PROGRAMS
-from tests.programs.test_programs import _finish, _free_port, _start
-from tests.programs.test_pytutorials import _flat, _launch, _ok
+from tests.programs.test_pytutorials import _flat, _ok, run_three_ways
 
 TIMEOUT_S = 240
 TOLERANCE = 1e-10
@@ -31,18 +28,7 @@ REFUSED_ON_WORKERS = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("loaders"))
-    port = str(_free_port())
-    procs = [_start("loader_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("loader_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out, "loader_run.py"))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = [json.load(open(os.path.join(out, f"loader_{name}.json"))) for name in
-              ("multidev", "ddp", "worker0", "worker1")]
-    return loaded, logs[0] + logs[3]
+    return run_three_ways(tmp_path_factory, "loader")
 
 
 def _equal(got: dict, theirs: dict) -> None:
