@@ -41,3 +41,21 @@ def test_predict_of_one_example_unpacks_as_the_example_does():
     assert kernel.shape == (1,) and float(kernel[0]) == 6.0
     outputs = _pairs_model().predict_on_batch(x)
     assert [o.shape for o in outputs[0]] == [(1, 3), (1,)]
+
+
+def test_summary_of_an_unbuilt_sequential_prints_its_layers_as_keras_3():
+    # keras.io's semi-supervised SimCLR calls `self.encoder.summary()` in __init__, before any input: Keras 3 prints
+    # the layers with unknown shapes and "0 (unbuilt)" parameters; md.keras raised "not yet been built"
+    encoder = K.Sequential([K.layers.Conv2D(4, 3), K.layers.Flatten(), K.layers.Dense(2)], name="encoder")
+    lines = []
+    encoder.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert 'Model: "encoder"' in text and "Total params: 0" in text
+    for name in ("Conv2D", "Flatten", "Dense"):
+        row = next(line for line in lines if f"({name})" in line)
+        assert "?" in row and "0 (unbuilt)" in row, row
+    assert not encoder.built
+    encoder.build((None, 6, 6, 1))   # and once built, the counts
+    lines.clear()
+    encoder.summary(print_fn=lines.append)
+    assert f"Total params: {encoder.count_params():,}" in "\n".join(lines) and encoder.count_params() > 0
