@@ -34,7 +34,7 @@ def images(rng, n, labels):
     return base.astype("float32")
 
 
-def run(keras, strategy, workdir, scale=1):
+def run(keras, strategy, workdir, scale=1, per_replica_datasets=False):
     layers, ops = keras.layers, keras.ops
     rng = np.random.RandomState(0)
     steps_per_epoch = (unlabeled_dataset_size * scale + labeled_dataset_size) // batch_size
@@ -50,6 +50,10 @@ def run(keras, strategy, workdir, scale=1):
     ).shuffle(buffer_size=10 * labeled_batch_size, seed=1).batch(labeled_batch_size)
     test_dataset = md.data.Dataset.from_tensor_slices((images(rng, 16, test_labels), test_labels)).batch(batch_size)
     train_dataset = md.data.Dataset.zip((unlabeled_train_dataset, labeled_train_dataset))
+    if per_replica_datasets:   # p91: each replica zips its own shares of the two batches (multidev's way)
+        train_dataset = strategy.distribute_datasets_from_function(lambda ctx: md.data.Dataset.zip((
+            unlabeled_train_dataset.unbatch().batch(ctx.get_per_replica_batch_size(unlabeled_batch_size)),
+            labeled_train_dataset.unbatch().batch(ctx.get_per_replica_batch_size(labeled_batch_size)))))
 
     class RandomColorAffine(layers.Layer):
         def __init__(self, brightness=0, jitter=0, **kwargs):
