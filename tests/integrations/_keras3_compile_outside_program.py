@@ -58,7 +58,48 @@ def evaluate_only_then_batches(scope):
     return {"evaluate": nums(first), "train_on_batch": nums(on_batch), "kernel": nums(model.get_weights()[0])}
 
 
-CASES = [fit_evaluate, weighted_and_string_metrics, evaluate_only_then_batches]
+class OwnStep(keras.Model):
+    """keras.io's torch guide step, its tracker and loss made by an own ``compile`` (as semi-supervised SimCLR's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1, kernel_initializer="ones")
+
+    def call(self, x):
+        return self.dense(x)
+
+    def compile(self, **kwargs):
+        super().compile(**kwargs)
+        self.loss_fn = keras.losses.MeanSquaredError()
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker]
+
+    def train_step(self, data):
+        import torch
+
+        x, y = data
+        loss = self.loss_fn(y, self(x, training=True))
+        self.zero_grad()
+        loss.backward()
+        gradients = [v.value.grad for v in self.trainable_weights]
+        with torch.no_grad():
+            self.optimizer.apply(gradients, self.trainable_weights)
+        self.loss_tracker.update_state(loss)
+        return {"loss": self.loss_tracker.result()}
+
+
+def own_step_compiled_outside(scope):
+    with scope:
+        model = OwnStep()
+    model.compile(optimizer=keras.optimizers.SGD(0.1))
+    history = model.fit(X, Y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    return {"h": {k: nums(v) for k, v in sorted(history.history.items())}, "kernel": nums(model.get_weights()[0])}
+
+
+CASES = [fit_evaluate, weighted_and_string_metrics, evaluate_only_then_batches, own_step_compiled_outside]
 
 
 def main():

@@ -19,7 +19,7 @@ if importlib.util.find_spec("keras") is None:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "_keras3_compile_outside_program.py")
-CASES = ["fit_evaluate", "weighted_and_string_metrics", "evaluate_only_then_batches"]
+CASES = ["fit_evaluate", "weighted_and_string_metrics", "evaluate_only_then_batches", "own_step_compiled_outside"]
 
 
 @pytest.fixture(scope="module")
