@@ -10,8 +10,9 @@ K3_NO_CALL = ("Keras 3 cannot fit the example's model as printed, on one device 
 BARLOW = ("the BarlowLoss normalises each embedding column over the batch it sees (mean and std over axis 0 of the "
           "replica's half) and divides the cross-correlation by the module's global BATCH_SIZE, so each replica's "
           "matrix is another statistic than one device's (as on TensorFlow's MirroredStrategy, where each replica "
-          "runs the same train_step on its half); the loss is a Keras Loss called in the step, scaled 1/replicas "
-          "(HALF_TRACKER); and " + BN[0].lower() + BN[1:])
+          "runs the same train_step on its half); the Loss's call returns a scalar, which Keras leaves unscaled by "
+          "the replica count (Keras 3 returns a 0-d loss as is; md.keras too, checked), so the replicas' gradients of "
+          "their own statistics are summed and the tracker logs their mean; and " + BN[0].lower() + BN[1:])
 VERIFIED_BN = BN + " (checked: with the BatchNormalization layers made identities, both front ends equal one device)"
 K3_STRING_LOOKUP = ("Keras 3's StringLookup needs TensorFlow, which is not installed (the example looks the strings "
                     "up inside the model), on one device too")
