@@ -33,7 +33,10 @@ def leading_size(element: Any) -> int:
             f"Components of a dataset element have different batch sizes {sorted(sizes)} (their dimension 0); "
             "cannot split it. multidev splits every tensor of a global batch along dimension 0, as TensorFlow does: "
             "make sequence-first data batch-first (e.g. x.transpose(0, 1), batch_first=True) and flatten targets "
-            "after the split, inside the step.")
+            "after the split, inside the step. A Dataset.zip of datasets batched to different sizes is refused "
+            "too (TensorFlow cuts each zipped part along its own dimension 0; multidev cannot tell such parts from "
+            "sequence-first tensors): batch each replica's parts with "
+            "strategy.distribute_datasets_from_function, or batch the zipped datasets to one size.")
     return sizes.pop()
 
 

@@ -38,6 +38,7 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
         return original(model, *args, **kwargs)
     _check_steps_per_execution(model, name)
     _note_jit_compile(model, strategy, name)
+    _adopt_compiled_metrics(model, strategy)
     on_batch, name = name in _LOOP_OF, _LOOP_OF.get(name, name)
     keras = sys.modules["keras"]
     tracker = keras3_custom_step.ResultTracker()
@@ -64,6 +65,23 @@ def trainer(name: str, original: Any, model: Any, *args: Any, **kwargs: Any) -> 
         finally:
             setattr(model, attribute, None)
             tracker.restore()
+
+
+def _adopt_compiled_metrics(model: Any, strategy: Any) -> None:
+    """Distribute the variables of the metrics ``compile`` made or was given OUTSIDE the strategy's scope (the loss
+    tracker, the metric objects; keras.io's ``run_experiment(model)`` compiles there): one plain copy would be
+    written by every replica (refused), where Keras 3 on TensorFlow's MirroredStrategy sums the replicas' updates
+    into it, the one-device result; as ON_READ variables each replica keeps its part and reads sum them (as the
+    optimizer's variables made outside are adopted, ``keras3_split.adopt_optimizer``)."""
+    keras = sys.modules["keras"]
+    compiled = getattr(model, "_compile_metrics", None)
+    given = [getattr(compiled, name, None) for name in ("_user_metrics", "_user_weighted_metrics")]
+    metrics = [getattr(model, "_loss_tracker", None), *keras.tree.flatten([m for m in given if m is not None])]
+    for metric in metrics:
+        if isinstance(metric, keras.metrics.Metric):
+            for variable in metric.variables:
+                if not isinstance(variable._value, DistributedVariable):
+                    variable._value = keras3._distribute_for(strategy, variable)
 
 
 def _note_jit_compile(model: Any, strategy: Any, name: str) -> None:

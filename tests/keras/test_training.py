@@ -177,8 +177,9 @@ def test_sequential_building_and_input_shape_errors():
     model.add(layers.Dense(3))
     assert model.built and model.layers[0].output_shape == (None, 3)
     lazy = models.Sequential([layers.Dense(3)])
-    with pytest.raises(ValueError, match="has not yet been built"):
-        lazy.summary()
+    lines = []
+    lazy.summary(print_fn=lines.append)   # Keras 3's table of an unbuilt model (tf.keras 2 raised): keras.io prints it
+    assert any("0 (unbuilt)" in line for line in lines)
     lazy(torch.ones(2, 6))
     assert lazy.count_params() == 21
     with pytest.raises(ValueError, match=r'layer "sequential" is incompatible.*expected shape=\(None, 6\), found shape=\(2, 5\)'):

@@ -19,8 +19,9 @@ def _row(fields, positions) -> str:
     return line
 
 
-def _param_count(layer) -> int:
-    return sum(w.numel() for w in layer.weights) if layer.built else 0
+def _param_count(layer):
+    """The layer's parameter count; Keras 3's ``0 (unbuilt)`` before its weights exist."""
+    return sum(w.numel() for w in layer.weights) if layer.built else "0 (unbuilt)"
 
 
 def _connected_to(layer, model) -> str:
@@ -33,10 +34,8 @@ def _connected_to(layer, model) -> str:
 
 
 def print_summary(model, line_length=None, positions=None, print_fn=None) -> None:
-    """Print the summary table of ``model`` (it must be built)."""
-    if not model.built:
-        raise ValueError("This model has not yet been built. Build the model first by calling `build()` or by "
-                         "calling the model on a batch of data (or pass `input_shape` to the first layer).")
+    """Print the summary table of ``model``; an unbuilt one's layers with unknown shapes, as Keras 3 does (keras.io's
+    programs print a Sequential before its first call; tf.keras 2 raised)."""
     print_fn = print_fn or print
     graph = hasattr(model, "_nodes")
     line_length = line_length or (98 if graph else 65)
@@ -49,7 +48,7 @@ def print_summary(model, line_length=None, positions=None, print_fn=None) -> Non
         try:
             shape = _fmt_shape(layer.output_shape) if type(layer).__name__ != "InputLayer" else f"[{_fmt_shape(layer.output_shape)}]"
         except AttributeError:
-            shape = "multiple"
+            shape = "multiple" if layer.built else "?"
         fields = [f"{layer.name} ({type(layer).__name__})", shape, _param_count(layer)]
         if graph:
             fields.append(_connected_to(layer, model))

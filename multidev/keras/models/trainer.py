@@ -374,12 +374,15 @@ def _batch_len(x) -> int:
     return max(int(leaves[0].shape[0]), 1) if leaves else 1
 
 
-def _concat(outputs):
+def _concat(outputs, top=True):
+    """Each leaf of the batches' (nested) outputs concatenated; nested pairs stay pairs (Keras 3's structure:
+    keras.io's involution predicts a list of its layers' ``(output, kernel)`` tuples)."""
     first = outputs[0]
     if isinstance(first, (list, tuple)):
-        return [np.concatenate([o[i] for o in outputs]) for i in range(len(first))]
+        parts = [_concat([o[i] for o in outputs], top=False) for i in range(len(first))]
+        return parts if top or isinstance(first, list) else tuple(parts)
     if isinstance(first, dict):
-        return {k: np.concatenate([o[k] for o in outputs]) for k in first}
+        return {k: _concat([o[k] for o in outputs], top=False) for k in first}
     return np.concatenate(outputs)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_fresh
-from tests.programs.keras._expect_p74 import EXPECT_P74
+from tests.programs.keras._expect_p84 import EXPECT_P74_ON   # p74+ (keras7) and p84+ (keras8)
 from tests.programs.keras._harness import PROGRAMS, parse
 
 if importlib.util.find_spec("keras") is None:
@@ -131,7 +131,7 @@ K3_CONST_GRAPH = ("Keras 3 on torch cannot fit keras.io's token learner as print
                   "embedding, Embedding(...)(ops.arange(...)) called on a tensor, is a constant of the functional graph that "
                   "keeps its autograd history, and the second step's backward fails (torch's own error); md.keras holds the "
                   "constant without it; p73 (ops.stop_gradient of it: the same numbers) runs on both")
-EXPECT = {**EXPECT_P74,   # p74+: keras7, _expect_p74.py (docs/keras3_parity.md, "keras.io programs p74+")
+EXPECT = {**EXPECT_P74_ON,   # p74+: _expect_p74.py, p84+: _expect_p84.py (docs/keras3_parity.md)
     "p01_mnist_convnet": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p02_text_classification_from_scratch": {"keras3": fails("tensorflow", NEEDS_TF), "md2": EQUAL,
                                              "k3md2": fails("tensorflow", NEEDS_TF)},
