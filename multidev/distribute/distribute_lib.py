@@ -22,6 +22,7 @@ from multidev.devices import registry
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
+from multidev.distribute.first_run_agreement import FirstRunAgreement
 from multidev.distribute import copy_agreement, replica_hyperparameters, shared_numbers, sync_batch_norm
 from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
 from multidev.distribute.replica_context import ReplicaContext
@@ -82,6 +83,7 @@ class ReplicatedExtended(StrategyExtended):
             devices=tuple(self._torch_devices), rendezvous=self._rendezvous, cooperative_reduce=cooperative,
             shared_storage=self._layout.share_storage, bucket_bytes=bucket_bytes, overlap=_weak_overlap(self))
         self._contexts = [ReplicaContext(strategy, r, self.replica_group) for r in range(len(self._devices))]
+        self._first_runs = FirstRunAgreement()   # .data writes from each replica's batch (generative models)
         self._runner = ReplicaRunner(strategy, self._devices, self.replica_group, self._contexts,
                                      self._layout.distributes, self._live_variables)
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief
@@ -286,6 +288,7 @@ class ReplicatedExtended(StrategyExtended):
                 buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
                 synchronization=synchronization, aggregation=aggregation)
             var._module_value = True   # (as a parameter's)
+            var._running_statistic = isinstance(module, torch.nn.modules.batchnorm._NormBase)
             return var
         return self.create_variable(
             buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}", dtype=None,
@@ -302,6 +305,8 @@ class ReplicatedExtended(StrategyExtended):
         if not self._runner.steps.active:   # (not a call nested in merge_call: its run checks at its end)
             replica_hyperparameters.raise_disagreements()
             self._check_replica_writes()
+            if len(self._torch_devices) > 1 or self._workers.num_workers > 1:
+                self._first_runs.check(fn, self._live_variables(), self._workers)
         return result
 
     def _check_replica_writes(self) -> None:

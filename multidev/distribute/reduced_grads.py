@@ -11,7 +11,8 @@ sum in another order: a change every replica makes alike, ``clip_grad_norm_``, n
 seeded alike, passes) and refuses a difference before any update. Later runs are not compared (the
 step's structure is the first run's).
 Gradients set by hand with no backward (``LocalGrads``) are summed by the step instead and not compared;
-replicas of other workers are not compared (each worker applies its own, as each rank).
+replicas of other workers are not compared (each worker applies its own, as each rank). The weights' local
+copies are compared here too, before the update (``first_run_agreement``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._C import DisableTorchFunctionSubclass
 
-from multidev.distribute import shared_leaves
+from multidev.distribute import first_run_agreement, shared_leaves
 from multidev.values.gradients import SummedGrads
 
 
@@ -32,6 +34,7 @@ def refuse_diverged(optimizer: torch.optim.Optimizer, engine: Any, env: Any) -> 
     group = env.strategy.extended.replica_group
     group.barrier(env.replica_id, "optimizer.step.reduced_grads")   # every replica's gradients are final
     try:
+        _refuse_apart_weights(engine)
         for i, var in enumerate(engine.params):
             grads = [copies[i].grad for copies in refs]
             for k, g in enumerate(grads[1:], 1):
@@ -39,6 +42,17 @@ def refuse_diverged(optimizer: torch.optim.Optimizer, engine: Any, env: Any) -> 
                     raise _diverged(optimizer, env, var, k)
     finally:   # nobody steps (and zeroes its gradients) while another replica still reads them
         group.barrier(env.replica_id, "optimizer.step.reduced_grads.compared")
+
+
+def _refuse_apart_weights(engine: Any) -> None:
+    """The weights' copies must be equal before the update (``first_run_agreement``: a write through ``.data``
+    from each replica's batch, Glow's ActNorm initialisation, which the owner's update would overwrite)."""
+    with torch.no_grad(), DisableTorchFunctionSubclass():
+        apart = [(var, k) for i, var in enumerate(engine.params)
+                 for k in [k for k, copies in enumerate(engine.refs[1:], 1)
+                           if copies[i] is not engine.refs[0][i] and not torch.equal(copies[i], engine.refs[0][i])][:1]]
+    if apart:
+        raise first_run_agreement.refused(apart, "before optimizer.step() updates it")
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None, n: int) -> bool:
