@@ -301,12 +301,14 @@ class ReplicatedExtended(StrategyExtended):
         reaches every replica as ``replica_env().step``."""
         if len(self._torch_devices) > 1:
             shared_numbers.check(fn)
+        calls = self._workers.calls_made
         result = self._runner.run(fn, args, kwargs, step, self._prepare_variables)
         if not self._runner.steps.active:   # (not a call nested in merge_call: its run checks at its end)
+            every_worker = self._workers.calls_made != calls   # its collectives met: every worker ran it
             replica_hyperparameters.raise_disagreements()
             self._check_replica_writes()
             if len(self._torch_devices) > 1 or self._workers.num_workers > 1:
-                self._first_runs.check(fn, self._live_variables(), self._workers)
+                self._first_runs.check(fn, self._live_variables(), self._workers, every_worker)
         return result
 
     def _check_replica_writes(self) -> None:

@@ -42,13 +42,15 @@ class FirstRunAgreement:
     def __init__(self) -> None:
         self._seen = _FirstRuns()
 
-    def check(self, fn: Callable, variables: Sequence, workers: Any) -> None:
-        """After ``fn``'s first successful run: raise if some copy of a variable or buffer differs."""
+    def check(self, fn: Callable, variables: Sequence, workers: Any, every_worker: bool) -> None:
+        """After ``fn``'s first successful run: raise if some copy of a variable or buffer differs. Across
+        workers only when the run made a collective (``every_worker``): a run on the chief alone
+        (``if worker_index == 0: strategy.run(...)``) must not wait for the others."""
         if self._seen.seen(fn):
             return
         self._seen.add(fn)
         candidates = [v for v in variables if _must_agree(v)]
-        if workers.num_workers > 1:
+        if workers.num_workers > 1 and every_worker:
             _across_workers(candidates, workers)
             return
         apart = [(var, r) for var in candidates for r in local_differences(var)[:1]]
