@@ -157,6 +157,11 @@ def vqvae_ema_dist_fn(port) -> dict:
     return _vqvae(port, all_reduce)
 
 
+def vqvae_ema_dist_all_reduce(port) -> dict:
+    """``dist.all_reduce(embed_sum)`` called directly (no helper): inside a replica torch.distributed is refused."""
+    return _vqvae(port, dist.all_reduce)
+
+
 def vqvae_ema_no_reduce(port) -> dict:
     """The EMA from each replica's (rank's) own batch: DDP broadcasts rank 0's buffers at each forward."""
     return _vqvae(port, None)
@@ -311,5 +316,6 @@ def pixelcnn_masked_conv(port) -> dict:
 
 
 GENERATIVE = {f.__name__: f for f in (
-    vqvae_ema_dist_fn, vqvae_ema_no_reduce, vqvae_ema_ported, vqvae_ema_rank0_ported, vqvae_ema_no_grad_ported,
+    vqvae_ema_dist_fn, vqvae_ema_dist_all_reduce, vqvae_ema_no_reduce, vqvae_ema_ported, vqvae_ema_rank0_ported,
+    vqvae_ema_no_grad_ported,
     actnorm_init_in_step, actnorm_init_global_batch, pixelcnn_masked_conv)}
