@@ -23,6 +23,7 @@ import torch
 from torch._C import DisableTorchFunctionSubclass
 
 from multidev.distribute import first_run_agreement, shared_leaves
+from multidev.values.variables import DistributedVariable
 from multidev.values.gradients import SummedGrads
 
 
@@ -48,11 +49,16 @@ def _refuse_apart_weights(engine: Any) -> None:
     """The weights' copies must be equal before the update (``first_run_agreement``: a write through ``.data``
     from each replica's batch, Glow's ActNorm initialisation, which the owner's update would overwrite)."""
     with torch.no_grad(), DisableTorchFunctionSubclass():
-        apart = [(var, k) for i, var in enumerate(engine.params)
+        apart = [(var, k) for i, var in enumerate(engine.params) if _must_agree(var)
                  for k in [k for k, copies in enumerate(engine.refs[1:], 1)
                            if copies[i] is not engine.refs[0][i] and not torch.equal(copies[i], engine.refs[0][i])][:1]]
     if apart:
         raise first_run_agreement.refused(apart, "before optimizer.step() updates it")
+
+
+def _must_agree(var: Any) -> bool:
+    """A distributed weight whose copies must be equal (aggregation NONE lets them drift by design)."""
+    return isinstance(var, DistributedVariable) and var._copies_must_agree()
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None, n: int) -> bool:
