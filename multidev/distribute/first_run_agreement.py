@@ -62,8 +62,16 @@ def local_differences(var: Any) -> list[int]:
     """The local replicas whose copy of ``var`` differs from replica 0's."""
     with torch.no_grad(), DisableTorchFunctionSubclass():
         first = var._components[0]
-        return [r for r, c in enumerate(var._components[1:], 1)
-                if c is not first and not torch.equal(c.to(first.device), first)]
+        return [r for r, c in enumerate(var._components[1:], 1) if c is not first and not same(c.to(first.device), first)]
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal copies, NaN where the other has NaN (weights a NaN loss left, as TerminateOnNaN keeps them)."""
+    if torch.equal(a, b):
+        return True
+    if not a.is_floating_point() or a.shape != b.shape:
+        return False
+    return bool(((a == b) | (a.isnan() & b.isnan())).all())
 
 
 def refused(apart: list, before_update: str = "") -> ValueError:

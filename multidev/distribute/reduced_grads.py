@@ -51,7 +51,7 @@ def _refuse_apart_weights(engine: Any) -> None:
     with torch.no_grad(), DisableTorchFunctionSubclass():
         apart = [(var, k) for i, var in enumerate(engine.params) if _must_agree(var)
                  for k in [k for k, copies in enumerate(engine.refs[1:], 1)
-                           if copies[i] is not engine.refs[0][i] and not torch.equal(copies[i], engine.refs[0][i])][:1]]
+                           if copies[i] is not engine.refs[0][i] and not first_run_agreement.same(copies[i], engine.refs[0][i])][:1]]
     if apart:
         raise first_run_agreement.refused(apart, "before optimizer.step() updates it")
 

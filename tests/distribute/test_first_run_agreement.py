@@ -155,6 +155,16 @@ for _ in range(3):
     ((one(x.tensor_split(2)[0]) + one(x.tensor_split(2)[1])) / 2).backward()
     one_opt.step()
 results["actnorm_outside_err"] = float((model.loc.detach() - one.loc).abs().max())
+
+# 5. weights a NaN loss left (TerminateOnNaN keeps the model) agree: a later step function's first run passes
+with strategy.scope():
+    nan_model = nn.Linear(3, 1).double()
+with torch.no_grad():
+    nan_model.weight.fill_(float("nan"))
+strategy.run(lambda: nan_model(x).sum().detach())
+model, opt = built(lambda: Codebook(reduce=reduce_sum))
+train(model, opt, steps=1)
+results["after_nan"] = True
 print("RESULTS", repr(results))
 """
 
@@ -177,3 +187,4 @@ def test_state_written_from_each_replica_batch_is_refused_and_the_fixes_train_as
     assert "outside strategy.run" in message, message
     assert r["actnorm_init_run"] is not None and "after the step function's first strategy.run" in r["actnorm_init_run"]
     assert r["actnorm_outside_err"] < 1e-12, r
+    assert r["after_nan"], r
