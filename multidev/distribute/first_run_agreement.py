@@ -83,7 +83,7 @@ def refused(apart: list, before_update: str = "") -> ValueError:
 
 
 def _must_agree(var: Any) -> bool:
-    if var._share_storage or _REFUSED.get(id(var)) is var:
+    if var._share_storage or var._own_updates or _REFUSED.get(id(var)) is var:
         return False
     if isinstance(var, SyncOnReadVariable):   # a torch module's buffer (not a Keras state weight's policy)
         return var._module_value and not var._running_statistic

@@ -58,7 +58,7 @@ def _refuse_apart_weights(engine: Any) -> None:
 
 def _must_agree(var: Any) -> bool:
     """A distributed weight whose copies must be equal (aggregation NONE lets them drift by design)."""
-    return isinstance(var, DistributedVariable) and var._copies_must_agree()
+    return isinstance(var, DistributedVariable) and var._copies_must_agree() and not var._own_updates
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None, n: int) -> bool:
