@@ -62,7 +62,8 @@ def local_differences(var: Any) -> list[int]:
     """The local replicas whose copy of ``var`` differs from replica 0's."""
     with torch.no_grad(), DisableTorchFunctionSubclass():
         first = var._components[0]
-        return [r for r, c in enumerate(var._components[1:], 1) if c is not first and not same(c.to(first.device), first)]
+        return [r for r, c in enumerate(var._components[1:], 1)
+                if c is not first and not same(c.to(first.device), first)]
 
 
 def same(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -48,10 +48,16 @@ def refuse_diverged(optimizer: torch.optim.Optimizer, engine: Any, env: Any) -> 
 def _refuse_apart_weights(engine: Any) -> None:
     """The weights' copies must be equal before the update (``first_run_agreement``: a write through ``.data``
     from each replica's batch, Glow's ActNorm initialisation, which the owner's update would overwrite)."""
+    apart = []
     with torch.no_grad(), DisableTorchFunctionSubclass():
-        apart = [(var, k) for i, var in enumerate(engine.params) if _must_agree(var)
-                 for k in [k for k, copies in enumerate(engine.refs[1:], 1)
-                           if copies[i] is not engine.refs[0][i] and not first_run_agreement.same(copies[i], engine.refs[0][i])][:1]]
+        for i, var in enumerate(engine.params):
+            if not _must_agree(var):
+                continue
+            first = engine.refs[0][i]
+            differ = [k for k, copies in enumerate(engine.refs[1:], 1)
+                      if copies[i] is not first and not first_run_agreement.same(copies[i], first)]
+            if differ:
+                apart.append((var, differ[0]))
     if apart:
         raise first_run_agreement.refused(apart, "before optimizer.step() updates it")
 
