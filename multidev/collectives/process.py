@@ -255,6 +255,11 @@ class ProcessCollective:
         return (f"ProcessCollective({self.world.describe(self.rank)}, rank={self.rank}/{self.world_size}, "
                 f"backend={self.backend_name!r}, timeout_seconds={self.timeout_seconds:g})")
 
+    @property
+    def calls_made(self) -> int:
+        """How many collectives this process has entered (every process enters the same ones, in order)."""
+        return self._seq
+
     # -- internals --------------------------------------------------------------------------
 
     def _next_call(self) -> int:

@@ -38,7 +38,7 @@ def check_across_workers(workers: WorkerCollective, written: Sequence, computed:
     candidates = list({id(v): v for v in candidates}.values())
     if not candidates:
         return
-    local = torch.stack([_digests(v) for v in candidates])   # (variables, local replicas, digest)
+    local = torch.stack([digests(v) for v in candidates])   # (variables, local replicas, digest)
     everyone = workers.gather(local, axis=1)                    # (variables, all replicas, digest)
     differ = (everyone != everyone[:, :1]).any(dim=2)
     for var, row in zip(candidates, differ):
@@ -49,7 +49,7 @@ def check_across_workers(workers: WorkerCollective, written: Sequence, computed:
         var._mark_synced()
 
 
-def _digests(var) -> torch.Tensor:
+def digests(var) -> torch.Tensor:
     """One digest of each local copy's bytes (exact: a single changed bit changes it)."""
     rows = []
     with torch.no_grad(), DisableTorchFunctionSubclass():

@@ -22,6 +22,7 @@ from multidev.devices import registry
 from multidev.distribute.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
 from multidev.distribute.backward_reduce import BackwardReducer
 from multidev.distribute.extended import StrategyExtended
+from multidev.distribute.first_run_agreement import FirstRunAgreement
 from multidev.distribute import copy_agreement, replica_hyperparameters, shared_numbers, sync_batch_norm
 from multidev.distribute.gradient_buckets import DEFAULT_BUCKET_BYTES
 from multidev.distribute.replica_context import ReplicaContext
@@ -82,6 +83,7 @@ class ReplicatedExtended(StrategyExtended):
             devices=tuple(self._torch_devices), rendezvous=self._rendezvous, cooperative_reduce=cooperative,
             shared_storage=self._layout.share_storage, bucket_bytes=bucket_bytes, overlap=_weak_overlap(self))
         self._contexts = [ReplicaContext(strategy, r, self.replica_group) for r in range(len(self._devices))]
+        self._first_runs = FirstRunAgreement()   # .data writes from each replica's batch (generative models)
         self._runner = ReplicaRunner(strategy, self._devices, self.replica_group, self._contexts,
                                      self._layout.distributes, self._live_variables)
         self.should_checkpoint = self.should_save_summary = self._workers.is_chief
@@ -286,6 +288,7 @@ class ReplicatedExtended(StrategyExtended):
                 buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}",
                 synchronization=synchronization, aggregation=aggregation)
             var._module_value = True   # (as a parameter's)
+            var._running_statistic = isinstance(module, torch.nn.modules.batchnorm._NormBase)
             return var
         return self.create_variable(
             buffer.detach(), trainable=False, name=f"{type(module).__name__}.{name}", dtype=None,
@@ -298,10 +301,14 @@ class ReplicatedExtended(StrategyExtended):
         reaches every replica as ``replica_env().step``."""
         if len(self._torch_devices) > 1:
             shared_numbers.check(fn)
+        calls = self._workers.calls_made
         result = self._runner.run(fn, args, kwargs, step, self._prepare_variables)
         if not self._runner.steps.active:   # (not a call nested in merge_call: its run checks at its end)
+            every_worker = self._workers.calls_made != calls   # its collectives met: every worker ran it
             replica_hyperparameters.raise_disagreements()
             self._check_replica_writes()
+            if len(self._torch_devices) > 1 or self._workers.num_workers > 1:
+                self._first_runs.check(fn, self._live_variables(), self._workers, every_worker)
         return result
 
     def _check_replica_writes(self) -> None:

@@ -11,7 +11,8 @@ sum in another order: a change every replica makes alike, ``clip_grad_norm_``, n
 seeded alike, passes) and refuses a difference before any update. Later runs are not compared (the
 step's structure is the first run's).
 Gradients set by hand with no backward (``LocalGrads``) are summed by the step instead and not compared;
-replicas of other workers are not compared (each worker applies its own, as each rank).
+replicas of other workers are not compared (each worker applies its own, as each rank). The weights' local
+copies are compared here too, before the update (``first_run_agreement``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._C import DisableTorchFunctionSubclass
 
-from multidev.distribute import shared_leaves
+from multidev.distribute import first_run_agreement, shared_leaves
+from multidev.values.variables import DistributedVariable
 from multidev.values.gradients import SummedGrads
 
 
@@ -32,6 +35,7 @@ def refuse_diverged(optimizer: torch.optim.Optimizer, engine: Any, env: Any) -> 
     group = env.strategy.extended.replica_group
     group.barrier(env.replica_id, "optimizer.step.reduced_grads")   # every replica's gradients are final
     try:
+        _refuse_apart_weights(engine)
         for i, var in enumerate(engine.params):
             grads = [copies[i].grad for copies in refs]
             for k, g in enumerate(grads[1:], 1):
@@ -39,6 +43,28 @@ def refuse_diverged(optimizer: torch.optim.Optimizer, engine: Any, env: Any) -> 
                     raise _diverged(optimizer, env, var, k)
     finally:   # nobody steps (and zeroes its gradients) while another replica still reads them
         group.barrier(env.replica_id, "optimizer.step.reduced_grads.compared")
+
+
+def _refuse_apart_weights(engine: Any) -> None:
+    """The weights' copies must be equal before the update (``first_run_agreement``: a write through ``.data``
+    from each replica's batch, Glow's ActNorm initialisation, which the owner's update would overwrite)."""
+    apart = []
+    with torch.no_grad(), DisableTorchFunctionSubclass():
+        for i, var in enumerate(engine.params):
+            if not _must_agree(var):
+                continue
+            first = engine.refs[0][i]
+            differ = [k for k, copies in enumerate(engine.refs[1:], 1)
+                      if copies[i] is not first and not first_run_agreement.same(copies[i], first)]
+            if differ:
+                apart.append((var, differ[0]))
+    if apart:
+        raise first_run_agreement.refused(apart, "before optimizer.step() updates it")
+
+
+def _must_agree(var: Any) -> bool:
+    """A distributed weight whose copies must be equal (aggregation NONE lets them drift by design)."""
+    return isinstance(var, DistributedVariable) and var._copies_must_agree() and not var._own_updates
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None, n: int) -> bool:

@@ -193,6 +193,8 @@ class UpdatePlan:
                   variables: Sequence[Any] | None = None) -> None:
         """Each replica applies its own gradients to its own copies (``skip_gradients_aggregation``)."""
         _require(grads, LocalGrads, "apply_own")
+        for p in self._distributed:
+            p._own_updates = True   # its copies part by design: first_run_agreement leaves it alone
         rule(self._spread(grads, self._order(variables)).tensors)
         self._mark_synced(replica_id)
 

@@ -53,6 +53,11 @@ class WorkerCollective(abc.ABC):
         """The bound on every collective wait, in process and across processes."""
 
     @property
+    def calls_made(self) -> int:
+        """Collectives across processes entered so far (a run that made one ran on every worker)."""
+        return 0
+
+    @property
     def is_chief(self) -> bool:
         """Whether this process does the chief's duties (checkpoints, summaries)."""
         return self.worker_index == 0
@@ -151,6 +156,10 @@ class ProcessWorkers(WorkerCollective):
     @property
     def timeout_seconds(self) -> float:
         return self._process.timeout_seconds
+
+    @property
+    def calls_made(self) -> int:
+        return self._process.calls_made
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         return self._process.all_reduce(tensor.clone(), ReduceOp.SUM)

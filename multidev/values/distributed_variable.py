@@ -107,6 +107,8 @@ class DistributedVariable(Variable):
     _agree_despite_none = False   # a Keras layer's trainable weight (aggregation NONE): copies must still agree
     _module_buffer = False     # made from a module's buffer (distribute/module_hooks.py keeps it one)
     _module_value = False      # made from a torch module's parameter or buffer: pickles as torch's (__reduce_ex__)
+    _running_statistic = False   # a norm layer's running statistic: each replica's own slice's by design
+    _own_updates = False   # updated by each replica from its own gradients (skip_gradients_aggregation)
 
     @classmethod
     def _create(cls, data: torch.Tensor, devices: Sequence[torch.device], strategy: StrategyLike, *,

@@ -44,7 +44,10 @@ def bump():   # replica 1's copy differs from replica 0's: each replica must rea
         with torch.no_grad():
             probe[0].weight.add_(1.0)
 
-strategy.run(bump)
+try:   # refused after the run (first_run_agreement: copies one replica wrote apart), the copies stay apart
+    strategy.run(bump)
+except ValueError as e:
+    assert "replica 1's copy differs" in str(e), e
 part = strategy.experimental_distribute_values_from_function(lambda ctx: x[:4])
 import threading
 explain_lock = threading.Lock()        # explain patches torch internals: one replica at a time
