@@ -8,14 +8,11 @@ The strategy's cases run in one fresh interpreter, the DDP ranks in one 2-proces
 in another, all started together (``generative_run.py``)."""
 from __future__ import annotations
 
-import json
-import os
 
 import pytest
 
 from tests.programs.generative_run import ALL as PROGRAMS
-from tests.programs.test_programs import _finish, _free_port, _start
-from tests.programs.test_pytutorials import _flat, _launch, _ok
+from tests.programs.test_pytutorials import _flat, _ok, run_three_ways
 
 TIMEOUT_S = 240
 TOLERANCE = 1e-10   # the same ops on the same slices, 2 gradients averaged: 0.0 here
@@ -30,19 +27,7 @@ REFUSED = {   # program -> what the error says (every layout: each replica's cop
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("generative"))
-    port = str(_free_port())
-    procs = [_start("generative_run.py", out, MULTIDEV_LOGICAL_CPUS="2")]
-    procs += [_start("generative_run.py", out, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(2)]
-    procs.append(_launch(out, "generative_run.py"))
-    logs = _finish(procs, TIMEOUT_S)
-    failed = [(p.returncode, log[-4000:]) for p, log in zip(procs, logs) if p.returncode != 0]
-    assert not failed, failed
-    loaded = [json.load(open(os.path.join(out, name))) for name in
-              ("generative_multidev.json", "generative_ddp.json", "generative_worker0.json",
-               "generative_worker1.json")]
-    return loaded, logs[0] + logs[3]
+    return run_three_ways(tmp_path_factory, "generative")
 
 
 def _equal(got: dict, theirs: dict) -> None:
