@@ -18,6 +18,7 @@ from multidev.keras import backend
 from multidev.keras.activations import keep_logits, take_logits
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 from multidev.keras.ops.ctc import ctc_decode, ctc_loss  # noqa: F401 - keras.ops.nn has them too
+from multidev.keras.ops.activations_more import *  # noqa: F401,F403 - keras.ops.nn has them too
 from multidev.keras.ops.numpy import _dims, _float
 
 _t = convert_to_tensor

@@ -1,0 +1,166 @@
+"""The ``md.keras.ops`` names added after the first 163 (math_more, arrays, activations_more, linalg) against
+Keras 3's own ``keras.ops.X`` (torch backend) on the same inputs: values and dtypes, for float, int, bool
+inputs and Python scalars."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from multidev.keras import ops
+from tests.integrations._keras3_env import import_keras3
+from tests.keras.test_keras_ops import _same
+
+keras = import_keras3()
+
+_g = torch.Generator().manual_seed(1)
+X = torch.randn(3, 4, generator=_g)
+Y = torch.randn(3, 4, generator=_g)
+U = torch.rand(3, 4, generator=_g) * 1.8 - 0.9           # in (-0.9, 0.9): arctanh, erfinv
+P = torch.rand(3, 4, generator=_g) + 1.1                 # > 1: arccosh
+I = torch.randint(-6, 9, (3, 4), generator=_g, dtype=torch.int32)
+J = torch.randint(1, 9, (3, 4), generator=_g, dtype=torch.int32)
+L = torch.randint(-6, 9, (6,), generator=_g)            # int64
+B = X > 0
+C = Y > 0
+V = torch.randn(5, generator=_g)
+CUBE = torch.randn(2, 3, 4, generator=_g)
+SPECIAL = torch.tensor([float("-inf"), -1.0, -0.0, 0.0, 2.0, float("inf"), float("nan")])
+A = torch.randn(4, 4, generator=_g, dtype=torch.float64)
+SPD = A @ A.T + 4 * torch.eye(4, dtype=torch.float64)
+RHS = torch.randn(4, 2, generator=_g, dtype=torch.float64)
+
+UNARY_FLOAT = "arccosh arcsinh arctanh cosh sinh cbrt deg2rad rad2deg exp2 fabs trunc sinc erfc erfinv signbit".split()
+MATH = [(name, (U if name in ("arctanh", "erfinv") else P if name == "arccosh" else X,), {}) for name in UNARY_FLOAT]
+MATH += [(name, (I,), {}) for name in "arcsinh cosh sinh cbrt deg2rad rad2deg exp2 fabs trunc sinc erfc signbit".split()]
+MATH += [(name, (L,), {}) for name in "cbrt deg2rad rad2deg fabs trunc".split()]
+MATH += [(name, (B,), {}) for name in "trunc fabs exp2".split()]
+MATH += [
+    ("cosh", (2.0,), {}), ("sinh", (1,), {}), ("trunc", (X * 3,), {}),
+    ("fmod", (X * 3, Y), {}), ("fmod", (I, 4), {}), ("fmod", (I, J), {}), ("fmod", (X, 0.7), {}),
+    ("hypot", (X, Y), {}), ("hypot", (I, J), {}), ("hypot", (X, 2.0), {}),
+    ("logaddexp", (X, Y), {}), ("logaddexp", (I, J), {}), ("logaddexp", (X, 0.5), {}),
+    ("logaddexp2", (X, Y), {}), ("logaddexp2", (I, 1), {}),
+    ("logical_xor", (B, C), {}), ("logical_xor", (I, J), {}), ("logical_xor", (B, True), {}),
+    ("heaviside", (X.round(), 0.5), {}), ("heaviside", (I, J), {}), ("heaviside", (SPECIAL, 0.5), {}),
+    ("gcd", (I, J), {}), ("gcd", (L, 4), {}), ("lcm", (I, J), {}), ("lcm", (L, 3), {}),
+    ("isneginf", (SPECIAL,), {}), ("isposinf", (SPECIAL,), {}), ("isneginf", (I,), {}),
+    ("signbit", (SPECIAL,), {}),
+    ("isclose", (X, X + 1e-7), {}), ("isclose", (X, Y), {"atol": 1.0}), ("isclose", (I, J), {}),
+    ("isclose", (SPECIAL, SPECIAL), {"equal_nan": True}), ("isclose", (X, 0.1), {}),
+    ("allclose", (X, X + 1e-7), {}), ("allclose", (X, Y), {}), ("allclose", (I, I), {}),
+    ("divide_no_nan", (X, Y * B), {}), ("divide_no_nan", (I, J * C), {}), ("divide_no_nan", (X, 0.0), {}),
+    ("bitwise_and", (I, J), {}), ("bitwise_or", (I, 6), {}), ("bitwise_xor", (L, L.flip(0)), {}),
+    ("bitwise_and", (B, C), {}), ("bitwise_not", (I,), {}), ("bitwise_invert", (B,), {}),
+    ("bitwise_left_shift", (J, 2), {}), ("bitwise_right_shift", (I, J % 3), {}),
+    ("left_shift", (L, 3), {}), ("right_shift", (J, 1), {}),
+]
+
+ARRAYS = [
+    ("ravel", (CUBE,), {}), ("fliplr", (X,), {}), ("flipud", (X,), {}), ("rot90", (X,), {}),
+    ("rot90", (CUBE, 3, (1, 2)), {}), ("rot90", (X, -1), {}), ("hstack", ([X, Y],), {}), ("hstack", ([V, V],), {}),
+    ("vstack", ([X, Y],), {}), ("vstack", ([V, V],), {}), ("dstack", ([X, Y],), {}), ("dstack", ([CUBE, CUBE],), {}),
+    ("hsplit", (X, 2), {}), ("hsplit", (X, [1, 3]), {}), ("vsplit", (CUBE, [1]), {}), ("dsplit", (CUBE, 2), {}),
+    ("array_split", (L, 4), {}), ("array_split", (X, 2), {"axis": 1}),
+    ("diff", (X,), {}), ("diff", (L,), {"n": 2}), ("diff", (X,), {"axis": 0}), ("diff", (B,), {}),
+    ("cumprod", (X,), {}), ("cumprod", (I, 1), {}), ("cumprod", (B, 0), {}),
+    ("median", (X,), {}), ("median", (X, 1), {}), ("median", (I, 0), {"keepdims": True}), ("median", (L,), {}),
+    ("median", (CUBE, (0, 2)), {}), ("median", (CUBE, -1), {"keepdims": True}),
+    ("nonzero", (I,), {}), ("nonzero", (B,), {}), ("nonzero", (L,), {}),
+    ("searchsorted", (torch.sort(V).values, X), {}), ("searchsorted", (torch.arange(6), L), {"side": "right"}),
+    ("digitize", (X, torch.tensor([-1.0, 0.0, 1.0])), {}), ("digitize", (I, torch.tensor([0, 3])), {}),
+    ("tri", (3,), {}), ("tri", (2, 4, 1), {}), ("tri", (3,), {"dtype": "int32", "k": -1}),
+    ("trapezoid", (X,), {}), ("trapezoid", (X, torch.tensor([0.0, 1.0, 3.0, 4.0])), {}), ("trapezoid", (I,), {"dx": 0.5}),
+    ("trapezoid", (X,), {"axis": 0}),
+    ("vdot", (V, V), {}), ("vdot", (I[0], J[0]), {}), ("inner", (X, Y), {}), ("inner", (V, V), {}),
+    ("inner", (I, J), {}), ("kron", (X[:2, :2], Y), {}), ("kron", (I[:2], J), {}),
+    ("select", ([X < -0.5, X > 0.5], [X, -X]), {}), ("select", ([B, C], [I, J]), {"default": -1}),
+    ("unique", (L,), {}), ("unique", (I,), {"return_counts": True}), ("unique", (L,), {"return_inverse": True}),
+    ("empty", ((2, 3),), {}), ("empty", ((4,),), {"dtype": "int32"}), ("empty_like", (I,), {}),
+]
+
+ACTIVATIONS = [(name, (X * 3,), {}) for name in (
+    "log_sigmoid glu hard_tanh hard_shrink soft_shrink tanh_shrink celu squareplus sparse_plus sparse_sigmoid "
+    "hard_silu hard_swish").split()]
+ACTIVATIONS += [
+    ("glu", (CUBE, 2), {}), ("hard_shrink", (X,), {"threshold": 1.0}),
+    ("soft_shrink", (X,), {"threshold": 0.2}), ("celu", (X,), {"alpha": 0.5}), ("squareplus", (X,), {"b": 1}),
+    ("threshold", (X, 0.1, -2.0), {}), ("threshold", (I, 1, 0), {}),
+]
+
+LINALG = [
+    ("det", (A,), {}), ("inv", (A,), {}), ("solve", (A, RHS), {}), ("cholesky", (SPD,), {}),
+    ("cholesky", (SPD,), {"upper": True}), ("slogdet", (A,), {}), ("logdet", (SPD,), {}),
+    ("svd", (A[:, :3],), {"full_matrices": False}), ("svd", (A,), {"compute_uv": False}),
+    ("qr", (A[:, :3],), {}), ("qr", (A,), {"mode": "complete"}), ("eigh", (SPD,), {}),
+    ("lu_factor", (A,), {}), ("pinv", (A[:, :3],), {}), ("matrix_rank", (A,), {}),
+    ("solve_triangular", (torch.tril(SPD), RHS), {"lower": True}), ("solve_triangular", (torch.triu(SPD), RHS[:, 0]), {}),
+    ("lstsq", (A[:, :3], RHS), {}), ("cholesky_inverse", (torch.linalg.cholesky(SPD),), {}),
+    ("det", (torch.stack([A, SPD]),), {}),
+]
+
+CASES = MATH + ARRAYS + ACTIVATIONS + LINALG
+_ARBITRARY = {"empty", "empty_like"}   # values unset: compare shape and dtype only
+
+
+def _check(ours, theirs, name, args):
+    if name in _ARBITRARY:
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, name
+        return
+    _same(ours, theirs, f"ops.{name}{args!r:.60}")
+
+
+@pytest.mark.parametrize("name,args,kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_op_equals_keras3(name, args, kwargs):
+    ours = getattr(ops, name)(*args, **kwargs)
+    theirs = getattr(keras.ops, name)(*args, **kwargs)
+    _check(ours, theirs, name, args)
+
+
+def test_ndim_and_submodules():
+    assert ops.ndim(CUBE) == keras.ops.ndim(CUBE) == 3 and ops.ndim(2.0) == 0
+    for name in ("glu", "celu", "hard_silu", "sparse_plus"):
+        assert getattr(ops.nn, name) is getattr(ops, name)
+    for name in [n for n in dir(keras.ops.linalg) if not n.startswith("_")]:
+        assert callable(getattr(ops.linalg, name)), name
+    for name in ("glu", "svd", "hypot", "median", "bitwise_and", "linalg"):
+        assert name in ops.__all__
+
+
+def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():
+    # Keras 3 on torch rejects these (torch.vdot is 1-D only, array_split wants an int, log_sigmoid no ints)
+    # and turns cumprod(dtype="float64") into float32; numpy (and TF's experimental numpy) do what md.keras does.
+    torch.testing.assert_close(ops.vdot(X, Y), (X * Y).sum())
+    assert [p.tolist() for p in ops.array_split(L, [1, 4])] == [L[:1].tolist(), L[1:4].tolist(), L[4:].tolist()]
+    torch.testing.assert_close(ops.log_sigmoid(I), torch.nn.functional.logsigmoid(I.float()))
+    assert ops.cumprod(X, dtype="float64").dtype == torch.float64
+
+
+def test_jvp_equals_keras3():
+    fun = lambda x: torch.sin(x) * x  # noqa: E731
+    ours = ops.linalg.jvp(fun, (V,), (torch.ones_like(V),))
+    _same(ours, keras.ops.linalg.jvp(fun, (V,), (torch.ones_like(V),)), "jvp")
+
+
+def test_gradients_flow_through_new_ops():
+    x = X.clone().requires_grad_()
+    ops.sum(ops.glu(ops.hypot(x, 1.0)) + ops.logaddexp(x, 0.0).mean() + ops.median(x)).backward()
+    expected = X.clone().requires_grad_()
+    k = keras.ops
+    k.sum(k.glu(k.hypot(expected, 1.0)) + k.logaddexp(expected, 0.0).mean() + k.median(expected)).backward()
+    torch.testing.assert_close(x.grad, expected.grad)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: ops.rot90(V), ValueError, "at least 2 dimensions"),
+    (lambda: ops.searchsorted(X, V), ValueError, "must be 1-D"),
+    (lambda: ops.searchsorted(V, V, side="middle"), ValueError, "'left' or 'right'"),
+    (lambda: ops.glu(torch.ones(2, 3)), ValueError, "must be even"),
+    (lambda: ops.det(V), ValueError, "rank >= 2"),
+    (lambda: ops.inv(X), ValueError, "square"),
+    (lambda: ops.qr(A, mode="full"), ValueError, "'reduced' or 'complete'"),
+    (lambda: ops.unique(L, size=3), NotImplementedError, "Keras 3 on multidev"),
+])
+def test_bad_arguments_raise_clear_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
