@@ -125,6 +125,14 @@ def test_ndim_and_submodules():
         assert callable(getattr(ops.linalg, name)), name
     for name in ("glu", "svd", "hypot", "median", "bitwise_and", "linalg"):
         assert name in ops.__all__
+    # keras.ops.numpy.X / keras.ops.nn.X as Keras 3 lists them: the flat op itself, wherever md.keras defines it
+    assert ops.numpy.sqrt is ops.sqrt and ops.numpy.hypot is ops.hypot and ops.numpy.median is ops.median
+    assert ops.nn.relu is ops.relu and ops.nn.log_sigmoid is ops.log_sigmoid
+    torch.testing.assert_close(ops.numpy.sqrt(P), keras.ops.numpy.sqrt(P))
+    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.numpy.nanmean`"):
+        ops.numpy.nanmean
+    with pytest.raises(AttributeError, match="has no `keras.ops.numpy.relu` either"):
+        ops.numpy.relu
 
 
 def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():

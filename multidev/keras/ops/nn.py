@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from multidev.keras import backend
+from multidev.keras._missing import flat_namespace_names
 from multidev.keras.activations import keep_logits, take_logits
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 from multidev.keras.ops.ctc import ctc_decode, ctc_loss  # noqa: F401 - keras.ops.nn has them too
@@ -198,3 +199,6 @@ def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A0
     out = torch.full((count,) + tuple(data.shape[1:]), -math.inf, dtype=data.dtype, device=data.device)
     index = ids.reshape((-1,) + (1,) * (data.ndim - 1)).expand_as(data)
     return out.scatter_reduce(0, index, data, reduce="amax")
+
+
+__getattr__ = flat_namespace_names(__name__, "ops.nn", globals(), "multidev.keras.ops")

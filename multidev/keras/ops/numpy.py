@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from multidev.keras import backend
+from multidev.keras._missing import flat_namespace_names
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 
 _t = convert_to_tensor
@@ -387,3 +388,6 @@ def average(x, axis=None, weights=None):
         shape[axis] = -1
         w = w.reshape(shape)
     return sum(x * w, axis) / sum(w * torch.ones_like(x), axis)
+
+
+__getattr__ = flat_namespace_names(__name__, "ops.numpy", globals(), "multidev.keras.ops")
