@@ -1,8 +1,8 @@
 """More of ``keras.ops.numpy``'s array ops on torch: stacking and splitting, rotation, differences,
-searching, order statistics, products and creation.
+searching, products and creation.
 
 Dtypes follow Keras 3 on its torch backend: ``nonzero``, ``digitize`` and ``searchsorted`` give int32,
-``median`` gives floats, ``cumprod`` of bools gives int32, ``tri``/``empty`` default to floatx.
+``cumprod`` of bools gives int32, ``tri``/``empty`` default to floatx.
 
 Example:
     edges = ops.diff(ops.cumsum(x, axis=1), axis=1)
@@ -15,7 +15,7 @@ import torch
 
 from multidev.keras import backend
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
-from multidev.keras.ops.numpy import _dims, _float
+from multidev.keras.ops.numpy import _float
 
 _t = convert_to_tensor
 
@@ -113,21 +113,6 @@ def cumprod(x, axis=None, dtype=None):
     if out_dtype == torch.bool:
         out_dtype = torch.int32
     return torch.cumprod(x, dim=axis, dtype=out_dtype)
-
-
-def median(x, axis=None, keepdims=False):
-    """The median along ``axis`` (the mean of the two middle values for even counts, as numpy; floats)."""
-    x = _float(x)
-    dims = _dims(x, axis)
-    if x.ndim == 0 or not dims:
-        return x.clone()
-    dims = tuple(d % x.ndim for d in dims)
-    rest = [d for d in range(x.ndim) if d not in dims]
-    flat = x.permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], -1)
-    out = torch.quantile(flat, 0.5, dim=-1)
-    if keepdims:
-        out = out.reshape([1 if d in dims else x.shape[d] for d in range(x.ndim)])
-    return out
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
