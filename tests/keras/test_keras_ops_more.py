@@ -96,6 +96,29 @@ STATS = [
     ("nanmedian", (XN[:2], 1), {}), ("nanquantile", (XN, 0.3, 1), {}), ("nanpercentile", (XN[:2], 75.0), {}),
 ]
 
+C64 = torch.complex(X, Y)
+MISC = [
+    ("array", ([1, 2],), {}), ("array", ([1.5, 2],), {}), ("array", (X,), {"dtype": "float64"}),
+    ("get_item", (X, 1), {}), ("get_item", (CUBE, (slice(None), 1)), {}),
+    ("saturate_cast", (X * 300, "uint8"), {}), ("saturate_cast", (X * 1e5, "int16"), {}),
+    ("saturate_cast", (L * 10**9, "int32"), {}),
+    ("fmax", (XN, X), {}), ("fmin", (XN, 0.0), {}), ("fmax", (I, J), {}), ("fmin", (I, 2), {}),
+    ("isin", (I, torch.tensor([1, 2, 3])), {}), ("isin", (I, J), {"invert": True}), ("isin", (L, [0, 4]), {}),
+    ("ldexp", (X, J), {}), ("ldexp", (I, J), {}), ("nextafter", (X, Y), {}), ("nextafter", (X, 0.0), {}),
+    ("i0", (X,), {}), ("i0", (I,), {}), ("i0", (L,), {}), ("isreal", (X,), {}), ("isreal", (C64,), {}),
+    ("conjugate", (C64,), {}), ("conjugate", (X,), {}), ("angle", (C64,), {}), ("angle", (X,), {}),
+    ("identity", (3,), {}), ("identity", (2,), {"dtype": "int32"}), ("diagflat", (V,), {}),
+    ("diagflat", (X[:2, :2], 1), {}), ("append", (X, Y), {}), ("append", (X, Y), {"axis": 0}),
+    ("append", (I, L), {}), ("vander", (V,), {}), ("vander", (I[0], 3), {"increasing": True}),
+    ("unravel_index", (torch.tensor([0, 5, 11], dtype=torch.int32), (3, 4)), {}), ("corrcoef", (X,), {}), ("corrcoef", (I,), {}),
+    ("cdist", (X, Y), {}), ("cdist", (CUBE, CUBE[:, :2]), {}),
+    ("bincount", (L.abs(),), {}), ("bincount", (L.abs(),), {"minlength": 12}),
+    ("bincount", (L.abs(),), {"weights": V.new_ones(6) * 0.5}), ("bincount", (J[:2],), {"minlength": 10}),
+    ("bartlett", (5,), {}), ("blackman", (6,), {}), ("hamming", (7,), {}), ("hanning", (8,), {}),
+    ("kaiser", (6, 5.0), {}), ("logspace", (0, 2, 5), {}), ("logspace", (1.0, 3.0, 4), {"endpoint": False, "base": 2}),
+    ("geomspace", (1, 1000, 4), {}), ("geomspace", (-2.0, -32.0, 5), {"endpoint": False}),
+]
+
 ACTIVATIONS = [(name, (X * 3,), {}) for name in (
     "log_sigmoid glu hard_tanh hard_shrink soft_shrink tanh_shrink celu squareplus sparse_plus sparse_sigmoid "
     "hard_silu hard_swish").split()]
@@ -116,7 +139,7 @@ LINALG = [
     ("det", (torch.stack([A, SPD]),), {}),
 ]
 
-CASES = MATH + ARRAYS + STATS + ACTIVATIONS + LINALG
+CASES = MATH + ARRAYS + STATS + MISC + ACTIVATIONS + LINALG
 _ARBITRARY = {"empty", "empty_like"}   # values unset: compare shape and dtype only
 
 
@@ -163,6 +186,10 @@ def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():
     assert [p.tolist() for p in ops.array_split(L, [1, 4])] == [L[:1].tolist(), L[1:4].tolist(), L[4:].tolist()]
     torch.testing.assert_close(ops.log_sigmoid(I), torch.nn.functional.logsigmoid(I.float()))
     assert ops.cumprod(X, dtype="float64").dtype == torch.float64
+    # Keras 3.15 on torch: saturate_cast of int32 to float32 gives -2**31 everywhere; bincount of 2-D ids
+    # without minlength fails when rows need different lengths
+    torch.testing.assert_close(ops.saturate_cast(I, "float32"), I.float())
+    assert ops.bincount(torch.tensor([[0, 2], [1, 1]])).tolist() == [[1, 0, 1], [0, 2, 0]]
 
 
 def test_jvp_equals_keras3():
