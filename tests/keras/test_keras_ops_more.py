@@ -119,6 +119,31 @@ MISC = [
     ("geomspace", (1, 1000, 4), {}), ("geomspace", (-2.0, -32.0, 5), {"endpoint": False}),
 ]
 
+Q = torch.randn(2, 5, 4, 8, generator=_g)
+KV = torch.randn(2, 6, 4, 8, generator=_g)
+KV2 = torch.randn(2, 6, 2, 8, generator=_g)
+MASK = torch.rand(2, 1, 5, 6, generator=_g) > 0.3
+NHWC = torch.randn(2, 4, 6, 8, generator=_g)
+IMG = torch.rand(2, 5, 6, 3, generator=_g)
+IDS = torch.tensor([0, 0, 2])
+NN_MORE = [
+    ("batch_normalization", (IMG, IMG.mean((0, 1, 2)), IMG.var((0, 1, 2)), -1), {}),
+    ("batch_normalization", (X, X.mean(1), X.var(1), 0), {"offset": V[:3], "scale": P[:, 0], "epsilon": 0.1}),
+    ("layer_normalization", (X,), {}), ("layer_normalization", (X, P[0], Y[0]), {}),
+    ("layer_normalization", (CUBE, None, None, (1, 2)), {}), ("layer_normalization", (CUBE, P[0], None, -1), {"epsilon": 0.1}),
+    ("layer_normalization", (X, P[0]), {"rms_scaling": True}),
+    ("rms_normalization", (X,), {}), ("rms_normalization", (CUBE, P[0]), {}), ("rms_normalization", (CUBE, None, (1, 2)), {}),
+    ("dot_product_attention", (Q, KV, KV), {}), ("dot_product_attention", (Q, KV, KV), {"mask": MASK}),
+    ("dot_product_attention", (Q, KV[:, :5], KV[:, :5]), {"is_causal": True}),
+    ("dot_product_attention", (Q, KV2, KV2), {"scale": 0.5}),
+    ("dot_product_attention", (Q, KV, KV), {"bias": torch.randn(2, 4, 5, 6, generator=_g)}),
+    ("segment_min", (X, IDS), {}), ("segment_min", (I, torch.tensor([1, 0, 1])), {}), ("segment_max", (I, IDS, 4), {}), ("segment_prod", (X, IDS), {}),
+    ("segment_prod", (I, torch.tensor([1, 0, 1])), {}),
+    ("psnr", (P, P + 0.1 * X, 2.0), {}), ("psnr", (IMG, IMG * 0.9, 1.0), {}),
+    ("depth_to_space", (NHWC, 2), {}), ("depth_to_space", (NHWC, 2), {"data_format": "channels_first"}),
+    ("space_to_depth", (NHWC, 2), {}), ("space_to_depth", (NHWC.permute(0, 3, 1, 2), 2), {"data_format": "channels_first"}),
+]
+
 ACTIVATIONS = [(name, (X * 3,), {}) for name in (
     "log_sigmoid glu hard_tanh hard_shrink soft_shrink tanh_shrink celu squareplus sparse_plus sparse_sigmoid "
     "hard_silu hard_swish").split()]
@@ -139,7 +164,7 @@ LINALG = [
     ("det", (torch.stack([A, SPD]),), {}),
 ]
 
-CASES = MATH + ARRAYS + STATS + MISC + ACTIVATIONS + LINALG
+CASES = MATH + ARRAYS + STATS + MISC + NN_MORE + ACTIVATIONS + LINALG
 _ARBITRARY = {"empty", "empty_like"}   # values unset: compare shape and dtype only
 
 
@@ -190,6 +215,21 @@ def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():
     # without minlength fails when rows need different lengths
     torch.testing.assert_close(ops.saturate_cast(I, "float32"), I.float())
     assert ops.bincount(torch.tensor([[0, 2], [1, 1]])).tolist() == [[1, 0, 1], [0, 2, 0]]
+    # Keras 3.15's torch sparsemax sums the cumulative sums over the support (all zeros here); sparsemax
+    # projects onto the simplex: [1.3, 0.5, 0.1, 1.2] -> tau = (1.3 + 1.2 - 1) / 2
+    out = ops.sparsemax(torch.tensor([[1.3, 0.5, 0.1, 1.2]]))
+    torch.testing.assert_close(out, torch.tensor([[0.55, 0.0, 0.0, 0.45]]))
+    torch.testing.assert_close(ops.sum(ops.sparsemax(CUBE, 1), 1), torch.ones(2, 4))
+    # an empty segment's min of ints is the dtype's max, as TensorFlow's (Keras 3 on torch gives its min)
+    assert ops.segment_min(I, IDS, 4)[1].tolist() == [2**31 - 1] * 4
+    # beyond Keras on torch (4-D only there; soft cap JAX-on-TPU only): unbatched inputs, a soft cap
+    torch.testing.assert_close(ops.dot_product_attention(Q[0], KV[0], KV[0]), ops.dot_product_attention(Q, KV, KV)[0])
+    # layer_normalization over a middle axis with gamma (Keras 3 on torch fails there)
+    var, mean = torch.var_mean(CUBE, dim=1, keepdim=True, correction=0)
+    torch.testing.assert_close(ops.layer_normalization(CUBE, P[:, 0], None, 1),
+                               (CUBE - mean) / torch.sqrt(var + 1e-7) * P[:, 0].reshape(1, 3, 1))
+    capped = ops.dot_product_attention(Q, KV, KV, attn_logits_soft_cap=1e6)
+    torch.testing.assert_close(capped, ops.dot_product_attention(Q, KV, KV), rtol=1e-4, atol=1e-5)
 
 
 def test_jvp_equals_keras3():

@@ -193,10 +193,11 @@ def segment_sum(data, segment_ids, num_segments=None, sorted=False):  # noqa: A0
 
 
 def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
-    """Maxima of ``data``'s rows grouped by ``segment_ids``."""
+    """Maxima of ``data``'s rows grouped by ``segment_ids`` (empty segments: -inf, or the int dtype's min)."""
     data, ids = _t(data), _t(segment_ids).long()
     count = int(ids.max()) + 1 if num_segments is None else num_segments
-    out = torch.full((count,) + tuple(data.shape[1:]), -math.inf, dtype=data.dtype, device=data.device)
+    fill = -math.inf if data.is_floating_point() else torch.iinfo(data.dtype).min   # -inf overflows ints
+    out = torch.full((count,) + tuple(data.shape[1:]), fill, dtype=data.dtype, device=data.device)
     index = ids.reshape((-1,) + (1,) * (data.ndim - 1)).expand_as(data)
     return out.scatter_reduce(0, index, data, reduce="amax")
 
