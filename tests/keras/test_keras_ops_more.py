@@ -144,6 +144,20 @@ NN_MORE = [
     ("space_to_depth", (NHWC, 2), {}), ("space_to_depth", (NHWC.permute(0, 3, 1, 2), 2), {"data_format": "channels_first"}),
 ]
 
+SIGNAL = [
+    ("extract_sequences", (V, 2, 1), {}), ("extract_sequences", (X, 2, 2), {}),
+    ("correlate", (V, V[:3]), {}), ("correlate", (V, V[:2]), {"mode": "same"}), ("correlate", (V[:3], V), {"mode": "full"}),
+    ("correlate", (I[0], J[0]), {"mode": "same"}),
+    ("correlate", (V, V[:4]), {"mode": "same"}), ("histogram", (V,), {}), ("histogram", (V,), {"bins": 3, "range": (-1, 1)}),
+    ("unfold", (NHWC, 2), {}), ("unfold", (NHWC, (2, 3)), {"stride": 2, "padding": 1}),
+    ("fold", (torch.randn(2, 12, 6, generator=_g), (3, 4), 2), {}), ("polar", (P, X), {}),
+    ("view_as_complex", (CUBE[..., :2],), {}), ("view_as_real", (C64,), {}), ("view", (X, "int32"), {}),
+    ("view", (I, "float32"), {}), ("scatter_update", (X, torch.tensor([[0, 1], [2, 3]]), torch.tensor([5.0, 6.0])), {}),
+    ("scatter_update", (CUBE, torch.tensor([[1, 0]]), torch.ones(1, 4)), {}),
+    ("scatter_update", (X, torch.tensor([[0, 1], [0, 1]]), torch.tensor([5.0, 6.0])), {"reduction": "add"}),
+    ("scatter_update", (X, torch.tensor([[0, 1], [2, 2]]), torch.tensor([5.0, -6.0])), {"reduction": "max"}),
+]
+
 ACTIVATIONS = [(name, (X * 3,), {}) for name in (
     "log_sigmoid glu hard_tanh hard_shrink soft_shrink tanh_shrink celu squareplus sparse_plus sparse_sigmoid "
     "hard_silu hard_swish").split()]
@@ -164,7 +178,7 @@ LINALG = [
     ("det", (torch.stack([A, SPD]),), {}),
 ]
 
-CASES = MATH + ARRAYS + STATS + MISC + NN_MORE + ACTIVATIONS + LINALG
+CASES = MATH + ARRAYS + STATS + MISC + NN_MORE + SIGNAL + ACTIVATIONS + LINALG
 _ARBITRARY = {"empty", "empty_like"}   # values unset: compare shape and dtype only
 
 
@@ -198,8 +212,8 @@ def test_ndim_and_submodules():
     assert ops.numpy.sqrt is ops.sqrt and ops.numpy.hypot is ops.hypot and ops.numpy.median is ops.median
     assert ops.nn.relu is ops.relu and ops.nn.log_sigmoid is ops.log_sigmoid
     torch.testing.assert_close(ops.numpy.sqrt(P), keras.ops.numpy.sqrt(P))
-    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.numpy.vectorize`"):
-        ops.numpy.vectorize
+    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.nn.conv`"):
+        ops.nn.conv
     with pytest.raises(AttributeError, match="has no `keras.ops.numpy.relu` either"):
         ops.numpy.relu
 
@@ -214,6 +228,9 @@ def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():
     # Keras 3.15 on torch: saturate_cast of int32 to float32 gives -2**31 everywhere; bincount of 2-D ids
     # without minlength fails when rows need different lengths
     torch.testing.assert_close(ops.saturate_cast(I, "float32"), I.float())
+    # correlate's 'same' of a shorter first input: numpy's length (Keras 3 on torch gives the shorter one)
+    a, v = torch.tensor([1.0, 10.0], dtype=torch.float64), torch.arange(1.0, 6.0, dtype=torch.float64)
+    assert ops.correlate(a, v, "same").tolist() == [54.0, 43.0, 32.0, 21.0, 10.0]   # numpy.correlate's
     assert ops.bincount(torch.tensor([[0, 2], [1, 1]])).tolist() == [[1, 0, 1], [0, 2, 0]]
     # Keras 3.15's torch sparsemax sums the cumulative sums over the support (all zeros here); sparsemax
     # projects onto the simplex: [1.3, 0.5, 0.1, 1.2] -> tau = (1.3 + 1.2 - 1) / 2
@@ -230,6 +247,46 @@ def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():
                                (CUBE - mean) / torch.sqrt(var + 1e-7) * P[:, 0].reshape(1, 3, 1))
     capped = ops.dot_product_attention(Q, KV, KV, attn_logits_soft_cap=1e6)
     torch.testing.assert_close(capped, ops.dot_product_attention(Q, KV, KV), rtol=1e-4, atol=1e-5)
+
+
+def test_control_flow_equals_keras3():
+    k = keras.ops
+    step = lambda c, x: (c + x, c * x)  # noqa: E731
+    for kwargs in ({}, {"reverse": True}):
+        _same(ops.scan(step, torch.zeros(4), X, **kwargs), k.scan(step, torch.zeros(4), X, **kwargs), f"scan {kwargs}")
+    pair = lambda c, x: ((c[0] + x["a"], c[1]), x["a"] - x["b"])  # noqa: E731
+    _same(ops.scan(pair, (torch.zeros(4), 1.0), {"a": X, "b": Y}), k.scan(pair, (torch.zeros(4), 1.0), {"a": X, "b": Y}),
+          "scan of structures")
+    _same(ops.map(lambda r: r * 2, X), k.map(lambda r: r * 2, X), "map")
+    _same(ops.map(lambda r: (r.sum(), r.max()), X), k.map(lambda r: (r.sum(), r.max()), X), "map to tuples")
+    _same(ops.vectorized_map(lambda r: r @ r, X), k.vectorized_map(lambda r: r @ r, X), "vectorized_map")
+    for index in (0, 1, 5, -2):
+        _same(ops.switch(index, [lambda a: a + 1, lambda a: a * 3], X), k.switch(index, [lambda a: a + 1, lambda a: a * 3], X),
+              f"switch {index}")
+    for kwargs in ({}, {"reverse": True}, {"axis": 1}):
+        _same(ops.associative_scan(torch.add, X, **kwargs), k.associative_scan(torch.add, X, **kwargs), f"assoc {kwargs}")
+    f = lambda a, b: a * b + 1  # noqa: E731
+    _same(ops.vectorize(f)(X, Y[0]), k.vectorize(f)(X, Y[0]), "vectorize")
+
+
+def test_custom_gradient_both_grad_forms():
+    def make(torch_form):
+        @ops.custom_gradient
+        def log1pexp(x):
+            e = ops.exp(x)
+            if torch_form:
+                def grad(*args, upstream):
+                    return upstream * (1.0 - 1.0 / (1 + e))
+            else:
+                def grad(upstream):
+                    return upstream * (1.0 - 1.0 / (1 + e))
+            return ops.log(1 + e), grad
+        return log1pexp
+    for torch_form in (False, True):
+        x = torch.tensor([0.0, 100.0, -3.0], requires_grad=True)
+        y = make(torch_form)(x)
+        y.sum().backward()
+        torch.testing.assert_close(x.grad, torch.sigmoid(x.detach()))   # finite at 100, where autograd gives NaN
 
 
 def test_jvp_equals_keras3():

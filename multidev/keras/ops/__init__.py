@@ -18,7 +18,8 @@ Example:
 from __future__ import annotations
 
 from multidev.keras._missing import missing_names
-from multidev.keras.ops import activations_more, arrays, core, ctc, elementwise, image, linalg, math_more, misc, nn, nn_more, numpy, stats
+from multidev.keras.ops import (activations_more, arrays, control, core, ctc, elementwise, image, linalg, math_more,
+                                misc, nn, nn_more, numpy, signal_ops, stats)
 from multidev.keras.ops.fft import __all__ as _fft_all
 from multidev.keras.ops.core import *  # noqa: F401,F403 - the flat keras.ops namespace
 from multidev.keras.ops.core import __all__ as _core_all
@@ -34,6 +35,8 @@ from multidev.keras.ops.linalg import *  # noqa: F401,F403
 from multidev.keras.ops.stats import *  # noqa: F401,F403
 from multidev.keras.ops.misc import *  # noqa: F401,F403
 from multidev.keras.ops.nn_more import *  # noqa: F401,F403
+from multidev.keras.ops.control import *  # noqa: F401,F403
+from multidev.keras.ops.signal_ops import *  # noqa: F401,F403
 
 
 def _public(module) -> list:
@@ -41,7 +44,8 @@ def _public(module) -> list:
             and getattr(v, "__module__", None) == module.__name__]
 
 
-__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_public(elementwise)) | set(_fft_all) | set(_public(nn))
-                 | set(_public(numpy)) | set(_public(math_more)) | set(_public(arrays)) | set(_public(activations_more))
-                 | set(_public(linalg)) | set(_public(stats)) | set(_public(misc)) | set(_public(nn_more)) | {"image", "nn", "numpy", "core", "linalg"})
+_MODULES = (elementwise, nn, numpy, math_more, arrays, activations_more, linalg, stats, misc, nn_more, control,
+            signal_ops)
+__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_fft_all) | {n for m in _MODULES for n in _public(m)}
+                 | {"image", "nn", "numpy", "core", "linalg"})
 __getattr__ = missing_names(__name__, "ops", globals())
