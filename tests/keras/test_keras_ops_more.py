@@ -4,6 +4,9 @@ inputs and Python scalars."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -158,6 +161,35 @@ SIGNAL = [
     ("scatter_update", (X, torch.tensor([[0, 1], [2, 2]]), torch.tensor([5.0, -6.0])), {"reduction": "max"}),
 ]
 
+SEQ = torch.randn(2, 9, 3, generator=_g)
+VOL = torch.randn(1, 5, 6, 7, 2, generator=_g)
+K1, K2 = torch.randn(3, 3, 4, generator=_g), torch.randn(3, 2, 8, 5, generator=_g)
+CONV = [("conv", (SEQ, K1), {}), ("conv", (SEQ, K1), {"padding": "same", "strides": 2}),
+        ("conv", (SEQ, K1), {"dilation_rate": 2}), ("conv", (NHWC, K2), {"padding": "same"}),
+        ("conv", (NHWC, K2), {"strides": (2, 1)}), ("conv", (NHWC, torch.randn(3, 2, 4, 6, generator=_g)), {}),
+        ("conv", (NHWC.permute(0, 3, 1, 2), K2), {"data_format": "channels_first", "padding": "same", "strides": 2}),
+        ("conv", (VOL, torch.randn(2, 2, 2, 2, 3, generator=_g)), {"padding": "same", "strides": 2}),
+        ("depthwise_conv", (NHWC, torch.randn(3, 3, 8, 2, generator=_g)), {}),
+        ("depthwise_conv", (NHWC, torch.randn(2, 2, 8, 1, generator=_g)), {"padding": "same", "strides": 2}),
+        ("depthwise_conv", (SEQ, torch.randn(4, 3, 2, generator=_g)), {"padding": "same"}),
+        ("separable_conv", (NHWC, torch.randn(3, 3, 8, 2, generator=_g), torch.randn(1, 1, 16, 4, generator=_g)), {}),
+        ("conv_transpose", (SEQ, torch.randn(3, 5, 3, generator=_g)), {}),
+        ("conv_transpose", (SEQ, torch.randn(3, 5, 3, generator=_g)), {"strides": 2, "padding": "same"}),
+        ("conv_transpose", (SEQ, torch.randn(4, 5, 3, generator=_g)), {"strides": 2, "padding": "same"}),
+        ("conv_transpose", (SEQ, torch.randn(2, 5, 3, generator=_g)), {"strides": 3, "padding": "same"}),
+        ("conv_transpose", (SEQ, torch.randn(3, 5, 3, generator=_g)), {"strides": 2, "output_padding": 1}),
+        ("conv_transpose", (NHWC, torch.randn(3, 3, 4, 8, generator=_g)), {"strides": 2, "padding": "same"}),
+        ("conv_transpose", (NHWC, torch.randn(3, 3, 4, 8, generator=_g)), {"strides": (2, 1), "padding": "same",
+                                                                           "output_padding": (1, 0)}),
+        ("max_pool", (SEQ, 2), {}), ("max_pool", (SEQ, 2), {"padding": "same"}), ("max_pool", (NHWC, 3, 2), {}),
+        ("max_pool", (NHWC, (3, 2)), {"padding": "same", "strides": 2}), ("max_pool", (VOL, 2), {}),
+        ("average_pool", (SEQ, 2), {}), ("average_pool", (SEQ, 2), {"padding": "same"}),
+        ("average_pool", (NHWC, 2), {"strides": 2, "padding": "same"}), ("average_pool", (VOL, 2), {"padding": "same"}),
+        ("average_pool", (NHWC.permute(0, 3, 1, 2), 2), {"data_format": "channels_first"}),
+        ("adaptive_average_pool", (NHWC, (2, 3)), {}), ("adaptive_max_pool", (NHWC, 2), {}),
+        ("adaptive_average_pool", (SEQ, 4), {}), ("adaptive_max_pool", (NHWC.permute(0, 3, 1, 2), (3, 2)),
+                                                  {"data_format": "channels_first"})]
+
 ACTIVATIONS = [(name, (X * 3,), {}) for name in (
     "log_sigmoid glu hard_tanh hard_shrink soft_shrink tanh_shrink celu squareplus sparse_plus sparse_sigmoid "
     "hard_silu hard_swish").split()]
@@ -178,7 +210,7 @@ LINALG = [
     ("det", (torch.stack([A, SPD]),), {}),
 ]
 
-CASES = MATH + ARRAYS + STATS + MISC + NN_MORE + SIGNAL + ACTIVATIONS + LINALG
+CASES = MATH + ARRAYS + STATS + MISC + NN_MORE + SIGNAL + CONV + ACTIVATIONS + LINALG
 _ARBITRARY = {"empty", "empty_like"}   # values unset: compare shape and dtype only
 
 
@@ -212,8 +244,8 @@ def test_ndim_and_submodules():
     assert ops.numpy.sqrt is ops.sqrt and ops.numpy.hypot is ops.hypot and ops.numpy.median is ops.median
     assert ops.nn.relu is ops.relu and ops.nn.log_sigmoid is ops.log_sigmoid
     torch.testing.assert_close(ops.numpy.sqrt(P), keras.ops.numpy.sqrt(P))
-    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.nn.conv`"):
-        ops.nn.conv
+    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.stft`"):
+        ops.stft
     with pytest.raises(AttributeError, match="has no `keras.ops.numpy.relu` either"):
         ops.numpy.relu
 
@@ -247,6 +279,16 @@ def test_where_md_keras_follows_numpy_rather_than_keras_on_torch():
                                (CUBE - mean) / torch.sqrt(var + 1e-7) * P[:, 0].reshape(1, 3, 1))
     capped = ops.dot_product_attention(Q, KV, KV, attn_logits_soft_cap=1e6)
     torch.testing.assert_close(capped, ops.dot_product_attention(Q, KV, KV), rtol=1e-4, atol=1e-5)
+
+
+def test_same_pooling_equals_tensorflow():
+    # Keras 3.15 on torch averages 'same' windows of size 3, stride 2 differently from TensorFlow (by 0.5 on
+    # unit-scale data); md.keras gives TensorFlow 2.21's numbers (recorded in tf_2.21_pooling_same.json)
+    tf = json.loads((Path(__file__).parent / "tf_2.21_pooling_same.json").read_text())
+    x = (torch.arange(144, dtype=torch.float32).reshape(2, 4, 6, 3) % 11) / 4
+    torch.testing.assert_close(ops.average_pool(x, 3, 2, "same"), torch.tensor(tf["avg_pool2d_k3_s2_same"]))
+    torch.testing.assert_close(ops.max_pool(x, 3, 2, "same"), torch.tensor(tf["max_pool2d_k3_s2_same"]))
+    torch.testing.assert_close(ops.average_pool(x[:, 0], 3, 2, "same"), torch.tensor(tf["avg_pool1d_k3_s2_same"]))
 
 
 def test_control_flow_equals_keras3():

@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 from multidev.keras._missing import missing_names
-from multidev.keras.ops import (activations_more, arrays, control, core, ctc, elementwise, image, linalg, math_more,
+from multidev.keras.ops import (activations_more, arrays, control, conv_ops, core, ctc, elementwise, image, linalg, math_more,
                                 misc, nn, nn_more, numpy, signal_ops, stats)
 from multidev.keras.ops.fft import __all__ as _fft_all
 from multidev.keras.ops.core import *  # noqa: F401,F403 - the flat keras.ops namespace
@@ -37,6 +37,7 @@ from multidev.keras.ops.misc import *  # noqa: F401,F403
 from multidev.keras.ops.nn_more import *  # noqa: F401,F403
 from multidev.keras.ops.control import *  # noqa: F401,F403
 from multidev.keras.ops.signal_ops import *  # noqa: F401,F403
+from multidev.keras.ops.conv_ops import *  # noqa: F401,F403
 
 
 def _public(module) -> list:
@@ -45,7 +46,7 @@ def _public(module) -> list:
 
 
 _MODULES = (elementwise, nn, numpy, math_more, arrays, activations_more, linalg, stats, misc, nn_more, control,
-            signal_ops)
+            signal_ops, conv_ops)
 __all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_fft_all) | {n for m in _MODULES for n in _public(m)}
                  | {"image", "nn", "numpy", "core", "linalg"})
 __getattr__ = missing_names(__name__, "ops", globals())
