@@ -159,6 +159,11 @@ SIGNAL = [
     ("scatter_update", (CUBE, torch.tensor([[1, 0]]), torch.ones(1, 4)), {}),
     ("scatter_update", (X, torch.tensor([[0, 1], [0, 1]]), torch.tensor([5.0, 6.0])), {"reduction": "add"}),
     ("scatter_update", (X, torch.tensor([[0, 1], [2, 2]]), torch.tensor([5.0, -6.0])), {"reduction": "max"}),
+    ("stft", (torch.randn(2, 40, generator=_g), 8, 4, 8), {}), ("stft", (torch.randn(3, 2, 33, generator=_g), 6, 3, 8),
+                                                                  {"window": "hamming", "center": False}),
+    ("stft", (torch.randn(30, generator=_g), 8, 2, 16), {"window": None}),
+    ("istft", (tuple(torch.randn(2, 11, 5, generator=_g).unbind(0)), 8, 4, 8), {}),
+    ("istft", (tuple(torch.randn(2, 3, 9, 9, generator=_g).unbind(0)), 16, 4, 16), {"length": 40, "window": "hamming"}),
 ]
 
 SEQ = torch.randn(2, 9, 3, generator=_g)
@@ -244,8 +249,8 @@ def test_ndim_and_submodules():
     assert ops.numpy.sqrt is ops.sqrt and ops.numpy.hypot is ops.hypot and ops.numpy.median is ops.median
     assert ops.nn.relu is ops.relu and ops.nn.log_sigmoid is ops.log_sigmoid
     torch.testing.assert_close(ops.numpy.sqrt(P), keras.ops.numpy.sqrt(P))
-    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.stft`"):
-        ops.stft
+    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.rearrange`"):
+        ops.rearrange
     with pytest.raises(AttributeError, match="has no `keras.ops.numpy.relu` either"):
         ops.numpy.relu
 
