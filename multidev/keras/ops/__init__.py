@@ -45,8 +45,9 @@ def _public(module) -> list:
             and getattr(v, "__module__", None) == module.__name__]
 
 
-_MODULES = (elementwise, nn, numpy, math_more, arrays, activations_more, linalg, stats, misc, nn_more, control,
-            signal_ops, conv_ops)
-__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_fft_all) | {n for m in _MODULES for n in _public(m)}
+#: the modules added after the first ones; layers/symbolic_ops.py wraps their ops for KerasTensors as well
+MORE_MODULES = (math_more, arrays, activations_more, linalg, stats, misc, nn_more, control, signal_ops, conv_ops)
+__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_fft_all)
+                 | {n for m in (elementwise, nn, numpy, *MORE_MODULES) for n in _public(m)}
                  | {"image", "nn", "numpy", "core", "linalg"})
 __getattr__ = missing_names(__name__, "ops", globals())
