@@ -355,6 +355,15 @@ def test_new_ops_build_functional_models_that_train_and_save(tmp_path):
     assert '"function": "keras.ops.glu"' in json.dumps(model.get_config())
 
 
+def test_argpartition_partitions_around_kth():
+    for axis, kth in ((-1, 2), (0, 1)):
+        idx = ops.argpartition(X, kth, axis=axis)
+        part = torch.take_along_dim(X, idx.long(), dim=axis).movedim(axis, -1)
+        pivot = part[..., kth:kth + 1]
+        assert idx.dtype == torch.int32 and (part[..., :kth] <= pivot).all() and (part[..., kth:] >= pivot).all()
+        torch.testing.assert_close(pivot.squeeze(-1), torch.sort(X.movedim(axis, -1)).values[..., kth])
+
+
 def test_results_outside_layers_are_readable():
     w = X.clone().requires_grad_()
     assert float(ops.median(w).numpy()) == float(torch.quantile(X, 0.5))   # .numpy() while it carries gradients
