@@ -30,8 +30,8 @@ def test_ndim_and_submodules():
     assert ops.numpy.sqrt is ops.sqrt and ops.numpy.hypot is ops.hypot and ops.numpy.median is ops.median
     assert ops.nn.relu is ops.relu and ops.nn.log_sigmoid is ops.log_sigmoid
     torch.testing.assert_close(ops.numpy.sqrt(P), keras.ops.numpy.sqrt(P))
-    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.rearrange`"):
-        ops.rearrange
+    with pytest.raises(AttributeError, match="Keras 3 has `keras.ops.image.affine_transform`"):
+        ops.image.affine_transform
     with pytest.raises(AttributeError, match="has no `keras.ops.numpy.relu` either"):
         ops.numpy.relu
 
@@ -175,6 +175,9 @@ def test_gradients_flow_through_new_ops():
     (lambda: ops.inv(X), ValueError, "square"),
     (lambda: ops.qr(A, mode="full"), ValueError, "'reduced' or 'complete'"),
     (lambda: ops.unique(L, size=3), NotImplementedError, "Keras 3 on multidev"),
+    (lambda: ops.rearrange(X, "a b -> a"), ValueError, "same axes"),
+    (lambda: ops.rearrange(X, "(a b) c -> a b c", a=2), ValueError, "cannot split"),
+    (lambda: ops.rearrange(X, "a ... -> a"), ValueError, "no '...'"),
 ])
 def test_bad_arguments_raise_clear_errors(call, error, match):
     with pytest.raises(error, match=match):

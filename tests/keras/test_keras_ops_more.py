@@ -161,6 +161,10 @@ SIGNAL = [
     ("stft", (torch.randn(30, generator=_g), 8, 2, 16), {"window": None}),
     ("istft", (tuple(torch.randn(2, 11, 5, generator=_g).unbind(0)), 8, 4, 8), {}),
     ("istft", (tuple(torch.randn(2, 3, 9, 9, generator=_g).unbind(0)), 16, 4, 16), {"length": 40, "window": "hamming"}),
+    ("rearrange", (NHWC, "b h w c -> b c h w"), {}), ("rearrange", (NHWC, "b h w c -> (b h) (w c)"), {}),
+    ("rearrange", (NHWC, "b h (w p) c -> b (h w) (p c)"), {"p": 2}),
+    ("rearrange", (torch.randn(2, 12, 5, generator=_g), "b (h w) c -> b h w c"), {"h": 3}),
+    ("rearrange", (torch.randn(2, 12, 5, generator=_g), "b (h w) c -> c (w b) h"), {"w": 6}),
 ]
 
 SEQ = torch.randn(2, 9, 3, generator=_g)

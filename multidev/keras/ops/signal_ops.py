@@ -107,3 +107,67 @@ def argpartition(x, kth, axis=-1):
     if axis is None:
         x, axis = x.reshape(-1), 0
     return torch.argsort(x, dim=axis, stable=True).to(torch.int32)
+
+
+def _groups(side: str, pattern: str) -> list:
+    """``"b (h w) c"`` as [["b"], ["h", "w"], ["c"]]."""
+    groups, current = [], None
+    for token in side.replace("(", " ( ").replace(")", " ) ").split():
+        if token == "(":
+            if current is not None:
+                raise ValueError(f"rearrange: nested parentheses in {pattern!r}.")
+            current = []
+        elif token == ")":
+            if current is None:
+                raise ValueError(f"rearrange: unbalanced parentheses in {pattern!r}.")
+            groups.append(current)
+            current = None
+        elif not token.isidentifier():
+            raise ValueError(f"rearrange: axis names must be identifiers (no '...' or numbers); received "
+                             f"{token!r} in {pattern!r}.")
+        elif current is not None:
+            current.append(token)
+        else:
+            groups.append([token])
+    if current is not None:
+        raise ValueError(f"rearrange: unbalanced parentheses in {pattern!r}.")
+    return groups
+
+
+def _sizes(groups, shape, lengths, pattern) -> dict:
+    """Each input axis name's size: given in ``lengths`` or inferred (one unknown per group)."""
+    if len(groups) != len(shape):
+        raise ValueError(f"rearrange: {pattern!r} names {len(groups)} input axes; the tensor has shape {tuple(shape)}.")
+    sizes = {}
+    for group, dim in zip(groups, shape):
+        unknown = [n for n in group if n not in lengths]
+        known = 1
+        for n in group:
+            known *= lengths.get(n, 1)
+        if len(unknown) > 1 or (not unknown and known != dim) or (unknown and dim % known):
+            raise ValueError(f"rearrange: cannot split an axis of size {dim} into {group} with {lengths}.")
+        sizes.update({n: lengths[n] for n in group if n in lengths})
+        sizes.update({n: dim // known for n in unknown})
+    return sizes
+
+
+def rearrange(tensor, pattern, **axes_lengths):
+    """einops' ``rearrange`` (Keras 3's subset: named axes and parenthesised groups, no ``...``):
+    ``rearrange(x, "b (h w) c -> b h w c", h=4)``."""
+    x = _t(tensor)
+    if pattern.count("->") != 1:
+        raise ValueError(f"rearrange: the pattern needs one '->'; received {pattern!r}.")
+    left, right = (_groups(side, pattern) for side in pattern.split("->"))
+    names_in = [n for g in left for n in g]
+    names_out = [n for g in right for n in g]
+    if sorted(names_in) != sorted(names_out) or len(set(names_in)) != len(names_in):
+        raise ValueError(f"rearrange: both sides must name the same axes once each; received {pattern!r}.")
+    sizes = _sizes(left, x.shape, axes_lengths, pattern)
+    flat = x.reshape([sizes[n] for n in names_in]).permute([names_in.index(n) for n in names_out])
+    out_shape = []
+    for group in right:
+        size = 1
+        for n in group:
+            size *= sizes[n]
+        out_shape.append(size)
+    return flat.reshape(out_shape)
