@@ -12,6 +12,7 @@ Example (at the end of a namespace module):
 from __future__ import annotations
 
 import difflib
+import sys
 
 from multidev.keras._keras3_names import KERAS_VERSION, NAMES
 
@@ -36,5 +37,22 @@ def missing_names(module: str, namespace: str, module_globals: dict):
         if name.startswith("__"):  # dunder probes (pickle, doctest, IPython) get the plain error
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         raise missing_name_error(module, namespace, name, module_globals)
+
+    return __getattr__
+
+
+def flat_namespace_names(module: str, namespace: str, module_globals: dict, flat_module: str):
+    """A ``__getattr__`` for a Keras sub-namespace (``keras.ops.numpy``) whose ops md.keras defines in other
+    files: a name Keras 3 lists under ``namespace`` resolves to the same function of the flat namespace
+    (``ops.numpy.sqrt is ops.sqrt``), resolved at first use because the flat package imports this module."""
+    missing = missing_names(module, namespace, module_globals)
+
+    def __getattr__(name: str):
+        if not name.startswith("__") and name in NAMES.get(namespace, ()):
+            flat = sys.modules.get(flat_module)
+            value = vars(flat).get(name) if flat is not None else None
+            if value is not None:
+                return value
+        return missing(name)
 
     return __getattr__

@@ -288,7 +288,7 @@ def deserialize(config: dict):
 
 # ----- installation -----------------------------------------------------------------------------
 _NOT_OPS = {"is_tensor", "standardize_dtype", "convert_to_numpy", "cond", "fori_loop", "while_loop", "get",
-            "serialize", "deserialize", "keep_logits", "take_logits"}
+            "serialize", "deserialize", "keep_logits", "take_logits", "vectorize", "custom_gradient"}
 _STATIC = {"shape": lambda x: tuple(x.shape), "dtype": lambda x: str(x.dtype).replace("torch.", "")}
 
 
@@ -337,8 +337,13 @@ TORCH_KEYS: dict = {}
 def install() -> None:
     """Make md.keras.ops, md.keras.activations and the ``md.*`` ops build nodes on KerasTensors (once, at import)."""
     from multidev.keras import activations, ops
-    for module in (ops.core, ops.elementwise, ops.nn, ops.numpy, ops.image):
-        _install_module(module, "keras.ops", vars(ops))
+    done: dict = {}
+    for module in (ops.core, ops.elementwise, ops.nn, ops.numpy, ops.image, *ops.MORE_MODULES):
+        done.update(_install_module(module, "keras.ops", vars(ops)))
+    for space in (ops.nn, ops.linalg):   # names they re-export from the modules above: the same wrappers
+        for name, fn in list(vars(space).items()):
+            if not name.startswith("_") and id(fn) in done:
+                setattr(space, name, done[id(fn)])
     _install_activations(activations)
     _FUNCTIONS.setdefault("keras.ops.get_item", _get_item())
     symbolic.register(_KERAS_TENSOR, md_op_handler)

@@ -18,7 +18,8 @@ Example:
 from __future__ import annotations
 
 from multidev.keras._missing import missing_names
-from multidev.keras.ops import core, ctc, elementwise, image, nn, numpy
+from multidev.keras.ops import (activations_more, arrays, control, conv_ops, core, ctc, elementwise, image, linalg, math_more,
+                                misc, nn, nn_more, numpy, signal_ops, stats)
 from multidev.keras.ops.fft import __all__ as _fft_all
 from multidev.keras.ops.core import *  # noqa: F401,F403 - the flat keras.ops namespace
 from multidev.keras.ops.core import __all__ as _core_all
@@ -27,6 +28,16 @@ from multidev.keras.ops.elementwise import *  # noqa: F401,F403
 from multidev.keras.ops.fft import *  # noqa: F401,F403
 from multidev.keras.ops.nn import *  # noqa: F401,F403
 from multidev.keras.ops.numpy import *  # noqa: F401,F403
+from multidev.keras.ops.math_more import *  # noqa: F401,F403
+from multidev.keras.ops.arrays import *  # noqa: F401,F403
+from multidev.keras.ops.activations_more import *  # noqa: F401,F403
+from multidev.keras.ops.linalg import *  # noqa: F401,F403
+from multidev.keras.ops.stats import *  # noqa: F401,F403
+from multidev.keras.ops.misc import *  # noqa: F401,F403
+from multidev.keras.ops.nn_more import *  # noqa: F401,F403
+from multidev.keras.ops.control import *  # noqa: F401,F403
+from multidev.keras.ops.signal_ops import *  # noqa: F401,F403
+from multidev.keras.ops.conv_ops import *  # noqa: F401,F403
 
 
 def _public(module) -> list:
@@ -34,6 +45,9 @@ def _public(module) -> list:
             and getattr(v, "__module__", None) == module.__name__]
 
 
-__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_public(elementwise)) | set(_fft_all) | set(_public(nn))
-                 | set(_public(numpy)) | {"image", "nn", "numpy", "core"})
+#: the modules added after the first ones; layers/symbolic_ops.py wraps their ops for KerasTensors as well
+MORE_MODULES = (math_more, arrays, activations_more, linalg, stats, misc, nn_more, control, signal_ops, conv_ops)
+__all__ = sorted(set(_core_all) | set(ctc.__all__) | set(_fft_all)
+                 | {n for m in (elementwise, nn, numpy, *MORE_MODULES) for n in _public(m)}
+                 | {"image", "nn", "numpy", "core", "linalg"})
 __getattr__ = missing_names(__name__, "ops", globals())

@@ -14,7 +14,7 @@ import torch
 
 from multidev.keras.ops.core import convert_to_tensor
 
-__all__ = ["fft", "fft2", "ifft2", "rfft", "irfft", "real", "imag", "conj"]
+__all__ = ["fft", "fft2", "ifft2", "rfft", "irfft", "real", "imag", "conj", "stft", "istft"]
 
 
 def _complex(x, op: str) -> torch.Tensor:
@@ -80,3 +80,46 @@ def imag(x):
 def conj(x):
     """The complex conjugate (a real tensor unchanged)."""
     return torch.conj(_tensor(x)).resolve_conj()
+
+
+def _window(window, length, dtype):
+    """Keras's ``window``: 'hann' or 'hamming' (periodic), a 1-D tensor of ``length``, or None (ones)."""
+    if window is None:
+        return torch.ones(length, dtype=dtype)
+    if isinstance(window, str):
+        if window not in ("hann", "hamming"):
+            raise ValueError(f"stft: a string `window` must be 'hann' or 'hamming'; received {window!r}.")
+        make = torch.hann_window if window == "hann" else torch.hamming_window
+        return make(length, periodic=True, dtype=dtype)
+    win = convert_to_tensor(window).to(dtype)
+    if win.shape != (length,):
+        raise ValueError(f"stft: `window` must have shape ({length},); received {tuple(win.shape)}.")
+    return win
+
+
+def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=True):
+    """Short-time Fourier transform over the last axis: (real, imag), each (..., frames, fft_length // 2 + 1)."""
+    x = convert_to_tensor(x)
+    if x.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"stft: expected a float32 or float64 input; received {x.dtype}.")
+    if fft_length < sequence_length:
+        raise ValueError(f"stft: `fft_length` ({fft_length}) must be >= `sequence_length` ({sequence_length}).")
+    *batch, samples = x.shape
+    z = torch.stft(x.reshape(-1, samples), n_fft=fft_length, hop_length=sequence_stride, win_length=sequence_length,
+                   window=_window(window, sequence_length, x.dtype), center=center, return_complex=True)
+    return _pair(z.reshape(*batch, *z.shape[-2:]).transpose(-2, -1))
+
+
+def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann", center=True):
+    """The inverse of ``stft`` (overlap-add); md.keras takes the case torch.istft covers: sequence_length ==
+    fft_length, center=True and a window."""
+    if sequence_length != fft_length or not center or window is None:
+        raise NotImplementedError("istft: md.keras supports sequence_length == fft_length, center=True and a "
+                                  f"window; received sequence_length={sequence_length}, fft_length={fft_length}, "
+                                  f"center={center}, window={window!r}. Run with Keras 3 on multidev for the rest.")
+    z = _complex(x, "istft")
+    *batch, frames, bins = z.shape
+    out = torch.istft(z.reshape(-1, frames, bins).transpose(-2, -1), n_fft=fft_length, hop_length=sequence_stride,
+                      win_length=sequence_length, window=_window(window, sequence_length, z.real.dtype),
+                      center=center, length=length)
+    return out.reshape(*batch, out.shape[-1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from multidev.keras._missing import missing_names
 from multidev.keras.ops.core import convert_to_tensor
 
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
@@ -88,3 +89,4 @@ def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"
 
 
 __all__ = ["resize", "extract_patches"]
+__getattr__ = missing_names(__name__, "ops.image", globals())

@@ -15,9 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from multidev.keras import backend
+from multidev.keras._missing import flat_namespace_names
 from multidev.keras.activations import keep_logits, take_logits
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 from multidev.keras.ops.ctc import ctc_decode, ctc_loss  # noqa: F401 - keras.ops.nn has them too
+from multidev.keras.ops.activations_more import *  # noqa: F401,F403 - keras.ops.nn has them too
 from multidev.keras.ops.numpy import _dims, _float
 
 _t = convert_to_tensor
@@ -191,9 +193,13 @@ def segment_sum(data, segment_ids, num_segments=None, sorted=False):  # noqa: A0
 
 
 def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
-    """Maxima of ``data``'s rows grouped by ``segment_ids``."""
+    """Maxima of ``data``'s rows grouped by ``segment_ids`` (empty segments: -inf, or the int dtype's min)."""
     data, ids = _t(data), _t(segment_ids).long()
     count = int(ids.max()) + 1 if num_segments is None else num_segments
-    out = torch.full((count,) + tuple(data.shape[1:]), -math.inf, dtype=data.dtype, device=data.device)
+    fill = -math.inf if data.is_floating_point() else torch.iinfo(data.dtype).min   # -inf overflows ints
+    out = torch.full((count,) + tuple(data.shape[1:]), fill, dtype=data.dtype, device=data.device)
     index = ids.reshape((-1,) + (1,) * (data.ndim - 1)).expand_as(data)
     return out.scatter_reduce(0, index, data, reduce="amax")
+
+
+__getattr__ = flat_namespace_names(__name__, "ops.nn", globals(), "multidev.keras.ops")

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from multidev.keras import backend
+from multidev.keras._missing import flat_namespace_names
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 
 _t = convert_to_tensor
@@ -285,7 +286,7 @@ def amin(x, axis=None, keepdims=False):
 
 
 def prod(x, axis=None, keepdims=False, dtype=None):
-    """Product over ``axis``."""
+    """Product over ``axis``; ints keep their dtype, bools and small ints give int32 (torch gives int64)."""
     x = _t(x, dtype)
     out = x.reshape(-1).prod() if axis is None else x
     if axis is not None:
@@ -293,7 +294,8 @@ def prod(x, axis=None, keepdims=False, dtype=None):
             out = out.prod(dim=d, keepdim=keepdims)
     elif keepdims:
         out = out.reshape((1,) * x.ndim)
-    return out
+    small = (torch.bool, torch.uint8, torch.int8, torch.int16)
+    return out.to(torch.int32 if x.dtype in small else x.dtype)
 
 
 def std(x, axis=None, keepdims=False):
@@ -387,3 +389,6 @@ def average(x, axis=None, weights=None):
         shape[axis] = -1
         w = w.reshape(shape)
     return sum(x * w, axis) / sum(w * torch.ones_like(x), axis)
+
+
+__getattr__ = flat_namespace_names(__name__, "ops.numpy", globals(), "multidev.keras.ops")
