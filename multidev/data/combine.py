@@ -10,6 +10,31 @@ from multidev.data import structure
 from multidev.data.dataset import Dataset
 
 
+class ZippedTuple(tuple):
+    """An element of ``Dataset.zip((a, b))``: a tuple that remembers its items came from separate datasets,
+    so distributing it cuts each item along its own dimension 0, as TensorFlow does with a zip of datasets
+    batched to different sizes. A plain tuple otherwise (``map`` and other rebuilding drop the mark)."""
+
+
+class ZippedDict(dict):
+    """An element of ``Dataset.zip({'a': a, 'b': b})``: as ``ZippedTuple``, for a dict of datasets."""
+
+
+def _zipped(structure: Any, items: list) -> Any:
+    """``structure`` (the zip's nest of datasets) packed with one element of each, every level marked."""
+    it = iter(items)
+
+    def pack(node: Any) -> Any:
+        if isinstance(node, tuple):   # a namedtuple keeps its type, unmarked
+            items = [pack(n) for n in node]
+            return type(node)(*items) if hasattr(node, "_fields") else ZippedTuple(items)
+        if isinstance(node, dict):
+            packed = {key: pack(node[key]) for key in structure.sorted_keys(node)}
+            return ZippedDict((key, packed[key]) for key in node)
+        return next(it)
+    return pack(structure)
+
+
 class ZipDataset(Dataset):
     """Elements of several datasets combined in the structure the datasets were given in."""
 
@@ -39,7 +64,7 @@ class ZipDataset(Dataset):
                         items.append(next(source))
                     except StopIteration:
                         return
-                yield structure.pack_as(self._structure, items)
+                yield _zipped(self._structure, items)
         finally:
             for source in sources:
                 source.close()
