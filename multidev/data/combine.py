@@ -20,7 +20,7 @@ class ZippedDict(dict):
     """An element of ``Dataset.zip({'a': a, 'b': b})``: as ``ZippedTuple``, for a dict of datasets."""
 
 
-def _zipped(structure: Any, items: list) -> Any:
+def _zipped(nest: Any, items: list) -> Any:
     """``structure`` (the zip's nest of datasets) packed with one element of each, every level marked."""
     it = iter(items)
 
@@ -32,7 +32,7 @@ def _zipped(structure: Any, items: list) -> Any:
             packed = {key: pack(node[key]) for key in structure.sorted_keys(node)}
             return ZippedDict((key, packed[key]) for key in node)
         return next(it)
-    return pack(structure)
+    return pack(nest)
 
 
 class ZipDataset(Dataset):

@@ -63,7 +63,7 @@ class StrategyStepRunner:
             check_variables(model, strategy)
             self._checked.add(id(model))
         stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
-        inputs = StepInputs(kind, global_size, stores, zipped=zipped and total > 1)
+        inputs = StepInputs(kind, global_size, stores, zipped=zipped)
         with strategy.scope(), train_grad_mode(kind):
             outputs = extended.call_for_each_replica(step_fn, (PerReplica(parts) if local > 1 else parts[0],), {},
                                                       step=inputs)
