@@ -41,8 +41,9 @@ def leading_size(element: Any) -> int:
             "make sequence-first data batch-first (e.g. x.transpose(0, 1), batch_first=True) and flatten targets "
             "after the split, inside the step. An element of md.data.Dataset.zip of datasets batched to different "
             "sizes is cut part by part, as TensorFlow cuts it, but only as the zip yields it: a map or a torch "
-            "DataLoader that rebuilds it cannot be told from sequence-first tensors. Map each dataset before "
-            "zipping them, or batch each replica's parts with strategy.distribute_datasets_from_function.")
+            "DataLoader that rebuilds it (or Keras 3's fit) cannot be told from sequence-first tensors. Map each "
+            "dataset before zipping them, batch each replica's parts with "
+            "strategy.distribute_datasets_from_function, or batch the zipped datasets to one size.")
     return sizes.pop()
 
 
