@@ -119,6 +119,8 @@ def main():
                                 for name, args in CASES.items()},
         "dict_rows": [dict_rows(two, e) for e in two.experimental_distribute_dataset(
             md.data.Dataset.zip({"unlabeled": u, "labeled": lab}))],
+        "repeat_prefetch_rows": [rows(two, e) for e in two.experimental_distribute_dataset(
+            md.data.Dataset.zip((u, lab)).repeat(2).prefetch(md.data.AUTOTUNE))],
         "fit_2": {name: fit(two, args) for name, args in CASES.items()},
         "fit_1": {name: fit(one, args) for name, args in CASES.items()},
         "fit_2_two_epochs": fit(two, CASES["partial_26_16__7_4"], epochs=2),

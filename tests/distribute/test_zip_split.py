@@ -53,6 +53,10 @@ def test_a_zip_of_a_dict_is_cut_per_key(ours):
     assert ours["dict_rows"] == [[{"unlabeled": 8, "labeled": 2}] * 2] * 2
 
 
+def test_repeat_and_prefetch_after_the_zip_keep_its_parts(ours):
+    assert ours["repeat_prefetch_rows"] == [[[8, 2], [8, 2]]] * 4
+
+
 @pytest.mark.parametrize("case", ["full_16_4", "partial_26_16__7_4"])
 def test_fit_with_a_loss_on_each_part_equals_one_device(ours, tf, case):
     for run in (ours["fit_2"][case], ours["fit_1"][case]):
