@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from multidev.data.combine import ZippedDict, ZippedTuple
 from multidev.values.distributed import flatten, map_structure
 
 
@@ -17,6 +18,11 @@ def replica_batch_sizes(global_batch_size: int, num_replicas: int) -> list[int]:
 
 
 def leading_size(element: Any) -> int:
+    """The rows of one global batch: its tensors' common dimension 0 (a zip of parts batched to
+    different sizes: its largest part's, ``zipped_parts``)."""
+    parts = zipped_parts(element)
+    if parts is not None:
+        return max(leading_size(p) for p in parts)
     sizes = set()
     for leaf in flatten(element):
         if isinstance(leaf, torch.Tensor):
@@ -33,9 +39,10 @@ def leading_size(element: Any) -> int:
             f"Components of a dataset element have different batch sizes {sorted(sizes)} (their dimension 0); "
             "cannot split it. multidev splits every tensor of a global batch along dimension 0, as TensorFlow does: "
             "make sequence-first data batch-first (e.g. x.transpose(0, 1), batch_first=True) and flatten targets "
-            "after the split, inside the step. A Dataset.zip of datasets batched to different sizes is refused "
-            "too (TensorFlow cuts each zipped part along its own dimension 0; multidev cannot tell such parts from "
-            "sequence-first tensors): batch each replica's parts with "
+            "after the split, inside the step. An element of md.data.Dataset.zip of datasets batched to different "
+            "sizes is cut part by part, as TensorFlow cuts it, but only as the zip yields it: a map or a torch "
+            "DataLoader that rebuilds it (or Keras 3's fit) cannot be told from sequence-first tensors. Map each "
+            "dataset before zipping them, batch each replica's parts with "
             "strategy.distribute_datasets_from_function, or batch the zipped datasets to one size.")
     return sizes.pop()
 
@@ -73,9 +80,42 @@ def split_sizes(size: int, num_replicas: int, static_batch_size: int, fill_in_or
     return replica_batch_sizes(size, num_replicas)
 
 
-def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[Any]:
-    """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``)."""
+def zipped_parts(element: Any) -> list | None:
+    """The parts of a ``Dataset.zip`` element whose parts differ in dimension 0 (each cut along its own
+    dimension 0, as TensorFlow cuts them), else None (the element is cut as one batch)."""
+    if not isinstance(element, (ZippedTuple, ZippedDict)):
+        return None
+    parts = list(element.values()) if isinstance(element, dict) else list(element)
+    sizes = set()
+    for part in parts:
+        sub = zipped_parts(part)
+        sizes.update({-1} if sub is not None else {leading_size(part)})   # a nested zip of two sizes
+    return parts if len(sizes) > 1 else None
+
+
+def _split_zipped(element: Any, num_replicas: int) -> list[Any]:
+    """Each part of a zip cut on its own. TensorFlow knows no batch size for the zip, so it cuts every batch
+    of each part into consecutive slices of ``ceil(rows / replicas)`` (``partial_batch_sizes``)."""
+    parts = zipped_parts(element)
+    if parts is None:
+        return _split_rows(element, partial_batch_sizes(leading_size(element), num_replicas))
+    cut = [_split_zipped(p, num_replicas) for p in parts]
+    if isinstance(element, dict):
+        return [type(element)(zip(element.keys(), [c[r] for c in cut])) for r in range(num_replicas)]
+    return [type(element)(c[r] for c in cut) for r in range(num_replicas)]
+
+
+def _split_rows(element: Any, sizes: list[int]) -> list[Any]:
     bounds = [0]
-    for c in split_sizes(leading_size(element), num_replicas, static_batch_size, fill_in_order):
+    for c in sizes:
         bounds.append(bounds[-1] + c)
-    return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(num_replicas)]
+    return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(len(sizes))]
+
+
+def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[Any]:
+    """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``; a zip of parts
+    batched to different sizes: each part on its own, ``_split_zipped``)."""
+    if zipped_parts(element) is not None:
+        return _split_zipped(element, num_replicas)
+    return _split_rows(element, split_sizes(leading_size(element), num_replicas, static_batch_size, fill_in_order))
+

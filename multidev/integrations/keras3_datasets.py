@@ -15,6 +15,7 @@ import functools
 import importlib
 from typing import Any
 
+from multidev.data.combine import unmarked
 from multidev.data.dataset import Dataset
 
 _state = {"adapter": None}   # Keras's DataAdapter subclass, made when Keras is patched
@@ -71,6 +72,7 @@ class _AdapterMethods:
 
     def _batches(self):
         for element in self._dataset:
+            element = unmarked(element)   # a zip of two batch sizes: plain tuples (Keras's tree takes no subclass)
             if self._class_weight is None:
                 yield element
                 continue

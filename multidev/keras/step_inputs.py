@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from multidev.values.context import replica_env
 
 STEP_KINDS = ("train", "test", "predict")
@@ -28,11 +30,14 @@ class StepInputs:
             replica's summed loss (so summed gradients equal one device's). None: the replica's batch.
         metric_states: one dict per local replica (metric -> {state name: tensor}) where that
             replica's metrics accumulate, merged exactly after the step; empty: metrics use their own.
+        zipped: the batch is a ``Dataset.zip`` of parts batched to different sizes, each cut on its own:
+            a loss's global batch is then the replicas' rows of what it was given, summed (``global_batch``).
     """
 
     kind: str
     global_batch_size: int | None = None
     metric_states: tuple[dict, ...] = ()
+    zipped: bool = False
 
     def __post_init__(self) -> None:
         check_kind(self.kind)
@@ -67,10 +72,20 @@ def replica_share(batch: int) -> float | None:
     """This replica's share of the step's global batch (``batch / global_batch_size``) in a Keras
     step on a strategy, else None. A loss divided by the global batch is that share of the
     global mean (see :func:`mark_share`)."""
+    total = global_batch(batch)
+    return batch / total if total else None
+
+
+def global_batch(batch: int) -> int | None:
+    """The global batch a replica's loss over ``batch`` examples stands for in a Keras step on a strategy,
+    else None: the step's ``global_batch_size``, or with a zip of parts batched to different sizes (16
+    unlabeled and 4 labeled rows) the rows every replica passes this loss, summed (4 for a loss on the
+    labeled part alone, cut 2 + 2), so each part's loss divides by its own global batch."""
     step = current()
-    if step is None or not step.global_batch_size:
-        return None
-    return batch / step.global_batch_size
+    if step is None or not step.zipped:
+        return step.global_batch_size if step is not None else None
+    ctx = replica_env().replica_context
+    return int(ctx.all_reduce("SUM", torch.tensor(int(batch), dtype=torch.int64)).item())
 
 
 def mark_share(loss, batch: int) -> None:
@@ -87,5 +102,5 @@ def share_of(value) -> float | None:
     return getattr(value, "_md_replica_share", None)
 
 
-__all__ = ["STEP_KINDS", "StepInputs", "check_kind", "current", "mark_share", "metric_store", "replica_share",
+__all__ = ["STEP_KINDS", "StepInputs", "check_kind", "current", "global_batch", "mark_share", "metric_store", "replica_share",
            "share_of"]

@@ -178,8 +178,7 @@ def _replicas() -> int:
 
 def _divisor(batch: int) -> int:
     """What a replica divides its summed loss by: the step's global batch on a strategy, else ``batch``."""
-    step = step_inputs.current()
-    return (step.global_batch_size if step is not None else None) or batch
+    return step_inputs.global_batch(batch) or batch
 
 
 def _structured(value) -> bool:

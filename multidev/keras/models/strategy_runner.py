@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from multidev.distribute.batch_split import split_element
+from multidev.data.combine import ZippedDict, ZippedTuple
+from multidev.distribute.batch_split import split_element, zipped_parts
 from multidev.keras.metrics.base import sum_states_across_workers
 from multidev.keras.models.replica_logs import step_logs
 from multidev.keras.models.step_runner import build_before_step, train_grad_mode
@@ -48,8 +49,10 @@ class StrategyStepRunner:
         local = extended.num_local_replicas
         total = local * extended.num_workers
         first = extended.worker_index * local
+        zipped = zipped_parts(data) is not None   # a Dataset.zip of two batch sizes: each part cut on its own
         if _is_distributed(data):   # from experimental_distribute_dataset: already one slice per replica
             parts = [local_value(data, r) for r in range(local)]
+            zipped = isinstance(data, (ZippedTuple, ZippedDict))   # its slices' parts may match by chance
             global_size = sum(_batch_size(p) for p in parts) * extended.num_workers
         else:
             global_size = _batch_size(data)
@@ -60,7 +63,7 @@ class StrategyStepRunner:
             check_variables(model, strategy)
             self._checked.add(id(model))
         stores = () if kind == "predict" else tuple({} for _ in range(local))   # predict updates no metric
-        inputs = StepInputs(kind, global_size, stores)
+        inputs = StepInputs(kind, global_size, stores, zipped=zipped)
         with strategy.scope(), train_grad_mode(kind):
             outputs = extended.call_for_each_replica(step_fn, (PerReplica(parts) if local > 1 else parts[0],), {},
                                                       step=inputs)
