@@ -6,6 +6,9 @@ update the variable (every copy), not refuse the copy as "not mirrored". Mirrore
 the suite's logical CPUs (tests/conftest.py).
 """
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -184,3 +187,82 @@ def test_attribute_weights_train_as_on_one_device(make):
         copies = [c.detach().numpy() for c in getattr(w, "values", [w])]
         for c in copies[1:]:
             np.testing.assert_array_equal(copies[0], c)
+
+
+class Scale(layers.Layer):
+    """Reads a non-trainable weight that a callback sets between epochs with ``set_weights``."""
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(shape=(), initializer="ones", trainable=False, name="scale")
+
+    def call(self, x):
+        return x * self.scale
+
+
+class ScaledNet(_Step):
+    def __init__(self):
+        super().__init__()
+        self.scaler = Scale()
+        self.out = layers.Dense(1)
+
+    def call(self, x):
+        return self.out(self.scaler(x))
+
+    def _pick(self):
+        return self.trainable_variables
+
+
+class SetScale(md.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.scaler.set_weights([np.asarray(0.5 * (epoch + 2), "float32")])
+
+
+def test_non_trainable_weight_set_between_epochs_reaches_every_replica():
+    runs = _fit_both(ScaledNet, epochs=3, callbacks=[SetScale()])
+    _assert_same(runs, trained=False)
+    for model, _, _ in runs:
+        np.testing.assert_allclose(model.scaler.get_weights()[0], 2.0)
+
+
+def _counter_model(kind, aggregation):
+    class Counted(InitWeights):
+        def __init__(self):
+            super().__init__()
+            kw = {} if aggregation is None else {"aggregation": aggregation}
+            if kind == "md.Variable":
+                self.counter = md.Variable(0.0, trainable=False, **kw)
+            else:
+                self.counter = self.add_weight(name="counter", shape=(), initializer="zeros", trainable=False, **kw)
+
+        def train_step(self, data):
+            logs = super().train_step(data)
+            self.counter.assign_add(1.0)
+            return logs
+
+    return Counted
+
+
+# tf-keras under TF 2.21, MirroredStrategy on 2 logical CPUs (record_train_step_counter.py)
+_TF = json.loads((Path(__file__).parent / "tf_2.21_train_step_counter.json").read_text())
+TF_COUNTER = {None: _TF["default"], **{a: _TF[a] for a in ("NONE", "ONLY_FIRST_REPLICA", "MEAN", "SUM")}}
+TF_VARIABLE = {None: _TF["tf.Variable NONE"], **{a: _TF[f"tf.Variable {a}"] for a in TF_COUNTER if a}}
+
+
+@pytest.mark.parametrize("kind", ["add_weight", "md.Variable"])
+@pytest.mark.parametrize("aggregation", list(TF_COUNTER))
+def test_counter_assigned_in_train_step_follows_tensorflow(kind, aggregation):
+    """``self.counter.assign_add(1.)`` in a ``train_step``: every replica's copy counts the 4 steps of one
+    epoch (NONE: each its own; MEAN, ONLY_FIRST_REPLICA: the agreed value), SUM of a Python number raises."""
+    x, y = _data()
+    strategy = md.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = _counter_model(kind, aggregation)()
+        model.compile(optimizer=md.keras.optimizers.SGD(0.05), loss="mse")
+    tf = (TF_COUNTER if kind == "add_weight" else TF_VARIABLE)[aggregation]
+    if "error" in tf:
+        with pytest.raises(ValueError, match="cannot be reduced with the given reduce op ReduceOp.SUM"):
+            model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        return
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    assert [float(c) for c in strategy.experimental_local_results(model.counter)] == tf["copies"]
+    assert float(model.counter.numpy()) == tf["counter"]
