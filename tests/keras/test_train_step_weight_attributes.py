@@ -182,7 +182,7 @@ CASES = [InitWeights, BuildWeights, VariableAttributes, EncoderHead, TwoOptimize
 def test_attribute_weights_train_as_on_one_device(make):
     runs = _fit_both(make)
     _assert_same(runs)
-    _, _, (replicated, _, _) = None, None, runs[1]
+    replicated = runs[1][0]
     for w in replicated.weights:   # every replica's copy holds the same value
         copies = [c.detach().numpy() for c in getattr(w, "values", [w])]
         for c in copies[1:]:
