@@ -12,6 +12,7 @@ and from ``base_variable.py``, the plain ``md.Variable``. Import the public name
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 import torch
@@ -88,6 +89,36 @@ def local_view(tensor: Any) -> Any:
     return tensor
 
 
+#: id(component) -> weak reference to its variable (``variable_of``). Entries of a dead variable are
+#: dropped by its reference's callback; a lookup also checks identity, so a reused id never matches.
+_OWNERS: dict[int, weakref.ref] = {}
+
+
+def _register_components(variable: "DistributedVariable") -> None:
+    keys = [id(c) for c in variable._components]
+
+    def drop(ref, keys=keys):
+        for key in keys:
+            if _OWNERS.get(key) is ref:
+                del _OWNERS[key]
+
+    ref = weakref.ref(variable, drop)
+    for key in keys:
+        _OWNERS[key] = ref
+
+
+def variable_of(tensor: Any) -> Any:
+    """The distributed variable whose replica copy ``tensor`` is, else ``tensor`` itself. Inside
+    ``strategy.run`` a Keras ``train_step``'s ``self.w`` (a module attribute: an ``add_weight`` weight, an
+    ``md.Variable``) is the replica's copy; the optimizer must update the variable, every copy, as
+    TensorFlow's ``apply_gradients(zip(grads, [self.w]))`` does."""
+    ref = _OWNERS.get(id(tensor))
+    owner = ref() if ref is not None else None
+    if owner is not None and any(c is tensor for c in owner._components):
+        return owner
+    return tensor
+
+
 class DistributedVariable(Variable):
     """A variable with one component per replica; abstract (Mirrored or SyncOnRead)."""
 
@@ -129,6 +160,7 @@ class DistributedVariable(Variable):
             for c in components:
                 c.requires_grad_(self.requires_grad)
         self._components = tuple(components)
+        _register_components(self)
         self._share_storage = share_storage
         self._synced_version = components[0]._version
         return self

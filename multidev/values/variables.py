@@ -28,7 +28,8 @@ from multidev.values import context
 from multidev.values.base_variable import (  # noqa: F401  (the public import path of every variable name)
     _UPDATES, Variable, _as_tensor, _default_name, _variable_repr)
 from multidev.values.distributed import AnyDistributedValue, DistributedValues, PerReplica  # noqa: F401
-from multidev.values.distributed_variable import DistributedVariable, _substitute, local_view  # noqa: F401
+from multidev.values.distributed_variable import (  # noqa: F401
+    DistributedVariable, _substitute, local_view, variable_of)
 from multidev.values.strategy_protocol import StrategyLike
 
 

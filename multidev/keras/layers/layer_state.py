@@ -83,6 +83,15 @@ def register_state(layer: torch.nn.Module, name: str, value: torch.Tensor, plain
     _note_created(layer._buffers.get(name) if var is None else var)
 
 
+def hand_variable_whole(value: Any) -> None:
+    """``self.counter = md.Variable(0.)`` on a layer in a strategy's scope: inside ``strategy.run`` the
+    attribute stays the variable (``self.counter.assign_add(1.)`` in a ``train_step``, with its aggregation),
+    as TensorFlow's ``tf.Variable`` attribute does, instead of the replica's plain tensor, which has no
+    ``assign``. A module's own parameters (``add_weight``'s trainable weights) keep the fast copies."""
+    if isinstance(value, DistributedVariable) and not value._module_value:
+        value._handed_whole = True
+
+
 def is_own_state_alias(layer: torch.nn.Module, name: str, value: Any) -> bool:
     """Whether ``layer.<name> = value`` names one of the layer's own distributed state weights under a
     new attribute (the guide's ``self.total = self.add_weight(...)``, its weight registered as

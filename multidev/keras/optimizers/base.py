@@ -35,7 +35,7 @@ from multidev.keras.optimizers.replica_rules import ReplicaRules
 from multidev.keras.optimizers.rules import KerasRule, slot_names
 from multidev.values.context import current_replica_id
 from multidev.values.gradients import LocalGrads, SummedGrads
-from multidev.values.variables import Variable, local_view
+from multidev.values.variables import Variable, local_view, variable_of
 
 
 class Optimizer:
@@ -136,7 +136,8 @@ class Optimizer:
 
     def _apply_pairs(self, grads_and_vars, skip_gradients_aggregation=False):
         """The update of ``(gradient, variable)`` pairs (None gradients skipped)."""
-        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        # a replica's copy (`self.w` read in a replica's train_step: a plain tensor) stands for its variable
+        pairs = [(g, variable_of(v) if type(v) is torch.Tensor else v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
