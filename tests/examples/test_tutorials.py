@@ -235,7 +235,9 @@ def test_parameter_server_tutorial(tmp_path):
     assert "[chief 0] embedding shards: [((4, 16384), '/job:ps/replica:0/task:0/device:CPU:0'), " \
            "((4, 16384), '/job:ps/replica:0/task:1/device:CPU:0')]" in out
     accuracy = [float(v) for v in task_lines(out, "chief 0", r"Finished epoch \d, accuracy is (\S+)\.")]
-    assert len(accuracy) == 4 and accuracy[-1] >= 0.9 and accuracy[-1] >= accuracy[0], accuracy
+    # Asynchronous steps: on an idle machine the last epoch reads 0.9-1.0; under heavy load (a CI stand-in beside
+    # three other jobs on 2 cores) 0.64, 0.73, 0.74, 0.84 once. The bug this guards against fell: 0.81 to 0.43.
+    assert len(accuracy) == 4 and accuracy[-1] >= 0.75 and accuracy[-1] > accuracy[0], accuracy
     # One step's loss of asynchronous training with RMSprop(0.1): 0.12-0.47 in 8 runs on an idle machine,
     # 0.71 once under load (the accuracies above were 1.0); the bug this guards against read 5.8.
     assert float(task_lines(out, "chief 0", r"Final loss is (\S+)")[0]) < 1.5
