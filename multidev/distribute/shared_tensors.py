@@ -40,6 +40,7 @@ import weakref
 from typing import Any, Callable
 
 import torch
+from torch.nn.parameter import is_lazy
 from torch.overrides import TorchFunctionMode
 
 from multidev.values import context
@@ -123,7 +124,7 @@ def _plain_module_tensors(module: torch.nn.Module, path: str) -> list[tuple[torc
     if first is None or isinstance(first[1], DistributedVariable):
         return []
     return [(t, f"{path}.{name}") for name, t in itertools.chain([first], itertools.islice(named, _MAX_NODES))
-            if _has_storage(t)]
+            if not is_lazy(t) and _has_storage(t)]
 
 
 def _storage(t: torch.Tensor) -> int:
