@@ -18,11 +18,12 @@ ALL = sorted(PROGRAMS)
 # program -> the DDP program it must equal (the same program where omitted)
 AS_DDP = {"ppo": "ppo", "ppo_lr_in_step": "ppo", "ppo_via_method": "ppo", "sac_md_variable": "sac_md_variable",
           "reptile_grad": "reptile_grad", "fomaml_grad": "fomaml_grad"}
-ALPHA = "writes the enclosing function's variable 'alpha'"
+ALPHA = "writes the enclosing function's variable 'alpha' (now 1.0) inside strategy.run on several replicas: " \
+        "replicas are threads sharing that one variable (each DDP rank has its own), so `alpha = ...` in one replica"
 REFUSED = {   # program -> what the ValueError says, on MirroredStrategy
     "sac_as_printed": ALPHA,
     "sac_targets_outside_scope": "the tensor qf1_target.",
-    "reptile_data": "Variable 'Linear.weight:0': replica 1's copy differs from replica 0's",
+    "reptile_data": "Reptile's `p.data.add_(...)`): set `p.grad = ...` instead",
 }
 
 
@@ -73,3 +74,16 @@ def test_what_ddp_does(results):
     assert _flat(ddp["sac_as_printed"]["log"]) != pytest.approx(_flat(ddp["sac_md_variable"]["log"]), abs=1e-9)
     assert ddp["sac_targets_outside_scope"]["params"] == ddp["sac_md_variable"]["params"]
     assert ddp["reptile_data"]["spread"] > 1e-3
+
+
+def test_the_refused_programs_under_multidev_launch(results):
+    """One replica per worker holds its own Python numbers, plain tensors and modules, as each rank: SAC as
+    printed and its targets outside the scope give DDP's result (each worker's ``log_alpha`` its own, as
+    each rank's); Reptile's ``p.data.add_`` leaves the workers' copies apart: refused after the first run."""
+    (_, ddp, *workers), log = results
+    for worker in workers:
+        for program in ("sac_as_printed", "sac_targets_outside_scope"):
+            got, theirs = _ok(worker[program], log), ddp[program]
+            assert max(abs(x - y) for x, y in zip(got["params"], theirs["params"])) <= TOLERANCE, program
+        error = worker["reptile_data"].get("error", "")
+        assert error.startswith("ValueError") and REFUSED["reptile_data"] in error, error
