@@ -9,8 +9,9 @@ GIL inside ``expr``'s ops: another replica's whole ``+=`` can run in between and
 on 2 logical CPUs under load: one epoch in 200 (8 steps each) lost a replica's count, a silently wrong
 number. Checked once per run on the step function's own code (the names it writes with ``STORE_DEREF`` /
 ``STORE_GLOBAL``, decoded once per code object) and the values those names hold (a plain assignment,
-``alpha = log_alpha.exp().item()``, is refused too: one replica's value overwrites the one the others read): ``int`` and ``float``
-(not ``bool``: a flag set to the same value by every replica loses nothing), numpy numbers alike.
+``alpha = log_alpha.exp().item()``, is refused too: one replica's value overwrites the one the others
+read): ``int`` and ``float`` (not ``bool``: a flag set to the same value by every replica loses nothing),
+numpy numbers alike.
 
 Not seen here: numbers in a dict or an object the step writes (``stats["correct"] += ...``,
 ``meter.sum += val * n``), or writes in functions the step calls; those stay the program's to guard

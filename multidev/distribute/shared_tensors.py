@@ -327,7 +327,7 @@ class SharedTensors:
             "process, and each replica applied its write to it (each DDP rank writes its own; a hand-written "
             "Lookahead's slow weights or Polyak average would move once per replica). Keep such state per replica: "
             f"in a module built in `with strategy.scope():` (a second model for the average, a target network, or a "
-            "buffer: `self.register_buffer(...)`; each replica updates its own copy, as each rank), or in a dict keyed by "
-            "md.distribute.get_replica_context().replica_id_in_sync_group; or update it once, outside "
+            "buffer: `self.register_buffer(...)`; each replica updates its own copy, as each rank), or in a dict "
+            "keyed by md.distribute.get_replica_context().replica_id_in_sync_group; or update it once, outside "
             "strategy.run (between steps) or in md.distribute.get_replica_context().merge_call(fn). (Refused after "
             "this run, which already made the writes.)")

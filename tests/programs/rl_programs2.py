@@ -110,7 +110,7 @@ class SacArgs:
     policy_frequency, target_network_frequency = 2, 1
 
 
-def sac(port, log_alpha_port=False, targets_in_scope=True) -> dict:
+def sac(port, log_alpha_port=False, targets_in_scope=True, alpha_local=None) -> dict:
     """``log_alpha_port``: ``log_alpha = port.free_variable(torch.zeros(1))`` (``md.Variable`` on multidev,
     its gradient averaged by hand under DDP) instead of the free tensor as printed, and ``alpha`` read from it
     in the step instead of the enclosing function's number the update writes."""
@@ -212,7 +212,7 @@ def sac(port, log_alpha_port=False, targets_in_scope=True) -> dict:
 
     log = []
     for global_step in range(args.total_timesteps):
-        step = step_alpha_local if log_alpha_port else step_as_printed
+        step = step_alpha_local if (log_alpha_port if alpha_local is None else alpha_local) else step_as_printed
         log.append([port.mean(x) for x in port.run(step, args=(global_step,))])
     return {**port.weights(actor, qf1, qf2, qf1_target, qf2_target), "log": log}
 
@@ -282,6 +282,7 @@ def meta(port, first_order_maml=False, write_data=False) -> dict:
 RL2 = {
     "sac_as_printed": sac,
     "sac_md_variable": lambda port: sac(port, log_alpha_port=True),
+    "sac_free_log_alpha": lambda port: sac(port, alpha_local=True),
     "sac_targets_outside_scope": lambda port: sac(port, log_alpha_port=True, targets_in_scope=False),
     "reptile_grad": meta,
     "reptile_data": lambda port: meta(port, write_data=True),
