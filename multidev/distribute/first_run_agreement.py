@@ -131,5 +131,8 @@ def copies_differ(var: Any, replica: int, before_update: str = "") -> ValueError
         "Run the initialising forward once before training, outside strategy.run, on the first global batch "
         "(`with torch.no_grad(): model(first_batch)`: every copy gets that batch's initialisation, as DDP's ranks "
         "do when each runs it on the same batch), or reduce the statistics first "
-        "(`md.distribute.get_replica_context().all_reduce('mean', mean)`). See docs/ddp_port.md, 'Generative "
-        "models'.")
+        "(`md.distribute.get_replica_context().all_reduce('mean', mean)`). An outer update written by hand from "
+        "the replica's own tasks (Reptile's `p.data.add_(...)`): set `p.grad = ...` instead and call the "
+        "optimizer's `step()`, which sums gradients no backward reduced across replicas (DDP's with "
+        "`dist.all_reduce(p.grad)`). See docs/ddp_port.md, 'Generative models' and 'Reinforcement and "
+        "meta-learning'.")

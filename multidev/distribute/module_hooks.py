@@ -32,7 +32,8 @@ from torch.utils.hooks import RemovableHandle
 from multidev.values import context
 from multidev.distribute import lazy_modules, scripted_modules, shared_buffers, sync_batch_norm
 from multidev.distribute.replica_dicts import (REPLACED, ReplicaAwareDict, ReplicaAwareParameters,  # noqa: F401
-                                               _is_distributed, _make_replica_aware)
+                                               _is_built_in_replica, _is_distributed, _make_replica_aware,
+                                               _note_built_in_replica)
 from multidev.values.variables import DistributedVariable
 
 
@@ -154,22 +155,6 @@ _seen: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 #: through the registration hooks (setattr, ``load_state_dict(assign=True)``), not ``Module.to_empty``,
 #: which writes ``_parameters`` directly (``_refuse_shared`` says so).
 _on_meta: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
-
-
-#: Parameters of modules built inside a replica function (each replica its own), by id (a tensor's
-#: ``==`` is element-wise, so no WeakSet); an entry leaves with its tensor.
-_built_in_replica: dict[int, weakref.ref] = {}
-
-
-def _note_built_in_replica(param: torch.Tensor) -> None:
-    key = id(param)
-    _built_in_replica[key] = weakref.ref(param, lambda ref: _built_in_replica.get(key) is ref
-                                         and _built_in_replica.pop(key, None))
-
-
-def _is_built_in_replica(param: torch.Tensor) -> bool:
-    ref = _built_in_replica.get(id(param))
-    return ref is not None and ref() is param
 
 
 def refuse_shared_parameters(optimizer: torch.optim.Optimizer, params: list | None = None,

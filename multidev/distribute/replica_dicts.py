@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import weakref
 from typing import Any
 
 import torch
@@ -71,9 +72,13 @@ class ReplicaAwareDict(dict):
         """Pickled (``torch.save(model, path)``) as a plain dict: the file loads as a torch module's."""
         return dict, (), None, None, iter(dict.items(self))
 
-    def __deepcopy__(self, memo: dict) -> "ReplicaAwareDict":
+    def __deepcopy__(self, memo: dict) -> "ReplicaAwareDict | dict":
         """``copy.deepcopy(module)`` in the scope (MoCo's key encoder) stays replica-aware, its values
-        deep-copied as before (a distributed variable's ``__deepcopy__`` makes a new one)."""
+        deep-copied as before (a distributed variable's ``__deepcopy__`` makes a new one). Inside
+        ``strategy.run`` it is the calling replica's own module (``_replica_copy``)."""
+        env = _replica_env()
+        if env is not None:
+            return _replica_copy(self, memo, env.replica_id)
         new = type(self)()
         memo[id(self)] = new
         for name, value in dict.items(self):
@@ -115,6 +120,41 @@ class ReplicaAwareParameters(ReplicaAwareDict):
         if _is_distributed(value) and value._module_buffer:
             return
         ReplicaAwareDict.__setitem__(self, name, value)
+
+
+#: Parameters of modules built inside a replica function (each replica its own), by id (a tensor's
+#: ``==`` is element-wise, so no WeakSet); an entry leaves with its tensor.
+_built_in_replica: dict[int, weakref.ref] = {}
+
+
+def _note_built_in_replica(param: torch.Tensor) -> None:
+    key = id(param)
+    _built_in_replica[key] = weakref.ref(param, lambda ref: _built_in_replica.get(key) is ref
+                                         and _built_in_replica.pop(key, None))
+
+
+def _is_built_in_replica(param: torch.Tensor) -> bool:
+    ref = _built_in_replica.get(id(param))
+    return ref is not None and ref() is param
+
+
+def _replica_copy(values: ReplicaAwareDict, memo: dict, replica_id: int) -> dict:
+    """A plain dict of the replica's own copies: ``learner = deepcopy(model)`` per task in the step
+    (Reptile, first-order MAML) is each DDP rank's local module, its inner optimizer's updates its own.
+    A new distributed variable per replica instead had its gradients summed with the other replicas'
+    learners' and its update applied to one replica's copy (0.003-0.013 off DDP's weights, silently)."""
+    new: dict = {}
+    memo[id(values)] = new
+    for name, value in dict.items(values):
+        if _is_distributed(value) and id(value) not in memo:   # tied weights stay one tensor (the memo)
+            with torch.no_grad():
+                own = value._components[replica_id].detach().clone()
+            if isinstance(values, ReplicaAwareParameters):
+                own = torch.nn.Parameter(own, requires_grad=value.requires_grad)
+            _note_built_in_replica(own)
+            memo[id(value)] = own
+        new[name] = copy.deepcopy(value, memo)
+    return new
 
 
 def _write_in_replica(old: DistributedVariable, value: torch.Tensor, env: Any, name: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from multidev.distribute.replica_dicts import _is_built_in_replica
 from multidev.distribute.run_watches import RunWatches
 from multidev.values.variables import DistributedVariable
 
@@ -39,7 +40,7 @@ def check_buffer_write(module: torch.nn.Module, name: str, buffer: Any, env: Any
     old = module.__dict__["_buffers"].get(name)
     extended = env.strategy.extended
     plain = isinstance(old, torch.Tensor) and not isinstance(old, DistributedVariable)
-    shared = (plain and module not in _built_in_replica
+    shared = (plain and module not in _built_in_replica and not _is_built_in_replica(old)
               and extended.num_local_replicas > 1 and extended.distributes_variables)
     if shared and buffer is not old:
         strategy = type(env.strategy).__name__
@@ -71,7 +72,8 @@ class BufferWatch:
         if module in _built_in_replica or not isinstance(held, dict):   # (a ScriptModule's: module_hooks refuses it)
             return
         for name, buffer in dict.items(held):
-            if isinstance(buffer, torch.Tensor) and not isinstance(buffer, DistributedVariable):
+            if isinstance(buffer, torch.Tensor) and not isinstance(buffer, DistributedVariable) \
+                    and not _is_built_in_replica(buffer):   # (a replica's deep copy's: its own)
                 self.seen.setdefault(id(buffer), (buffer, buffer._version, module, name))
 
     def refuse_written(self) -> None:

@@ -8,8 +8,10 @@ one variable. They would count the global batch (what DDP's script prints after 
 GIL inside ``expr``'s ops: another replica's whole ``+=`` can run in between and be overwritten. Measured
 on 2 logical CPUs under load: one epoch in 200 (8 steps each) lost a replica's count, a silently wrong
 number. Checked once per run on the step function's own code (the names it writes with ``STORE_DEREF`` /
-``STORE_GLOBAL``, decoded once per code object) and the values those names hold: ``int`` and ``float``
-(not ``bool``: a flag set to the same value by every replica loses nothing), numpy numbers alike.
+``STORE_GLOBAL``, decoded once per code object) and the values those names hold (a plain assignment,
+``alpha = log_alpha.exp().item()``, is refused too: one replica's value overwrites the one the others
+read): ``int`` and ``float`` (not ``bool``: a flag set to the same value by every replica loses nothing),
+numpy numbers alike.
 
 Not seen here: numbers in a dict or an object the step writes (``stats["correct"] += ...``,
 ``meter.sum += val * n``), or writes in functions the step calls; those stay the program's to guard
@@ -24,18 +26,25 @@ from types import CodeType
 from typing import Any, Callable
 
 _writes: dict[CodeType, tuple[tuple[str, ...], tuple[str, ...]]] = {}   # code -> (nonlocal, global) names
+_added: dict[CodeType, frozenset] = {}   # code -> the names it writes with an augmented assignment (``+=``)
 
 
 def _written_names(code: CodeType) -> tuple[tuple[str, ...], tuple[str, ...]]:
     names = _writes.get(code)
     if names is None:
-        free, glob = set(), set()
+        free, glob, added, previous = set(), set(), set(), None
         for ins in dis.get_instructions(code):
             if ins.opname == "STORE_DEREF" and ins.argval in code.co_freevars:
                 free.add(ins.argval)
             elif ins.opname == "STORE_GLOBAL":
                 glob.add(ins.argval)
+            if ins.opname in ("STORE_DEREF", "STORE_GLOBAL") and previous is not None and (
+                    previous.opname.startswith("INPLACE_")
+                    or previous.opname == "BINARY_OP" and previous.argrepr.endswith("=")):
+                added.add(ins.argval)
+            previous = ins
         names = _writes[code] = (tuple(sorted(free)), tuple(sorted(glob)))
+        _added[code] = frozenset(added)
     return names
 
 
@@ -44,6 +53,15 @@ def _is_count(value: Any) -> bool:
 
 
 def _refusal(fn: Callable, kind: str, name: str, value: Any) -> ValueError:
+    if name not in _added.get(fn.__code__, ()):   # ``alpha = log_alpha.exp().item()``: an overwrite
+        return ValueError(
+            f"{getattr(fn, '__qualname__', fn)!s} writes {kind} {name!r} (now {value!r}) inside strategy.run on "
+            f"several replicas: replicas are threads sharing that one variable (each DDP rank has its own), so "
+            f"`{name} = ...` in one replica overwrites the value the others read next, in the threads' order. "
+            f"Make it a local of the step, computed where it is used (cleanrl's SAC: `alpha = "
+            f"log_alpha.exp().item()` in the step, with `log_alpha` an md.Variable), return it from the step "
+            f"and assign it outside, or keep one value per replica "
+            f"(`values[md.distribute.get_replica_context().replica_id_in_sync_group] = ...`).")
     return ValueError(
         f"{getattr(fn, '__qualname__', fn)!s} writes {kind} {name!r} (now {value!r}) inside strategy.run on "
         f"several replicas: replicas are threads sharing that one variable (each DDP rank has its own), and "

@@ -11,8 +11,9 @@ the threads' order.
 
 Before each run of several local replicas (caller thread) ``SharedTensors.start`` collects the plain
 tensors the replicas all reach (``captured``: the step function's closure, the globals its code names,
-the arguments that are not per replica, through dicts, lists and plain objects; not modules, optimizers
-or distributed values, whose state other checks keep per replica) with their version counters. A run
+the arguments that are not per replica, through dicts, lists and plain objects; the parameters and
+buffers of a module built outside the scope; not the modules of the scope, optimizers or distributed
+values, whose state other checks keep per replica) with their version counters. A run
 is watched (a ``TorchFunctionMode`` in each replica noting which replicas write which of those tensors
 in place, by region and op) in the step function's first 4 runs, and in the runs after an unwatched one
 moved such a tensor's version (a write every k steps): a tensor two replicas wrote with one op raises
@@ -21,7 +22,7 @@ moved such a tensor's version (a write every k steps): a tensor two replicas wro
 0:``) and a ``merge_call``'s (cross-replica, once) pass, and the tensor is trusted from then on.
 Unwatched runs cost the walk (about 8 us for a step that reaches a model, an optimizer and a few dicts)
 and a version read per tensor; writes through ``.data`` (a new version counter) are seen in watched runs
-only.
+only, so a run that reaches a trainable parameter of a module built outside the scope is always watched.
 
 CentralStorageStrategy's variables are one storage for every replica: in the watched runs their copies
 are watched too, and a second replica's write with the same op that changes the copy again (a manual
@@ -32,12 +33,14 @@ clamp or mask, which changes nothing, passes (``_Run.write``).
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import types
 import weakref
 from typing import Any, Callable
 
 import torch
+from torch.nn.parameter import is_lazy
 from torch.overrides import TorchFunctionMode
 
 from multidev.values import context
@@ -103,9 +106,25 @@ def captured(fn: Callable, args: tuple, kwargs: dict) -> dict[int, tuple[torch.T
             if not isinstance(obj, DistributedVariable) and _has_storage(obj):
                 found.setdefault(id(obj), (obj, path))
             continue
-        if depth < _MAX_DEPTH and not isinstance(obj, _OPAQUE):
+        if isinstance(obj, torch.nn.Module):
+            for t, p in _plain_module_tensors(obj, path):
+                found.setdefault(id(t), (t, p))
+        elif depth < _MAX_DEPTH and not isinstance(obj, _OPAQUE):
             stack.extend((child, p, depth + 1) for child, p in reversed(_children(obj, path)))
     return found
+
+
+def _plain_module_tensors(module: torch.nn.Module, path: str) -> list[tuple[torch.Tensor, str]]:
+    """The parameters and buffers of a module built outside the scope (plain tensors, one set for every
+    replica): cleanrl's target networks, ``target_param.data.copy_(tau * param.data + (1 - tau) *
+    target_param.data)`` in the step, moved once per replica (a polyak step applied twice, silently).
+    A module built in the scope (its first tensor distributed) is left to the variables' checks."""
+    named = itertools.chain(module.named_parameters(), module.named_buffers())
+    first = next(named, None)
+    if first is None or isinstance(first[1], DistributedVariable):
+        return []
+    return [(t, f"{path}.{name}") for name, t in itertools.chain([first], itertools.islice(named, _MAX_NODES))
+            if not is_lazy(t) and _has_storage(t)]
 
 
 def _storage(t: torch.Tensor) -> int:
@@ -224,6 +243,13 @@ def _held(table: dict, storage: int) -> bool:
     return True
 
 
+def _unversioned(t: torch.Tensor) -> bool:
+    """A trainable plain parameter (a target network built outside the scope): its updates by hand go
+    through ``.data`` (``target_param.data.copy_(...)``, cleanrl's, often first after ``learning_starts``
+    steps), which moves no version the unwatched runs read, so every run that reaches it is watched."""
+    return type(t) is torch.nn.Parameter and t.requires_grad
+
+
 class SharedTensors:
     """One runner's record: tensors trusted (written once or alike by the replicas of a watched run) and
     suspects (moved in an unwatched run, to be watched)."""
@@ -244,8 +270,9 @@ class SharedTensors:
             watched = {_storage(t): path for t, path in tensors.values() if not self._is_trusted(t)}
             copies = [(v._components[0], v) for v in shared_variables()]
             watched.update((_storage(c), v) for c, v in copies if _has_storage(c))
-        else:
-            watched = {s: path for t, path in tensors.values() if _held(self._suspects, s := _storage(t))}
+        else:   # suspects; and trainable plain parameters, whose writes go through ``.data`` (no version moves)
+            watched = {s: path for t, path in tensors.values()
+                       if _held(self._suspects, s := _storage(t)) or _unversioned(t) and not self._is_trusted(t)}
         return _Run(tensors, watched)
 
     def _count_first(self, fn: Callable) -> bool:
@@ -299,8 +326,8 @@ class SharedTensors:
             f"outside (a closure, a global or an argument), so it is one tensor for all {replicas} replicas of this "
             "process, and each replica applied its write to it (each DDP rank writes its own; a hand-written "
             "Lookahead's slow weights or Polyak average would move once per replica). Keep such state per replica: "
-            f"in a module built in `with strategy.scope():` (a second model for the average, or a buffer: "
-            "`self.register_buffer(...)`; each replica updates its own copy, as each rank), or in a dict keyed by "
-            "md.distribute.get_replica_context().replica_id_in_sync_group; or update it once, outside "
+            f"in a module built in `with strategy.scope():` (a second model for the average, a target network, or a "
+            "buffer: `self.register_buffer(...)`; each replica updates its own copy, as each rank), or in a dict "
+            "keyed by md.distribute.get_replica_context().replica_id_in_sync_group; or update it once, outside "
             "strategy.run (between steps) or in md.distribute.get_replica_context().merge_call(fn). (Refused after "
             "this run, which already made the writes.)")

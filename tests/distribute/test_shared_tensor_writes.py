@@ -161,3 +161,59 @@ def test_reads_of_shared_arguments_and_sparse_tensors_pass(strategy):
     x = md.distribute.PerReplica((torch.ones(3, 2), torch.ones(3, 2)))
     for i in range(2):
         strategy.run(step, args=(x, torch.tensor(float(i))))
+
+
+def _polyak(target: torch.nn.Module, source: torch.nn.Module, tau: float = 0.5) -> None:
+    """cleanrl's target-network update, as printed."""
+    for param, target_param in zip(source.parameters(), target.parameters()):
+        target_param.data.copy_(tau * param.data + (1 - tau) * target_param.data)
+
+
+def test_a_target_network_built_outside_the_scope_updated_in_the_step_is_refused(strategy):
+    """cleanrl's SAC / DQN with the target networks built outside ``strategy.scope()``: one module for
+    every replica, whose polyak update each replica made (twice a step, silently, before)."""
+    with strategy.scope():
+        qf = torch.nn.Linear(2, 1).double()
+    target = torch.nn.Linear(2, 1).double()
+    target.load_state_dict(qf.state_dict())
+
+    def step():
+        _polyak(target, qf)
+
+    message = _refusal(strategy, step)
+    assert message is not None and "the tensor target." in message and "a target network" in message, message
+    with strategy.scope():
+        scoped = torch.nn.Linear(2, 1).double()   # the port: built in the scope, each replica its copy
+    assert _refusal(strategy, lambda: _polyak(scoped, qf)) is None
+
+
+def test_a_plain_module_only_read_or_kept_per_replica_passes(strategy):
+    frozen = torch.nn.Linear(2, 1).double().requires_grad_(False)
+    own = {0: torch.nn.Linear(2, 1).double(), 1: torch.nn.Linear(2, 1).double()}
+    with strategy.scope():
+        qf = torch.nn.Linear(2, 1).double()
+
+    def step():
+        replica = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+        _polyak(own[replica], qf)
+        return frozen(torch.ones(1, 2, dtype=torch.float64))
+
+    for _ in range(2):
+        assert _refusal(strategy, step) is None
+
+
+def test_a_target_update_first_made_after_the_watched_runs_is_refused(strategy):
+    """cleanrl's updates start after ``learning_starts`` steps, past the step function's watched first
+    runs; the write through ``.data`` moves no version counter, so such runs are watched too."""
+    with strategy.scope():
+        qf = torch.nn.Linear(2, 1).double()
+    target = torch.nn.Linear(2, 1).double()
+
+    def step(global_step):
+        if global_step > 6:
+            _polyak(target, qf)
+
+    for global_step in range(7):
+        assert _refusal(strategy, step, global_step) is None
+    message = _refusal(strategy, step, 7)
+    assert message is not None and "the tensor target." in message, message
