@@ -83,6 +83,15 @@ def register_state(layer: torch.nn.Module, name: str, value: torch.Tensor, plain
     _note_created(layer._buffers.get(name) if var is None else var)
 
 
+def hand_state_attribute_whole(value: Any) -> None:
+    """``self.queue = keras.Variable(..., trainable=False)`` in a layer made in a strategy's scope (keras.io's
+    NNCLR support-set queue, written with ``assign`` in ``train_step``): a state weight as ``add_weight``'s, handed
+    whole to every replica so ``assign*`` follow its aggregation (TensorFlow 2.21's Keras 3: "none", each replica
+    writes its own copy). A replica would otherwise get its copy's plain tensor, which has no ``assign``."""
+    if isinstance(value, DistributedVariable) and not value.trainable:
+        value._handed_whole = True
+
+
 def is_own_state_alias(layer: torch.nn.Module, name: str, value: Any) -> bool:
     """Whether ``layer.<name> = value`` names one of the layer's own distributed state weights under a
     new attribute (the guide's ``self.total = self.add_weight(...)``, its weight registered as

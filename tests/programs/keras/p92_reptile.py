@@ -60,8 +60,12 @@ class Dataset:
 
 def copies_spread(model):
     """The largest difference between a weight's replica copies (0 on one device): they must stay equal."""
+    return copies_spread_of(model.weights)
+
+
+def copies_spread_of(weights):
     spread = 0.0
-    for weight in model.weights:
+    for weight in weights:
         values = getattr(getattr(weight, "_value", weight), "values", None)
         if isinstance(values, (list, tuple)) and len(values) > 1:
             arrays = [np.asarray(v.detach().cpu() if hasattr(v, "detach") else v, "float64") for v in values]
