@@ -108,7 +108,7 @@ def run(keras, strategy, workdir, scale=1):
                 loss = keras.losses.sparse_categorical_crossentropy(labels, preds)
             grads = tape.gradient(loss, model.trainable_weights)
             optimizer.apply_gradients(zip(grads, model.trainable_weights))
-            losses.append(float(keras.ops.mean(loss)))
+            losses.append(float(keras.ops.convert_to_numpy(keras.ops.mean(loss))))
         new_vars = model.get_weights()
         for var in range(len(new_vars)):
             new_vars[var] = old_vars[var] + ((new_vars[var] - old_vars[var]) * cur_meta_step_size)

@@ -1,0 +1,22 @@
+"""Expectations of the keras.io programs p92+ (keras9) for ``test_keras_programs.py``: the kinds and reasons, as
+there (``docs/keras3_parity.md``, "keras.io programs p92+"). ``EXPECT_P74_ON`` joins them to p74-p91's."""
+
+from __future__ import annotations
+
+from tests.programs.keras._expect_p74 import EQUAL, RUNS, differs, fails
+from tests.programs.keras._expect_p84 import EXPECT_P74_ON as _EXPECT_P74_P91
+from tests.programs.keras._expect_p84 import K3_NO_CALL
+
+OWN_QUEUE = ("each replica compares the pairs of the images it sees and draws its own augmentations (p90's "
+             "reasons), and the support-set queue, a keras.Variable(trainable=False) written with assign in "
+             "train_step, keeps one copy per replica, each replica pushing its own projections (aggregation 'none': "
+             "TensorFlow 2.21's Keras 3 does the same, tests/keras/tf_2.21_variable_queue.json); the per-example "
+             "c_loss vector train_step returns is the replicas' mean of their halves (40 numbers, 80 on one device); "
+             "the fine-tuned model's copies stay equal")
+EXPECT_P92 = {
+    # get_weights / set_weights / SGD in cross-replica context: every copy follows (copies_spread 0)
+    "p92_reptile": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    "p93_nnclr": {"keras3": fails("unable to automatically build", K3_NO_CALL), "md2": differs(OWN_QUEUE),
+                  "k3md2": fails("unable to automatically build", K3_NO_CALL)},
+}
+EXPECT_P74_ON = {**_EXPECT_P74_P91, **EXPECT_P92}
