@@ -13,10 +13,14 @@ OWN_QUEUE = ("each replica compares the pairs of the images it sees and draws it
              "TensorFlow 2.21's Keras 3 does the same, tests/keras/tf_2.21_variable_queue.json); the per-example "
              "c_loss vector train_step returns is the replicas' mean of their halves (40 numbers, 80 on one device); "
              "the fine-tuned model's copies stay equal")
+FIRST_IMAGE = ("the example's PSNR metric is the PSNR of the FIRST image of the batch (tf.image.psnr(...)[0]): each "
+               "replica measures the first image of its half and the metric averages the two, as on TensorFlow's "
+               "MirroredStrategy; the losses, val_loss and predict_step's image equal one device")
 EXPECT_P92 = {
     # get_weights / set_weights / SGD in cross-replica context: every copy follows (copies_spread 0)
     "p92_reptile": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
     "p93_nnclr": {"keras3": fails("unable to automatically build", K3_NO_CALL), "md2": differs(OWN_QUEUE),
                   "k3md2": fails("unable to automatically build", K3_NO_CALL)},
+    "p94_edsr": {"keras3": RUNS, "md2": differs(FIRST_IMAGE), "k3md2": differs(FIRST_IMAGE)},
 }
 EXPECT_P74_ON = {**_EXPECT_P74_P91, **EXPECT_P92}
