@@ -28,5 +28,6 @@ EXPECT_P92 = {
                   "k3md2": fails("unable to automatically build", K3_NO_CALL)},
     "p94_edsr": {"keras3": RUNS, "md2": differs(FIRST_IMAGE), "k3md2": differs(FIRST_IMAGE)},
     "p95_zero_dce": {"keras3": RUNS, "md2": differs(SUMMED_STEP), "k3md2": EQUAL},
+    "p96_video_classification": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},   # mask input, best checkpoint
 }
 EXPECT_P74_ON = {**_EXPECT_P74_P91, **EXPECT_P92}
