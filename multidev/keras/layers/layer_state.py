@@ -83,13 +83,15 @@ def register_state(layer: torch.nn.Module, name: str, value: torch.Tensor, plain
     _note_created(layer._buffers.get(name) if var is None else var)
 
 
-def hand_state_attribute_whole(value: Any) -> None:
-    """``self.queue = keras.Variable(..., trainable=False)`` in a layer made in a strategy's scope (keras.io's
-    NNCLR support-set queue, written with ``assign`` in ``train_step``): a state weight as ``add_weight``'s, handed
-    whole to every replica so ``assign*`` follow its aggregation (TensorFlow 2.21's Keras 3: "none", each replica
-    writes its own copy). A replica would otherwise get its copy's plain tensor, which has no ``assign``."""
+def hand_state_variable_whole(value: Any) -> Any:
+    """A non-trainable ``keras.Variable`` made in a strategy's scope (keras.io's NNCLR support-set queue, kept as
+    ``self.feature_queue`` and written with ``assign`` in ``train_step``): a state weight as ``add_weight``'s, handed
+    whole to every replica that reads it from a layer, so ``assign*`` follow its aggregation (TensorFlow 2.21's
+    Keras 3: "none", each replica writes its own copy). A replica would otherwise get its copy's plain tensor, which
+    has no ``assign``. Variables made from torch modules' parameters and buffers are left as they are."""
     if isinstance(value, DistributedVariable) and not value.trainable:
         value._handed_whole = True
+    return value
 
 
 def is_own_state_alias(layer: torch.nn.Module, name: str, value: Any) -> bool:
