@@ -6,6 +6,8 @@ AttributeError on the replica's tensor."""
 import json
 import os
 
+import pytest
+
 from tests.conftest import run_fresh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,7 +25,7 @@ class M(keras.Model):
     def __init__(self):
         super().__init__()
         self.d = keras.layers.Dense(2, kernel_initializer="ones")
-        self.queue = keras.Variable(ops.zeros((4, 2)), trainable=False)
+        self.queue = QUEUE(ops.zeros((4, 2)), trainable=False)
     def call(self, x):
         return self.d(x)
     def train_step(self, data):
@@ -52,8 +54,9 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def test_non_trainable_variable_attribute_assigned_in_train_step_on_two_replicas():
-    proc = run_fresh(PROGRAM, timeout=300)
+@pytest.mark.parametrize("make", ["keras.Variable", "md.Variable"])   # Keras 3's, and a TF program's tf.Variable
+def test_non_trainable_variable_attribute_assigned_in_train_step_on_two_replicas(make):
+    proc = run_fresh(PROGRAM.replace("QUEUE(", make + "("), timeout=300)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     got = json.loads(line[len("RESULT "):])
     with open(os.path.join(HERE, "tf_2.21_variable_queue.json")) as f:
@@ -62,6 +65,7 @@ def test_non_trainable_variable_attribute_assigned_in_train_step_on_two_replicas
     ones = [[1.0, 1.0]] * 2
     # each replica's rows first, the rest of the queue shifted, then +1 (TF's copies, the same program's start)
     assert got["copies"] == [[[1.0, 2.0], [3.0, 4.0]] + ones, [[5.0, 6.0], [7.0, 8.0]] + ones]
+    assert tf["tf_variable_attribute_copies"] == got["copies"]
     assert [row[:2] for row in tf["copies"]] == [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]]
     assert got["read"] == got["copies"][0]   # replica 0's copy, as TensorFlow reads a NONE-aggregated variable
     assert got["weights"] == 1

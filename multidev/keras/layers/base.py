@@ -167,6 +167,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         elif layer_state.is_own_state_alias(self, name, value):   # self.total = self.add_weight(...)
             object.__setattr__(self, name, value)
             return
+        layer_state.hand_state_variable_whole(value)   # self.queue = tf.Variable(..., trainable=False)
         value = layer_state.activation_value(self, name, value)
         early_attributes.start_torch_state(self, value)
         super().__setattr__(name, value)

@@ -88,8 +88,10 @@ def hand_state_variable_whole(value: Any) -> Any:
     ``self.feature_queue`` and written with ``assign`` in ``train_step``): a state weight as ``add_weight``'s, handed
     whole to every replica that reads it from a layer, so ``assign*`` follow its aggregation (TensorFlow 2.21's
     Keras 3: "none", each replica writes its own copy). A replica would otherwise get its copy's plain tensor, which
-    has no ``assign``. Variables made from torch modules' parameters and buffers are left as they are."""
-    if isinstance(value, DistributedVariable) and not value.trainable:
+    has no ``assign``. Variables made from torch modules' parameters and buffers are left as they are. A layer's
+    ``__setattr__`` calls it too: ``self.queue = tf.Variable(..., trainable=False)`` (md.Variable) is the same state
+    on TensorFlow 2.21 (``tests/keras/tf_2.21_variable_queue.json``)."""
+    if isinstance(value, DistributedVariable) and not value.trainable and not value._module_value:
         value._handed_whole = True
     return value
 
