@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from multidev.keras import initializers
+from multidev.keras.layers import layer_state
 from multidev.values.base_variable import Variable as _MdVariable
 
 
@@ -37,4 +38,6 @@ def Variable(initializer, shape=None, dtype=None, trainable=True, autocast=True,
         if torch_dtype is None and value.is_floating_point():
             torch_dtype = torch.float32
         value = value.to(torch_dtype) if torch_dtype is not None else value
-    return _MdVariable(value, trainable=trainable, name=name, synchronization=synchronization, aggregation=aggregation)
+    variable = _MdVariable(value, trainable=trainable, name=name, synchronization=synchronization,
+                           aggregation=aggregation)
+    return layer_state.hand_variable_whole(variable)   # NNCLR's queue.assign in train_step, on replicas

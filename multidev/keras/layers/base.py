@@ -168,7 +168,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
             object.__setattr__(self, name, value)
             return
         value = layer_state.activation_value(self, name, value)
-        layer_state.hand_variable_whole(value)
+        layer_state.hand_variable_whole(value)   # self.counter = md.Variable(0.), self.queue = keras.Variable(...)
         early_attributes.start_torch_state(self, value)
         super().__setattr__(name, value)
 

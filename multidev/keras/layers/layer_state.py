@@ -83,13 +83,16 @@ def register_state(layer: torch.nn.Module, name: str, value: torch.Tensor, plain
     _note_created(layer._buffers.get(name) if var is None else var)
 
 
-def hand_variable_whole(value: Any) -> None:
-    """``self.counter = md.Variable(0.)`` on a layer in a strategy's scope: inside ``strategy.run`` the
-    attribute stays the variable (``self.counter.assign_add(1.)`` in a ``train_step``, with its aggregation),
-    as TensorFlow's ``tf.Variable`` attribute does, instead of the replica's plain tensor, which has no
-    ``assign``. A module's own parameters (``add_weight``'s trainable weights) keep the fast copies."""
+def hand_variable_whole(value: Any) -> Any:
+    """A variable the program made in a strategy's scope (``self.counter = md.Variable(0.)``, keras.io NNCLR's
+    ``self.feature_queue = keras.Variable(..., trainable=False)``), kept as a layer's attribute: inside
+    ``strategy.run`` the attribute stays the variable, so ``assign*`` in a ``train_step`` follow its aggregation
+    as TensorFlow 2.21's do (``tests/keras/tf_2.21_train_step_counter.json``, ``tf_2.21_variable_queue.json``:
+    with "none", each replica writes its own copy), instead of the replica's plain tensor, which has no
+    ``assign``. A module's own parameters and buffers (``add_weight``'s trainable weights) keep the fast copies."""
     if isinstance(value, DistributedVariable) and not value._module_value:
         value._handed_whole = True
+    return value
 
 
 def is_own_state_alias(layer: torch.nn.Module, name: str, value: Any) -> bool:

@@ -11,6 +11,7 @@ batch size as weight, so the epoch loss is exact over uneven batches.
 from __future__ import annotations
 
 import numbers
+import re
 import threading
 
 import torch
@@ -223,6 +224,19 @@ def _resolve_shape_dependent(name, loss_fn, y_true, y_pred):
     return cls(name=name)
 
 
+def _function_metric_name(spec) -> str | None:
+    """Keras 3's log name of a plain function in ``compile(metrics=...)``: its ``name``, else its ``__name__`` in
+    snake case (keras.io EDSR's ``def PSNR(...)`` logs ``psnr``/``val_psnr`` on TensorFlow 2.21's Keras 3; tf_keras
+    2 kept ``PSNR``). None for names and Metric objects, which name themselves."""
+    if isinstance(spec, (str, type, metrics_mod.Metric)) or not callable(spec):
+        return None
+    if isinstance(getattr(spec, "name", None), str):
+        return spec.name
+    name = re.sub(r"\W+", "", getattr(spec, "__name__", type(spec).__name__))
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
 class MetricsContainer:
     """Compiled metrics per output; shape-dependent names are resolved at the first batch."""
 
@@ -248,7 +262,7 @@ class MetricsContainer:
                 if isinstance(s, str) and s in metrics_mod.SHAPE_DEPENDENT:
                     m = _resolve_shape_dependent(s, self._losses[i], torch.as_tensor(ys[i]), ps[i])
                 else:
-                    m = metrics_mod.get(s)
+                    m = metrics_mod.get(s, name=_function_metric_name(s))
                 out.append(m)
             return out
         self._metrics = [make(s, i) for i, s in enumerate(self._specs)]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_fresh
-from tests.programs.keras._expect_p84 import EXPECT_P74_ON   # p74+ (keras7) and p84+ (keras8)
+from tests.programs.keras._expect_p92 import EXPECT_P74_ON   # p74+ (keras7), p84+ (keras8), p92+ (keras9)
 from tests.programs.keras._harness import PROGRAMS, parse
 
 if importlib.util.find_spec("keras") is None:
@@ -283,8 +283,7 @@ def test_program(report, program, mode, kind, detail):
                               f"(worst relative difference {run['worst_rel']})")
 
 
-def test_keras3_one_device_count_metrics_alias_validation_counts(report):
-    # The reason p14's k3md2 differs: Keras 3's one-device history repeats the validation counts.
+def test_keras3_one_device_count_metrics_alias_validation_counts(report):   # why p14's k3md2 differs
     one, two = report["p14_imbalanced_classification"]["keras3"], report["p14_imbalanced_classification"]["k3md2"]
     keys = ("fn", "fp", "tn", "tp")
     assert all(one["results"][f"history.{k}"] == one["results"][f"history.val_{k}"] for k in keys)
@@ -396,5 +395,6 @@ def test_ppo_takes_its_kl_early_stop_as_one_device(report):
     assert one == two and min(one) < 6
 
 
-def test_ddpm_trains_as_one_device_and_logs_half_its_raw_loss(report):
-    _equal_but_half(report, "p79_ddpm", (("md2", "md1"),))   # DDPM_HALF: per-example draws, EMA assign in the step
+@pytest.mark.parametrize("program,halved", [("p79_ddpm", "history."), ("p97_consistency_training", "history.total")])
+def test_trains_as_one_device_and_logs_half_its_raw_loss(report, program, halved):   # DDPM_HALF; p97: RAW_TOTAL
+    _equal_but_half(report, program, (("md2", "md1"),), halved=lambda key: key.startswith(halved))
