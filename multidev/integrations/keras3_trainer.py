@@ -76,12 +76,24 @@ def _adopt_compiled_metrics(model: Any, strategy: Any) -> None:
     keras = sys.modules["keras"]
     compiled = getattr(model, "_compile_metrics", None)
     given = [getattr(compiled, name, None) for name in ("_user_metrics", "_user_weighted_metrics")]
-    metrics = [getattr(model, "_loss_tracker", None), *keras.tree.flatten([m for m in given if m is not None])]
+    metrics = [getattr(model, "_loss_tracker", None), *keras.tree.flatten([m for m in given if m is not None]),
+               *_own_metrics(model, keras)]
     for metric in metrics:
         if isinstance(metric, keras.metrics.Metric):
             for variable in metric.variables:
                 if not isinstance(variable._value, DistributedVariable):
                     variable._value = keras3._distribute_for(strategy, variable)
+
+
+def _own_metrics(model: Any, keras: Any) -> list:
+    """The trackers a model's own ``metrics`` property lists (``self.loss_tracker = keras.metrics.Mean()`` made in an
+    overridden ``compile`` or ``__init__``, keras.io's custom ``train_step`` idiom): made outside the scope, the
+    replicas' ``update_state`` raced on its one plain copy, and the logged loss was wrong in some runs."""
+    try:
+        listed = model.metrics
+    except Exception:   # a model whose property needs what it has not built yet: its trackers stay as they are
+        return []
+    return [m for m in keras.tree.flatten(list(listed)) if isinstance(m, keras.metrics.Metric)]
 
 
 def _note_jit_compile(model: Any, strategy: Any, name: str) -> None:
