@@ -58,3 +58,18 @@ def digests(var) -> torch.Tensor:
             digest = hashlib.blake2b(data, digest_size=_DIGEST_BYTES).digest()
             rows.append(torch.frombuffer(bytearray(digest), dtype=torch.uint8))
     return torch.stack(rows)
+
+
+def shared_copy_refusal(variables: Sequence, local_replicas: int, error: RuntimeError) -> ValueError | None:
+    """A replica's backward failed on torch's "modified by an inplace operation" in a run that wrote a
+    variable's one shared copy in place (CentralStorageStrategy: SAM's ``p.add_(e_w)`` in one replica while
+    another still differentiated through the copy): the refusal the run's end gives when the threads' order
+    lets every replica finish (``DistributedVariable._check_replica_writes``), instead of the race's symptom."""
+    if local_replicas < 2 or "modified by an inplace operation" not in str(error):
+        return None
+    for var in variables:
+        if var._share_storage and len(var._components) > 1 and (
+                var._components[0]._version != var._synced_version or var._shared_written_in_run):
+            var._shared_written_in_run = var._data_set_in_run = False
+            return var._written_by_every_replica()
+    return None

@@ -302,7 +302,13 @@ class ReplicatedExtended(StrategyExtended):
         if len(self._torch_devices) > 1:
             shared_numbers.check(fn)
         calls = self._workers.calls_made
-        result = self._runner.run(fn, args, kwargs, step, self._prepare_variables)
+        try:
+            result = self._runner.run(fn, args, kwargs, step, self._prepare_variables)
+        except RuntimeError as error:
+            refusal = copy_agreement.shared_copy_refusal(self._live_variables(), len(self._torch_devices), error)
+            if refusal is not None:
+                raise refusal from error
+            raise
         if not self._runner.steps.active:   # (not a call nested in merge_call: its run checks at its end)
             every_worker = self._workers.calls_made != calls   # its collectives met: every worker ran it
             replica_hyperparameters.raise_disagreements()

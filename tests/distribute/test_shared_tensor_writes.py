@@ -217,3 +217,26 @@ def test_a_target_update_first_made_after_the_watched_runs_is_refused(strategy):
         assert _refusal(strategy, step, global_step) is None
     message = _refusal(strategy, step, 7)
     assert message is not None and "the tensor target." in message, message
+
+
+def test_central_storage_write_racing_another_replicas_backward_is_refused_as_such():
+    """SAM's two steps on CentralStorageStrategy: a replica's ``p.add_(e_w)`` on the one shared copy can come
+    before another replica's backward through it, whose torch "modified by an inplace operation" error then
+    hid the refusal, depending on the threads' order. Here every replica writes before any backward: the
+    refusal says why, torch's error is its cause."""
+    central = md.distribute.experimental.CentralStorageStrategy(DEVICES)
+    with central.scope():
+        model = torch.nn.Linear(3, 1).double()
+    x = md.distribute.PerReplica((torch.ones(2, 3, dtype=torch.float64), -torch.ones(2, 3, dtype=torch.float64)))
+
+    def ascent_then_backward(x):
+        loss = model(x).pow(2).sum() + model.weight.pow(2).sum()   # its backward reads the weight
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.1)
+        md.distribute.get_replica_context().all_reduce("sum", torch.ones(()))   # every replica has written
+        loss.backward()
+
+    with pytest.raises(ValueError, match="keeps one copy that all 2 replicas share") as caught:
+        central.run(ascent_then_backward, args=(x,))
+    assert "modified by an inplace operation" in str(caught.value.__cause__)
