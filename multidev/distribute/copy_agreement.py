@@ -68,8 +68,7 @@ def shared_copy_refusal(variables: Sequence, local_replicas: int, error: Runtime
     if local_replicas < 2 or "modified by an inplace operation" not in str(error):
         return None
     for var in variables:
-        if var._share_storage and len(var._components) > 1 and (
-                var._components[0]._version != var._synced_version or var._shared_written_in_run):
-            var._shared_written_in_run = var._data_set_in_run = False
+        if var._shared_copy_written():
+            var._data_set_in_run = False
             return var._written_by_every_replica()
     return None

@@ -279,8 +279,7 @@ class DistributedVariable(Variable):
         components = self._components
         if not unversioned and components[0]._version == self._synced_version:
             return
-        if self._share_storage and len(components) > 1 and (not unversioned or self._shared_written_in_run):
-            self._shared_written_in_run = False   # (seen whatever the versions say: p.data = t replaced them)
+        if self._shared_copy_written(unversioned):
             raise self._written_by_every_replica()
         if not self._copies_must_agree():
             return
@@ -290,6 +289,15 @@ class DistributedVariable(Variable):
         if differ:
             raise self._drifted(differ[0])
         self._mark_synced()
+
+    def _shared_copy_written(self, unversioned: bool = False) -> bool:
+        """Whether the one copy the replicas share (CentralStorageStrategy) was written in place in this run (its
+        version moved, or ``p.data = t`` came after such a write: ``_shared_written_in_run``, which this clears)."""
+        if not (self._share_storage and len(self._components) > 1):
+            return False
+        written = self._shared_written_in_run or (not unversioned and self._components[0]._version != self._synced_version)
+        self._shared_written_in_run = False
+        return written
 
     def _written_by_every_replica(self) -> ValueError:
         """One copy shared by the replicas (CentralStorageStrategy) written in place in them outside the
