@@ -12,7 +12,8 @@ torch.distributed's functions, refused inside replicas (``torch_distributed_hook
 ``ZeroRedundancyOptimizer`` and ``Join`` where they cannot serve the replicas (``ddp_feature_hooks``), torch's random-state
 functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``),
 ``torch.autograd.backward`` (``shared_leaves``: one tensor several replicas' backward reach), recurrent modules'
-weight lists (``rnn_hooks``), torch's attention fast-path check (``attention_fast_path``), tensors modules keep on themselves, per replica
+weight lists (``rnn_hooks``), torch's attention fast-path check (``attention_fast_path``), ``Module.load_state_dict`` of a DDP
+checkpoint's ``module.`` keys (``state_dict_prefix``), tensors modules keep on themselves, per replica
 (``replica_attributes``), and the hooks
 of each registered front end (``front_end.register``). Other owners:
 ``parameter_server.gradient_push`` (a connected cluster or server), ``train.deferred`` (a pending
@@ -144,4 +145,4 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "host_random", "shared_leaves", "rnn_hooks",
                                                                "replica_attributes", "ddp_feature_hooks",
                                                                "functional_calls", "scripted_modules",
-                                                               "attention_fast_path")])
+                                                               "attention_fast_path", "state_dict_prefix")])
