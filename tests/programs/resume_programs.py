@@ -230,7 +230,7 @@ def ddp_checkpoint_finetune(port) -> dict:
     return out
 
 
-def ddp_pretrain(model_wrapper, rank: int) -> None:
+def ddp_pretrain(model_wrapper):
     """What the DDP job saved before (``resume_run.main_ddp``): 2 steps of SmallNet, then rank 0 writes
     ``{'state_dict': model.state_dict()}`` (``module.`` keys) and ``model.module.state_dict()``."""
     torch.manual_seed(5)

@@ -125,7 +125,7 @@ def main_workers(out_dir: str) -> None:
 
 def _save_pretrained(out_dir: str, rank: int) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
-    model = ddp_pretrain(DDP, rank)
+    model = ddp_pretrain(DDP)
     if rank == 0:
         for name, state in ((PRETRAINED, {'state_dict': model.state_dict()}), (MODULE_FILE, model.module.state_dict())):
             torch.save(state, os.path.join(out_dir, name + ".part"))
