@@ -1,0 +1,91 @@
+"""torch.nn's losses and the loss normalisations DDP programs write (``loss_programs.py`` ... ``loss_programs3.py``:
+the loss zoo with ``'mean'`` and ``'sum'``, class weights, ``ignore_index``, ``label_smoothing``, ``pos_weight``,
+``CTCLoss`` with ``zero_infinity``, ``KLDivLoss('batchmean')``; cross-entropy over the global token count;
+gradient accumulation; multi-task losses summed from a dict, Kendall's learnable ``log_vars``), ported with two
+lines: on MirroredStrategy (2 logical CPUs) and ``multidev launch --workers 2`` they give DDP's weights and
+logged losses on 2 Gloo processes (float64), or are refused saying why.
+
+The strategy's cases run in one fresh interpreter, the DDP ranks in one 2-process job and the launched workers
+in another, all started together (``loss_run.py``)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.programs.loss_run import ALL as PROGRAMS
+from tests.programs.test_pytutorials import _flat, _ok, run_three_ways
+
+TOLERANCE = 1e-10   # the same ops on the same slices, 2 gradients averaged: 0.0 here
+TORCH_DIST = "torch.distributed.all_reduce inside strategy.run"
+NOT_MIRRORED = "Adam.step() inside MirroredStrategy.run would update tensors (shapes [(2,)]) that are not mirrored"
+REFUSED = {   # program -> what the error says, per way (the launcher's workers: MultiWorkerMirroredStrategy)
+    "tokens_dist_all_reduce_as_printed": "torch.distributed.all_reduce inside strategy.run",
+    "kendall_free_parameter": "would update tensors (shapes [(2,)]) that are not mirrored",
+}
+DDP_DRIFTS = ("kendall_loss_module_not_wrapped", "kendall_free_parameter")   # DDP's ranks end apart
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return run_three_ways(tmp_path_factory, "loss")
+
+
+def _same(got: list, theirs: list) -> None:
+    """Equal to TOLERANCE, ``nan`` where DDP logged ``nan`` (a shard of ignored tokens only)."""
+    assert len(got) == len(theirs)
+    for x, y in zip(got, theirs):
+        assert (math.isnan(x) and math.isnan(y)) or abs(x - y) <= TOLERANCE * max(1.0, abs(y)), (x, y)
+
+
+def _equal(got: dict, theirs: dict) -> None:
+    assert got["spread"] == 0.0, "every replica's copy is the same"
+    _same(got["params"], theirs["params"])
+    _same(_flat(got["log"]), _flat(theirs["log"]))
+
+
+def _as_ddp_or_refused(got: dict, theirs: dict, program: str, log: str) -> None:
+    if program in REFUSED:
+        assert got.get("error", "").startswith("ValueError") and REFUSED[program] in got["error"], got
+        return
+    _equal(_ok(got, log), theirs)
+
+
+ALL = sorted(PROGRAMS)
+EQUAL = [p for p in ALL if p not in REFUSED and p not in DDP_DRIFTS]
+
+
+def test_every_program_ran(results):
+    (ours, ddp, *workers), _ = results
+    assert sorted(ours) == sorted(ddp) == sorted(workers[0]) == sorted(workers[1]) == ALL
+
+
+@pytest.mark.parametrize("program", ALL)
+def test_on_mirrored_strategy_as_ddp_or_refused(results, program):
+    (ours, ddp, *_), log = results
+    theirs = _ok(ddp[program], "")
+    if program == "kendall_loss_module_not_wrapped":   # mirrored in the scope: DDP's with the module wrapped
+        theirs = ddp["kendall_loss_module"]
+    _as_ddp_or_refused(ours[program], theirs, program, log)
+
+
+@pytest.mark.parametrize("program", ALL)
+def test_under_multidev_launch_as_ddp_or_refused(results, program):
+    """One replica per worker: the workers' copies are compared by digest after the first run."""
+    (ours, ddp, *workers), log = results
+    for worker in workers:
+        theirs = ddp["kendall_loss_module"] if program == "kendall_loss_module_not_wrapped" else ddp[program]
+        _as_ddp_or_refused(worker[program], theirs, program, log)
+    if program not in REFUSED:
+        assert workers[0][program]["params"] == workers[1][program]["params"], "every worker's"
+
+
+def test_what_ddp_does(results):
+    """The references: an all-ignored shard's ``nan`` loss (its gradient zero: the weights stay finite); the
+    loss module DDP does not wrap and the free ``log_vars`` drift apart on DDP's ranks."""
+    ddp = results[0][1]
+    assert math.isnan(ddp["ce_weight_ignore_smoothing"]["log"][1])
+    assert all(math.isfinite(x) for x in ddp["ce_weight_ignore_smoothing"]["params"])
+    assert ddp["kendall_loss_module_not_wrapped"]["spread"] > 1e-3
+    assert ddp["kendall_free_parameter"]["log_vars_spread"] > 1e-3
+    assert ddp["ce_weight_ignore_smoothing"] == ddp["ce_criterion_outside_scope"]
