@@ -27,6 +27,8 @@ from loss_programs2 import (accumulation_mean_over_steps, cosine_embedding, ctc_
                             tokens_over_global_count, triplet_margin)
 from loss_programs3 import (kendall_free_parameter, kendall_loss_module, kendall_loss_module_not_wrapped,  # noqa: E402
                             losses_dict_summed)
+from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supcon_global_negatives,  # noqa: E402
+                            tokens_count_gathered)
 from process_exit import leave_process_group  # noqa: E402
 from pytutorials_run import _recorded  # noqa: E402
 
@@ -36,7 +38,8 @@ ALL = {f.__name__: f for f in (
     triplet_margin, cosine_embedding, margin_ranking, ctc_mean_zero_infinity, ctc_sum_zero_infinity,
     tokens_over_global_count, tokens_num_items_times_world, tokens_dist_all_reduce_as_printed,
     tokens_accumulation_num_items, accumulation_mean_over_steps,
-    losses_dict_summed, kendall_loss_module, kendall_loss_module_not_wrapped, kendall_free_parameter)}
+    losses_dict_summed, kendall_loss_module, kendall_loss_module_not_wrapped, kendall_free_parameter,
+    multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered)}
 if os.environ.get("LOSS_ONLY"):
     ALL = {name: ALL[name] for name in os.environ["LOSS_ONLY"].split(",")}
 
@@ -60,6 +63,18 @@ class LossDdpPort(GenDdpPort):
         torch.distributed.all_reduce(spread, op=torch.distributed.ReduceOp.MAX)
         return {name: first.tolist(), f"{name}_spread": float(spread)}
 
+    def gather_grad(self, z):
+        from torch.distributed.nn.functional import all_gather
+        return torch.cat(all_gather(z))
+
+    def gather(self, t):
+        out = [torch.empty_like(t) for _ in range(self.world)]
+        torch.distributed.all_gather(out, t)
+        return torch.cat(out)
+
+    def rank_in_step(self) -> int:
+        return torch.distributed.get_rank()
+
 
 class LossMirroredPort(GenMirroredPort):
     """The multidev port: ``num_replicas_in_sync`` for the world size."""
@@ -74,6 +89,16 @@ class LossMirroredPort(GenMirroredPort):
         copies = self.strategy.experimental_local_results(tensor)
         spread = max(float((c.detach() - copies[0].detach()).abs().max()) for c in copies)
         return {name: copies[0].detach().double().reshape(-1).tolist(), f"{name}_spread": spread}
+
+    def gather_grad(self, z):
+        import multidev as md
+        return md.distribute.get_replica_context().all_gather(z, axis=0)
+
+    gather = gather_grad
+
+    def rank_in_step(self) -> int:
+        import multidev as md
+        return int(md.distribute.get_replica_context().replica_id_in_sync_group)
 
 
 def _write(out_dir: str, name: str, results: dict) -> None:
