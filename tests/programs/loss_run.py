@@ -29,6 +29,7 @@ from loss_programs3 import (kendall_free_parameter, kendall_loss_module, kendall
                             losses_dict_summed)
 from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supcon_global_negatives,  # noqa: E402
                             tokens_count_gathered)
+from loss_programs5 import barlow_twins_as_printed, barlow_twins_differentiable, barlow_twins_passthrough  # noqa: E402
 from process_exit import leave_process_group  # noqa: E402
 from pytutorials_run import _recorded  # noqa: E402
 
@@ -39,7 +40,8 @@ ALL = {f.__name__: f for f in (
     tokens_over_global_count, tokens_num_items_times_world, tokens_dist_all_reduce_as_printed,
     tokens_accumulation_num_items, accumulation_mean_over_steps,
     losses_dict_summed, kendall_loss_module, kendall_loss_module_not_wrapped, kendall_free_parameter,
-    multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered)}
+    multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered,
+    barlow_twins_as_printed, barlow_twins_passthrough, barlow_twins_differentiable)}
 if os.environ.get("LOSS_ONLY"):
     ALL = {name: ALL[name] for name in os.environ["LOSS_ONLY"].split(",")}
 
@@ -75,6 +77,14 @@ class LossDdpPort(GenDdpPort):
     def rank_in_step(self) -> int:
         return torch.distributed.get_rank()
 
+    def all_reduce_passthrough(self, c):   # the program as printed
+        torch.distributed.all_reduce(c)
+        return c
+
+    def all_reduce_grad(self, c):
+        from torch.distributed.nn.functional import all_reduce
+        return all_reduce(c)
+
 
 class LossMirroredPort(GenMirroredPort):
     """The multidev port: ``num_replicas_in_sync`` for the world size."""
@@ -99,6 +109,14 @@ class LossMirroredPort(GenMirroredPort):
     def rank_in_step(self) -> int:
         import multidev as md
         return int(md.distribute.get_replica_context().replica_id_in_sync_group)
+
+    def all_reduce_passthrough(self, c):
+        import multidev as md
+        return md.distribute.get_replica_context().all_reduce("sum", c.detach()) + (c - c.detach())
+
+    def all_reduce_grad(self, c):
+        import multidev as md
+        return md.distribute.get_replica_context().all_reduce("sum", c)
 
 
 def _write(out_dir: str, name: str, results: dict) -> None:

@@ -20,7 +20,12 @@ TOLERANCE = 1e-10   # the same ops on the same slices, 2 gradients averaged: 0.0
 REFUSED = {   # program -> what the error says
     "tokens_dist_all_reduce_as_printed": "torch.distributed.all_reduce inside strategy.run",
     "kendall_free_parameter": "would update tensors (shapes [(2,)]) that are not mirrored",
+    "barlow_twins_as_printed": "all_reduce('sum', c.detach()) + (c - c.detach())",
 }
+# program -> the DDP program it is compared with (the module DDP does not wrap is mirrored in the scope; the
+# port of Barlow Twins' untracked all-reduce is the program as printed)
+REFERENCE = {"kendall_loss_module_not_wrapped": "kendall_loss_module",
+             "barlow_twins_passthrough": "barlow_twins_as_printed"}
 # One replica per worker: a free tensor is each worker's own, as each rank's under DDP (the same drift).
 WORKERS_AS_DDP = ("kendall_free_parameter",)
 DDP_DRIFTS = ("kendall_loss_module_not_wrapped", "kendall_free_parameter")   # DDP's ranks end apart
@@ -63,9 +68,7 @@ def test_every_program_ran(results):
 @pytest.mark.parametrize("program", ALL)
 def test_on_mirrored_strategy_as_ddp_or_refused(results, program):
     (ours, ddp, *_), log = results
-    theirs = _ok(ddp[program], "")
-    if program == "kendall_loss_module_not_wrapped":   # mirrored in the scope: DDP's with the module wrapped
-        theirs = ddp["kendall_loss_module"]
+    theirs = _ok(ddp[REFERENCE.get(program, program)], "")
     _as_ddp_or_refused(ours[program], theirs, program, log)
 
 
@@ -75,7 +78,7 @@ def test_under_multidev_launch_as_ddp_or_refused(results, program):
     (ours, ddp, *workers), log = results
     refused = {k: v for k, v in REFUSED.items() if k not in WORKERS_AS_DDP}
     for worker in workers:
-        theirs = ddp["kendall_loss_module"] if program == "kendall_loss_module_not_wrapped" else ddp[program]
+        theirs = ddp[REFERENCE.get(program, program)]
         _as_ddp_or_refused(worker[program], theirs, program, log, refused)
     if program not in refused:
         assert workers[0][program]["params"] == workers[1][program]["params"], "every worker's"
@@ -93,3 +96,13 @@ def test_what_ddp_does(results):
     assert ddp["kendall_loss_module_not_wrapped"]["spread"] > 1e-3
     assert ddp["kendall_free_parameter"]["log_vars_spread"] > 1e-3
     assert ddp["ce_weight_ignore_smoothing"] == ddp["ce_criterion_outside_scope"]
+
+
+def test_barlow_twins_untracked_all_reduce(results):
+    """DDP's ``all_reduce(c)`` as printed is not differentiable: its weights are 0.68 from those of the
+    differentiable all-reduce (``torch.distributed.nn.functional.all_reduce``, the replica context's), which
+    the refusal used to name alone; the spelling it names now gives DDP's (``barlow_twins_passthrough``)."""
+    (ours, ddp, *_), _ = results
+    printed, differentiable = ddp["barlow_twins_as_printed"]["params"], ddp["barlow_twins_differentiable"]["params"]
+    assert max(abs(a - b) for a, b in zip(printed, differentiable)) > 0.1
+    assert ddp["barlow_twins_passthrough"] == ddp["barlow_twins_as_printed"], "the same DDP program"
