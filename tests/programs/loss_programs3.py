@@ -92,12 +92,12 @@ def kendall_loss_module_not_wrapped(port) -> dict:
     return _loop(port, model, mtl, optimizer, (mtl,))
 
 
-def kendall_free_parameter(port) -> dict:
+def kendall_free_parameter(port, make=lambda t: nn.Parameter(t)) -> dict:
     """``log_vars = nn.Parameter(torch.zeros(2))`` next to the model, in the optimizer's list."""
     torch.manual_seed(44)
     with port.scope():
         model = TwoHeads().double()
-        log_vars = nn.Parameter(torch.zeros(2, dtype=F64))
+        log_vars = make(torch.zeros(2, dtype=F64))
         optimizer = optim.Adam(list(model.parameters()) + [log_vars], lr=0.05)
     model = port.wrap(model)
 
@@ -105,3 +105,9 @@ def kendall_free_parameter(port) -> dict:
         return sum(torch.exp(-log_vars[i]) * loss + log_vars[i] for i, loss in enumerate(losses))
     out = _loop(port, model, weigh, optimizer, ())
     return {**out, **port.tensor_spread("log_vars", log_vars)}
+
+
+def kendall_variable(port) -> dict:
+    """The refusal's fix: ``log_vars = md.Variable(torch.zeros(2))`` in the scope (``port.variable``; DDP has no
+    such thing: its reference is ``kendall_loss_module``)."""
+    return kendall_free_parameter(port, port.variable)

@@ -26,7 +26,7 @@ from loss_programs2 import (accumulation_mean_over_steps, cosine_embedding, ctc_
                             tokens_dist_all_reduce_as_printed, tokens_num_items_times_world,
                             tokens_over_global_count, triplet_margin)
 from loss_programs3 import (kendall_free_parameter, kendall_loss_module, kendall_loss_module_not_wrapped,  # noqa: E402
-                            losses_dict_summed)
+                            kendall_variable, losses_dict_summed)
 from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supcon_global_negatives,  # noqa: E402
                             tokens_count_gathered)
 from loss_programs5 import barlow_twins_as_printed, barlow_twins_differentiable, barlow_twins_passthrough  # noqa: E402
@@ -40,6 +40,7 @@ ALL = {f.__name__: f for f in (
     tokens_over_global_count, tokens_num_items_times_world, tokens_dist_all_reduce_as_printed,
     tokens_accumulation_num_items, accumulation_mean_over_steps,
     losses_dict_summed, kendall_loss_module, kendall_loss_module_not_wrapped, kendall_free_parameter,
+    kendall_variable,
     multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered,
     barlow_twins_as_printed, barlow_twins_passthrough, barlow_twins_differentiable)}
 if os.environ.get("LOSS_ONLY"):
@@ -77,6 +78,9 @@ class LossDdpPort(GenDdpPort):
     def rank_in_step(self) -> int:
         return torch.distributed.get_rank()
 
+    def variable(self, t):   # no multidev here: a free parameter (the test compares with kendall_loss_module)
+        return torch.nn.Parameter(t)
+
     def all_reduce_passthrough(self, c):   # the program as printed
         torch.distributed.all_reduce(c)
         return c
@@ -109,6 +113,10 @@ class LossMirroredPort(GenMirroredPort):
     def rank_in_step(self) -> int:
         import multidev as md
         return int(md.distribute.get_replica_context().replica_id_in_sync_group)
+
+    def variable(self, t):
+        import multidev as md
+        return md.Variable(t)
 
     def all_reduce_passthrough(self, c):
         import multidev as md
