@@ -111,3 +111,68 @@ def kendall_variable(port) -> dict:
     """The refusal's fix: ``log_vars = md.Variable(torch.zeros(2))`` in the scope (``port.variable``; DDP has no
     such thing: its reference is ``kendall_loss_module``)."""
     return kendall_free_parameter(port, port.variable)
+
+
+# --- KaiyangZhou/pytorch-center-loss: a loss with its own parameters and optimizer ---------------------------
+class CenterLoss(nn.Module):
+    """Center loss (Wen et al., ECCV 2016), as the repository prints it (CPU)."""
+
+    def __init__(self, num_classes=3, feat_dim=2):
+        super(CenterLoss, self).__init__()
+        self.num_classes, self.feat_dim = num_classes, feat_dim
+        self.centers = nn.Parameter(torch.randn(self.num_classes, self.feat_dim))
+
+    def forward(self, x, labels):
+        batch_size = x.size(0)
+        distmat = torch.pow(x, 2).sum(dim=1, keepdim=True).expand(batch_size, self.num_classes) + \
+            torch.pow(self.centers, 2).sum(dim=1, keepdim=True).expand(self.num_classes, batch_size).t()
+        distmat.addmm_(x, self.centers.t(), beta=1, alpha=-2)
+        classes = torch.arange(self.num_classes).long()
+        labels = labels.unsqueeze(1).expand(batch_size, self.num_classes)
+        mask = labels.eq(classes.expand(batch_size, self.num_classes))
+        dist = distmat * mask.float()
+        loss = dist.clamp(min=1e-12, max=1e+12).sum() / batch_size
+        return loss
+
+
+class FeatNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.feat = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2))
+        self.fc = nn.Linear(2, 3)
+
+    def forward(self, x):
+        f = self.feat(x)
+        return f, self.fc(f)
+
+
+def center_loss(port) -> dict:
+    """``main.py``'s step: two optimizers, ``param.grad.data *= (1. / weight_cent)`` on the centres between
+    ``backward`` and ``optimizer_centloss.step()``; the step returns the loss undetached (DDP wraps both)."""
+    weight_cent = 0.5
+    torch.manual_seed(45)
+    with port.scope():
+        model = FeatNet().double()
+        criterion_cent = CenterLoss().double()
+        optimizer_model = optim.SGD(model.parameters(), lr=0.1, weight_decay=5e-04, momentum=0.9)
+        optimizer_centloss = optim.SGD(criterion_cent.parameters(), lr=0.5)
+    model, criterion_cent = port.wrap(model), port.wrap(criterion_cent)
+    criterion_xent = nn.CrossEntropyLoss()
+
+    def step(data, labels):
+        features, outputs = model(data)
+        loss_xent = criterion_xent(outputs, labels)
+        loss_cent = criterion_cent(features, labels)
+        loss_cent *= weight_cent
+        loss = loss_xent + loss_cent
+        optimizer_model.zero_grad()
+        optimizer_centloss.zero_grad()
+        loss.backward()
+        optimizer_model.step()
+        for param in criterion_cent.parameters():
+            param.grad.data *= (1. / weight_cent)
+        optimizer_centloss.step()
+        return loss
+
+    log = [port.mean(port.run(step, args=b)) for b in port.distribute(loader(features(46), labels(47, 3)))]
+    return {**port.weights(model, criterion_cent), "log": log}

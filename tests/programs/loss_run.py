@@ -26,7 +26,7 @@ from loss_programs2 import (accumulation_mean_over_steps, cosine_embedding, ctc_
                             tokens_dist_all_reduce_as_printed, tokens_num_items_times_world,
                             tokens_over_global_count, triplet_margin)
 from loss_programs3 import (kendall_free_parameter, kendall_loss_module, kendall_loss_module_not_wrapped,  # noqa: E402
-                            kendall_variable, losses_dict_summed)
+                            center_loss, kendall_variable, losses_dict_summed)
 from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supcon_global_negatives,  # noqa: E402
                             tokens_count_gathered)
 from loss_programs5 import barlow_twins_as_printed, barlow_twins_differentiable, barlow_twins_passthrough  # noqa: E402
@@ -40,7 +40,7 @@ ALL = {f.__name__: f for f in (
     tokens_over_global_count, tokens_num_items_times_world, tokens_dist_all_reduce_as_printed,
     tokens_accumulation_num_items, accumulation_mean_over_steps,
     losses_dict_summed, kendall_loss_module, kendall_loss_module_not_wrapped, kendall_free_parameter,
-    kendall_variable,
+    kendall_variable, center_loss,
     multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered,
     barlow_twins_as_printed, barlow_twins_passthrough, barlow_twins_differentiable)}
 if os.environ.get("LOSS_ONLY"):
