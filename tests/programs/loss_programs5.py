@@ -9,14 +9,20 @@ Autograd does not see that all-reduce, so under DDP each rank's gradient flows t
 * ``barlow_twins_differentiable``: ``c = ctx.all_reduce('sum', c)``, differentiable (TensorFlow's: the gradient is
   all-reduced too), DDP's ``torch.distributed.nn.functional.all_reduce(c)``: the gradient is the world size times
   the printed program's.
+
+And a loss with running class counts in a buffer (mmdetection's ``SeesawLoss``: ``cum_samples`` grown in
+``forward`` from the batch's labels, read back as class weights), kept in the model as mmdetection keeps it: each
+DDP rank's forward starts from rank 0's counts (``broadcast_buffers``); multidev refuses the per-replica counts;
+the counts summed over the ranks (``dist.all_reduce``; the port's replica all-reduce) train alike.
 """
 from __future__ import annotations
 
 import torch
 import torch.distributed as dist
 from torch import nn, optim
+from torch.nn import functional as F
 
-from loss_programs import GLOBAL_BATCH, features, loader
+from loss_programs import GLOBAL_BATCH, features, labels, loader
 
 
 def off_diagonal(x):
@@ -82,3 +88,59 @@ def barlow_twins_passthrough(port) -> dict:
 
 def barlow_twins_differentiable(port) -> dict:
     return _barlow(port, port.all_reduce_grad)
+
+
+class CountedCE(nn.Module):
+    """Cross-entropy weighted down for frequent classes by the counts seen so far (Seesaw's mitigation factor)."""
+
+    def __init__(self, num_classes=3, p=0.8, reduce=None):
+        super().__init__()
+        self.p, self.reduce = p, reduce
+        self.register_buffer("cum_samples", torch.zeros(num_classes))
+
+    def forward(self, cls_score, labels):
+        counts = F.one_hot(labels, self.cum_samples.numel()).sum(0).to(self.cum_samples.dtype)
+        if self.reduce is not None:
+            counts = self.reduce(counts)
+        self.cum_samples += counts
+        seen = self.cum_samples.clamp(min=1)
+        return F.cross_entropy(cls_score, labels, weight=(seen / seen.max()) ** -self.p)
+
+
+class Head(nn.Module):
+    def __init__(self, reduce):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+        self.loss_cls = CountedCE(reduce=reduce)
+
+    def forward(self, x, y):
+        return self.loss_cls(self.fc(x), y)
+
+
+def _counted(port, reduce) -> dict:
+    torch.manual_seed(64)
+    with port.scope():
+        model = Head(reduce).double()
+        optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model = port.wrap(model)
+    y = labels(66, 3)
+    y[:GLOBAL_BATCH // 2] = 0   # replica 0's first shard: one class only
+
+    def step(x, y):
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    log = [port.mean(port.run(step, args=b)) for b in port.distribute(loader(features(65), y))]
+    return {**port.weights(model), **port.buffers(model), "log": log}
+
+
+def counted_ce_per_replica(port) -> dict:
+    return _counted(port, None)
+
+
+def counted_ce_summed(port) -> dict:
+    """``dist.all_reduce(counts)`` before ``cum_samples += counts`` (``port.all_reduce_``)."""
+    return _counted(port, port.all_reduce_)

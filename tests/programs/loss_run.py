@@ -29,7 +29,8 @@ from loss_programs3 import (kendall_free_parameter, kendall_loss_module, kendall
                             center_loss, kendall_variable, losses_dict_summed)
 from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supcon_global_negatives,  # noqa: E402
                             tokens_count_gathered)
-from loss_programs5 import barlow_twins_as_printed, barlow_twins_differentiable, barlow_twins_passthrough  # noqa: E402
+from loss_programs5 import (barlow_twins_as_printed, barlow_twins_differentiable, barlow_twins_passthrough,  # noqa: E402
+                            counted_ce_per_replica, counted_ce_summed)
 from process_exit import leave_process_group  # noqa: E402
 from pytutorials_run import _recorded  # noqa: E402
 
@@ -42,7 +43,8 @@ ALL = {f.__name__: f for f in (
     losses_dict_summed, kendall_loss_module, kendall_loss_module_not_wrapped, kendall_free_parameter,
     kendall_variable, center_loss,
     multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered,
-    barlow_twins_as_printed, barlow_twins_passthrough, barlow_twins_differentiable)}
+    barlow_twins_as_printed, barlow_twins_passthrough, barlow_twins_differentiable, counted_ce_per_replica,
+    counted_ce_summed)}
 if os.environ.get("LOSS_ONLY"):
     ALL = {name: ALL[name] for name in os.environ["LOSS_ONLY"].split(",")}
 

@@ -21,6 +21,7 @@ REFUSED = {   # program -> what the error says
     "tokens_dist_all_reduce_as_printed": "torch.distributed.all_reduce inside strategy.run",
     "kendall_free_parameter": "would update tensors (shapes [(2,)]) that are not mirrored",
     "barlow_twins_as_printed": "all_reduce('sum', c.detach()) + (c - c.detach())",
+    "counted_ce_per_replica": "Buffer 'CountedCE.cum_samples:0': replica 1's copy differs from replica 0's",
 }
 # program -> the DDP program it is compared with (the module DDP does not wrap is mirrored in the scope; the
 # port of Barlow Twins' untracked all-reduce is the program as printed)
@@ -47,6 +48,7 @@ def _equal(got: dict, theirs: dict) -> None:
     assert got["spread"] == 0.0, "every replica's copy is the same"
     _same(got["params"], theirs["params"])
     _same(_flat(got["log"]), _flat(theirs["log"]))
+    _same(got.get("buffers", []), theirs.get("buffers", []))
 
 
 def _as_ddp_or_refused(got: dict, theirs: dict, program: str, log: str, refused=REFUSED) -> None:
@@ -102,6 +104,7 @@ def test_what_ddp_does(results):
     assert ddp["kendall_loss_module_not_wrapped"]["spread"] > 1e-3
     assert ddp["kendall_free_parameter"]["log_vars_spread"] > 1e-3
     assert ddp["ce_weight_ignore_smoothing"] == ddp["ce_criterion_outside_scope"]
+    assert ddp["counted_ce_per_replica"]["buffer_spread"] > 1, "each rank's own counts (rank 0's reach forward)"
 
 
 def test_log_vars_as_a_variable_train_as_in_a_wrapped_module(results):
