@@ -68,10 +68,11 @@ _GRAD_FIX = {
 
 def _requires_grad(name: str, args: tuple, kwargs: dict) -> bool:
     """Whether the tensor given to an all-reduce (``tensor``) or an all-gather (``tensor``, its 2nd) is in
-    autograd's graph."""
+    autograd's graph. Not inside an ``autograd.Function``'s ``forward`` (grad mode off there): its own
+    ``backward`` says what the gradient is (VICReg's ``FullGatherLayer``: the differentiable gather)."""
     at = 0 if name.endswith("all_reduce") else 1
     tensor = kwargs.get("tensor", args[at] if len(args) > at else None)
-    return isinstance(tensor, torch.Tensor) and tensor.requires_grad
+    return isinstance(tensor, torch.Tensor) and tensor.requires_grad and torch.is_grad_enabled()
 
 
 def _refusal(name: str, env: Any, args: tuple = (), kwargs: dict | None = None) -> ValueError:

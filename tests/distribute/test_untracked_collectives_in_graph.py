@@ -50,6 +50,20 @@ def test_an_all_gather_in_the_graph_names_the_detached_gather(strategy):
     assert "all_gather(z.detach(), axis=0)" in msg, msg
     assert "z.detach()" not in _refusal(strategy, lambda: dist.all_gather([torch.empty(3)] * 2, z().detach()))
 
+    class FullGatherLayer(torch.autograd.Function):   # VICReg's: its backward all-reduces (differentiable)
+        @staticmethod
+        def forward(ctx, x):
+            output = [torch.zeros_like(x) for _ in range(2)]
+            dist.all_gather(output, x)
+            return tuple(output)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return torch.stack(grads).sum(0)
+
+    msg = _refusal(strategy, lambda: FullGatherLayer.apply(z()))
+    assert "all_gather(value, axis=0)" in msg and "z.detach()" not in msg, msg
+
 
 def test_the_passthrough_gives_ddps_gradient(strategy):
     """A loss of the summed matrix ``c`` (Barlow Twins' shape): each replica's gradient flows through its own
