@@ -195,7 +195,8 @@ def tokens_accumulation_num_items(port) -> dict:
     for i in range(0, len(batches), 2):
         micro = batches[i:i + 2]
         num_items = torch.tensor(sum(port.sum(port.run(count, args=(lab,))) for _, lab in micro))
-        log += [port.sum(port.run(micro_step, args=(ids, lab, num_items, j == 1))) for j, (ids, lab) in enumerate(micro)]
+        for j, (ids, lab) in enumerate(micro):
+            log.append(port.sum(port.run(micro_step, args=(ids, lab, num_items, j == 1))))
     return {**port.weights(model), "log": log}
 
 

@@ -29,8 +29,8 @@ from loss_programs3 import (kendall_free_parameter, kendall_loss_module, kendall
                             center_loss, kendall_variable, losses_dict_summed)
 from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supcon_global_negatives,  # noqa: E402
                             tokens_count_gathered)
-from loss_programs5 import (barlow_twins_as_printed, barlow_twins_differentiable, barlow_twins_passthrough,  # noqa: E402
-                            counted_ce_per_replica, counted_ce_summed)
+from loss_programs5 import (barlow_twins_as_printed, barlow_twins_differentiable,  # noqa: E402
+                            barlow_twins_passthrough, counted_ce_per_replica, counted_ce_summed)
 from process_exit import leave_process_group  # noqa: E402
 from pytutorials_run import _recorded  # noqa: E402
 
