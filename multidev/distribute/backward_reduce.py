@@ -231,7 +231,10 @@ class BackwardReducer:
             indices, leaves = self._reduce_in_place(r, fired, op)
         else:
             sets = self._group.share(r, ("loss.backward", op.name), frozenset(fired))
-            indices = sorted(frozenset().union(*sets))
+            reached = frozenset().union(*sets)
+            if ctx.num_replicas_in_sync > len(self._leaves):   # other workers' replicas: their leaves too
+                reached = self._reached_by_any_worker(ctx, reached)
+            indices = sorted(reached)
             leaves = [fired[i] if i in fired else self._leaves[r][i]() for i in indices]
             self._reduce_in_buckets(ctx, indices, leaves, op)
         for i, leaf in zip(indices, leaves):
@@ -239,6 +242,14 @@ class BackwardReducer:
             if old is not None:
                 leaf.grad = old + leaf.grad if leaf.grad is not None else old
         step.gradients = SummedGrads
+
+    def _reached_by_any_worker(self, ctx: Any, reached: frozenset) -> frozenset:
+        """The leaves some replica of any worker reached (a head only one worker's batches use, DDP's unused
+        parameter): one flag per hooked leaf, summed over every replica, so every worker reduces the same
+        buckets (each worker's own union made them differ: a collective mismatch)."""
+        flags = torch.zeros(self._count, dtype=torch.float32)
+        flags[sorted(reached)] = 1.0
+        return frozenset(torch.nonzero(ctx._all_reduce_owned(ReduceOp.SUM, flags)).flatten().tolist())
 
     def _finish_overlap(self, ctx: Any, op: ReduceOp) -> tuple[list[int], list]:
         """Wait for the buckets launched during backward (and launch the rest); the leaves any worker
@@ -270,7 +281,9 @@ class BackwardReducer:
         if any(len(grads) != len(indices) for grads in everyone):
             # A leaf another replica reached and this one did not counts as this replica's current
             # .grad, or zeros (as DDP counts an unused parameter): each replica fills in its own, then
-            # all meet again before anyone reads them.
+            # all meet again before anyone reads them. A new dict: the others still read the shared one
+            # (a replica that reached every leaf, seeing it filled, skipped this second meeting).
+            mine = dict(mine)
             for i in indices:
                 if i not in mine:
                     mine[i] = self._unreached(r, i, next(g[i] for g in everyone if i in g))

@@ -18,7 +18,9 @@ for ``barrier`` why none is needed, for a metric's ``all_reduce`` ``strategy.red
 with the layout instead would make torch's rank queries lie to any other code that asks (and a
 sampler of a job's replicas is the wrong one: ``docs/ddp_port.md``). ``torch.distributed.nn``'s
 differentiable collectives (CLIP's gathered loss) are refused alike, naming the replica context's
-differentiable ``all_gather`` and ``all_reduce``.
+differentiable ``all_gather`` and ``all_reduce``. A tensor in autograd's graph given to ``torch.distributed``'s
+``all_reduce`` or ``all_gather`` (Barlow Twins' ``all_reduce(c)`` in ``forward``) gets the spelling that keeps
+DDP's gradient: autograd does not see those collectives, the replica context's are differentiable.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import torch
 import torch.distributed as dist
 
 from multidev.values import context
@@ -47,7 +50,32 @@ _NN_FIX = (
     "all_reduce(t) -> get_replica_context().all_reduce('sum', t).")
 
 
-def _refusal(name: str, env: Any) -> ValueError:
+# torch.distributed's collectives autograd does not see: under DDP a tensor in the graph keeps its own gradient.
+_GRAD_FIX = {
+    "torch.distributed.all_reduce": (
+        " The tensor requires grad (Barlow Twins' cross-correlation `c`): autograd does not see torch.distributed."
+        "all_reduce, so under DDP its gradient passes through to each rank's own tensor unreduced, while the "
+        "replica context's all_reduce is differentiable (its gradient all-reduced too: the world size times "
+        "DDP's gradient here). For DDP's numbers write "
+        "`c = md.distribute.get_replica_context().all_reduce('sum', c.detach()) + (c - c.detach())`."),
+    "torch.distributed.all_gather": (
+        " The tensor requires grad: torch.distributed.all_gather's copies carry no gradient under DDP (only the "
+        "rank's own tensor, where the program puts it back), while the replica context's all_gather is "
+        "differentiable. For DDP's numbers gather `z.detach()`: "
+        "`md.distribute.get_replica_context().all_gather(z.detach(), axis=0)`."),
+}
+
+
+def _requires_grad(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether the tensor given to an all-reduce (``tensor``) or an all-gather (``tensor``, its 2nd) is in
+    autograd's graph. Not inside an ``autograd.Function``'s ``forward`` (grad mode off there): its own
+    ``backward`` says what the gradient is (VICReg's ``FullGatherLayer``: the differentiable gather)."""
+    at = 0 if name.endswith("all_reduce") else 1
+    tensor = kwargs.get("tensor", args[at] if len(args) > at else None)
+    return isinstance(tensor, torch.Tensor) and tensor.requires_grad and torch.is_grad_enabled()
+
+
+def _refusal(name: str, env: Any, args: tuple = (), kwargs: dict | None = None) -> ValueError:
     strategy = type(env.strategy).__name__
     n = env.strategy.num_replicas_in_sync
     return ValueError(
@@ -57,7 +85,8 @@ def _refusal(name: str, env: Any) -> ValueError:
         "all_gather(value, axis=0)), or return the value and call strategy.reduce('mean', value, axis=None) after "
         "strategy.run; the rank is get_replica_context().replica_id_in_sync_group, the world size "
         "strategy.num_replicas_in_sync (a DDP program's `if rank == 0:` logging: strategy.extended.worker_index == 0 "
-        "outside the step)." + (_NN_FIX if name.startswith("torch.distributed.nn") else ""))
+        "outside the step)." + (_NN_FIX if name.startswith("torch.distributed.nn") else "")
+        + (_GRAD_FIX[name] if name in _GRAD_FIX and _requires_grad(name, args, kwargs or {}) else ""))
 
 
 _RANK_FIX = (
@@ -96,7 +125,7 @@ def _guarded(name: str, original: Callable, where: str = "torch.distributed") ->
     def call(*args: Any, **kwargs: Any) -> Any:
         env = context.replica_env()
         if env is not None and (env.strategy.extended.num_local_replicas > 1 or not dist.is_initialized()):
-            raise _refusal(f"{where}.{name}", env)
+            raise _refusal(f"{where}.{name}", env, args, kwargs)
         if env is not None or dist.is_initialized():
             return original(*args, **kwargs)
         try:   # torch's own call: one given its group (torch.distributed.rpc's) needs no default group
