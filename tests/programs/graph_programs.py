@@ -141,6 +141,55 @@ def gcn_node_split(port) -> dict:
     return {**port.weights(net), "log": log}
 
 
+class GCNWithAdjacency(GCN):
+    """The same GCN holding its normalised adjacency: ``model(x)``. As a (sparse) buffer, or as a plain
+    attribute, which DDP needs (its buffer broadcast raises "No support for sparse tensors")."""
+
+    def __init__(self, adj, as_buffer, **kwargs):
+        super().__init__(**kwargs)
+        if as_buffer:
+            self.register_buffer("adj", adj)
+        else:
+            self.adj = adj
+
+    def forward(self, x):
+        return super().forward(x, self.adj)
+
+
+def _gcn_adjacency(port, as_buffer: bool) -> dict:
+    torch.manual_seed(3)
+    x, edge_index, y = _graph()
+    with port.scope():
+        model = GCNWithAdjacency(normalized_adjacency(edge_index, NODES), as_buffer, nfeat=FEATURES, nhid=8,
+                                 nclass=CLASSES, dropout=0.5)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.05, weight_decay=5e-4)
+    net = port.wrap(model)
+
+    def train(idx):
+        optimizer.zero_grad()
+        loss = F.nll_loss(net(x)[idx], y[idx])
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    loader = DataLoader(TensorDataset(torch.arange(16)), batch_size=16)
+    log = [port.mean(port.run(train, args=batch)) for _ in range(3) for batch in port.distribute(loader)]
+    adj = model.state_dict()["adj"] if as_buffer else model.adj
+    log.append([float(adj.to_dense().sum()), int(adj.is_sparse)])
+    return {**port.weights(net), "log": log}
+
+
+def gcn_adjacency_buffer(port) -> dict:
+    """``register_buffer("adj", sparse_adj)``: a sparse buffer of a model built in the scope (its copies
+    compared after the first run, broadcast to the workers, summed across them when read outside a run)."""
+    return _gcn_adjacency(port, as_buffer=True)
+
+
+def gcn_adjacency_attribute(port) -> dict:
+    """``self.adj = sparse_adj``: DDP's way to keep it."""
+    return _gcn_adjacency(port, as_buffer=False)
+
+
 # --- GAT with a segment softmax ----------------------------------------------------------------------------
 class GATLayer(nn.Module):
     def __init__(self, in_dim, out_dim):
@@ -282,5 +331,6 @@ def sage_collate_as_printed(port) -> dict:
     return _sage_train(port, lambda: port.distribute(loader))
 
 
-GRAPHS = {f.__name__: f for f in (gcn_full_graph, gcn_node_split, gat_sampled_in_step, sage_collate_per_rank)}
+GRAPHS = {f.__name__: f for f in (gcn_full_graph, gcn_node_split, gcn_adjacency_buffer, gcn_adjacency_attribute,
+                                   gat_sampled_in_step, sage_collate_per_rank)}
 GRAPHS_STRATEGY_ONLY = {f.__name__: f for f in (sage_collate_as_printed,)}
