@@ -7,6 +7,9 @@
   negatives drawn by ``torch.multinomial`` from item popularity;
 * matrix factorisation with the BPR loss (``nn.Embedding(sparse=True)`` users, items, item biases;
   ``SparseAdam``; one negative item per pair from ``torch.randint`` in the step);
+* graphsage-simple's supervised GraphSAGE (``MeanAggregator`` samples each node's neighbours with Python's
+  ``random.sample`` when it has more than ``num_sample``: each replica, as each rank, draws as many numbers as
+  its batch's nodes ask), node batches through the distributed dataset;
 * word2vec's skip-gram with negative sampling (Adoni/word2vec-pytorch's ``SkipGramModel``: ``u_embeddings`` /
   ``v_embeddings`` sparse, ``SparseAdam`` + ``CosineAnnealingLR``; and with plain ``SGD``), negatives from the
   unigram distribution to the 3/4 by ``torch.multinomial`` in the step.
@@ -14,6 +17,8 @@
 Each is ``case(port) -> dict`` over ``graph_run``'s ports. Float64, synthetic seeded data. Imports only torch.
 """
 from __future__ import annotations
+
+import random
 
 import torch
 from torch import nn
@@ -258,6 +263,99 @@ def word2vec_sgd(port) -> dict:
     return _word2vec(port, make)
 
 
+# --- williamleif/graphsage-simple ---------------------------------------------------------------------------
+class MeanAggregator(nn.Module):
+    def __init__(self, features, gcn=False):
+        super(MeanAggregator, self).__init__()
+        self.features = features
+        self.gcn = gcn
+
+    def forward(self, nodes, to_neighs, num_sample=10):
+        _set = set
+        if num_sample is not None:
+            _sample = random.sample
+            samp_neighs = [_set(_sample(sorted(to_neigh), num_sample)) if len(to_neigh) >= num_sample else to_neigh
+                           for to_neigh in to_neighs]
+        else:
+            samp_neighs = to_neighs
+        if self.gcn:
+            samp_neighs = [samp_neigh | set([nodes[i]]) for i, samp_neigh in enumerate(samp_neighs)]
+        unique_nodes_list = list(set.union(*samp_neighs))
+        unique_nodes = {n: i for i, n in enumerate(unique_nodes_list)}
+        mask = torch.zeros(len(samp_neighs), len(unique_nodes), dtype=F64)
+        column_indices = [unique_nodes[n] for samp_neigh in samp_neighs for n in samp_neigh]
+        row_indices = [i for i in range(len(samp_neighs)) for j in range(len(samp_neighs[i]))]
+        mask[row_indices, column_indices] = 1
+        num_neigh = mask.sum(1, keepdim=True)
+        mask = mask.div(num_neigh)
+        embed_matrix = self.features(torch.LongTensor(unique_nodes_list))
+        return mask.mm(embed_matrix)
+
+
+class Encoder(nn.Module):
+    def __init__(self, features, feature_dim, embed_dim, adj_lists, aggregator, num_sample=10):
+        super(Encoder, self).__init__()
+        self.features, self.feat_dim, self.adj_lists, self.aggregator = features, feature_dim, adj_lists, aggregator
+        self.num_sample = num_sample
+        self.weight = nn.Parameter(torch.empty(embed_dim, 2 * self.feat_dim, dtype=F64))
+        nn.init.xavier_uniform_(self.weight)
+
+    def forward(self, nodes):
+        neigh_feats = self.aggregator.forward(nodes, [self.adj_lists[int(node)] for node in nodes], self.num_sample)
+        self_feats = self.features(torch.LongTensor(nodes))
+        combined = torch.cat([self_feats, neigh_feats], dim=1)
+        return F.relu(self.weight.mm(combined.t()))
+
+
+class SupervisedGraphSage(nn.Module):
+    def __init__(self, num_classes, enc):
+        super(SupervisedGraphSage, self).__init__()
+        self.enc = enc
+        self.xent = nn.CrossEntropyLoss()
+        self.weight = nn.Parameter(torch.empty(num_classes, enc.weight.size(0), dtype=F64))
+        nn.init.xavier_uniform_(self.weight)
+
+    def forward(self, nodes):
+        return self.weight.mm(self.enc(nodes)).t()
+
+    def loss(self, nodes, labels):
+        return self.xent(self.forward(nodes), labels.squeeze())
+
+
+def graphsage_simple(port) -> dict:
+    """run_cora's loop on a small random graph: nodes of every degree, ``num_sample=3``, SGD."""
+    g = torch.Generator().manual_seed(37)
+    nodes, feat_dim = 24, 5
+    feat_data = torch.rand(nodes, feat_dim, generator=g, dtype=F64)
+    labels = (feat_data @ torch.randn(feat_dim, 3, generator=g, dtype=F64)).argmax(1)
+    adj_lists = {i: set() for i in range(nodes)}
+    for a, b in torch.randint(0, nodes, (60, 2), generator=g).tolist():
+        if a != b:
+            adj_lists[a].add(b)
+            adj_lists[b].add(a)
+    random.seed(1)
+    torch.manual_seed(1)
+    with port.scope():
+        features = nn.Embedding(nodes, feat_dim).double()
+        features.weight = nn.Parameter(feat_data.clone(), requires_grad=False)
+        agg1 = MeanAggregator(features, gcn=True)
+        enc1 = Encoder(features, feat_dim, 8, adj_lists, agg1, num_sample=3)
+        graphsage = SupervisedGraphSage(3, enc1)
+        optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, graphsage.parameters()), lr=0.7)
+    net = port.wrap(graphsage)
+
+    def train_step(batch_nodes):
+        optimizer.zero_grad()
+        loss = graphsage.xent(net(batch_nodes.tolist()), labels[batch_nodes])   # graphsage.loss, through DDP's forward
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    loader = DataLoader(TensorDataset(torch.randperm(nodes, generator=g)), batch_size=8)
+    log = [port.mean(port.run(train_step, args=batch)) for _ in range(2) for batch in port.distribute(loader)]
+    return {**port.weights(net), "log": log}
+
+
 RECOMMENDERS = {f.__name__: f for f in (embedding_bag_collate_per_rank, embedding_bag_offsets_in_step, mf_bpr,
-                                         word2vec_sparse_adam, word2vec_sgd)}
+                                         word2vec_sparse_adam, word2vec_sgd, graphsage_simple)}
 RECOMMENDERS_STRATEGY_ONLY = {f.__name__: f for f in (embedding_bag_collate_as_printed,)}

@@ -71,7 +71,7 @@ def test_collated_subgraphs_and_bags_through_the_global_loader_are_refused(resul
     (ours, _, *workers), _ = results
     for got in (ours[program], *(worker[program] for worker in workers)):
         assert got.get("error", "").startswith("ValueError") and REFUSED[program] in got["error"], got
-        assert "distribute_datasets_from_function" in got["error"]
+        assert "distribute_datasets_from_function" in got["error"] and "PER_REPLICA" in got["error"]
 
 
 def test_ddp_refuses_a_sparse_buffer(results):
