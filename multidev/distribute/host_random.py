@@ -50,6 +50,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from multidev.distribute import host_draws
+
 _LOCK = threading.Lock()
 _ACTIVE: contextvars.ContextVar["HostStream | None"] = contextvars.ContextVar("multidev_host_stream", default=None)
 # The methods of random.Random that read or write its state; the others reach it through these (self.random(),
@@ -115,16 +117,19 @@ class HostStream:
         self.copies[id(obj)] = copy
         return copy
 
-
     def _start(self, obj: Any, state: Any) -> Any:
         """The state this replica's copy of ``obj`` starts the run from: its own where the last run that drew
         from ``obj`` left it, if the caller has not drawn from ``obj`` since (a rank continues its own stream,
         apart from rank 0's where it drew another count: ``random.sample`` of a node's neighbours only when it
-        has more than asked); else ``obj``'s state now (a re-seed or a draw in between reach every replica)."""
+        has more than asked), moved on by as many numbers as the caller drew since (``host_draws``); else
+        ``obj``'s state now (a re-seed in between reaches every replica)."""
         record = self.left.get(id(obj))
         if record is None or record[0] is not obj or self.replica_id not in record[2]:
             return state
-        return record[2][self.replica_id] if _same_state(record[1], state) else state
+        if _same_state(record[1], state):
+            return record[2][self.replica_id]
+        count = host_draws.draws_between(record[1], state)
+        return state if count is None else host_draws.advanced(record[2][self.replica_id], count)
 
 
 def _same_state(a: Any, b: Any) -> bool:

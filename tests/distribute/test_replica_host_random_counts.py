@@ -1,10 +1,11 @@
 """Python's ``random`` and numpy's ``np.random`` drawn in the step, a different count on each replica
 (graphsage-simple's ``MeanAggregator``: ``random.sample`` of a node's neighbours only where it has more than
 ``num_sample``): each DDP rank continues its own stream, apart from rank 0's, so each replica's stream
-continues from where its last run left it while the caller has not drawn from it in between. Before, every
+continues from where its last run left it, moved on by as many numbers as the caller drew from it in between
+(counted on the mt19937 states: ``distribute/host_draws.py``). Before, every
 run copied the first replica's state again: replica 1 drew rank 0's numbers from its second run on
-(graphsage-simple 0.0038 off DDP's weights after 6 steps, silently). A draw or re-seed in the caller between
-runs still reaches every replica. One fresh interpreter; the reference emulates each rank."""
+(graphsage-simple 0.0038 off DDP's weights after 6 steps, silently). A re-seed in the caller between runs
+still reaches every replica. One fresh interpreter; the reference emulates each rank."""
 
 from __future__ import annotations
 
@@ -29,17 +30,39 @@ def step(i):
 def seed(n):
     random.seed(n); np.random.seed(n); own.seed(n)
 
+def between(i):
+    """The caller's draws between runs, of counts fixed in advance (``shuffle`` draws until a number fits:
+    its count depends on the stream, which no count of the caller's replays)."""
+    if i == 1:
+        [random.random() for _ in range(5)]
+    if i == 2:
+        np.random.rand(700)   # past the end of numpy's 624-word block
+        own.getrandbits(32 * 2000)
+
 seed(0)
-got = [strategy.experimental_local_results(strategy.run(step, args=(i,))) for i in range(3)]
+got = []
+for i in range(3):
+    got.append(strategy.experimental_local_results(strategy.run(step, args=(i,))))
+    between(i)
 seed(5)   # a re-seed between runs reaches every replica, as every rank re-seeds
 got.append(strategy.experimental_local_results(strategy.run(step, args=(3,))))
 for r in range(2):
     seed(0)
-    want = [draw(r, i) for i in range(3)]
+    want = []
+    for i in range(3):
+        want.append(draw(r, i))
+        between(i)
     seed(5)
     want.append(draw(r, 3))
     for i in range(4):
         assert torch.equal(got[i][r], want[i]), (r, i, got[i][r], want[i])
+
+# A cached Gaussian taken in the caller is no count of draws: the caller's state reaches every replica.
+seed(0)
+strategy.run(step, args=(0,))
+random.gauss(0, 1)
+got = strategy.experimental_local_results(strategy.run(step, args=(2,)))
+assert got[0][0] != got[1][0] or counts[0][2] != counts[1][2]
 print("OK")
 '''
 
