@@ -270,7 +270,9 @@ class BackwardReducer:
         if any(len(grads) != len(indices) for grads in everyone):
             # A leaf another replica reached and this one did not counts as this replica's current
             # .grad, or zeros (as DDP counts an unused parameter): each replica fills in its own, then
-            # all meet again before anyone reads them.
+            # all meet again before anyone reads them. A new dict: the other replicas may still be reading
+            # this replica's shared one (filled in place, it hid the missing leaves from them: mismatch).
+            mine = dict(mine)
             for i in indices:
                 if i not in mine:
                     mine[i] = self._unreached(r, i, next(g[i] for g in everyone if i in g))
