@@ -3,8 +3,10 @@ an ``nn.Embedding(sparse=True)`` table a replica's batch never looks up): the re
 in the missing gradient (zeros, as DDP counts an unused parameter). The replica that filled it wrote into the
 dict it had shared, so a replica reading the shares after that saw nothing missing and went on to the next
 meeting: ``CollectiveMismatchError`` ("replica 0: call #1 barrier(loss.backward.done); replica 1: call #1
-loss.backward.unused(MEAN)"), seen on every run with a sparse table. Now DDP's update (the used replica's
-gradient over 2), sparse and dense, over several runs. One fresh interpreter."""
+loss.backward.unused(MEAN)"), seen on every run with a sparse table. Now one device's update on the global
+batch (the used replica's gradient over 2: DDP's with ``find_unused_parameters=True`` for the dense table; DDP
+raises "Expected sparse gradient to be defined" for the sparse one), over several runs. One fresh
+interpreter."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ for sparse in (True, False):
     uses = md.distribute.PerReplica((torch.tensor(1), torch.tensor(0)))
     for _ in range(4):
         strategy.run(step, args=(uses,))
-    # DDP: rank 0 looks the rows up, rank 1 does not; the mean gradient is rank 0's and rank 1's over 2.
+    # One device on the global batch: replica 0's half looks the rows up, replica 1's does not.
     ref_table, ref_head, ref_optimizers = build(sparse)
     for _ in range(4):
         for o in ref_optimizers:
