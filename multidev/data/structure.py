@@ -113,7 +113,15 @@ def to_component(value: Any, what: str = "value") -> Any:
     raise ArgumentTypeError(   # TF: ValueError ("Attempt to convert a value ... with an unsupported type")
         f"Cannot convert {what} {_short(value)} of type {type(value).__name__} to a tensor: "
         "expected a torch.Tensor, numpy array, Python number/bool/str or (nested) list of them."
+        + (_BATCH_OBJECT_HINT if what == "torch sample" else "")
     )
+
+
+_BATCH_OBJECT_HINT = (
+    " A batch object of another library (torch_geometric's Data / Batch, a dataclass) is no dataset element: "
+    "return a tuple or dict of tensors from the collate_fn, or hand each replica its own batch with "
+    "strategy.experimental_distribute_values_from_function (or md.distribute.PerReplica of one object per "
+    "replica) and call strategy.run on it.")
 
 
 def to_element(value: Any, what: str = "element") -> Any:

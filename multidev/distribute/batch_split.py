@@ -43,7 +43,13 @@ def leading_size(element: Any) -> int:
             "sizes is cut part by part, as TensorFlow cuts it, but only as the zip yields it: a map or a torch "
             "DataLoader that rebuilds it (or Keras 3's fit) cannot be told from sequence-first tensors. Map each "
             "dataset before zipping them, batch each replica's parts with "
-            "strategy.distribute_datasets_from_function, or batch the zipped datasets to one size.")
+            "strategy.distribute_datasets_from_function, or batch the zipped datasets to one size. A collate_fn's "
+            "sampled subgraph (node features, edge_index) or nn.EmbeddingBag's flat ids with offsets is no batch to "
+            "cut: give each replica its own loader, as each DDP rank has, with "
+            "strategy.distribute_datasets_from_function(lambda ctx: DataLoader(..., sampler=DistributedSampler(data, "
+            "ctx.num_input_pipelines, ctx.input_pipeline_id), collate_fn=...), md.distribute.InputOptions("
+            "experimental_replication_mode=md.distribute.InputReplicationMode.PER_REPLICA)), or build the offsets "
+            "in the step from padded ids and lengths.")
     return sizes.pop()
 
 

@@ -54,10 +54,20 @@ def digests(var) -> torch.Tensor:
     rows = []
     with torch.no_grad(), DisableTorchFunctionSubclass():
         for copy in var._components:
-            data = copy.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy()
-            digest = hashlib.blake2b(data, digest_size=_DIGEST_BYTES).digest()
+            hashed = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+            for part in _stored(copy.detach()):
+                hashed.update(part.contiguous().reshape(-1).view(torch.uint8).cpu().numpy())
+            digest = hashed.digest()
             rows.append(torch.frombuffer(bytearray(digest), dtype=torch.uint8))
     return torch.stack(rows)
+
+
+def _stored(copy: torch.Tensor) -> tuple:
+    """The tensors that hold ``copy``: itself, or a sparse buffer's (a GCN's adjacency) indices and values."""
+    if copy.layout == torch.sparse_coo:
+        copy = copy.coalesce()
+        return copy.indices(), copy.values()
+    return (copy,) if copy.layout == torch.strided else (copy.to_dense(),)
 
 
 def shared_copy_refusal(variables: Sequence, local_replicas: int, error: RuntimeError) -> ValueError | None:

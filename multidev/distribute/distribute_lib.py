@@ -118,6 +118,10 @@ class ReplicatedExtended(StrategyExtended):
         return self._workers
 
     @property
+    def replica_random_streams(self) -> Any:
+        return self._runner.random_streams
+
+    @property
     def distributes_variables(self) -> bool:
         return self._layout.distributes
 

@@ -113,6 +113,11 @@ class StrategyExtended(abc.ABC):
         """Global id (``replica_id_in_sync_group``) of this process's first replica."""
         return self.worker_index * self.num_local_replicas
 
+    @property
+    def replica_random_streams(self) -> Any:
+        """The local replicas' own random streams (``placement.replica_random.ReplicaStreams``), or None."""
+        return None
+
     # --- variables -----------------------------------------------------------------------------
     @property
     @abc.abstractmethod

@@ -10,7 +10,10 @@ applies torch's rule (``placement/replica_random.py``) to the host's generators:
 * the first local replica draws from the object itself (``random``'s hidden instance, numpy's global
   ``RandomState``, a program's ``random.Random``), as rank 0 does, so the caller sees it advance;
 * every other replica draws from its own copy of the object's state at the run's first draw from it
-  (taken before any replica draws: the state every rank starts the step from);
+  (taken before any replica draws: the state every rank starts the step from), or, where the caller has
+  not drawn from the object since the last run that drew from it, from its own state where that run left
+  it (each rank continues its own stream: replicas that drew different counts, ``random.sample`` of a
+  node's neighbours only where it has more than asked, stay apart as the ranks do);
 * ``random.seed`` / ``np.random.seed`` / ``setstate`` / ``set_state`` in the step act on the calling
   replica's stream, and ``getstate`` / ``get_state`` read it;
 * an object only other replicas drew from in a run (one replica's own ``random.Random``, kept in a
@@ -47,6 +50,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from multidev.distribute import host_draws
+
 _LOCK = threading.Lock()
 _ACTIVE: contextvars.ContextVar["HostStream | None"] = contextvars.ContextVar("multidev_host_stream", default=None)
 # The methods of random.Random that read or write its state; the others reach it through these (self.random(),
@@ -65,11 +70,14 @@ class _Copy(random.Random):
 class HostStream:
     """One local replica's view of the host's generators for a strategy's runs (see the module docstring)."""
 
-    def __init__(self, replica_id: int, run_states: dict, in_replica: Callable[[], bool]):
+    def __init__(self, replica_id: int, run_states: dict, in_replica: Callable[[], bool], left: dict | None = None):
         self.replica_id = replica_id
         self.owner = replica_id == 0
-        # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers].
+        # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers,
+        # get_state].
         self.run_states = run_states
+        # id(object) -> (object, its state when the last run that drew from it ended, {replica: own state}).
+        self.left = {} if left is None else left
         self.copies: dict[int, Any] = {}   # this replica's copies (the first replica's objects) this run
         # Copies of past runs, reused: building a numpy RandomState costs more than setting its state.
         self._spares: dict[Callable, list] = {}
@@ -98,16 +106,39 @@ class HostStream:
         with _LOCK:
             entry = self.run_states.get(id(obj))
             if entry is None:
-                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set()]
+                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set(), get_state]
         entry[2].add(self.replica_id)
         if self.owner or entry[1] is None:
             copy = obj
         else:
             spares = self._spares.get(make_copy)
-            copy = make_copy(entry[1], spares.pop() if spares else None)
+            copy = make_copy(self._start(obj, entry[1]), spares.pop() if spares else None)
             self._made.append((make_copy, copy))
         self.copies[id(obj)] = copy
         return copy
+
+    def _start(self, obj: Any, state: Any) -> Any:
+        """The state this replica's copy of ``obj`` starts the run from: its own where the last run that drew
+        from ``obj`` left it, if the caller has not drawn from ``obj`` since (a rank continues its own stream,
+        apart from rank 0's where it drew another count: ``random.sample`` of a node's neighbours only when it
+        has more than asked), moved on by as many numbers as the caller drew since (``host_draws``); else
+        ``obj``'s state now (a re-seed in between reaches every replica)."""
+        record = self.left.get(id(obj))
+        if record is None or record[0] is not obj or self.replica_id not in record[2]:
+            return state
+        if _same_state(record[1], state):
+            return record[2][self.replica_id]
+        count = host_draws.draws_between(record[1], state)
+        return state if count is None else host_draws.advanced(record[2][self.replica_id], count)
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    """Equal generator states: ``random``'s tuples, numpy's dicts of arrays."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return a == b
 
 
 def _state_or_none(obj: Any, get_state: Callable[[Any], Any]) -> Any:
@@ -123,7 +154,8 @@ class HostStreams:
 
     def __init__(self, num_replicas: int, in_replica: Callable[[], bool]):
         self.run_states: dict = {}
-        self.streams = [HostStream(r, self.run_states, in_replica) for r in range(num_replicas)] \
+        self.left: dict = {}
+        self.streams = [HostStream(r, self.run_states, in_replica, self.left) for r in range(num_replicas)] \
             if num_replicas > 1 else []
 
     def fork(self) -> None:
@@ -136,14 +168,26 @@ class HostStreams:
     def join(self) -> None:
         """At the end of a run: an object no first replica drew from, and exactly one other replica did,
         takes that replica's final state (its next run continues it)."""
-        for key, (obj, _, drawers) in list(self.run_states.items()):
+        for key, (obj, start, drawers, get_state) in list(self.run_states.items()):
             if len(drawers) == 1 and 0 not in drawers:
                 copy = self.streams[next(iter(drawers))].copies.get(key)
                 if copy is not None and copy is not obj:
                     _write_back(obj, copy)
+            if start is not None:
+                self._note_left(key, obj, start, drawers, get_state)
         self.run_states.clear()
         for stream in self.streams:
             stream.release()
+
+    def _note_left(self, key: int, obj: Any, start: Any, drawers: set, get_state: Callable[[Any], Any]) -> None:
+        """Where this run left ``obj`` and each other replica's stream of it (``HostStream._start``): its copy's
+        state, or (a replica that did not draw from it) where the run found that replica's stream."""
+        own = {}
+        for stream in self.streams[1:]:
+            copy = stream.copies.get(key) if stream.replica_id in drawers else None
+            own[stream.replica_id] = get_state(copy) if copy is not None and copy is not obj \
+                else stream._start(obj, start)
+        self.left[key] = (obj, get_state(obj), own)
 
     def scope(self, replica_id: int) -> "_Scope | None":
         """The context replica ``replica_id``'s thread runs its task in (None: a single replica)."""

@@ -387,7 +387,7 @@ class DistributedDatasetsFromFunction(_DistributedBase):
         caller's thread only (a fetch-ahead thread reads with the streams as they are)."""
         if self._fetch_ahead():
             return lambda calls: [c() for c in calls]
-        return RoundStreams(shared_generators(self._loaders)).round
+        return RoundStreams(shared_generators(self._loaders), self._strategy.extended.replica_random_streams).round
 
     @property
     def element_spec(self) -> Any:

@@ -135,6 +135,11 @@ class ReplicaRunner:
         # A result that requires grad (``w * x``, a loss) reads with .numpy(), per replica, as TF's do.
         return regroup([map_structure(readable, value) for _, value in outcomes])
 
+    @property
+    def random_streams(self) -> ReplicaStreams:
+        """The replicas' own random streams (pipelines of ``distribute_datasets_from_function`` read on them)."""
+        return self._random_streams
+
     def _one_storage_variables(self) -> list:
         """The variables whose replica copies are one storage (CentralStorageStrategy on one memory)."""
         if not self._group.shared_storage:

@@ -162,7 +162,17 @@ class ProcessWorkers(WorkerCollective):
         return self._process.calls_made
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.layout == torch.sparse_coo:
+            return self._sum_sparse(tensor)
         return self._process.all_reduce(tensor.clone(), ReduceOp.SUM)
+
+    def _sum_sparse(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A sparse buffer's sum over the workers (a GCN's adjacency read outside ``strategy.run``): every
+        worker's entries gathered (their counts may differ), summed where they meet."""
+        mine = tensor.coalesce()
+        indices = self._process.all_gather(mine.indices().t().contiguous())
+        values = self._process.all_gather(mine.values().contiguous())
+        return torch.sparse_coo_tensor(torch.cat(indices).t(), torch.cat(values), tensor.shape).coalesce()
 
     def gather(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
         moved = tensor.movedim(axis, 0).contiguous()
@@ -192,13 +202,28 @@ class ProcessWorkers(WorkerCollective):
         with torch.no_grad():   # same creation order on every worker: one flat broadcast per dtype
             by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
             for p in primaries:
-                by_dtype.setdefault(p.dtype, []).append(p)
+                if p.layout == torch.sparse_coo:   # a sparse buffer (a GCN's adjacency): its own broadcasts
+                    self._broadcast_sparse(p)
+                else:
+                    by_dtype.setdefault(p.dtype, []).append(p)
             for group in by_dtype.values():
                 flat = self._process.broadcast(torch.cat([p.detach().reshape(-1) for p in group]), src=0)
                 offset = 0
                 for p in group:
                     p.copy_(flat[offset:offset + p.numel()].view(p.shape))
                     offset += p.numel()
+
+
+    def _broadcast_sparse(self, p: torch.Tensor) -> None:
+        """The chief's sparse COO tensor into ``p``: its number of entries, then its indices and values."""
+        mine = p.coalesce()
+        nnz = int(self._process.broadcast(torch.tensor([mine._nnz()], device=p.device), src=0)[0])
+        same = mine._nnz() == nnz
+        indices = mine.indices() if same else mine.indices().new_empty((mine.sparse_dim(), nnz))
+        values = mine.values() if same else mine.values().new_empty((nnz, *mine.values().shape[1:]))
+        indices, values = self._process.broadcast(indices.contiguous(), src=0), self._process.broadcast(
+            values.contiguous(), src=0)
+        p.copy_(torch.sparse_coo_tensor(indices, values, p.shape, is_coalesced=True))
 
 
 def _synchronize(tensors: Sequence[torch.Tensor]) -> None:

@@ -13,9 +13,10 @@ taken when ``strategy.run`` starts (``ReplicaStreams.fork``), and continued from
 the caller leaves the generator where the last run left it, as each rank continues its own (replicas
 that drew different counts, a decoder loop stopping at EOS, stay apart as the ranks do). Equal
 per-replica batch shapes therefore give every replica the same masks, as DDP ranks get, and a program
-ported from DDP draws the same numbers; a re-seed, or draws in the caller between steps, reach every
-replica at the next run (forked again from the caller's state: where replicas had drawn different
-counts, DDP's ranks would each draw the caller's numbers from their own diverged stream instead). Replicas on distinct devices (one per GPU) already have their own
+ported from DDP draws the same numbers; a re-seed between steps reaches every replica at the next run
+(forked again from the caller's state), and draws in the caller between steps (a new epoch's loader
+drawing its base seed) move each replica's stream by as many draws (``caller_draws.py``), as each DDP
+rank draws the caller's numbers from its own stream, which may have diverged from rank 0's. Replicas on distinct devices (one per GPU) already have their own
 generator and get no stream (no cost). A program's own ``torch.Generator`` passed as ``generator=``
 (torchvision's mixup, a seeded augmentation) follows the same rule: each DDP rank holds an
 identically seeded copy, so the first replica draws from the object itself and every other replica
@@ -48,6 +49,7 @@ import torch.nn.init
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from multidev._core.never_compiled import never_compiled
+from multidev.placement.caller_draws import advanced, draws_between
 
 _TORCH_NAMES = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
@@ -203,6 +205,13 @@ def missing_mode() -> ReplicaRandomMode | None:
     return ReplicaRandomMode(stream)
 
 
+def _after_caller_draws(stream: ReplicaStream, now: torch.Tensor) -> torch.Tensor:
+    """The replica's state once the caller's draws since the last run moved it (``caller_draws``): its own
+    state as many draws on, as a rank's; the caller's state after a re-seed (or on a GPU)."""
+    count = draws_between(stream.left, now) if stream.device.type == "cpu" else None
+    return now if count is None else advanced(stream.state, count)
+
+
 class ReplicaStreams:
     """The streams of a strategy's local replicas (None for each replica alone on its device)."""
 
@@ -220,7 +229,8 @@ class ReplicaStreams:
         current state, as every identically seeded DDP rank starts the step from the same state, unless
         the generator is where the last run left it: then each replica continues its own stream, as each
         rank continues its generator (replicas that drew different counts, a decoder loop stopping at
-        EOS, stay apart as the ranks do). The program's own generators are forked at their first draw."""
+        EOS, stay apart as the ranks do), or the caller only drew from it: then each replica's stream
+        moves as many draws on. The program's own generators are forked at their first draw."""
         self.run_states.clear()
         current = self._generator_states()
         for stream in self.streams:
@@ -228,8 +238,10 @@ class ReplicaStreams:
                 stream.copies.clear()
                 if not stream.owner:
                     now = current[stream.device]
-                    if stream.left is None or stream.state is None or not torch.equal(now, stream.left):
+                    if stream.left is None or stream.state is None:
                         stream.state = now
+                    elif not torch.equal(now, stream.left):
+                        stream.state = _after_caller_draws(stream, now)
 
     def join(self) -> None:
         """At the end of a run (caller thread): note where each device generator was left, so that the
