@@ -16,6 +16,11 @@ applies torch's rule (``placement/replica_random.py``) to the host's generators:
 * an object only other replicas drew from in a run (one replica's own ``random.Random``, kept in a
   list by replica id) takes that replica's final state when the run ends, so its next run continues
   where it stopped, as on that rank; an object several replicas drew from keeps the first's.
+* while the caller leaves an object where the last run left it, each other replica continues its own
+  state of it in the next run, as each rank continues its generator: ``random.seed(seed + rank)`` run
+  once in ``strategy.run`` lasts, and replicas that drew different counts stay apart; a re-seed or a
+  draw in the caller between runs reaches every replica at the next run (a replica that draws nothing
+  in that run keeps the run's starting state, as its rank would).
 
 Routed while a strategy lives (``live_hooks.STRATEGY_HOOKS``): the methods of ``random.Random`` that
 read or write its state (its class: every instance, ``random``'s own included; the others reach the
@@ -43,6 +48,7 @@ import contextvars
 import functools
 import random
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -65,11 +71,14 @@ class _Copy(random.Random):
 class HostStream:
     """One local replica's view of the host's generators for a strategy's runs (see the module docstring)."""
 
-    def __init__(self, replica_id: int, run_states: dict, in_replica: Callable[[], bool]):
+    def __init__(self, replica_id: int, run_states: dict, in_replica: Callable[[], bool], left: dict | None = None):
         self.replica_id = replica_id
         self.owner = replica_id == 0
-        # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers].
+        # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers,
+        # get_state, whether the object is where the last run left it (its replicas continue their states)].
         self.run_states = run_states
+        self.left: dict = {} if left is None else left   # shared: id(object) -> (reference, state at run's end)
+        self.carried: dict[int, Any] = {}   # this replica's state of each object when its last run ended
         self.copies: dict[int, Any] = {}   # this replica's copies (the first replica's objects) this run
         # Copies of past runs, reused: building a numpy RandomState costs more than setting its state.
         self._spares: dict[Callable, list] = {}
@@ -98,16 +107,40 @@ class HostStream:
         with _LOCK:
             entry = self.run_states.get(id(obj))
             if entry is None:
-                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set()]
+                state = _state_or_none(obj, get_state)
+                entry = self.run_states[id(obj)] = [obj, state, set(), get_state, self._left_alone(obj, state)]
         entry[2].add(self.replica_id)
         if self.owner or entry[1] is None:
             copy = obj
         else:
             spares = self._spares.get(make_copy)
-            copy = make_copy(entry[1], spares.pop() if spares else None)
+            carried = self.carried.get(id(obj)) if entry[4] else None
+            copy = make_copy(entry[1] if carried is None else carried, spares.pop() if spares else None)
             self._made.append((make_copy, copy))
         self.copies[id(obj)] = copy
         return copy
+
+    def _left_alone(self, obj: Any, state: Any) -> bool:
+        """Whether ``obj`` starts this run where the last run that drew from it left it."""
+        record = self.left.get(id(obj))
+        return state is not None and record is not None and record[0]() is obj and _same_state(state, record[1])
+
+
+def _reference(obj: Any) -> Callable[[], Any]:
+    """A weak reference where the object takes one (numpy's global RandomState takes none: it lives on)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    """Equal generator states: ``random``'s tuples, or numpy's dictionaries holding an array."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return a == b
 
 
 def _state_or_none(obj: Any, get_state: Callable[[Any], Any]) -> Any:
@@ -123,7 +156,8 @@ class HostStreams:
 
     def __init__(self, num_replicas: int, in_replica: Callable[[], bool]):
         self.run_states: dict = {}
-        self.streams = [HostStream(r, self.run_states, in_replica) for r in range(num_replicas)] \
+        self.left: dict = {}
+        self.streams = [HostStream(r, self.run_states, in_replica, self.left) for r in range(num_replicas)] \
             if num_replicas > 1 else []
 
     def fork(self) -> None:
@@ -136,14 +170,34 @@ class HostStreams:
     def join(self) -> None:
         """At the end of a run: an object no first replica drew from, and exactly one other replica did,
         takes that replica's final state (its next run continues it)."""
-        for key, (obj, _, drawers) in list(self.run_states.items()):
+        for key, (obj, start, drawers, get_state, left_alone) in list(self.run_states.items()):
             if len(drawers) == 1 and 0 not in drawers:
                 copy = self.streams[next(iter(drawers))].copies.get(key)
                 if copy is not None and copy is not obj:
                     _write_back(obj, copy)
+            if start is not None:
+                self._carry(key, obj, start, get_state, left_alone)
+        self._forget_dead()
         self.run_states.clear()
         for stream in self.streams:
             stream.release()
+
+    def _carry(self, key: int, obj: Any, start: Any, get_state: Callable, left_alone: bool) -> None:
+        """Keep each other replica's state of ``obj`` for the next run, and where the run left ``obj``."""
+        for stream in self.streams[1:]:
+            copy = stream.copies.get(key)
+            if copy is not None and copy is not obj:
+                stream.carried[key] = get_state(copy)
+            elif not left_alone:   # (it drew nothing from a re-seeded object: its rank holds the run's start)
+                stream.carried[key] = start
+        self.left[key] = (_reference(obj), get_state(obj))
+
+    def _forget_dead(self) -> None:
+        """Drop the records of objects gone (a ``random.Random`` made in a step), with their ids."""
+        for key in [k for k, (ref, _) in self.left.items() if ref() is None]:
+            del self.left[key]
+            for stream in self.streams:
+                stream.carried.pop(key, None)
 
     def scope(self, replica_id: int) -> "_Scope | None":
         """The context replica ``replica_id``'s thread runs its task in (None: a single replica)."""
