@@ -53,6 +53,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from multidev.distribute.host_random_steps import numpy_steps, python_steps
+
 _LOCK = threading.Lock()
 _ACTIVE: contextvars.ContextVar["HostStream | None"] = contextvars.ContextVar("multidev_host_stream", default=None)
 # The methods of random.Random that read or write its state; the others reach it through these (self.random(),
@@ -108,22 +110,34 @@ class HostStream:
             entry = self.run_states.get(id(obj))
             if entry is None:
                 state = _state_or_none(obj, get_state)
-                entry = self.run_states[id(obj)] = [obj, state, set(), get_state, self._left_alone(obj, state)]
+                entry = self.run_states[id(obj)] = [obj, state, set(), get_state, self._caller_draws(obj, state)]
         entry[2].add(self.replica_id)
         if self.owner or entry[1] is None:
             copy = obj
         else:
             spares = self._spares.get(make_copy)
-            carried = self.carried.get(id(obj)) if entry[4] else None
-            copy = make_copy(entry[1] if carried is None else carried, spares.pop() if spares else None)
+            copy = make_copy(self._start(id(obj), entry), spares.pop() if spares else None)
             self._made.append((make_copy, copy))
         self.copies[id(obj)] = copy
         return copy
 
-    def _left_alone(self, obj: Any, state: Any) -> bool:
-        """Whether ``obj`` starts this run where the last run that drew from it left it."""
+    def _caller_draws(self, obj: Any, state: Any) -> int | None:
+        """How many draws the caller made from ``obj`` since the last run that drew from it left it (0: it
+        is where that run left it); None where it re-seeded it, or no replica's state stands apart (every
+        replica then starts from the caller's state, which is then what advancing them would give)."""
         record = self.left.get(id(obj))
-        return state is not None and record is not None and record[0]() is obj and _same_state(state, record[1])
+        if state is None or record is None or record[0]() is not obj:
+            return None
+        if _same_state(state, record[1]):
+            return 0
+        return _STEPS[type(state)].draws_between(record[1], state) if record[2] else None
+
+    def _start(self, key: int, entry: list) -> Any:
+        """This replica's state of an object at this run's start: its own, advanced by the caller's draws."""
+        carried, draws = self.carried.get(key), entry[4]
+        if carried is None or draws is None:
+            return entry[1]
+        return carried if draws == 0 else _STEPS[type(carried)].advanced(carried, draws)
 
 
 def _reference(obj: Any) -> Callable[[], Any]:
@@ -170,31 +184,34 @@ class HostStreams:
     def join(self) -> None:
         """At the end of a run: an object no first replica drew from, and exactly one other replica did,
         takes that replica's final state (its next run continues it)."""
-        for key, (obj, start, drawers, get_state, left_alone) in list(self.run_states.items()):
+        for key, entry in list(self.run_states.items()):
+            obj, start, drawers, get_state, _ = entry
             if len(drawers) == 1 and 0 not in drawers:
                 copy = self.streams[next(iter(drawers))].copies.get(key)
                 if copy is not None and copy is not obj:
                     _write_back(obj, copy)
             if start is not None:
-                self._carry(key, obj, start, get_state, left_alone)
+                self._carry(key, entry)
         self._forget_dead()
         self.run_states.clear()
         for stream in self.streams:
             stream.release()
 
-    def _carry(self, key: int, obj: Any, start: Any, get_state: Callable, left_alone: bool) -> None:
-        """Keep each other replica's state of ``obj`` for the next run, and where the run left ``obj``."""
+    def _carry(self, key: int, entry: list) -> None:
+        """Keep each other replica's state of the object for the next run (one that drew nothing holds
+        its state at this run's start), where the run left the object, and whether any replica's state
+        stands apart from it."""
+        obj, get_state = entry[0], entry[3]
         for stream in self.streams[1:]:
             copy = stream.copies.get(key)
-            if copy is not None and copy is not obj:
-                stream.carried[key] = get_state(copy)
-            elif not left_alone:   # (it drew nothing from a re-seeded object: its rank holds the run's start)
-                stream.carried[key] = start
-        self.left[key] = (_reference(obj), get_state(obj))
+            stream.carried[key] = get_state(copy) if copy is not None and copy is not obj else stream._start(key, entry)
+        final = get_state(obj)
+        apart = any(not _same_state(stream.carried[key], final) for stream in self.streams[1:])
+        self.left[key] = (_reference(obj), final, apart)
 
     def _forget_dead(self) -> None:
         """Drop the records of objects gone (a ``random.Random`` made in a step), with their ids."""
-        for key in [k for k, (ref, _) in self.left.items() if ref() is None]:
+        for key in [k for k, (ref, _, _) in self.left.items() if ref() is None]:
             del self.left[key]
             for stream in self.streams:
                 stream.carried.pop(key, None)
@@ -238,6 +255,11 @@ def _numpy_copy(state: Any, spare: np.random.RandomState | None) -> np.random.Ra
     copy = np.random.RandomState(0) if spare is None else spare
     copy.set_state(state)
     return copy
+
+
+# How the caller's draws between runs advance a replica's state, by the state's type (random's tuple, numpy's dict).
+_STEPS = {tuple: python_steps(_random_state, _ORIGINAL_RANDOM["setstate"], _ORIGINAL_RANDOM["getrandbits"], _same_state),
+          dict: numpy_steps(_same_state)}
 
 
 def _write_back(obj: Any, copy: Any) -> None:

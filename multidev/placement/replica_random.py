@@ -48,6 +48,7 @@ import torch.nn.init
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from multidev._core.never_compiled import never_compiled
+from multidev.placement.generator_steps import advanced, draws_between
 
 _TORCH_NAMES = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
@@ -185,6 +186,12 @@ class ReplicaRandomMode(TorchFunctionMode):
         return func(*args, **kwargs) if kwargs else func(*args)
 
 
+def _caller_draws(device: torch.device, left: torch.Tensor, now: torch.Tensor) -> int | None:
+    """How many draws the caller made from ``device``'s generator between runs (None: it re-seeded it,
+    drew a cached normal, or the device is no CPU)."""
+    return draws_between(left, now) if device.type == "cpu" else None
+
+
 def active_stream() -> ReplicaStream | None:
     """The stream of the replica this thread runs now, or None (no replica, a replica alone on its
     device, inside a ``merge_call``)."""
@@ -220,16 +227,24 @@ class ReplicaStreams:
         current state, as every identically seeded DDP rank starts the step from the same state, unless
         the generator is where the last run left it: then each replica continues its own stream, as each
         rank continues its generator (replicas that drew different counts, a decoder loop stopping at
-        EOS, stay apart as the ranks do). The program's own generators are forked at their first draw."""
+        EOS, stay apart as the ranks do). Where the caller only drew from it since (a DataLoader epoch's
+        base seed, ``torch.rand`` in the loop), a replica standing apart advances its own stream by as many
+        draws, as its rank's process draws those from its own generator (``generator_steps``); a re-seed
+        forks every replica from it. The program's own generators are forked at their first draw."""
         self.run_states.clear()
-        current = self._generator_states()
+        current, caller_draws = self._generator_states(), {}
         for stream in self.streams:
             if stream is not None:
                 stream.copies.clear()
                 if not stream.owner:
                     now = current[stream.device]
-                    if stream.left is None or stream.state is None or not torch.equal(now, stream.left):
-                        stream.state = now
+                    if stream.left is None or stream.state is None or torch.equal(stream.state, stream.left):
+                        stream.state = now   # (in step with the caller: the caller's state)
+                    elif not torch.equal(now, stream.left):
+                        if stream.device not in caller_draws:
+                            caller_draws[stream.device] = _caller_draws(stream.device, stream.left, now)
+                        draws = caller_draws[stream.device]
+                        stream.state = now if draws is None else advanced(stream.state, draws)
 
     def join(self) -> None:
         """At the end of a run (caller thread): note where each device generator was left, so that the
