@@ -19,7 +19,8 @@ counts, DDP's ranks would each draw the caller's numbers from their own diverged
 generator and get no stream (no cost). A program's own ``torch.Generator`` passed as ``generator=``
 (torchvision's mixup, a seeded augmentation) follows the same rule: each DDP rank holds an
 identically seeded copy, so the first replica draws from the object itself and every other replica
-from its own copy of the state the object had when the run first drew from it.
+from its own copy of the state the object had when the run first drew from it (``program_generators``:
+a re-seed of such an object in the step, which torch gives no way to route, is refused).
 
 The seam is a ``TorchFunctionMode`` in the replica's thread that intercepts the ops that draw
 (by name: torch's random factories and in-place samplers, dropout in all its forms, recurrent ops
@@ -49,6 +50,7 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from multidev._core.never_compiled import never_compiled
 from multidev.placement.generator_steps import advanced, draws_between
+from multidev.placement.program_generators import ProgramGenerators
 
 _TORCH_NAMES = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
@@ -84,15 +86,15 @@ class ReplicaStream:
     whichever replica's thread runs it."""
 
     def __init__(self, device: torch.device, owner: bool, in_replica: Callable[[], bool] = lambda: True,
-                 run_states: dict | None = None):
+                 generators: ProgramGenerators | None = None):
         self.device = device
         self.owner = owner
         self.state: torch.Tensor | None = None
         self.left: torch.Tensor | None = None   # the device generator's state when the last run ended
         self._in_replica = in_replica
-        # A program's generators this run: id -> (generator, state before the run's first draw),
-        # shared by the replicas of a strategy; ``copies`` holds this replica's private copies.
-        self.run_states: dict = {} if run_states is None else run_states
+        # A program's generators this run, shared by the replicas of a strategy; ``copies`` holds this
+        # replica's private copies.
+        self.generators = ProgramGenerators() if generators is None else generators
         self.copies: dict[int, torch.Generator] = {}
 
     @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
@@ -145,15 +147,13 @@ class ReplicaStream:
         replica (and in a ``merge_call``), on this replica's copy of its state at the run's first
         draw otherwise, whichever thread reaches it first."""
         with _LOCK:
-            key = id(generator)
-            if key not in self.run_states:
-                self.run_states[key] = (generator, generator.get_state())
+            entry = self.generators.entry(generator)
             if self.owner or not self._in_replica():
-                return func(*args, **kwargs)
-            copy = self.copies.get(key)
+                return self.generators.draw_on_object(entry, func, args, kwargs)
+            copy = self.copies.get(id(generator))
             if copy is None:
-                copy = self.copies[key] = torch.Generator(device=generator.device)
-                copy.set_state(self.run_states[key][1])
+                copy = self.copies[id(generator)] = torch.Generator(device=generator.device)
+                copy.set_state(entry[1])
             return func(*args, **{**kwargs, "generator": copy})
 
 
@@ -216,10 +216,10 @@ class ReplicaStreams:
     def __init__(self, torch_devices: Sequence[torch.device], in_replica: Callable[[], bool]):
         seen: set = set()
         shared = {d for d in torch_devices if sum(1 for e in torch_devices if e == d) > 1}
-        self.run_states: dict = {}
+        self.generators = ProgramGenerators()
         self.streams: list[ReplicaStream | None] = []
         for d in torch_devices:
-            self.streams.append(ReplicaStream(d, d not in seen, in_replica, self.run_states) if d in shared else None)
+            self.streams.append(ReplicaStream(d, d not in seen, in_replica, self.generators) if d in shared else None)
             seen.add(d)
 
     def fork(self) -> None:
@@ -231,7 +231,7 @@ class ReplicaStreams:
         base seed, ``torch.rand`` in the loop), a replica standing apart advances its own stream by as many
         draws, as its rank's process draws those from its own generator (``generator_steps``); a re-seed
         forks every replica from it. The program's own generators are forked at their first draw."""
-        self.run_states.clear()
+        self.generators.fork()
         current, caller_draws = self._generator_states(), {}
         for stream in self.streams:
             if stream is not None:
@@ -249,6 +249,7 @@ class ReplicaStreams:
     def join(self) -> None:
         """At the end of a run (caller thread): note where each device generator was left, so that the
         next run can tell whether the caller drew from it or re-seeded it in between (``fork``)."""
+        self.generators.join()
         left = self._generator_states()
         for stream in self.streams:
             if stream is not None and not stream.owner:

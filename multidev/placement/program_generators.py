@@ -1,0 +1,79 @@
+"""A program's own ``torch.Generator`` objects drawn with ``generator=`` by a strategy's replicas in a run.
+
+Each DDP rank holds its own identically seeded generator; the replica threads share one object. The first
+replica draws from the object itself (the caller sees it advance, as rank 0's process does), every other
+replica from its own copy of the object's state at the run's first draw (``replica_random.ReplicaStream``).
+torch's ``Generator`` is an immutable C type: its ``manual_seed`` / ``set_state`` / ``seed`` cannot be
+routed to the calling replica's copy. Called in the step, they reset the one object under the first
+replica's draws (it drew the same numbers again, in the threads' order) and never reached the other
+replicas' copies. So such a change is refused: between the first replica's draws on the object (a state
+other than its last draw left), after them (seen when the run ends), or before the run's first draw (a
+state other than at the run's start, for the generators the last run drew from). A generator once
+refused stays refused, so every run from the second on refuses, whatever the threads' order. A re-seed in
+the caller between runs is no change in a run: every replica starts from it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class ProgramGenerators:
+    """The program's generators of a strategy's runs: id -> [generator, state at the run's first draw,
+    state after the last draw on the object itself (None before one)]."""
+
+    def __init__(self):
+        self.runs: dict[int, list] = {}
+        self._starts: dict[int, tuple] = {}   # the last run's generators: id -> (generator, state at this run's start)
+        self._refused: dict[int, torch.Generator] = {}
+
+    def fork(self) -> None:
+        """At a run's start (caller thread): note where the last run's generators stand now."""
+        self._starts = {key: (entry[0], entry[0].get_state()) for key, entry in self.runs.items()}
+        self.runs.clear()
+
+    def entry(self, generator: torch.Generator) -> list:
+        """This run's record of ``generator`` (made at its first draw); under the replicas' lock."""
+        key = id(generator)
+        entry = self.runs.get(key)
+        if entry is None:
+            state = generator.get_state()
+            start = self._starts.get(key)
+            entry = self.runs[key] = [generator, state, None]
+            if start is not None and start[0] is generator and not torch.equal(state, start[1]):
+                self._refused[key] = generator
+        if self._refused.get(key) is generator:
+            raise _changed_in_step(generator)
+        return entry
+
+    def draw_on_object(self, entry: list, func, args: tuple, kwargs: dict):
+        """``func`` on the object itself (the first replica, a ``merge_call``), refused where its state is
+        not the one the last such draw left."""
+        generator = entry[0]
+        if entry[2] is not None and not torch.equal(generator.get_state(), entry[2]):
+            self._refused[id(generator)] = generator
+            raise _changed_in_step(generator)
+        result = func(*args, **kwargs)
+        entry[2] = generator.get_state()
+        return result
+
+
+    def join(self) -> None:
+        """At a run's end (caller thread): a generator whose state is not the one the first replica's last
+        draw left was changed after it in the run (refused from the next run on)."""
+        for key, (generator, _, last) in self.runs.items():
+            if last is not None and not torch.equal(generator.get_state(), last):
+                self._refused[key] = generator
+
+
+def _changed_in_step(generator: torch.Generator) -> ValueError:
+    return ValueError(
+        f"A torch.Generator passed as generator= (on {generator.device}) was re-seeded or had its state set "
+        "(g.manual_seed / g.set_state / g.seed) inside the step of strategy.run while the replicas draw from it. "
+        "Each DDP rank holds its own generator; replica threads share this one object, and torch's Generator "
+        "methods cannot act on the calling replica's copy, so the replicas would draw other numbers than DDP's "
+        "ranks. Make the generator inside the step (g = torch.Generator().manual_seed(seed): each replica then "
+        "holds its own, as each rank does), or re-seed it outside strategy.run (every replica starts from it).")
+
+
+__all__ = ["ProgramGenerators"]
