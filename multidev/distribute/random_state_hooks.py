@@ -34,7 +34,7 @@ import torch
 import torch.autograd
 import torch.random
 
-from multidev.placement.replica_random import active_stream, missing_mode
+from multidev.placement.replica_random import active_stream, backward_in_replica_mode, missing_mode
 
 _NAMES = ("manual_seed", "get_rng_state", "set_rng_state")
 
@@ -62,18 +62,6 @@ def _forked_in_replica_mode(original: Callable) -> Callable:
     return fork_rng
 
 
-def _backward_in_replica_mode(original: Callable) -> Callable:
-    """torch's engine runs backward with the modes active at this call, and a replica's mode was popped
-    by the ``backward`` call that led here (a mode's own handler runs without it): enter it again."""
-    @functools.wraps(original)
-    def run_backward(*args: Any, **kwargs: Any) -> Any:
-        with missing_mode() or contextlib.nullcontext():
-            return original(*args, **kwargs)
-
-    run_backward._multidev_wrapped = True
-    return run_backward
-
-
 def install() -> Callable[[], None]:
     """Wrap the three functions in ``torch`` and ``torch.random``, ``torch.random.fork_rng``, and the
     engine call of ``torch.autograd``'s ``backward`` / ``grad``; returns how to put torch's back
@@ -82,7 +70,7 @@ def install() -> Callable[[], None]:
     engine = getattr(torch.autograd, "_engine_run_backward", None)   # (torch >= 2.3)
     if engine is not None and not getattr(engine, "_multidev_wrapped", False):
         originals[torch.autograd, "_engine_run_backward"] = engine
-        torch.autograd._engine_run_backward = _backward_in_replica_mode(engine)
+        torch.autograd._engine_run_backward = backward_in_replica_mode(engine)
     if not getattr(torch.random.fork_rng, "_multidev_wrapped", False):
         originals[torch.random, "fork_rng"] = torch.random.fork_rng
         torch.random.fork_rng = _forked_in_replica_mode(torch.random.fork_rng)

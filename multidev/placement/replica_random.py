@@ -41,6 +41,7 @@ take the shared generator.
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 from typing import Any, Callable, Sequence
 
@@ -210,6 +211,23 @@ def missing_mode() -> ReplicaRandomMode | None:
     return ReplicaRandomMode(stream)
 
 
+def backward_in_replica_mode(original: Callable) -> Callable:
+    """``original`` (torch.autograd's call into the engine) in the replica's mode: the engine runs backward
+    with the modes active at that call, and the replica's was popped by the ``backward`` call that led
+    there (a mode's own handler runs without it), so hooks and custom ``backward``s drew from the device
+    generator every replica shares. (Draws check ``in_replica`` themselves: no check here.)"""
+    @functools.wraps(original)
+    def run_backward(*args: Any, **kwargs: Any) -> Any:
+        stream = _ACTIVE.get()
+        if stream is None or any(isinstance(m, ReplicaRandomMode) for m in _get_current_function_mode_stack()):
+            return original(*args, **kwargs)
+        with ReplicaRandomMode(stream):
+            return original(*args, **kwargs)
+
+    run_backward._multidev_wrapped = True
+    return run_backward
+
+
 class ReplicaStreams:
     """The streams of a strategy's local replicas (None for each replica alone on its device)."""
 
@@ -270,4 +288,5 @@ class ReplicaStreams:
         return None if stream is None else ReplicaRandomMode(stream)
 
 
-__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES", "active_stream", "missing_mode"]
+__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES", "active_stream", "missing_mode",
+           "backward_in_replica_mode"]
