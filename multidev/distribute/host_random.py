@@ -262,7 +262,8 @@ def _numpy_copy(state: Any, spare: np.random.RandomState | None) -> np.random.Ra
 
 
 # How the caller's draws between runs advance a replica's state, by the state's type (random's tuple, numpy's dict).
-_STEPS = {tuple: python_steps(_random_state, _ORIGINAL_RANDOM["setstate"], _ORIGINAL_RANDOM["getrandbits"], _same_state),
+_STEPS = {tuple: python_steps(_random_state, _ORIGINAL_RANDOM["setstate"], _ORIGINAL_RANDOM["getrandbits"],
+                             _same_state),
           dict: numpy_steps(_same_state)}
 
 

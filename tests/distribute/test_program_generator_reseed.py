@@ -60,7 +60,8 @@ for epoch in range(3):
     assert all(torch.equal(a, b) for a, b in zip(got, [want[0], want[0], want[1], want[1]])), (got, want)
     assert torch.equal(g.get_state(), rank.get_state()), "the caller continues rank 0's"
     mine = local(strategy.run(own))
-    assert torch.equal(mine[0], mine[1]) and torch.equal(mine[0], torch.rand(3, generator=torch.Generator().manual_seed(5)))
+    alone = torch.rand(3, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(mine[0], mine[1]) and torch.equal(mine[0], alone)
 print("ok")
 '''
 

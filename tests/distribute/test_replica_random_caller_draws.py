@@ -5,7 +5,8 @@ rank)``, ``random.seed`` / ``np.random.seed`` likewise, run once in ``strategy.r
 advances by what the caller drew, as its rank's would; before, the next run forked every replica from the
 caller's (replica 0's) state, and ``seed + rank`` lasted until the first DataLoader epoch. Draws whose
 count depends on the values drawn (``random.shuffle``, ``randint``: rejection sampling) advance each replica by
-the caller's count: apart, but not its rank's numbers. A re-seed in the caller still reaches every replica. The reference emulates each rank's process. One fresh interpreter."""
+the caller's count: apart, but not its rank's numbers. A re-seed in the caller still reaches every replica.
+The reference emulates each rank's process. One fresh interpreter."""
 
 from __future__ import annotations
 

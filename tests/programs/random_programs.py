@@ -259,5 +259,6 @@ def vae_rsample(port) -> dict:
     return _train(port, model, loss, lr=0.05)
 
 
-RANDOM = {f.__name__: f for f in (drop_path_timm, drop_path_module, stochastic_depth_row, stochastic_depth_batch, gumbel_softmax_hard,
-                                   reinforce_multinomial, bert_mlm_masking, gaussian_noise_augmentation, vae_rsample)}
+RANDOM = {f.__name__: f for f in (drop_path_timm, drop_path_module, stochastic_depth_row, stochastic_depth_batch,
+                                   gumbel_softmax_hard, reinforce_multinomial, bert_mlm_masking,
+                                   gaussian_noise_augmentation, vae_rsample)}
