@@ -11,19 +11,30 @@ other than its last draw left), after them (seen when the run ends), or before t
 state other than at the run's start, for the generators the last run drew from). A generator once
 refused stays refused, so every run from the second on refuses, whatever the threads' order. A re-seed in
 the caller between runs is no change in a run: every replica starts from it.
+
+Between runs each other replica keeps its copy's state (``carried``), as each rank keeps its generator:
+where the object stands where the last run left it, each continues its own (replicas that drew different
+counts stay apart); where the caller drew from it since, each advances by as many draws
+(``generator_steps``, CPU generators); otherwise (a re-seed in the caller) each starts from the object.
 """
 
 from __future__ import annotations
 
 import torch
 
+from multidev.placement.generator_steps import advanced, draws_between
+
+_UNKNOWN = object()
+
 
 class ProgramGenerators:
     """The program's generators of a strategy's runs: id -> [generator, state at the run's first draw,
-    state after the last draw on the object itself (None before one)]."""
+    state after the last draw on the object itself (None before one), draws the caller made from it since
+    the last run left it (None: a re-seed; computed when a replica first needs it)]."""
 
     def __init__(self):
         self.runs: dict[int, list] = {}
+        self._left: dict[int, tuple] = {}   # the last run's generators: id -> (generator, state at its end)
         self._starts: dict[int, tuple] = {}   # the last run's generators: id -> (generator, state at this run's start)
         self._refused: dict[int, torch.Generator] = {}
 
@@ -39,7 +50,7 @@ class ProgramGenerators:
         if entry is None:
             state = generator.get_state()
             start = self._starts.get(key)
-            entry = self.runs[key] = [generator, state, None]
+            entry = self.runs[key] = [generator, state, None, _UNKNOWN]
             if start is not None and start[0] is generator and not torch.equal(state, start[1]):
                 self._refused[key] = generator
         if self._refused.get(key) is generator:
@@ -58,12 +69,36 @@ class ProgramGenerators:
         return result
 
 
-    def join(self) -> None:
+    def start(self, entry: list, carried: torch.Tensor | None) -> torch.Tensor:
+        """A non-first replica's state of ``entry``'s generator at this run's start: its own from the last
+        run (``carried``), advanced by the caller's draws since, or the object's."""
+        if carried is None:
+            return entry[1]
+        if entry[3] is _UNKNOWN:
+            entry[3] = self._caller_draws(entry)
+        if entry[3] is None:
+            return entry[1]
+        return carried if entry[3] == 0 else advanced(carried, entry[3])
+
+    def _caller_draws(self, entry: list) -> int | None:
+        left = self._left.get(id(entry[0]))
+        if left is None or left[0] is not entry[0]:
+            return None
+        if torch.equal(entry[1], left[1]):
+            return 0
+        return draws_between(left[1], entry[1]) if entry[0].device.type == "cpu" else None
+
+    def join(self, streams: list) -> None:
         """At a run's end (caller thread): a generator whose state is not the one the first replica's last
-        draw left was changed after it in the run (refused from the next run on)."""
-        for key, (generator, _, last) in self.runs.items():
+        draw left was changed after it in the run (refused from the next run on); each stream of the other
+        replicas keeps its state of every generator the run drew from (``carried``)."""
+        for key, (generator, _, last, _) in self.runs.items():
             if last is not None and not torch.equal(generator.get_state(), last):
                 self._refused[key] = generator
+        for stream in streams:
+            stream.carried = {key: copy.get_state() if (copy := stream.copies.get(key)) is not None
+                              else self.start(entry, stream.carried.get(key)) for key, entry in self.runs.items()}
+        self._left = {key: (entry[0], entry[0].get_state()) for key, entry in self.runs.items()}
 
 
 def _changed_in_step(generator: torch.Generator) -> ValueError:

@@ -97,6 +97,7 @@ class ReplicaStream:
         # replica's private copies.
         self.generators = ProgramGenerators() if generators is None else generators
         self.copies: dict[int, torch.Generator] = {}
+        self.carried: dict[int, torch.Tensor] = {}   # this replica's state of each generator as the last run left it
 
     @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def draw(self, func, args: tuple, kwargs: dict) -> Any:
@@ -154,7 +155,7 @@ class ReplicaStream:
             copy = self.copies.get(id(generator))
             if copy is None:
                 copy = self.copies[id(generator)] = torch.Generator(device=generator.device)
-                copy.set_state(entry[1])
+                copy.set_state(self.generators.start(entry, self.carried.get(id(generator))))
             return func(*args, **{**kwargs, "generator": copy})
 
 
@@ -267,7 +268,7 @@ class ReplicaStreams:
     def join(self) -> None:
         """At the end of a run (caller thread): note where each device generator was left, so that the
         next run can tell whether the caller drew from it or re-seeded it in between (``fork``)."""
-        self.generators.join()
+        self.generators.join([s for s in self.streams if s is not None and not s.owner])
         left = self._generator_states()
         for stream in self.streams:
             if stream is not None and not stream.owner:

@@ -5,7 +5,9 @@ state at the run's first draw (``placement/replica_random.py``). torch's Generat
 first replica's draws (it drew the same numbers twice, in the threads' order) and never reached the other
 replicas' copies: silently wrong. It is refused saying why and naming the port, at the latest in the second
 run: a state change between the first replica's draws, or before the run's first draw. Draws alone, a
-re-seed in the caller between runs, and a generator made in the step are as DDP's ranks. One fresh interpreter."""
+re-seed in the caller between runs, and a generator made in the step are as DDP's ranks; replicas that drew
+different counts from the generator continue their own positions in the next runs, as the ranks' generators
+(before, every run forked them from the first replica's). One fresh interpreter."""
 
 from __future__ import annotations
 
@@ -62,6 +64,19 @@ for epoch in range(3):
     mine = local(strategy.run(own))
     alone = torch.rand(3, generator=torch.Generator().manual_seed(5))
     assert torch.equal(mine[0], mine[1]) and torch.equal(mine[0], alone)
+# --- replicas that drew different counts from it continue their own positions, as the ranks' generators ---
+def uneven():
+    return torch.cat([torch.rand(1, generator=g) for _ in range(1 + rid())])
+g = torch.Generator().manual_seed(0)
+got = [local(strategy.run(uneven)), local(strategy.run(draws))]
+torch.rand(5, generator=g)   # (the caller draws in between: each rank's process draws those too)
+got.append(local(strategy.run(draws)))
+ranks = [torch.Generator().manual_seed(0) for _ in range(2)]
+for r, rank in enumerate(ranks):
+    want = [torch.cat([torch.rand(1, generator=rank) for _ in range(1 + r)]), torch.rand(3, generator=rank)]
+    torch.rand(5, generator=rank)
+    want.append(torch.rand(3, generator=rank))
+    assert all(torch.equal(run[r], w) for run, w in zip(got, want)), (r, got, want)
 print("ok")
 '''
 
