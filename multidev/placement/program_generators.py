@@ -20,6 +20,8 @@ counts stay apart); where the caller drew from it since, each advances by as man
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from multidev.placement.generator_steps import advanced, draws_between
@@ -30,17 +32,20 @@ _UNKNOWN = object()
 class ProgramGenerators:
     """The program's generators of a strategy's runs: id -> [generator, state at the run's first draw,
     state after the last draw on the object itself (None before one), draws the caller made from it since
-    the last run left it (None: a re-seed; computed when a replica first needs it)]."""
+    the last run left it (None: a re-seed; computed when a replica first needs it), the replicas that drew
+    from it, whether something other than its draws changed it]. Only a generator several replicas draw
+    from is refused: one a replica made in the step is its own, and its re-seeds are its rank's."""
 
     def __init__(self):
         self.runs: dict[int, list] = {}
         self._left: dict[int, tuple] = {}   # the last run's generators: id -> (generator, state at its end)
-        self._starts: dict[int, tuple] = {}   # the last run's generators: id -> (generator, state at this run's start)
+        # The last run's generators several replicas drew from: id -> (generator, state at this run's start).
+        self._starts: dict[int, tuple] = {}
         self._refused: dict[int, torch.Generator] = {}
 
     def fork(self) -> None:
         """At a run's start (caller thread): note where the last run's generators stand now."""
-        self._starts = {key: (entry[0], entry[0].get_state()) for key, entry in self.runs.items()}
+        self._starts = {key: (entry[0], entry[0].get_state()) for key, entry in self.runs.items() if len(entry[4]) > 1}
         self.runs.clear()
 
     def entry(self, generator: torch.Generator) -> list:
@@ -50,23 +55,36 @@ class ProgramGenerators:
         if entry is None:
             state = generator.get_state()
             start = self._starts.get(key)
-            entry = self.runs[key] = [generator, state, None, _UNKNOWN]
+            entry = self.runs[key] = [generator, state, None, _UNKNOWN, set(), False]
             if start is not None and start[0] is generator and not torch.equal(state, start[1]):
                 self._refused[key] = generator
         if self._refused.get(key) is generator:
             raise _changed_in_step(generator)
         return entry
 
-    def draw_on_object(self, entry: list, func, args: tuple, kwargs: dict):
-        """``func`` on the object itself (the first replica, a ``merge_call``), refused where its state is
-        not the one the last such draw left."""
-        generator = entry[0]
-        if entry[2] is not None and not torch.equal(generator.get_state(), entry[2]):
-            self._refused[id(generator)] = generator
-            raise _changed_in_step(generator)
+    def draw_on_object(self, entry: list, drawer: Any, func, args: tuple, kwargs: dict):
+        """``func`` on the object itself (the first replica; ``drawer`` None: a ``merge_call``), refused
+        where its state is not the one the last such draw (or the run's first draw) left and another
+        replica draws from it too."""
+        expected = entry[1] if entry[2] is None else entry[2]
+        self.note(entry, drawer, not torch.equal(entry[0].get_state(), expected))
         result = func(*args, **kwargs)
-        entry[2] = generator.get_state()
+        entry[2] = entry[0].get_state()
         return result
+
+    def note(self, entry: list, drawer: Any, changed: bool) -> None:
+        """Count ``drawer`` among ``entry``'s replicas; refuse a generator changed in the run once two draw."""
+        if drawer is not None:
+            entry[4].add(drawer)
+        entry[5] = entry[5] or changed
+        if entry[5] and len(entry[4]) > 1:
+            self._refused[id(entry[0])] = entry[0]
+            raise _changed_in_step(entry[0])
+
+    def changed_after_first(self, entry: list) -> bool:
+        """Whether the object's state is not the one the first replica's last draw left (a non-first
+        replica's check: only once the first has drawn; before, the object moves only by re-seeds)."""
+        return entry[2] is not None and not torch.equal(entry[0].get_state(), entry[2])
 
 
     def start(self, entry: list, carried: torch.Tensor | None) -> torch.Tensor:
@@ -92,8 +110,8 @@ class ProgramGenerators:
         """At a run's end (caller thread): a generator whose state is not the one the first replica's last
         draw left was changed after it in the run (refused from the next run on); each stream of the other
         replicas keeps its state of every generator the run drew from (``carried``)."""
-        for key, (generator, _, last, _) in self.runs.items():
-            if last is not None and not torch.equal(generator.get_state(), last):
+        for key, (generator, _, last, _, drawers, _) in self.runs.items():
+            if last is not None and len(drawers) > 1 and not torch.equal(generator.get_state(), last):
                 self._refused[key] = generator
         for stream in streams:
             stream.carried = {key: copy.get_state() if (copy := stream.copies.get(key)) is not None

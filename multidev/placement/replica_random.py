@@ -150,8 +150,10 @@ class ReplicaStream:
         draw otherwise, whichever thread reaches it first."""
         with _LOCK:
             entry = self.generators.entry(generator)
-            if self.owner or not self._in_replica():
-                return self.generators.draw_on_object(entry, func, args, kwargs)
+            in_replica = self._in_replica()
+            if self.owner or not in_replica:
+                return self.generators.draw_on_object(entry, self if in_replica else None, func, args, kwargs)
+            self.generators.note(entry, self, self.generators.changed_after_first(entry))
             copy = self.copies.get(id(generator))
             if copy is None:
                 copy = self.copies[id(generator)] = torch.Generator(device=generator.device)

@@ -64,6 +64,16 @@ for epoch in range(3):
     mine = local(strategy.run(own))
     alone = torch.rand(3, generator=torch.Generator().manual_seed(5))
     assert torch.equal(mine[0], mine[1]) and torch.equal(mine[0], alone)
+# --- a generator each replica makes in the step is its own: re-seeding it there is its rank's, never refused ---
+def own_reseeded():
+    mine = torch.Generator().manual_seed(5)
+    first = torch.rand(2, generator=mine)
+    mine.manual_seed(5)
+    return torch.cat([first, torch.rand(2, generator=mine)])
+for run in range(2):
+    got = local(strategy.run(own_reseeded))
+    assert torch.equal(got[0][:2], got[0][2:]), got   # (replica 1 draws from a copy: see the docs' limits)
+
 # --- replicas that drew different counts from it continue their own positions, as the ranks' generators ---
 def uneven():
     return torch.cat([torch.rand(1, generator=g) for _ in range(1 + rid())])
