@@ -10,15 +10,17 @@ applies torch's rule (``placement/replica_random.py``) to the host's generators:
 * the first local replica draws from the object itself (``random``'s hidden instance, numpy's global
   ``RandomState``, a program's ``random.Random``), as rank 0 does, so the caller sees it advance;
 * every other replica draws from its own copy of the object's state at the run's first draw from it
-  (taken before any replica draws: the state every rank starts the step from), or, where the caller has
-  not drawn from the object since the last run that drew from it, from its own state where that run left
-  it (each rank continues its own stream: replicas that drew different counts, ``random.sample`` of a
-  node's neighbours only where it has more than asked, stay apart as the ranks do);
+  (taken before any replica draws: the state every rank starts the step from);
 * ``random.seed`` / ``np.random.seed`` / ``setstate`` / ``set_state`` in the step act on the calling
   replica's stream, and ``getstate`` / ``get_state`` read it;
 * an object only other replicas drew from in a run (one replica's own ``random.Random``, kept in a
   list by replica id) takes that replica's final state when the run ends, so its next run continues
   where it stopped, as on that rank; an object several replicas drew from keeps the first's.
+* while the caller leaves an object where the last run left it, each other replica continues its own
+  state of it in the next run, as each rank continues its generator: ``random.seed(seed + rank)`` run
+  once in ``strategy.run`` lasts, and replicas that drew different counts stay apart; a re-seed or a
+  draw in the caller between runs reaches every replica at the next run (a replica that draws nothing
+  in that run keeps the run's starting state, as its rank would).
 
 Routed while a strategy lives (``live_hooks.STRATEGY_HOOKS``): the methods of ``random.Random`` that
 read or write its state (its class: every instance, ``random``'s own included; the others reach the
@@ -27,7 +29,9 @@ global ``RandomState``. The cost (``benchmarks/host_random_cost.py``, on 2 busy 
 replica threads (and in ``merge_call``) a routed call reads one context variable more, 0.1-0.3 us
 (``random.randint`` makes one or two); in a replica about as much again; a run whose step draws forks
 the states at its first draws: about 10 us for ``random``, 0.1-0.25 ms for ``np.random`` (numpy reads
-and writes its 624-word state element by element). Runs that draw nothing pay nothing.
+and writes its 624-word state element by element), and at its end reads each replica's states once
+more to carry them (a step drawing once from each: 0.18 ms more per run than without streams, on 2
+busy cores that gave anything from 0.18 to 0.97 ms). Runs that draw nothing pay nothing.
 
 Not covered (each replica shares the object, as before): names bound before the first strategy
 existed to ``random``'s routed functions (``from random import random``, ``seed``, ``gauss``...) or
@@ -46,11 +50,12 @@ import contextvars
 import functools
 import random
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
-from multidev.distribute import host_draws
+from multidev.distribute.host_random_steps import numpy_steps, python_steps
 
 _LOCK = threading.Lock()
 _ACTIVE: contextvars.ContextVar["HostStream | None"] = contextvars.ContextVar("multidev_host_stream", default=None)
@@ -74,10 +79,11 @@ class HostStream:
         self.replica_id = replica_id
         self.owner = replica_id == 0
         # Shared by the strategy's replicas: id(object) -> [object, state at the run's first draw, drawers,
-        # get_state].
+        # get_state, draws the caller made from it since the last run left it (None: fork from the caller)].
         self.run_states = run_states
-        # id(object) -> (object, its state when the last run that drew from it ended, {replica: own state}).
-        self.left = {} if left is None else left
+        # Shared: id(object) -> (reference, state at the last run's end, whether a replica's state stands apart).
+        self.left: dict = {} if left is None else left
+        self.carried: dict[int, Any] = {}   # this replica's state of each object when its last run ended
         self.copies: dict[int, Any] = {}   # this replica's copies (the first replica's objects) this run
         # Copies of past runs, reused: building a numpy RandomState costs more than setting its state.
         self._spares: dict[Callable, list] = {}
@@ -106,38 +112,51 @@ class HostStream:
         with _LOCK:
             entry = self.run_states.get(id(obj))
             if entry is None:
-                entry = self.run_states[id(obj)] = [obj, _state_or_none(obj, get_state), set(), get_state]
+                state = _state_or_none(obj, get_state)
+                entry = self.run_states[id(obj)] = [obj, state, set(), get_state, self._caller_draws(obj, state)]
         entry[2].add(self.replica_id)
         if self.owner or entry[1] is None:
             copy = obj
         else:
             spares = self._spares.get(make_copy)
-            copy = make_copy(self._start(obj, entry[1]), spares.pop() if spares else None)
+            copy = make_copy(self._start(id(obj), entry), spares.pop() if spares else None)
             self._made.append((make_copy, copy))
         self.copies[id(obj)] = copy
         return copy
 
-    def _start(self, obj: Any, state: Any) -> Any:
-        """The state this replica's copy of ``obj`` starts the run from: its own where the last run that drew
-        from ``obj`` left it, if the caller has not drawn from ``obj`` since (a rank continues its own stream,
-        apart from rank 0's where it drew another count: ``random.sample`` of a node's neighbours only when it
-        has more than asked), moved on by as many numbers as the caller drew since (``host_draws``); else
-        ``obj``'s state now (a re-seed in between reaches every replica)."""
+    def _caller_draws(self, obj: Any, state: Any) -> int | None:
+        """How many draws the caller made from ``obj`` since the last run that drew from it left it (0: it
+        is where that run left it); None where it re-seeded it, or no replica's state stands apart (every
+        replica then starts from the caller's state, which is then what advancing them would give)."""
         record = self.left.get(id(obj))
-        if record is None or record[0] is not obj or self.replica_id not in record[2]:
-            return state
-        if _same_state(record[1], state):
-            return record[2][self.replica_id]
-        count = host_draws.draws_between(record[1], state)
-        return state if count is None else host_draws.advanced(record[2][self.replica_id], count)
+        if state is None or record is None or record[0]() is not obj:
+            return None
+        if _same_state(state, record[1]):
+            return 0
+        return _STEPS[type(state)].draws_between(record[1], state) if record[2] else None
+
+    def _start(self, key: int, entry: list) -> Any:
+        """This replica's state of an object at this run's start: its own, advanced by the caller's draws."""
+        carried, draws = self.carried.get(key), entry[4]
+        if carried is None or draws is None:
+            return entry[1]
+        return carried if draws == 0 else _STEPS[type(carried)].advanced(carried, draws)
+
+
+def _reference(obj: Any) -> Callable[[], Any]:
+    """A weak reference where the object takes one (numpy's global RandomState takes none: it lives on)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
 
 
 def _same_state(a: Any, b: Any) -> bool:
-    """Equal generator states: ``random``'s tuples, numpy's dicts of arrays."""
+    """Equal generator states: ``random``'s tuples, or numpy's dictionaries holding an array."""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
     return a == b
 
 
@@ -167,27 +186,39 @@ class HostStreams:
 
     def join(self) -> None:
         """At the end of a run: an object no first replica drew from, and exactly one other replica did,
-        takes that replica's final state (its next run continues it)."""
-        for key, (obj, start, drawers, get_state) in list(self.run_states.items()):
+        takes that replica's final state (its next run continues it); every other replica keeps its state
+        of each object the run drew from, for the next run (``_carry``)."""
+        for key, entry in list(self.run_states.items()):
+            obj, start, drawers, get_state, _ = entry
             if len(drawers) == 1 and 0 not in drawers:
                 copy = self.streams[next(iter(drawers))].copies.get(key)
                 if copy is not None and copy is not obj:
                     _write_back(obj, copy)
             if start is not None:
-                self._note_left(key, obj, start, drawers, get_state)
+                self._carry(key, entry)
+        self._forget_dead()
         self.run_states.clear()
         for stream in self.streams:
             stream.release()
 
-    def _note_left(self, key: int, obj: Any, start: Any, drawers: set, get_state: Callable[[Any], Any]) -> None:
-        """Where this run left ``obj`` and each other replica's stream of it (``HostStream._start``): its copy's
-        state, or (a replica that did not draw from it) where the run found that replica's stream."""
-        own = {}
+    def _carry(self, key: int, entry: list) -> None:
+        """Keep each other replica's state of the object for the next run (one that drew nothing holds
+        its state at this run's start), where the run left the object, and whether any replica's state
+        stands apart from it."""
+        obj, get_state = entry[0], entry[3]
         for stream in self.streams[1:]:
-            copy = stream.copies.get(key) if stream.replica_id in drawers else None
-            own[stream.replica_id] = get_state(copy) if copy is not None and copy is not obj \
-                else stream._start(obj, start)
-        self.left[key] = (obj, get_state(obj), own)
+            copy = stream.copies.get(key)
+            stream.carried[key] = get_state(copy) if copy is not None and copy is not obj else stream._start(key, entry)
+        final = get_state(obj)
+        apart = any(not _same_state(stream.carried[key], final) for stream in self.streams[1:])
+        self.left[key] = (_reference(obj), final, apart)
+
+    def _forget_dead(self) -> None:
+        """Drop the records of objects gone (a ``random.Random`` made in a step), with their ids."""
+        for key in [k for k, (ref, _, _) in self.left.items() if ref() is None]:
+            del self.left[key]
+            for stream in self.streams:
+                stream.carried.pop(key, None)
 
     def scope(self, replica_id: int) -> "_Scope | None":
         """The context replica ``replica_id``'s thread runs its task in (None: a single replica)."""
@@ -228,6 +259,12 @@ def _numpy_copy(state: Any, spare: np.random.RandomState | None) -> np.random.Ra
     copy = np.random.RandomState(0) if spare is None else spare
     copy.set_state(state)
     return copy
+
+
+# How the caller's draws between runs advance a replica's state, by the state's type (random's tuple, numpy's dict).
+_STEPS = {tuple: python_steps(_random_state, _ORIGINAL_RANDOM["setstate"], _ORIGINAL_RANDOM["getrandbits"],
+                             _same_state),
+          dict: numpy_steps(_same_state)}
 
 
 def _write_back(obj: Any, copy: Any) -> None:

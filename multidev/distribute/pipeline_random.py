@@ -61,7 +61,7 @@ class RoundStreams:
             return [c() for c in calls]
         own = self._own_cpu_streams(len(calls))
         if own:
-            self._replica_streams.fork()   # the replicas' streams take in the caller's draws since the last run
+            self._replica_streams.fork_devices()   # the replicas' streams take in the caller's draws since the last run
         before = self._states.get()
         results = [calls[0]()]
         after = self._states.get()
@@ -76,5 +76,5 @@ class RoundStreams:
         finally:
             self._states.set(after)
             if own:
-                self._replica_streams.join()   # the next run continues each replica's stream from here
+                self._replica_streams.join_devices()   # the next run continues each replica's stream from here
         return results

@@ -17,8 +17,11 @@ So while a strategy lives (``live_hooks``) ``install`` wraps the three (under ``
 caller, a replica alone on its device, ``merge_call``) they are torch's. Autograd runs backward
 with no torch function mode, where the recomputation's dropout would draw from the shared generator
 (replica 0 without the lock the others swap their states under), so ``torch.random.fork_rng``, the
-context checkpoint recomputes in, enters the replica's random mode there too. Names bound before the
-strategy existed (``from torch import manual_seed``) keep torch's function.
+context checkpoint recomputes in, enters the replica's random mode there too. So does every backward a
+replica runs (``torch.autograd``'s call into the engine, under ``loss.backward()`` and ``autograd.grad``):
+a gradient hook adding noise (``g + sigma * torch.randn_like(g)``) or a custom ``Function``'s ``backward``
+drawing took the shared generator, each replica a different noise where DDP's ranks seeded alike draw
+the same. Names bound before the strategy existed (``from torch import manual_seed``) keep torch's function.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ import functools
 from typing import Any, Callable
 
 import torch
+import torch.autograd
 import torch.random
 
-from multidev.placement.replica_random import active_stream, missing_mode
+from multidev.placement.replica_random import active_stream, backward_in_replica_mode, missing_mode
 
 _NAMES = ("manual_seed", "get_rng_state", "set_rng_state")
 
@@ -59,9 +63,14 @@ def _forked_in_replica_mode(original: Callable) -> Callable:
 
 
 def install() -> Callable[[], None]:
-    """Wrap the three functions in ``torch`` and ``torch.random``, and ``torch.random.fork_rng``;
-    returns how to put torch's back (``live_hooks.STRATEGY_HOOKS`` calls both while strategies live)."""
+    """Wrap the three functions in ``torch`` and ``torch.random``, ``torch.random.fork_rng``, and the
+    engine call of ``torch.autograd``'s ``backward`` / ``grad``; returns how to put torch's back
+    (``live_hooks.STRATEGY_HOOKS`` calls both while strategies live)."""
     originals = {}
+    engine = getattr(torch.autograd, "_engine_run_backward", None)   # (torch >= 2.3)
+    if engine is not None and not getattr(engine, "_multidev_wrapped", False):
+        originals[torch.autograd, "_engine_run_backward"] = engine
+        torch.autograd._engine_run_backward = backward_in_replica_mode(engine)
     if not getattr(torch.random.fork_rng, "_multidev_wrapped", False):
         originals[torch.random, "fork_rng"] = torch.random.fork_rng
         torch.random.fork_rng = _forked_in_replica_mode(torch.random.fork_rng)

@@ -13,14 +13,14 @@ taken when ``strategy.run`` starts (``ReplicaStreams.fork``), and continued from
 the caller leaves the generator where the last run left it, as each rank continues its own (replicas
 that drew different counts, a decoder loop stopping at EOS, stay apart as the ranks do). Equal
 per-replica batch shapes therefore give every replica the same masks, as DDP ranks get, and a program
-ported from DDP draws the same numbers; a re-seed between steps reaches every replica at the next run
-(forked again from the caller's state), and draws in the caller between steps (a new epoch's loader
-drawing its base seed) move each replica's stream by as many draws (``caller_draws.py``), as each DDP
-rank draws the caller's numbers from its own stream, which may have diverged from rank 0's. Replicas on distinct devices (one per GPU) already have their own
+ported from DDP draws the same numbers; a re-seed, or draws in the caller between steps, reach every
+replica at the next run (forked again from the caller's state: where replicas had drawn different
+counts, DDP's ranks would each draw the caller's numbers from their own diverged stream instead). Replicas on distinct devices (one per GPU) already have their own
 generator and get no stream (no cost). A program's own ``torch.Generator`` passed as ``generator=``
 (torchvision's mixup, a seeded augmentation) follows the same rule: each DDP rank holds an
 identically seeded copy, so the first replica draws from the object itself and every other replica
-from its own copy of the state the object had when the run first drew from it.
+from its own copy of the state the object had when the run first drew from it (``program_generators``:
+a re-seed of such an object in the step, which torch gives no way to route, is refused).
 
 The seam is a ``TorchFunctionMode`` in the replica's thread that intercepts the ops that draw
 (by name: torch's random factories and in-place samplers, dropout in all its forms, recurrent ops
@@ -41,6 +41,7 @@ take the shared generator.
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 from typing import Any, Callable, Sequence
 
@@ -49,7 +50,8 @@ import torch.nn.init
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from multidev._core.never_compiled import never_compiled
-from multidev.placement.caller_draws import advanced, draws_between
+from multidev.placement.generator_steps import advanced, draws_between
+from multidev.placement.program_generators import ProgramGenerators
 
 _TORCH_NAMES = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
@@ -85,16 +87,17 @@ class ReplicaStream:
     whichever replica's thread runs it."""
 
     def __init__(self, device: torch.device, owner: bool, in_replica: Callable[[], bool] = lambda: True,
-                 run_states: dict | None = None):
+                 generators: ProgramGenerators | None = None):
         self.device = device
         self.owner = owner
         self.state: torch.Tensor | None = None
         self.left: torch.Tensor | None = None   # the device generator's state when the last run ended
         self._in_replica = in_replica
-        # A program's generators this run: id -> (generator, state before the run's first draw),
-        # shared by the replicas of a strategy; ``copies`` holds this replica's private copies.
-        self.run_states: dict = {} if run_states is None else run_states
+        # A program's generators this run, shared by the replicas of a strategy; ``copies`` holds this
+        # replica's private copies.
+        self.generators = ProgramGenerators() if generators is None else generators
         self.copies: dict[int, torch.Generator] = {}
+        self.carried: dict[int, torch.Tensor] = {}   # this replica's state of each generator as the last run left it
 
     @never_compiled   # (holds _LOCK while torch's Python runs: never behind dynamo's compile lock)
     def draw(self, func, args: tuple, kwargs: dict) -> Any:
@@ -146,15 +149,15 @@ class ReplicaStream:
         replica (and in a ``merge_call``), on this replica's copy of its state at the run's first
         draw otherwise, whichever thread reaches it first."""
         with _LOCK:
-            key = id(generator)
-            if key not in self.run_states:
-                self.run_states[key] = (generator, generator.get_state())
-            if self.owner or not self._in_replica():
-                return func(*args, **kwargs)
-            copy = self.copies.get(key)
+            entry = self.generators.entry(generator)
+            in_replica = self._in_replica()
+            if self.owner or not in_replica:
+                return self.generators.draw_on_object(entry, self if in_replica else None, func, args, kwargs)
+            self.generators.note(entry, self, self.generators.changed_after_first(entry))
+            copy = self.copies.get(id(generator))
             if copy is None:
-                copy = self.copies[key] = torch.Generator(device=generator.device)
-                copy.set_state(self.run_states[key][1])
+                copy = self.copies[id(generator)] = torch.Generator(device=generator.device)
+                copy.set_state(self.generators.start(entry, self.carried.get(id(generator))))
             return func(*args, **{**kwargs, "generator": copy})
 
 
@@ -187,6 +190,12 @@ class ReplicaRandomMode(TorchFunctionMode):
         return func(*args, **kwargs) if kwargs else func(*args)
 
 
+def _caller_draws(device: torch.device, left: torch.Tensor, now: torch.Tensor) -> int | None:
+    """How many draws the caller made from ``device``'s generator between runs (None: it re-seeded it,
+    drew a cached normal, or the device is no CPU)."""
+    return draws_between(left, now) if device.type == "cpu" else None
+
+
 def active_stream() -> ReplicaStream | None:
     """The stream of the replica this thread runs now, or None (no replica, a replica alone on its
     device, inside a ``merge_call``)."""
@@ -205,11 +214,21 @@ def missing_mode() -> ReplicaRandomMode | None:
     return ReplicaRandomMode(stream)
 
 
-def _after_caller_draws(stream: ReplicaStream, now: torch.Tensor) -> torch.Tensor:
-    """The replica's state once the caller's draws since the last run moved it (``caller_draws``): its own
-    state as many draws on, as a rank's; the caller's state after a re-seed (or on a GPU)."""
-    count = draws_between(stream.left, now) if stream.device.type == "cpu" else None
-    return now if count is None else advanced(stream.state, count)
+def backward_in_replica_mode(original: Callable) -> Callable:
+    """``original`` (torch.autograd's call into the engine) in the replica's mode: the engine runs backward
+    with the modes active at that call, and the replica's was popped by the ``backward`` call that led
+    there (a mode's own handler runs without it), so hooks and custom ``backward``s drew from the device
+    generator every replica shares. (Draws check ``in_replica`` themselves: no check here.)"""
+    @functools.wraps(original)
+    def run_backward(*args: Any, **kwargs: Any) -> Any:
+        stream = _ACTIVE.get()
+        if stream is None or any(isinstance(m, ReplicaRandomMode) for m in _get_current_function_mode_stack()):
+            return original(*args, **kwargs)
+        with ReplicaRandomMode(stream):
+            return original(*args, **kwargs)
+
+    run_backward._multidev_wrapped = True
+    return run_backward
 
 
 class ReplicaStreams:
@@ -218,10 +237,10 @@ class ReplicaStreams:
     def __init__(self, torch_devices: Sequence[torch.device], in_replica: Callable[[], bool]):
         seen: set = set()
         shared = {d for d in torch_devices if sum(1 for e in torch_devices if e == d) > 1}
-        self.run_states: dict = {}
+        self.generators = ProgramGenerators()
         self.streams: list[ReplicaStream | None] = []
         for d in torch_devices:
-            self.streams.append(ReplicaStream(d, d not in seen, in_replica, self.run_states) if d in shared else None)
+            self.streams.append(ReplicaStream(d, d not in seen, in_replica, self.generators) if d in shared else None)
             seen.add(d)
 
     def fork(self) -> None:
@@ -229,23 +248,38 @@ class ReplicaStreams:
         current state, as every identically seeded DDP rank starts the step from the same state, unless
         the generator is where the last run left it: then each replica continues its own stream, as each
         rank continues its generator (replicas that drew different counts, a decoder loop stopping at
-        EOS, stay apart as the ranks do), or the caller only drew from it: then each replica's stream
-        moves as many draws on. The program's own generators are forked at their first draw."""
-        self.run_states.clear()
-        current = self._generator_states()
+        EOS, stay apart as the ranks do). Where the caller only drew from it since (a DataLoader epoch's
+        base seed, ``torch.rand`` in the loop), a replica standing apart advances its own stream by as many
+        draws, as its rank's process draws those from its own generator (``generator_steps``); a re-seed
+        forks every replica from it. The program's own generators are forked at their first draw."""
+        self.generators.fork()
+        self.fork_devices()
+
+    def fork_devices(self) -> None:
+        """``fork`` for the device generators only (a per-replica input pipeline's read, between runs, draws
+        on its replica's stream: ``pipeline_random``; the program's generators are the runs' alone)."""
+        current, caller_draws = self._generator_states(), {}
         for stream in self.streams:
             if stream is not None:
                 stream.copies.clear()
                 if not stream.owner:
                     now = current[stream.device]
-                    if stream.left is None or stream.state is None:
-                        stream.state = now
+                    if stream.left is None or stream.state is None or torch.equal(stream.state, stream.left):
+                        stream.state = now   # (in step with the caller: the caller's state)
                     elif not torch.equal(now, stream.left):
-                        stream.state = _after_caller_draws(stream, now)
+                        if stream.device not in caller_draws:
+                            caller_draws[stream.device] = _caller_draws(stream.device, stream.left, now)
+                        draws = caller_draws[stream.device]
+                        stream.state = now if draws is None else advanced(stream.state, draws)
 
     def join(self) -> None:
         """At the end of a run (caller thread): note where each device generator was left, so that the
         next run can tell whether the caller drew from it or re-seeded it in between (``fork``)."""
+        self.generators.join([s for s in self.streams if s is not None and not s.owner])
+        self.join_devices()
+
+    def join_devices(self) -> None:
+        """``join`` for the device generators only (see ``fork_devices``)."""
         left = self._generator_states()
         for stream in self.streams:
             if stream is not None and not stream.owner:
@@ -266,4 +300,5 @@ class ReplicaStreams:
         return None if stream is None else ReplicaRandomMode(stream)
 
 
-__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES", "active_stream", "missing_mode"]
+__all__ = ["ReplicaStreams", "ReplicaStream", "ReplicaRandomMode", "RANDOM_OP_NAMES", "active_stream", "missing_mode",
+           "backward_in_replica_mode"]

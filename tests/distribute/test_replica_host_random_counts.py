@@ -2,7 +2,7 @@
 (graphsage-simple's ``MeanAggregator``: ``random.sample`` of a node's neighbours only where it has more than
 ``num_sample``): each DDP rank continues its own stream, apart from rank 0's, so each replica's stream
 continues from where its last run left it, moved on by as many numbers as the caller drew from it in between
-(counted on the mt19937 states: ``distribute/host_draws.py``). Before, every
+(counted on the mt19937 states: ``distribute/host_random_steps.py``). Before, every
 run copied the first replica's state again: replica 1 drew rank 0's numbers from its second run on
 (graphsage-simple 0.0038 off DDP's weights after 6 steps, silently). A re-seed in the caller between runs
 still reaches every replica. One fresh interpreter; the reference emulates each rank."""
