@@ -38,7 +38,7 @@ def masked_leak(model):
     return leak
 
 
-def run(keras, strategy, workdir, scale=1):
+def run(keras, strategy, workdir, scale=1, sample=None):
     layers, ops = keras.layers, keras.ops
 
     class PixelConvLayer(layers.Layer):
@@ -96,6 +96,10 @@ def run(keras, strategy, workdir, scale=1):
 
     batch = 4
     pixels = np.zeros(shape=(batch,) + (pixel_cnn.input_shape)[1:])
+    if sample is not None:   # p101: another sampling line
+        pixels = sample(keras, pixel_cnn, pixels)
+        return {"_model": pixel_cnn, "history": history.history, "pixels": pixels,
+                "masked_leak": masked_leak(pixel_cnn), "probs": pixel_cnn.predict(data[:8], verbose=0)}
     batch, rows, cols, channels = pixels.shape
     for row in range(rows):
         for col in range(cols):
