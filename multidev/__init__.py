@@ -23,6 +23,7 @@ from multidev import keras
 from multidev import integrations
 from multidev import random, summary, train
 from multidev.ops import add_n, constant, reduce_mean, reduce_sum
+from multidev.py_functions import numpy_function, py_function   # tf.numpy_function in Dataset.map (keras.io 3D CT)
 from multidev import array_ops, math
 from multidev.array_ops import (abs, add, argmax, argmin, cast, clip_by_norm, clip_by_value, concat, convert_to_tensor,  # noqa: A004
                                 divide, equal, exp, expand_dims, fill, gather, greater, greater_equal, identity, less,
@@ -77,6 +78,8 @@ __all__ = [
     "reduce_mean",
     "add_n",
     "math",
+    "numpy_function",
+    "py_function",
 ] + array_ops.TOP_LEVEL
 
 

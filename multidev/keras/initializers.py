@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 from multidev._core.errors import InvalidArgumentError
+from multidev.keras import backend
 from multidev.keras._missing import missing_names
 import math
 
@@ -20,7 +21,8 @@ class Initializer:
     """Base class: ``init(shape, dtype)`` returns a new tensor."""
 
     def __call__(self, shape, dtype=None):
-        t = torch.empty(tuple(shape), dtype=dtype or torch.float32)
+        # a name or numpy dtype, as TF and Keras 3 take it (keras.io's VQ-VAE: w_init(shape=..., dtype="float32"))
+        t = torch.empty(tuple(shape), dtype=backend.as_dtype(dtype))
         with torch.no_grad():
             self._fill(t)
         return t
@@ -61,7 +63,7 @@ class Constant(Initializer):
         self.value = value
 
     def __call__(self, shape, dtype=None):
-        dtype = dtype or torch.float32
+        dtype = backend.as_dtype(dtype)
         value = self.value.detach() if isinstance(self.value, torch.Tensor) else np.asarray(self.value)
         value = torch.as_tensor(value).to(dtype)
         try:
@@ -216,6 +218,9 @@ class Orthogonal(Initializer):
         self.gain, self.seed = gain, seed
 
     def _fill(self, t):
+        if t.dtype in (torch.float16, torch.bfloat16):   # torch's QR has no half kernel: draw in float32
+            t.copy_(tinit.orthogonal_(torch.empty(t.shape), self.gain, generator=_gen(self.seed)))
+            return
         tinit.orthogonal_(t, self.gain, generator=_gen(self.seed))
 
 

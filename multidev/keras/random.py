@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 
 import torch
 
+from multidev._core.eager_tensor import eager
 from multidev.keras import backend, batch_draw
+from multidev.keras.layer_calls import outside_layers
 from multidev.keras._missing import missing_names
 from multidev.keras.ops.core import convert_to_tensor, standardize_dtype
 
@@ -87,6 +90,19 @@ def _over_batch(draw, shape):
     return batch_draw.rows(lambda n: draw((n, *shape[1:])), shape[0])
 
 
+def _readable(draw):
+    """``draw`` whose result, in a program's own code (outside every layer's call), is an ``EagerTensor`` as
+    ``md.keras.ops`` results are: keras.io's PixelCNN samples with ``ops.ceil(probs - keras.random.uniform(
+    probs.shape))``, ``probs`` a numpy array (torch's operator refuses an ndarray on the left; TensorFlow converts
+    it). Inside a layer the draw stays a plain tensor."""
+    @functools.wraps(draw)
+    def public(*args, **kwargs):
+        out = draw(*args, **kwargs)
+        return eager(out) if outside_layers() else out
+    return public
+
+
+@_readable
 def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Samples of N(mean, stddev**2)."""
     generator, dtype = _generator(seed), _float_dtype(dtype)
@@ -94,6 +110,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     return out * stddev + mean
 
 
+@_readable
 def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     """Samples of U[minval, maxval)."""
     generator, dtype = _generator(seed), _float_dtype(dtype)
@@ -101,12 +118,14 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     return out * (maxval - minval) + minval
 
 
+@_readable
 def randint(shape, minval, maxval, dtype="int32", seed=None):
     """Integers in [minval, maxval)."""
     generator, dtype = _generator(seed), standardize_dtype(dtype)
     return _over_batch(lambda s: torch.randint(int(minval), int(maxval), s, generator=generator, dtype=dtype), shape)
 
 
+@_readable
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """N(mean, stddev**2) samples redrawn until within two standard deviations of the mean."""
     generator, dtype = _generator(seed), _float_dtype(dtype)
@@ -122,6 +141,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     return _over_batch(draw, shape) * stddev + mean
 
 
+@_readable
 def dropout(inputs, rate, noise_shape=None, seed=None):
     """``inputs`` with a ``rate`` fraction zeroed and the rest scaled by 1 / (1 - rate)."""
     inputs = convert_to_tensor(inputs)
@@ -131,6 +151,7 @@ def dropout(inputs, rate, noise_shape=None, seed=None):
     return inputs * keep.to(inputs.device) / (1.0 - rate)
 
 
+@_readable
 def shuffle(x, axis=0, seed=None):
     """``x`` permuted along ``axis``."""
     x = convert_to_tensor(x)
@@ -138,6 +159,7 @@ def shuffle(x, axis=0, seed=None):
     return x.index_select(axis, order)
 
 
+@_readable
 def categorical(logits, num_samples, dtype="int32", seed=None):
     """``num_samples`` class ids per row of ``logits`` (drawn with replacement)."""
     probs = torch.softmax(convert_to_tensor(logits).float(), dim=-1)
@@ -155,6 +177,7 @@ def _with_seed(seed, draw):
         return draw()
 
 
+@_readable
 def gamma(shape, alpha, dtype=None, seed=None):
     """Samples of Gamma(alpha, 1)."""
     dtype = _float_dtype(dtype)
@@ -162,6 +185,7 @@ def gamma(shape, alpha, dtype=None, seed=None):
                       .sample(_shape(shape)).to(dtype))
 
 
+@_readable
 def beta(shape, alpha, beta, dtype=None, seed=None):
     """Samples of Beta(alpha, beta)."""
     dtype = _float_dtype(dtype)
@@ -170,6 +194,7 @@ def beta(shape, alpha, beta, dtype=None, seed=None):
                       .sample(_shape(shape)).to(dtype))
 
 
+@_readable
 def binomial(shape, counts, probabilities, dtype=None, seed=None):
     """Samples of Binomial(counts, probabilities) (as floats, as Keras 3)."""
     dtype = _float_dtype(dtype)

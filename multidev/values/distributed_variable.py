@@ -165,6 +165,14 @@ class DistributedVariable(Variable):
         self._synced_version = components[0]._version
         return self
 
+    def _retype_components(self, make) -> None:
+        """Replace each component by ``make(component)``, a tensor sharing its storage (a front end's type for
+        what a replica sees: md.keras's ``KerasReplicaWeight``); made right after the variable, before any use."""
+        with torch.no_grad(), DisableTorchFunctionSubclass():
+            self._components = tuple(make(c) for c in self._components)
+        _register_components(self)
+        self._synced_version = self._components[0]._version
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         whole = WHOLE_VARIABLE.get(func) if args and isinstance(args[0], DistributedVariable) else None

@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import early_attributes, layer_losses, layer_state, weight_paths
+from multidev.keras.layers import early_attributes, layer_losses, layer_state, tracked_lists, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -167,6 +167,9 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         elif layer_state.is_own_state_alias(self, name, value):   # self.total = self.add_weight(...)
             object.__setattr__(self, name, value)
             return
+        elif "_modules" in self.__dict__ and (isinstance(value, (list, tuple))
+                                              or name + tracked_lists.SUFFIX in self._modules):
+            value = tracked_lists.track(self, name, value)   # layers among other values ([keras.Input(...), FFDense])
         value = layer_state.activation_value(self, name, value)
         layer_state.hand_variable_whole(value)   # self.counter = md.Variable(0.), self.queue = keras.Variable(...)
         early_attributes.start_torch_state(self, value)

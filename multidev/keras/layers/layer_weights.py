@@ -157,6 +157,8 @@ def _set_aggregation(weight, aggregation) -> None:
     if isinstance(weight, DistributedVariable):
         weight.aggregation = aggregation
         weight._agree_despite_none = True   # a torch in-place write leaving the copies apart still raises
+        from multidev.keras.layers import replica_weights   # (it imports this module)
+        replica_weights.assignable_copies(weight)   # PixelCNN's kernel.assign in a replica's call
 
 
 class LayerWeights:

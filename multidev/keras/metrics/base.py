@@ -244,7 +244,10 @@ class Metric:
 
 
 def as_tensor(x, device=None):
-    """numpy / list / tensor -> tensor on ``device``."""
+    """numpy / list / tensor -> tensor on ``device``; a list of tensors is stacked, as TensorFlow converts it
+    (keras.io Forward-Forward's ``loss_metric.update_state([mean_loss])``)."""
+    if isinstance(x, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in x):
+        x = torch.stack([as_tensor(v).detach().as_subclass(torch.Tensor) for v in x])
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
     return t.to(device) if device is not None and t.device != device else t
 

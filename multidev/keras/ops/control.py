@@ -65,8 +65,17 @@ def map(f, xs):  # noqa: A001 - Keras's name
 
 
 def vectorized_map(function, elements):
-    """``function`` mapped over the leading axis of ``elements`` (torch.vmap, as Keras 3 on torch)."""
-    return torch.vmap(function)(elements)
+    """``function`` mapped over the leading axis of ``elements`` (torch.vmap, as Keras 3 on torch). Where vmap
+    cannot batch it (a per-sample index: keras.io Forward-Forward's ``slice_update(zeros, [y_sample], ...)``), the
+    slices run one by one, as TensorFlow's ``vectorized_map`` falls back to a loop; numpy inputs are converted."""
+    leaves, spec = pytree.tree_flatten(elements)
+    elements = pytree.tree_unflatten([_t(leaf) for leaf in leaves], spec)
+    try:
+        return torch.vmap(function)(elements)
+    except RuntimeError as exc:
+        if "vmap" not in str(exc):
+            raise
+    return map(function, elements)
 
 
 def associative_scan(f, elems, reverse=False, axis=0):

@@ -136,8 +136,9 @@ class Optimizer:
 
     def _apply_pairs(self, grads_and_vars, skip_gradients_aggregation=False):
         """The update of ``(gradient, variable)`` pairs (None gradients skipped)."""
-        # a replica's copy (`self.w` read in a replica's train_step: a plain tensor) stands for its variable
-        pairs = [(g, variable_of(v) if type(v) is torch.Tensor else v) for g, v in grads_and_vars if g is not None]
+        # a replica's copy (`self.w` read in a replica's train_step: a plain tensor, or a KerasReplicaWeight)
+        # stands for its variable
+        pairs = [(g, variable_of(v) if isinstance(v, torch.Tensor) and not isinstance(v, Variable) else v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
