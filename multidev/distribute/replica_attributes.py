@@ -22,8 +22,9 @@ answers with the calling replica's value (one that has not written yet reads the
 the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
 write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
 survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
-1`` counted every replica's call into one counter, with lost updates between threads); other Python
-values (a flag, a string, a list appended to) stay one object shared by the replicas.
+1`` counted every replica's call into one counter, with lost updates between threads), and so do flags
+(loralib's ``self.merged`` guarding the merge in ``train(False)``: one replica's write made the other skip
+its own merge); other Python values (a string, a list appended to) stay one object shared by the replicas.
 
 The slots live in the module's ``__dict__`` only while runs are going (``enter_run`` / ``leave_run``,
 called by the replica runner): between runs each name holds replica 0's value in ``__dict__`` again
@@ -75,8 +76,9 @@ _runs = [0]   # runs going on (of any strategy): the slots are in the modules' _
 
 def _per_replica_value(value: Any) -> bool:
     """A tensor or something holding one, or a number (a counter ``self.calls += 1``, a temperature
-    annealed in ``forward``: each replica advancing it once per run, as each rank does)."""
-    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+    annealed in ``forward``: each replica advancing it once per run, as each rank does), or a flag
+    (loralib's ``self.merged``, switched in ``train()``: each replica merges its own copy, as each rank)."""
+    if isinstance(value, numbers.Number):
         return True
     return _holds_tensor(value)
 

@@ -9,10 +9,15 @@
 * prompt tuning: a trainable ``nn.Parameter`` prefix concatenated to a frozen embedding's output, a frozen
   encoder, only the prompt and the head in the optimizer;
 * tied weights (``lm_head.weight = embed.weight``) with the embedding frozen (the head with it), and a tied
-  model where only the embedding's tie trains.
+  model where only the embedding's tie trains;
+* loralib's ``Linear`` (microsoft/LoRA): ``mark_only_lora_as_trainable``, the update merged into the frozen
+  weight by ``model.eval()`` and taken out again by ``model.train()`` (its ``train`` override, guarded by
+  ``self.merged``), with the evaluation between steps or inside the step.
 
 Imports only torch (and ``finetune_programs``)."""
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn, optim
@@ -210,9 +215,93 @@ def tied_embedding_trained(port) -> dict:
     return _tied(port, "none")
 
 
+# --- loralib's Linear: merged by eval(), unmerged by train() -----------------------------------------------------
+class LoraLinear(nn.Linear):
+    """loralib's ``Linear`` (``merge_weights=True``, no dropout, ``fan_in_fan_out=False``)."""
+
+    def __init__(self, in_features, out_features, r=2, lora_alpha=4, merge_weights=True):
+        nn.Linear.__init__(self, in_features, out_features)
+        self.r, self.lora_alpha, self.merge_weights, self.merged = r, lora_alpha, merge_weights, False
+        self.lora_A = nn.Parameter(self.weight.new_zeros((r, in_features)))
+        self.lora_B = nn.Parameter(self.weight.new_zeros((out_features, r)))
+        self.scaling = self.lora_alpha / self.r
+        self.weight.requires_grad = False
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        nn.Linear.reset_parameters(self)
+        if hasattr(self, "lora_A"):
+            nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+            nn.init.normal_(self.lora_B, std=0.1)   # zeros in loralib; nonzero so A trains from the first step
+
+    def train(self, mode: bool = True):
+        nn.Linear.train(self, mode)
+        if mode:
+            if self.merge_weights and self.merged:
+                self.weight.data -= (self.lora_B @ self.lora_A) * self.scaling
+                self.merged = False
+        else:
+            if self.merge_weights and not self.merged:
+                self.weight.data += (self.lora_B @ self.lora_A) * self.scaling
+                self.merged = True
+        return self
+
+    def forward(self, x):
+        if self.r > 0 and not self.merged:
+            result = F.linear(x, self.weight, bias=self.bias)
+            return result + (x @ self.lora_A.transpose(0, 1) @ self.lora_B.transpose(0, 1)) * self.scaling
+        return F.linear(x, self.weight, bias=self.bias)
+
+
+def mark_only_lora_as_trainable(model: nn.Module) -> None:
+    for n, p in model.named_parameters():
+        if "lora_" not in n:
+            p.requires_grad = False
+
+
+def _loralib(port, eval_in_step: bool) -> dict:
+    """Each step trains in train mode; every second step then evaluates its batch in eval mode (merged weights),
+    in the step or between steps."""
+    torch.manual_seed(130)
+    with port.scope():
+        model = nn.Sequential(LoraLinear(WIDTH, 8), nn.ReLU(), LoraLinear(8, CLASSES)).double()
+        mark_only_lora_as_trainable(model)
+        optimizer = optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.05)
+    model = port.wrap(model)
+
+    def step(x, y, i):
+        model.train()
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        if eval_in_step and i % 2 == 1:   # the loop's evaluation every second step
+            model.eval()
+            with torch.no_grad():
+                return F.cross_entropy(model(x), y)
+        return torch.zeros((), dtype=F64)
+
+    log, evals = [], []
+    for i, (x, y) in enumerate(port.distribute(loader(131, 4))):
+        log.append(port.mean(port.run(step, args=(x, y, i))))
+        if not eval_in_step:   # between steps: the merged model on held-out data
+            model.eval()
+            evals.append(outputs(port, model))
+    merged = outputs(port, model) if eval_in_step else evals[-1]
+    model.train()
+    return {**port.weights(model), "log": log, "evals": evals, "outputs": merged}
+
+
+def loralib_eval_between_steps(port) -> dict:
+    return _loralib(port, eval_in_step=False)
+
+
+def loralib_eval_in_step(port) -> dict:
+    return _loralib(port, eval_in_step=True)
+
+
 FINETUNE2 = {f.__name__: f for f in (
     bn_eval_between_epochs, bn_eval_in_step, bn_eval_affine_frozen, distill_teacher_in_scope,
     distill_teacher_outside_scope, prompt_tuning, tied_embedding_frozen_attr, tied_embedding_frozen_module,
-    tied_embedding_trained)}
+    tied_embedding_trained, loralib_eval_between_steps, loralib_eval_in_step)}
 
 __all__ = ["FINETUNE2", "probe", "F64"]

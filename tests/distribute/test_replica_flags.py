@@ -1,0 +1,38 @@
+"""A flag (``bool``) a module writes on itself inside ``strategy.run`` is the writing replica's own, as each DDP
+rank keeps its own module (``multidev/distribute/replica_attributes.py``). loralib's ``Linear`` merges its
+low-rank update into the frozen weight in ``train(False)`` under ``if not self.merged``: with one flag shared
+by the replicas, ``model.eval()`` inside the step merged replica 0's copy only (replica 1 saw ``merged``
+already True), refused after the first run as copies that differ, and, when the threads' order let both
+merge in the first run, silently apart later (replica 1's weight kept the update twice). The program runs in
+one fresh interpreter with the order fixed (replica 1 waits for replica 0's switch)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import run_fresh
+
+PROGRAM = os.path.join(os.path.dirname(__file__), "_replica_flags_program.py")
+
+
+@pytest.fixture(scope="module")
+def results():
+    proc = run_fresh(f"import runpy; runpy.run_path({PROGRAM!r}, run_name='__main__')", timeout=240)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_loralib_merges_in_eval_inside_the_step_on_every_replica_as_one_device(results):
+    r = results["lora_merged_in_eval_inside_the_step"]
+    assert "error" not in r, r
+    assert r["diff"] < 1e-12 and r["loss_diff"] < 1e-12, r
+    assert r["merged"] == [True, True], "outside the run: replica 0's flag"
+    assert r["unmerged_diff"] < 1e-12, "model.train() outside the run unmerged every replica's copy"
+
+
+def test_a_flag_written_by_one_replica_is_its_own(results):
+    r = results["a_flag_is_the_writing_replicas_own"]
+    assert "error" not in r, r
+    assert r["inside"] == [True, False] and r["outside"] is True and r["after"] == [True, True], r
