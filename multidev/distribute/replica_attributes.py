@@ -218,6 +218,13 @@ def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
     return True
 
 
+def _own_copy_written_back(module: Module, name: str, value: Any) -> bool:
+    """``module.weight += d`` under ``no_grad`` in a replica: the read gave the replica's own copy (a plain
+    tensor, which torch's ``__setattr__`` refuses for a parameter) and the in-place op changed it already."""
+    params = module.__dict__.get("_parameters")
+    return isinstance(value, torch.Tensor) and params is not None and name in params and params[name] is value
+
+
 def _slots_in(module: Module, slots: dict) -> None:
     """A run starts: the names leave ``__dict__`` again; one written there since the last run (a
     reset between epochs) is every replica's value now."""
@@ -264,7 +271,7 @@ def _wrap_setattr(original: Callable) -> Callable:
     def __setattr__(self: Module, name: str, value: Any) -> None:
         env = _replica_env()
         if env is not None:
-            if _per_replica_write(self, name, value, env):
+            if _per_replica_write(self, name, value, env) or _own_copy_written_back(self, name, value):
                 return
         else:
             slots = self.__dict__.get(_SLOTS)

@@ -192,7 +192,14 @@ def _pretrained(seed: int) -> Net:
     return Net()
 
 
-def lora_by_hand(port) -> dict:
+def _merge_no_grad(layer: LoRALinear) -> None:
+    """The merge as other hand-written LoRAs print it: ``+=`` on the parameter under ``no_grad``."""
+    with torch.no_grad():
+        layer.base.weight += layer.lora_B @ layer.lora_A * layer.scale
+    layer.merged = True
+
+
+def _lora_by_hand(port, merge_in_step: bool) -> dict:
     with port.scope():
         model = _pretrained(70)
         model.fc1, model.fc2 = LoRALinear(model.fc1), LoRALinear(model.fc2)
@@ -201,10 +208,21 @@ def lora_by_hand(port) -> dict:
     model = port.wrap(model)
     log = train(port, model, optimizer, loader(71, 4))
     before = outputs(port, model)
-    for m in port.module(model).modules():
-        if isinstance(m, LoRALinear):
+    layers = [m for m in port.module(model).modules() if isinstance(m, LoRALinear)]
+    if merge_in_step:   # the last step's end: in strategy.run, each replica merging its own copy
+        port.run(lambda: [_merge_no_grad(m) for m in layers] and torch.zeros(()))
+    else:
+        for m in layers:
             m.merge()
     return {**port.weights(model), "log": log, "outputs": before, "merged": outputs(port, model)}
+
+
+def lora_by_hand(port) -> dict:
+    return _lora_by_hand(port, merge_in_step=False)
+
+
+def lora_merged_in_step(port) -> dict:
+    return _lora_by_hand(port, merge_in_step=True)
 
 
 class LoRAParametrization(nn.Module):
@@ -334,6 +352,6 @@ def llrd_lambda_per_group_in_step(port) -> dict:
 FINETUNE = {f.__name__: f for f in (
     unfreeze_attr_all_between, unfreeze_attr_all_in_step, unfreeze_attr_add_group_in_step,
     unfreeze_attr_add_group_between, unfreeze_not_in_optimizer, unfreeze_wrapped_after_freeze,
-    refreeze_zero_grad_kept, lora_by_hand,
+    refreeze_zero_grad_kept, lora_by_hand, lora_merged_in_step,
     lora_parametrize, lora_parametrize_merged, llrd_lambda_lr_in_step, llrd_lambda_lr_between,
     llrd_lambda_per_group_in_step)}
