@@ -12,7 +12,10 @@
   model where only the embedding's tie trains;
 * loralib's ``Linear`` (microsoft/LoRA): ``mark_only_lora_as_trainable``, the update merged into the frozen
   weight by ``model.eval()`` and taken out again by ``model.train()`` (its ``train`` override, guarded by
-  ``self.merged``), with the evaluation between steps or inside the step.
+  ``self.merged``), with the evaluation between steps or inside the step;
+* EWC (elastic weight consolidation) when fine-tuning on a new task: the diagonal Fisher from squared
+  gradients of a backward pass outside the loop (``if p.grad is not None: fisher[n] += p.grad.data ** 2``),
+  then the penalty ``lambda * F * (p - p_old) ** 2`` in the step; and a gradient-norm probe between steps.
 
 Imports only torch (and ``finetune_programs``)."""
 from __future__ import annotations
@@ -299,9 +302,44 @@ def loralib_eval_in_step(port) -> dict:
     return _loralib(port, eval_in_step=True)
 
 
+# --- EWC: the Fisher from a backward pass outside the loop ---------------------------------------------------
+def ewc_fisher_outside_the_loop(port) -> dict:
+    torch.manual_seed(140)
+    with port.scope():
+        model = nn.Sequential(nn.Linear(WIDTH, 8), nn.Tanh(), nn.Linear(8, CLASSES)).double()
+        optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model = port.wrap(model)
+    old_task = [(x, y) for x, y in loader(141, 3)]   # every rank (replica) the whole old-task batches
+    fisher = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+    for x, y in old_task:
+        model.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        for n, p in model.named_parameters():
+            if p.grad is not None:
+                fisher[n] += p.grad.data ** 2 / len(old_task)
+    star = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    def loss_fn(x, y):
+        loss = F.cross_entropy(model(x), y)
+        for n, p in model.named_parameters():
+            loss = loss + 20.0 * (fisher[n] * (p - star[n]) ** 2).sum()
+        return loss
+
+    norms = []
+
+    def probe(i):   # between steps: the gradient norm on a held-out batch
+        model.zero_grad()
+        F.cross_entropy(model(old_task[0][0]), old_task[0][1]).backward()
+        norms.append(float(sum((p.grad ** 2).sum() for p in model.parameters()) ** 0.5))
+
+    log = train(port, model, optimizer, loader(142, 4), loss_fn=loss_fn, between=probe)
+    return {**port.weights(model), "log": log, "norms": norms,
+            "fisher": float(sum(f.sum() for f in fisher.values()))}
+
+
 FINETUNE2 = {f.__name__: f for f in (
     bn_eval_between_epochs, bn_eval_in_step, bn_eval_affine_frozen, distill_teacher_in_scope,
     distill_teacher_outside_scope, prompt_tuning, tied_embedding_frozen_attr, tied_embedding_frozen_module,
-    tied_embedding_trained, loralib_eval_between_steps, loralib_eval_in_step)}
+    tied_embedding_trained, loralib_eval_between_steps, loralib_eval_in_step, ewc_fisher_outside_the_loop)}
 
 __all__ = ["FINETUNE2", "probe", "F64"]
