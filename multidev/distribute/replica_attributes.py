@@ -274,9 +274,9 @@ def _wrap_setattr(original: Callable) -> Callable:
             if _per_replica_write(self, name, value, env) or _own_copy_written_back(self, name, value):
                 return
         else:
-            slots = self.__dict__.get(_SLOTS)
-            if slots is not None:
-                slots.pop(name, None)   # in a merge_call during a run: written for every replica
+            slots = _slots_of(self)
+            if slots is not None:   # in a merge_call during a run, or between runs: written for every replica
+                slots.pop(name, None)   # (between runs ``_slots_in`` compared by identity: ``False``, ``0`` were lost)
         original(self, name, value)
 
     __setattr__._multidev_wrapped = True

@@ -156,4 +156,25 @@ def a_flag_is_the_writing_replicas_own():
     return {"inside": inside, "outside": outside, "after": after}
 
 
+@case
+def a_reset_between_runs_reaches_every_replica():
+    """Replica 1 alone sets ``found_inf = True`` and ``skipped = 5``; the script resets both between runs to the
+    values replica 0 holds (every rank's script does it): every replica reads the reset values."""
+    with strategy.scope():
+        layer = nn.Linear(2, 2)
+    layer.found_inf, layer.skipped = False, 0
+
+    def step():
+        if md.distribute.get_replica_context().replica_id_in_sync_group == 1:
+            layer.found_inf, layer.skipped = True, 5
+        return torch.tensor([float(layer.found_inf), float(layer.skipped)])
+
+    local = strategy.experimental_local_results
+    before = [t.tolist() for t in local(strategy.run(step))]
+    layer.found_inf, layer.skipped = False, 0
+    after = [t.tolist() for t in local(strategy.run(lambda: torch.tensor([float(layer.found_inf),
+                                                                          float(layer.skipped)])))]
+    return {"before": before, "after": after}
+
+
 print(json.dumps(RESULTS))

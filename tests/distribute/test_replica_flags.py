@@ -36,3 +36,11 @@ def test_a_flag_written_by_one_replica_is_its_own(results):
     r = results["a_flag_is_the_writing_replicas_own"]
     assert "error" not in r, r
     assert r["inside"] == [True, False] and r["outside"] is True and r["after"] == [True, True], r
+
+
+def test_a_reset_between_runs_reaches_every_replica(results):
+    """A write between runs is every rank's: it replaced the replicas' values only when it was not the very
+    object replica 0 showed (``False``, ``0``: replica 1 kept its ``True`` and ``5``, silently)."""
+    r = results["a_reset_between_runs_reaches_every_replica"]
+    assert "error" not in r, r
+    assert r["before"] == [[0.0, 0.0], [1.0, 5.0]] and r["after"] == [[0.0, 0.0], [0.0, 0.0]], r
