@@ -23,8 +23,9 @@ the first write). Outside runs a read answers replica 0's value (what rank 0's s
 write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
 survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
 1`` counted every replica's call into one counter, with lost updates between threads), and so do flags
-(loralib's ``self.merged`` guarding the merge in ``train(False)``: one replica's write made the other skip
-its own merge); other Python values (a string, a list appended to) stay one object shared by the replicas.
+written by a module's ``train()`` / ``eval()`` (loralib's ``self.merged`` guarding the merge in
+``train(False)``: one replica's write made the other skip its own merge); other Python values (other
+flags, a string, a list appended to) stay one object shared by the replicas.
 
 The slots live in the module's ``__dict__`` only while runs are going (``enter_run`` / ``leave_run``,
 called by the replica runner): between runs each name holds replica 0's value in ``__dict__`` again
@@ -39,6 +40,7 @@ replica, so programs that never do pay nothing.
 from __future__ import annotations
 
 import numbers
+import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -76,11 +78,33 @@ _runs = [0]   # runs going on (of any strategy): the slots are in the modules' _
 
 def _per_replica_value(value: Any) -> bool:
     """A tensor or something holding one, or a number (a counter ``self.calls += 1``, a temperature
-    annealed in ``forward``: each replica advancing it once per run, as each rank does), or a flag
-    (loralib's ``self.merged``, switched in ``train()``: each replica merges its own copy, as each rank)."""
+    annealed in ``forward``: each replica advancing it once per run, as each rank does), or a flag written
+    by a module's ``train()`` / ``eval()`` (loralib's ``self.merged``, see ``_in_mode_switch``)."""
+    if isinstance(value, bool):
+        return _in_mode_switch()
     if isinstance(value, numbers.Number):
         return True
     return _holds_tensor(value)
+
+
+_SWITCH_FRAMES = 12   # how far up the calling thread's stack a train() / eval() is looked for
+
+
+def _in_mode_switch() -> bool:
+    """Whether the flag is written inside a module's ``train()`` / ``eval()`` (an override's body). Such a
+    flag goes with the mode, which each replica switches for itself: loralib's ``train(False)`` merges its
+    update into the replica's weight copy under ``if not self.merged``. Other flags stay shared: one-time
+    guards of work on the one module object (transformers' ``_output_capturing_hooks_installed``, set
+    in the first forward after the first replica installed its hooks: per replica, every replica
+    installed them again)."""
+    frame = sys._getframe(1)
+    for _ in range(_SWITCH_FRAMES):
+        if frame is None:
+            return False
+        if frame.f_code.co_name in ("train", "eval") and isinstance(frame.f_locals.get("self"), Module):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:

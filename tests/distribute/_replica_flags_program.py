@@ -1,5 +1,6 @@
-"""Run by test_replica_flags.py in a fresh interpreter (2 logical CPUs): a flag (``bool``) a module writes on
-itself inside ``strategy.run`` is the writing replica's own, as each DDP rank's module keeps its own flag.
+"""Run by test_replica_flags.py in a fresh interpreter (2 logical CPUs): a flag (``bool``) a module writes in
+its ``train()`` / ``eval()`` inside ``strategy.run`` is the writing replica's own, as each DDP rank's module
+keeps its own flag; other flags stay one for every replica.
 loralib's ``Linear`` merges its low-rank update into the frozen weight in ``train(False)`` and unmerges it in
 ``train(True)``, guarded by ``self.merged``. Replica 1 waits (an event, first run only) until replica 0 has
 switched to eval mode, so with one shared flag replica 1 saw ``merged`` already True and skipped its own merge. Prints
@@ -132,48 +133,56 @@ def lora_merged_in_eval_inside_the_step():
             "unmerged_diff": unmerged}
 
 
+class Guarded(nn.Module):
+    """A one-time guard in ``forward`` (transformers' ``_output_capturing_hooks_installed``): the first call
+    installs a forward hook on the module object, which every replica shares."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.hooks_installed, self.captured = nn.Linear(2, 2), False, 0
+
+    def forward(self, x):
+        if not self.hooks_installed:
+            self.linear.register_forward_hook(lambda *_: setattr(self, "captured", self.captured + 1))
+            self.hooks_installed = True
+        return self.linear(x)
+
+
 @case
-def a_flag_is_the_writing_replicas_own():
-    """Replica 0 writes ``self.ready = True``; replica 1, after it, still reads its own False (as rank 1 would);
-    outside runs a read gives replica 0's value, and a write there reaches every replica."""
+def a_flag_written_in_forward_stays_shared():
+    """Replica 1 runs after replica 0 set the guard: it sees it set and installs nothing (one hook, as each
+    rank's one); a flag written outside train() / eval() is one for every replica."""
     with strategy.scope():
-        layer = nn.Linear(2, 2)
-    layer.ready = False
+        model = Guarded()
     order = Ordered()
 
-    def step():
-        ctx = md.distribute.get_replica_context()
+    def step(x):
         order.wait_for_replica_0()
-        if ctx.replica_id_in_sync_group == 0:
-            layer.ready = True
+        out = model(x)
         order.done()
-        return torch.tensor(layer.ready)
+        return out.sum()
 
-    inside = [bool(t) for t in strategy.experimental_local_results(strategy.run(step))]
-    outside = layer.ready
-    layer.ready = "again"
-    after = [bool(v) for v in strategy.experimental_local_results(strategy.run(lambda: torch.tensor(layer.ready == "again")))]
-    return {"inside": inside, "outside": outside, "after": after}
+    strategy.run(step, args=(torch.ones(1, 2),))
+    return {"hooks": len(model.linear._forward_hooks), "flag": model.hooks_installed}
 
 
 @case
 def a_reset_between_runs_reaches_every_replica():
-    """Replica 1 alone sets ``found_inf = True`` and ``skipped = 5``; the script resets both between runs to the
-    values replica 0 holds (every rank's script does it): every replica reads the reset values."""
+    """Replica 1 alone counts ``skipped = 5``; the script resets it between runs to the value replica 0 holds
+    (every rank's script does it): every replica reads 0."""
     with strategy.scope():
         layer = nn.Linear(2, 2)
-    layer.found_inf, layer.skipped = False, 0
+    layer.skipped = 0
 
     def step():
         if md.distribute.get_replica_context().replica_id_in_sync_group == 1:
-            layer.found_inf, layer.skipped = True, 5
-        return torch.tensor([float(layer.found_inf), float(layer.skipped)])
+            layer.skipped = 5
+        return torch.tensor(float(layer.skipped))
 
     local = strategy.experimental_local_results
-    before = [t.tolist() for t in local(strategy.run(step))]
-    layer.found_inf, layer.skipped = False, 0
-    after = [t.tolist() for t in local(strategy.run(lambda: torch.tensor([float(layer.found_inf),
-                                                                          float(layer.skipped)])))]
+    before = [float(t) for t in local(strategy.run(step))]
+    layer.skipped = 0
+    after = [float(t) for t in local(strategy.run(lambda: torch.tensor(float(layer.skipped))))]
     return {"before": before, "after": after}
 
 
