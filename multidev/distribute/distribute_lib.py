@@ -30,7 +30,7 @@ from multidev.distribute.replica_group import ReplicaGroup
 from multidev.distribute.replica_run import ReplicaRunner
 from multidev.distribute.variable_layout import MirroredLayout, VariableLayout
 from multidev.distribute.worker_collective import LocalWorkers, WorkerCollective
-from multidev.values import context
+from multidev.values import context, cross_replica_grads
 from multidev.values.distributed import Mirrored, PerReplica, local_value, map_structure, regroup
 from multidev.values.variables import DistributedVariable, SyncOnReadVariable, _as_tensor
 
@@ -241,6 +241,7 @@ class ReplicatedExtended(StrategyExtended):
             self._backward = BackwardReducer(self.replica_group, self._contexts, self._runner.steps)
         for var in live:
             var._sync_if_stale()
+        cross_replica_grads.fold_all(live)   # a backward outside runs: each replica's p.grad, as each rank's
         self.hook_new_variables(live)
         backward = self._backward
         if backward is not None:

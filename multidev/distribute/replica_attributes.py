@@ -22,8 +22,10 @@ answers with the calling replica's value (one that has not written yet reads the
 the first write). Outside runs a read answers replica 0's value (what rank 0's script sees), and a
 write or ``del`` replaces every replica's (every rank's script does it). Each replica's value
 survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
-1`` counted every replica's call into one counter, with lost updates between threads); other Python
-values (a flag, a string, a list appended to) stay one object shared by the replicas.
+1`` counted every replica's call into one counter, with lost updates between threads), and so do flags
+written by a module's ``train()`` / ``eval()`` (loralib's ``self.merged`` guarding the merge in
+``train(False)``: one replica's write made the other skip its own merge); other Python values (other
+flags, a string, a list appended to) stay one object shared by the replicas.
 
 The slots live in the module's ``__dict__`` only while runs are going (``enter_run`` / ``leave_run``,
 called by the replica runner): between runs each name holds replica 0's value in ``__dict__`` again
@@ -38,6 +40,7 @@ replica, so programs that never do pay nothing.
 from __future__ import annotations
 
 import numbers
+import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -75,10 +78,33 @@ _runs = [0]   # runs going on (of any strategy): the slots are in the modules' _
 
 def _per_replica_value(value: Any) -> bool:
     """A tensor or something holding one, or a number (a counter ``self.calls += 1``, a temperature
-    annealed in ``forward``: each replica advancing it once per run, as each rank does)."""
-    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+    annealed in ``forward``: each replica advancing it once per run, as each rank does), or a flag written
+    by a module's ``train()`` / ``eval()`` (loralib's ``self.merged``, see ``_in_mode_switch``)."""
+    if isinstance(value, bool):
+        return _in_mode_switch()
+    if isinstance(value, numbers.Number):
         return True
     return _holds_tensor(value)
+
+
+_SWITCH_FRAMES = 12   # how far up the calling thread's stack a train() / eval() is looked for
+
+
+def _in_mode_switch() -> bool:
+    """Whether the flag is written inside a module's ``train()`` / ``eval()`` (an override's body). Such a
+    flag goes with the mode, which each replica switches for itself: loralib's ``train(False)`` merges its
+    update into the replica's weight copy under ``if not self.merged``. Other flags stay shared: one-time
+    guards of work on the one module object (transformers' ``_output_capturing_hooks_installed``, set
+    in the first forward after the first replica installed its hooks: per replica, every replica
+    installed them again)."""
+    frame = sys._getframe(1)
+    for _ in range(_SWITCH_FRAMES):
+        if frame is None:
+            return False
+        if frame.f_code.co_name in ("train", "eval") and isinstance(frame.f_locals.get("self"), Module):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
@@ -216,6 +242,13 @@ def _per_replica_write(module: Module, name: str, value: Any, env: Any) -> bool:
     return True
 
 
+def _own_copy_written_back(module: Module, name: str, value: Any) -> bool:
+    """``module.weight += d`` under ``no_grad`` in a replica: the read gave the replica's own copy (a plain
+    tensor, which torch's ``__setattr__`` refuses for a parameter) and the in-place op changed it already."""
+    params = module.__dict__.get("_parameters")
+    return isinstance(value, torch.Tensor) and params is not None and name in params and params[name] is value
+
+
 def _slots_in(module: Module, slots: dict) -> None:
     """A run starts: the names leave ``__dict__`` again; one written there since the last run (a
     reset between epochs) is every replica's value now."""
@@ -262,12 +295,12 @@ def _wrap_setattr(original: Callable) -> Callable:
     def __setattr__(self: Module, name: str, value: Any) -> None:
         env = _replica_env()
         if env is not None:
-            if _per_replica_write(self, name, value, env):
+            if _per_replica_write(self, name, value, env) or _own_copy_written_back(self, name, value):
                 return
         else:
-            slots = self.__dict__.get(_SLOTS)
-            if slots is not None:
-                slots.pop(name, None)   # in a merge_call during a run: written for every replica
+            slots = _slots_of(self)
+            if slots is not None:   # in a merge_call during a run, or between runs: written for every replica
+                slots.pop(name, None)   # (between runs ``_slots_in`` compared by identity: ``False``, ``0`` were lost)
         original(self, name, value)
 
     __setattr__._multidev_wrapped = True

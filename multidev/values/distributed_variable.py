@@ -19,7 +19,7 @@ import torch
 from torch._C import DisableTorchFunctionSubclass
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
-from multidev.values import context
+from multidev.values import context, cross_replica_grads
 from multidev.values.base_variable import _UPDATES, Variable, _variable_repr
 from multidev.values.distributed import AnyDistributedValue
 from multidev.values.strategy_protocol import StrategyLike
@@ -225,6 +225,8 @@ class DistributedVariable(Variable):
     @property
     def grad(self):
         replica_id = context.current_replica_id()
+        if replica_id is None:
+            cross_replica_grads.fold(self)   # a backward outside runs (EWC's Fisher pass): every copy's
         return self._components[0 if replica_id is None else replica_id].grad
 
     @grad.setter
@@ -233,6 +235,7 @@ class DistributedVariable(Variable):
         if replica_id is not None:
             self._components[replica_id].grad = value
             return
+        cross_replica_grads.discard(self)
         for c in self._components:
             c.grad = None if value is None else value.to(c.device, copy=c is not self._components[0])
 
