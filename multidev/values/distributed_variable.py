@@ -166,8 +166,7 @@ class DistributedVariable(Variable):
         return self
 
     def _retype_components(self, make) -> None:
-        """Replace each component by ``make(component)``, a tensor sharing its storage (a front end's type for
-        what a replica sees: md.keras's ``KerasReplicaWeight``); made right after the variable, before any use."""
+        """Each component as ``make(component)``, sharing its storage (md.keras's ``KerasReplicaWeight``)."""
         with torch.no_grad(), DisableTorchFunctionSubclass():
             self._components = tuple(make(c) for c in self._components)
         _register_components(self)
@@ -379,8 +378,7 @@ class DistributedVariable(Variable):
         return value.__reduce_ex__(protocol)
 
     def __deepcopy__(self, memo):
-        """A new distributed variable of the same strategy holding copies of every component
-        (torch modules deep-copy their layers, e.g. ``nn.TransformerEncoder``)."""
+        """A new variable of the same strategy holding copies of every component (``nn.TransformerEncoder``'s)."""
         if id(self) in memo:
             return memo[id(self)]
         self._sync_if_stale()
