@@ -15,7 +15,7 @@ from multidev.keras import backend
 from multidev.keras.layers.input_layer import InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor, flatten, map_structure
 from multidev.keras.layers.symbolic_ops import OpLayer
-from multidev.keras.models import input_dtypes
+from multidev.keras.models import input_dtypes, input_rank
 from multidev.keras.models.model import Model
 
 KWARG_TENSOR = "__keras_tensor__"   # a call's keyword argument that is a tensor of the graph: {KWARG_TENSOR: key}
@@ -165,7 +165,7 @@ class Functional(Model):
         if len(got) != len(expected):
             raise ValueError(f'Layer "{self.name}" expects {len(expected)} input(s), but it received {len(got)} input tensors.')
         for i, (kt, value) in enumerate(zip(expected, got)):
-            shape = tuple(getattr(value, "shape", ()))
+            shape = tuple(getattr(input_rank.adjust(value, kt.shape), "shape", ()))
             if len(shape) != len(kt.shape) or any(e is not None and e != g for e, g in zip(kt.shape[1:], shape[1:])):
                 raise ValueError(f'Input {i} of layer "{self.name}" is incompatible with the layer: expected '
                                  f"shape={kt.shape}, found shape={shape}")
@@ -182,7 +182,7 @@ class Functional(Model):
         return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
     def call(self, inputs, training=None):
-        values = {id(kt): input_dtypes.conform(v, kt.dtype)
+        values = {id(kt): input_rank.adjust(input_dtypes.conform(v, kt.dtype), kt.shape)
                   for kt, v in zip(flatten(self._inputs), self._flatten_inputs(inputs))}
         for node in self._nodes:
             if isinstance(node.layer, InputLayer):

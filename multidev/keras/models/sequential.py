@@ -19,7 +19,7 @@ from multidev.keras.layers import weight_paths
 from multidev.keras.layers.base import Layer
 from multidev.keras.layers.input_layer import Input, InputLayer
 from multidev.keras.layers.keras_tensor import KerasTensor
-from multidev.keras.models import input_dtypes
+from multidev.keras.models import input_dtypes, input_rank
 from multidev.keras.models.model import Model
 
 
@@ -131,7 +131,7 @@ class Sequential(Model):
         expected = self._input_batch_shape
         if expected is None or not hasattr(inputs, "shape"):
             return
-        got = tuple(inputs.shape)
+        got = tuple(input_rank.adjust(inputs, expected).shape)
         if self._input_from_call and len(got) == len(expected):
             self._input_batch_shape = (None,) + tuple(e if e == g else None for e, g in zip(expected[1:], got[1:]))
             return
@@ -142,7 +142,7 @@ class Sequential(Model):
     def call(self, inputs, training=None):
         if not self.layers:
             raise ValueError(f'Sequential model "{self.name}" has no layers: add layers before calling it.')
-        x = input_dtypes.conform(inputs, self._input_dtype)
+        x = input_rank.adjust(input_dtypes.conform(inputs, self._input_dtype), self._input_batch_shape)
         for layer in self.layers:
             x = layer(x)
         return x
