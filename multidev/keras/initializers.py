@@ -234,7 +234,11 @@ _CLASSES = {cls.__name__: cls for cls in _BY_NAME.values()}
 
 
 def get(identifier) -> Initializer:
-    """Resolve an initializer name, config dict, instance or callable."""
+    """Resolve an initializer name, config dict, instance or callable; ``None`` stays ``None`` (Keras's: the
+    weight then gets ``add_weight``'s default, glorot_uniform: the imbalanced_data tutorial's
+    ``Dense(1, bias_initializer=output_bias)`` with ``output_bias=None``)."""
+    if identifier is None:
+        return None
     if isinstance(identifier, Initializer) or (callable(identifier) and not isinstance(identifier, (str, dict, type))):
         return identifier
     if isinstance(identifier, dict):
