@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import torch
 
-from multidev._core.eager_tensor import readable_results
+from multidev._core.eager_tensor import eager, readable_results
 from multidev.ops import _as_dtype, _axes, _to_tensor
 from multidev.values.base_variable import Variable
 
@@ -84,8 +84,9 @@ def concat(values: Sequence, axis, name=None) -> torch.Tensor:
 
 
 def stack(values: Sequence, axis=0, name=None) -> torch.Tensor:
-    """``torch.stack`` along a new ``axis``."""
-    return torch.stack([_to_tensor(v, None) for v in values], dim=int(axis))
+    """``torch.stack`` along a new ``axis``, handed on as an ``EagerTensor`` (its slices take TensorFlow's
+    ``set_shape``: the time_series tutorial splits ``tf.stack([...])`` windows with it)."""
+    return eager(torch.stack([_to_tensor(v, None) for v in values], dim=int(axis)))
 
 
 def unstack(value, num=None, axis=0, name=None) -> list[torch.Tensor]:
