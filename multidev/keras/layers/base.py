@@ -314,7 +314,14 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         return outputs
 
     def _convert_inputs(self, inputs):
-        """numpy -> tensor, and floating inputs cast to a non-mixed policy's dtype (Keras autocasting)."""
+        """numpy -> tensor, and floating inputs cast to a non-mixed policy's dtype (Keras autocasting). Text (a numpy
+        array of str) is left for the layers that take it: a model whose first layer is a TextVectorization."""
+        if isinstance(inputs, np.ndarray) and inputs.dtype.kind in "USO":
+            if hasattr(self, "layers"):   # a model: its first layer takes the text or says why not
+                return inputs
+            raise ValueError(f'Layer "{self.name}" ({type(self).__name__}) received text (a numpy array of dtype '
+                             f"{inputs.dtype}, shape {inputs.shape}), which it cannot compute on: map strings to "
+                             "numbers first (a TextVectorization or StringLookup layer before it).")
         if isinstance(inputs, np.ndarray) or _python_numbers(inputs):   # tf.keras: `layer([[2.0, 2.0, 2.0]])`
             inputs = torch.from_numpy(np.asarray(inputs))
         if self._dtype_policy.is_mixed:
