@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import early_attributes, layer_losses, layer_state, weight_paths
+from multidev.keras.layers import early_attributes, host_inputs, layer_losses, layer_state, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -317,11 +317,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         """numpy -> tensor, and floating inputs cast to a non-mixed policy's dtype (Keras autocasting). Text (a numpy
         array of str) is left for the layers that take it: a model whose first layer is a TextVectorization."""
         if isinstance(inputs, np.ndarray) and inputs.dtype.kind in "USO":
-            if hasattr(self, "layers"):   # a model: its first layer takes the text or says why not
-                return inputs
-            raise ValueError(f'Layer "{self.name}" ({type(self).__name__}) received text (a numpy array of dtype '
-                             f"{inputs.dtype}, shape {inputs.shape}), which it cannot compute on: map strings to "
-                             "numbers first (a TextVectorization or StringLookup layer before it).")
+            return host_inputs.text_input(self, inputs)
         if isinstance(inputs, np.ndarray) or _python_numbers(inputs):   # tf.keras: `layer([[2.0, 2.0, 2.0]])`
             inputs = torch.from_numpy(np.asarray(inputs))
         if self._dtype_policy.is_mixed:
