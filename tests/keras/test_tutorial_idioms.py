@@ -76,3 +76,25 @@ def test_steps_per_epoch_a_fraction_is_refused_naming_the_fix():
     with pytest.raises(TypeError, match=r"steps_per_epoch=np.float64\(2.5\).*int\(np.ceil\(steps_per_epoch\)\)"):
         model.fit(_ds(), epochs=2, steps_per_epoch=np.float64(2.5), verbose=0)
     assert int(model.optimizer.iterations) == 0
+
+
+def _trained(epochs, callbacks=()):
+    x = np.linspace(-1, 1, 16, dtype="float32").reshape(8, 2)
+    y = x @ np.array([[2.0], [-1.0]], "float32")
+    model = md.keras.Sequential([md.keras.layers.Dense(1, input_shape=(2,), kernel_initializer="zeros")])
+    model.compile(optimizer=md.keras.optimizers.SGD(0.1), loss="mse")
+    history = model.fit(x, y, epochs=epochs, batch_size=8, shuffle=False, verbose=0, callbacks=list(callbacks))
+    return model, history
+
+
+@pytest.mark.parametrize("monitor, mode, best_epoch", [("loss", "max", 1), ("loss", "min", 4)])
+def test_early_stopping_restores_the_best_weights_when_training_ends_without_stopping(monitor, mode, best_epoch):
+    """imbalanced_data's ``EarlyStopping(monitor='val_prc', mode='max', patience=10, restore_best_weights=True)``
+    over fewer epochs than the patience: tf.keras 2.21 (and Keras 3) restore the best epoch's weights when
+    training ends; md kept the last epoch's."""
+    stop = md.keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=10, restore_best_weights=True)
+    model, history = _trained(4, [stop])
+    assert len(history.epoch) == 4 and stop.stopped_epoch == 0
+    best, _ = _trained(best_epoch)
+    for got, want in zip(model.get_weights(), best.get_weights()):
+        np.testing.assert_array_equal(got, want)
