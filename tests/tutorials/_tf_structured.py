@@ -218,6 +218,8 @@ def imbalanced_data(replicas, rate=0.5):
                                  callbacks=[early_stopping], validation_data=(val_features, val_labels),
                                  verbose=0)
     out["baseline"] = history(baseline_history)
+    out["baseline_best_epoch"] = early_stopping.best_epoch
+    out["baseline_val_prc"] = [float(v) for v in baseline_history.history['val_prc']]
     baseline_results = model.evaluate(test_features, test_labels, batch_size=BATCH_SIZE, verbose=0)
     out["baseline_test"] = {name: rnd(value, 4) for name, value in zip(model.metrics_names, baseline_results)}
     weight_for_0 = (1 / neg) * (total / 2.0)

@@ -31,8 +31,11 @@ TF_TWO_REPLICAS = {
 RANDOM_AFTER = {
     "overfit_and_underfit": ("histories", "copies_agree"),
     "imbalanced_data": ("zero_bias", "careful_bias", "baseline", "baseline_test", "weighted", "weighted_test",
-                        "resampled_batch"),
-    "imbalanced_data_no_dropout": ("resampled_batch",),   # sample_from_datasets draws its mix
+                        "resampled_batch", "baseline_best_epoch", "baseline_val_prc"),
+    # sample_from_datasets draws its mix; and which epoch is best is float rounding: the baseline's val_prc of
+    # epochs 7 and 8 are bit-equal in TF (0.12976371, so it restores epoch 7's weights), md's 8th is 1.5e-8
+    # higher (a validation prediction on the other side of one of AUC's 200 thresholds), so md keeps epoch 8's
+    "imbalanced_data_no_dropout": ("resampled_batch", "baseline_best_epoch", "baseline_test"),
     "time_series": ("linear_kernel", "val_performance", "performance", "histories"),
     "text_classification": ("fit", "evaluate", "export_evaluate", "export_predict"),
 }
@@ -85,7 +88,8 @@ def test_more_tutorials_give_tensorflows_results_on_one_device_and_two_replicas(
     assert not problems, "\n".join(problems)
     assert md_out["regression/2"]["reloaded_test"]["returned"] == repr(md_out["regression/2"]["dnn_test"])
     for name, got in md_out.items():   # every replica's copy of the trained weights agrees
-        assert got.get("copies_agree", True) in (True, [True] * len(got.get("copies_agree", []))), name
+        agree = got.get("copies_agree", True)
+        assert all(agree) if isinstance(agree, list) else agree is True, name
 
 
 def test_two_replica_exceptions_are_real_tensorflow_differences():
