@@ -64,3 +64,9 @@ def test_tf_initializers_zeros_is_keras_initializers():
     layer.build((None, 2))
     assert not layer.kernel.detach().any()
     assert md.keras.initializers.glorot_uniform is md.keras.initializers.GlorotUniform
+
+
+def test_tf_signal_is_refused_naming_torch_fft():
+    """The page's ``fft = tf.signal.rfft(df['T (degC)'])``: torch.signal has no rfft (window functions only)."""
+    with pytest.raises(AttributeError, match=r"torch\.fft's functions \(tf\.signal\.rfft is torch\.fft\.rfft"):
+        md.signal.rfft
