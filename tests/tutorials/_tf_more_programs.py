@@ -3,7 +3,8 @@ structured_data/imbalanced_data and structured_data/time_series tutorials, writt
 TensorFlow or multidev.
 
 ``python tests/tutorials/_tf_more_programs.py tf|md [name,...]`` prints one JSON dict
-``{program: {observation: value}}`` (``tests/tutorials/test_tf_more_tutorials.py``). Programs that
+``{program: {observation: value}}`` (``tests/tutorials/test_tf_more_tutorials.py``); with
+``TUTORIAL_TRACEBACK=1`` an observed exception's traceback goes to stderr. Programs that
 take ``replicas`` run on one device ("<name>/1") and under a MirroredStrategy over 2 logical CPUs
 ("<name>/2": the seed's two added lines, the model built and compiled in ``strategy.scope()``).
 """
