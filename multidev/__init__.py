@@ -93,7 +93,13 @@ def __getattr__(name: str):
 # ----- TensorFlow's short names for Keras modules (`tf.metrics` is `tf.keras.metrics`: the save_and_load
 # tutorial writes `tf.metrics.SparseCategoricalAccuracy()`) -----
 metrics, losses, optimizers = keras.metrics, keras.losses, keras.optimizers
-__all__ += ["metrics", "losses", "optimizers"]
+initializers = keras.initializers   # the time_series tutorial's `tf.initializers.zeros()`
+__all__ += ["metrics", "losses", "optimizers", "initializers"]
+
+# ----- keras/text_classification's custom_standardization (tests/tutorials/_tf_text.py) -----
+from multidev import strings  # noqa: E402
+
+__all__ += ["strings"]
 
 # ----- TensorFlow's core-tutorial names (tests/tutorials/test_tf_core_tutorials.py) -----
 from multidev.autodiff import stop_gradient  # noqa: E402

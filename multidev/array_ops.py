@@ -22,10 +22,11 @@ import builtins
 import numbers
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
-from multidev._core.eager_tensor import readable_results
-from multidev.ops import _as_dtype, _axes, _to_tensor
+from multidev._core.eager_tensor import eager, readable_results
+from multidev.ops import _as_dtype, _axes, _to_tensor, text_value
 from multidev.values.base_variable import Variable
 
 
@@ -84,8 +85,9 @@ def concat(values: Sequence, axis, name=None) -> torch.Tensor:
 
 
 def stack(values: Sequence, axis=0, name=None) -> torch.Tensor:
-    """``torch.stack`` along a new ``axis``."""
-    return torch.stack([_to_tensor(v, None) for v in values], dim=int(axis))
+    """``torch.stack`` along a new ``axis``, handed on as an ``EagerTensor`` (its slices take TensorFlow's
+    ``set_shape``: the time_series tutorial splits ``tf.stack([...])`` windows with it)."""
+    return eager(torch.stack([_to_tensor(v, None) for v in values], dim=int(axis)))
 
 
 def unstack(value, num=None, axis=0, name=None) -> list[torch.Tensor]:
@@ -106,7 +108,11 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None) -> list[torch.
 
 
 def expand_dims(input, axis, name=None) -> torch.Tensor:
-    """``torch.unsqueeze``."""
+    """``torch.unsqueeze``; text (md.data's numpy object arrays of str) gets numpy's new axis
+    (text_classification's ``vectorize_text`` expands a batch of reviews before TextVectorization)."""
+    text = text_value(input) if not isinstance(input, torch.Tensor) else None
+    if text is not None:
+        return text_value(np.expand_dims(np.asarray(text, dtype=object), int(axis)))
     return torch.unsqueeze(_to_tensor(input, None), int(axis))
 
 

@@ -20,6 +20,7 @@ import torch
 from multidev._core.eager_tensor import readable_results
 from multidev._core.python_numbers import with_tf_dtype
 from multidev._core.errors import InvalidArgumentError
+from multidev.data.text import user_facing
 
 
 def _as_dtype(dtype) -> torch.dtype | None:
@@ -42,6 +43,23 @@ def _to_tensor(value: Any, dtype: torch.dtype | None) -> torch.Tensor:
     return with_tf_dtype(value, tensor) if dtype is None else tensor.to(dtype)
 
 
+def text_value(value: Any):
+    """``value`` as md.data's text (a ``Text`` str, or a ``TextArray`` numpy object array of them) when it holds
+    strings, else ``None``: torch has no string tensors, and a batch of text from an ``md.data.Dataset`` is
+    this (text_classification's ``export_model.predict(tf.constant(["The movie was great!", ...]))``)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if isinstance(value, str):
+        return user_facing(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        array = np.asarray(value, dtype=object) if isinstance(value, np.ndarray) else np.array(value)
+        if array.dtype.kind in "US" or (array.dtype == object and array.size
+                                        and all(isinstance(v, (str, bytes)) for v in array.flat)):
+            flat = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in array.flat]
+            return user_facing(np.array(flat, dtype=object).reshape(array.shape))
+    return None
+
+
 def constant(value, dtype=None, shape=None, name=None) -> torch.Tensor:
     """A tensor holding ``value`` (Python numbers become float32/int32, as in TensorFlow).
 
@@ -52,6 +70,9 @@ def constant(value, dtype=None, shape=None, name=None) -> torch.Tensor:
         >>> md.constant(0.5, shape=(2, 2)).tolist()
         [[0.5, 0.5], [0.5, 0.5]]
     """
+    text = text_value(value) if shape is None and not isinstance(value, torch.Tensor) else None
+    if text is not None:
+        return text
     tensor = _to_tensor(value, _as_dtype(dtype))
     if isinstance(value, torch.Tensor):
         tensor = tensor.clone()

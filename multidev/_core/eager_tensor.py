@@ -61,6 +61,17 @@ class EagerTensor(torch.Tensor):
     def __format__(self, spec: str) -> str:
         return self.detach().__format__(spec)
 
+    def set_shape(self, shape) -> None:
+        """TensorFlow's eager ``set_shape``: a check that ``shape`` (``None`` for a dim or the whole shape:
+        any) is compatible with the tensor's, nothing else (the time_series tutorial's ``split_window``
+        calls ``inputs.set_shape([None, self.input_width, None])`` in a ``Dataset.map``)."""
+        dims = None if shape is None else [getattr(d, "value", d) for d in (getattr(shape, "dims", None) or shape)] \
+            if getattr(shape, "rank", 0) is not None else None
+        if dims is not None and (len(dims) != self.dim() or any(d is not None and int(d) != n
+                                                                for d, n in zip(dims, self.shape))):
+            raise ValueError(f"Tensor's shape {tuple(self.shape)} is not compatible with supplied shape "
+                             f"{list(dims)}.")
+
     def __array_function__(self, func, types, args, kwargs):
         """numpy's functions read the snapshot, as on TensorFlow's eager tensors: ``np.squeeze(probs)`` (keras.io's
         actor-critic) called torch's ``squeeze`` and handed numpy a tensor that requires grad."""

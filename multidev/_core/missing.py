@@ -22,6 +22,8 @@ _TORCH_RENAMED = {
     "tf.random.stateless_uniform": "torch.rand with a seeded torch.Generator",
     "tf.nn.softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy (it takes probabilities too)",
     "tf.nn.sparse_softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy",
+    # torch.signal holds window functions only: the time_series tutorial's tf.signal.rfft is torch.fft.rfft
+    "tf.signal": "torch.fft's functions (tf.signal.rfft is torch.fft.rfft; tf.signal.stft is torch.stft)",
 }
 
 

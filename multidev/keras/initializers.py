@@ -236,10 +236,19 @@ _BY_NAME = {
     "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
 }
 _CLASSES = {cls.__name__: cls for cls in _BY_NAME.values()}
+# tf.keras's lower-case aliases of the classes (the time_series tutorial's `tf.initializers.zeros()`)
+zeros, ones, constant, random_uniform, random_normal, variance_scaling, glorot_uniform, glorot_normal, \
+    he_normal, he_uniform, orthogonal, truncated_normal, lecun_normal, lecun_uniform = (
+        Zeros, Ones, Constant, RandomUniform, RandomNormal, VarianceScaling, GlorotUniform, GlorotNormal,
+        HeNormal, HeUniform, Orthogonal, TruncatedNormal, LecunNormal, LecunUniform)
 
 
 def get(identifier) -> Initializer:
-    """Resolve an initializer name, config dict, instance or callable."""
+    """Resolve an initializer name, config dict, instance or callable; ``None`` stays ``None`` (Keras's: the
+    weight then gets ``add_weight``'s default, glorot_uniform: the imbalanced_data tutorial's
+    ``Dense(1, bias_initializer=output_bias)`` with ``output_bias=None``)."""
+    if identifier is None:
+        return None
     if isinstance(identifier, Initializer) or (callable(identifier) and not isinstance(identifier, (str, dict, type))):
         return identifier
     if isinstance(identifier, dict):

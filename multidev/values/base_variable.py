@@ -193,6 +193,7 @@ class Variable(torch.nn.Parameter):
     __truediv__, __rtruediv__, __matmul__, __rmatmul__, __pow__ = (readable_operator(m, _list_as_tensor) for m in (
         "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__pow__"))
     __neg__ = readable_operator("__neg__")
+    __getitem__ = readable_operator("__getitem__")   # the time_series tutorial's `kernel[:,0].numpy()`
 
     # ``v += 1`` on a trainable variable: torch refuses an in-place op on a leaf that requires grad;
     # say it as TensorFlow does (it refuses ``+=`` on every tf.Variable) and name the fixes.

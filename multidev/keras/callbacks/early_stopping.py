@@ -13,7 +13,9 @@ from multidev.keras.callbacks.monitor import get_monitor_value, is_improvement, 
 class EarlyStopping(Callback):
     """Stops after ``patience`` epochs without an improvement larger than ``min_delta``.
 
-    With ``restore_best_weights`` the weights of the best epoch are restored when stopping.
+    With ``restore_best_weights`` the weights of the best epoch are restored when training ends, stopped
+    early or not (tf.keras 2.21's and Keras 3's rule: imbalanced_data's ``EarlyStopping(monitor='val_prc',
+    patience=10, restore_best_weights=True)`` over fewer epochs than the patience kept the last epoch's).
     """
 
     def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto", baseline=None,
@@ -34,8 +36,8 @@ class EarlyStopping(Callback):
         current = get_monitor_value(logs, self.monitor, "Early stopping")
         if current is None or epoch < self.start_from_epoch:
             return
-        if self.restore_best_weights and self.best_weights is None:
-            self.best_weights = self.model.get_weights()
+        if self.restore_best_weights and self.best_weights is None:   # no progress ever: the first epoch's
+            self.best_weights, self.best_epoch = self.model.get_weights(), epoch
         self.wait += 1
         if is_improvement(current, self.best, self.mode, self.min_delta):
             self.best, self.best_epoch = current, epoch
@@ -47,11 +49,11 @@ class EarlyStopping(Callback):
         if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
             self.model.stop_training = True
-            if self.restore_best_weights and self.best_weights is not None:
-                if self.verbose:
-                    print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
-                self.model.set_weights(self.best_weights)
 
     def on_train_end(self, logs=None):
         if self.stopped_epoch > 0 and self.verbose:
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+        if self.restore_best_weights and self.best_weights is not None:
+            if self.verbose:
+                print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
+            self.model.set_weights(self.best_weights)

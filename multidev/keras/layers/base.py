@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import early_attributes, layer_losses, layer_state, tracked_lists, weight_paths
+from multidev.keras.layers import early_attributes, host_inputs, layer_losses, layer_state, tracked_lists, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -317,7 +317,9 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
         return outputs
 
     def _convert_inputs(self, inputs):
-        """numpy -> tensor, and floating inputs cast to a non-mixed policy's dtype (Keras autocasting)."""
+        """numpy -> tensor, floats cast to a non-mixed policy's dtype (Keras autocasting); text left for its layers."""
+        if isinstance(inputs, np.ndarray) and inputs.dtype.kind in "USO":
+            return host_inputs.text_input(self, inputs)
         if isinstance(inputs, np.ndarray) or _python_numbers(inputs):   # tf.keras: `layer([[2.0, 2.0, 2.0]])`
             inputs = torch.from_numpy(np.asarray(inputs))
         if self._dtype_policy.is_mixed:

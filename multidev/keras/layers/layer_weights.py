@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from multidev._core.eager_tensor import readable
 from multidev.keras import backend, initializers, regularizers
 from multidev.keras.layers import layer_state, weight_paths
 from multidev.values.variables import DistributedVariable
@@ -60,6 +61,11 @@ class KerasParameter(nn.Parameter):
 
     def numpy(self) -> np.ndarray:
         return self.detach().cpu().numpy().copy()   # a snapshot, as TensorFlow's numpy() is
+
+    def __getitem__(self, index):
+        """A slice that reads as TensorFlow's does: the time_series tutorial plots
+        ``linear.layers[0].kernel[:,0].numpy()`` (torch refuses numpy() on a tensor that requires grad)."""
+        return readable(torch.Tensor.__getitem__(self, index))
 
     def read_value(self) -> torch.Tensor:
         return self.detach().clone()

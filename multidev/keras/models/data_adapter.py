@@ -51,7 +51,15 @@ def is_array_structure(x) -> bool:
     return False
 
 
+def _is_text(x) -> bool:
+    """A numpy array of str (md.constant's text, md.data's batches of it)."""
+    return isinstance(x, np.ndarray) and (x.dtype.kind in "US" or x.dtype == object and x.size > 0 and all(
+        isinstance(v, (str, bytes)) for v in x.flat))
+
+
 def _convert(x):
+    if _is_text(x):   # kept for the model's first layer (text_classification's export_model.predict(examples))
+        return np.asarray(x, dtype=object)
     if isinstance(x, (list, tuple)) and x and all(isinstance(i, (np.ndarray, torch.Tensor)) for i in x):
         return [to_tensor(i) for i in x]
     if isinstance(x, dict):
@@ -60,7 +68,7 @@ def _convert(x):
 
 
 def _sizes(structure):
-    return [int(t.shape[0]) for t in flatten(structure) if isinstance(t, torch.Tensor)]
+    return [int(t.shape[0]) for t in flatten(structure) if isinstance(t, (torch.Tensor, np.ndarray))]
 
 
 def unpack_x_y_sample_weight(data):
@@ -127,6 +135,8 @@ class ArrayAdapter:
 
     def _take(self, idx):
         def take(t):
+            if isinstance(t, np.ndarray):   # text
+                return t[idx.numpy() if isinstance(idx, torch.Tensor) else idx]
             return t[idx] if isinstance(t, torch.Tensor) else t
         return pack_x_y_sample_weight(map_structure(take, self.x),
                                       map_structure(take, self.y) if self.y is not None else None,

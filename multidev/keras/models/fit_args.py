@@ -7,10 +7,19 @@ from __future__ import annotations
 import numbers
 
 
-def as_int(name: str, value, *, minimum: int, allow_none: bool = False) -> int | None:
-    """``value`` as a Python int (numpy integers included, bool refused) at least ``minimum``."""
+def as_int(name: str, value, *, minimum: int, allow_none: bool = False, whole_floats: bool = False) -> int | None:
+    """``value`` as a Python int (numpy integers included, bool refused) at least ``minimum``; with
+    ``whole_floats`` a float holding a whole number too (tf.keras 2 takes the imbalanced_data tutorial's
+    ``steps_per_epoch=np.ceil(2.0*neg/BATCH_SIZE)``; another float is refused: tf.keras 2 would run its
+    ceiling, Keras 3 refuses every float)."""
     if value is None and allow_none:
         return None
+    if whole_floats and isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
+        if not float(value).is_integer():
+            raise TypeError(f"`{name}` must be an integer or None. Received: {name}={value!r} (type "
+                            f"{type(value).__name__}), not a whole number: pass int(np.ceil({name})) for the "
+                            f"steps tf.keras 2 would run.")
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer{' or None' if allow_none else ''}. Received: {name}={value!r} "
                         f"(type {type(value).__name__}).")
@@ -43,6 +52,6 @@ def validation_freq(value) -> int | list[int]:
 def check_fit(epochs, initial_epoch, steps_per_epoch, validation_steps, split, freq) -> tuple:
     """All of ``fit``'s counting arguments, normalised; raises before any state changes."""
     return (as_int("epochs", epochs, minimum=0), as_int("initial_epoch", initial_epoch, minimum=0),
-            as_int("steps_per_epoch", steps_per_epoch, minimum=1, allow_none=True),
-            as_int("validation_steps", validation_steps, minimum=1, allow_none=True),
+            as_int("steps_per_epoch", steps_per_epoch, minimum=1, allow_none=True, whole_floats=True),
+            as_int("validation_steps", validation_steps, minimum=1, allow_none=True, whole_floats=True),
             validation_split(split), validation_freq(freq))

@@ -7,9 +7,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
+import torch
 
 f32 = np.float32     # Keras computes a schedule in the initial rate's dtype: float32
 
@@ -142,6 +144,34 @@ class CosineDecayRestarts(LearningRateSchedule):
 
 _CLASSES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay, PolynomialDecay,
                                     InverseTimeDecay, CosineDecay, CosineDecayRestarts)}
+
+
+def _steps(step):
+    """``step`` as a numpy array when it holds several steps (an array, list or tensor), else ``None``."""
+    if isinstance(step, torch.Tensor):
+        return step.detach().cpu().numpy() if step.dim() > 0 else None
+    if isinstance(step, (list, tuple, np.ndarray)):
+        steps = np.asarray(step)
+        return steps if steps.ndim > 0 else None
+    return None
+
+
+def _elementwise(call):
+    """A built-in schedule's ``__call__`` that also takes many steps at once, as Keras's: the
+    overfit_and_underfit tutorial plots ``lr_schedule(np.linspace(0, 100000))``. The rates come back
+    as a float32 tensor of the steps' shape (TensorFlow's: a float32 tensor)."""
+    @functools.wraps(call)
+    def schedule(self, step):
+        steps = _steps(step)
+        if steps is None:
+            return call(self, step)
+        rates = [call(self, s) for s in steps.reshape(-1).tolist()]
+        return torch.tensor(rates, dtype=torch.float32).reshape(steps.shape)
+    return schedule
+
+
+for _cls in _CLASSES.values():   # the built-ins only: a user's subclass computes on tensors itself
+    _cls.__call__ = _elementwise(_cls.__call__)
 
 
 def serialize(schedule) -> dict:
