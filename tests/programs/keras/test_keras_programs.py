@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_fresh
-from tests.programs.keras._expect_p92 import EXPECT_P74_ON   # p74+ (keras7), p84+ (keras8), p92+ (keras9)
+from tests.programs.keras._expect_p110 import EXPECT_P74_ON   # p74+ (keras7), p84+, p92+, p110+ (keras11)
 from tests.programs.keras._harness import PROGRAMS, parse
 
 if importlib.util.find_spec("keras") is None:

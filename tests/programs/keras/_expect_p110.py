@@ -1,0 +1,13 @@
+"""Expectations of the keras.io programs p110+ (keras11) for ``test_keras_programs.py``: the kinds and reasons, as
+there (``docs/keras3_parity.md``, "keras.io programs p110+"). ``EXPECT_P74_ON`` joins them to p74-p97's."""
+
+from __future__ import annotations
+
+from tests.programs.keras._expect_p74 import EQUAL, RUNS
+from tests.programs.keras._expect_p92 import EXPECT_P74_ON as _EXPECT_P74_P97
+
+EXPECT_P110 = {
+    # compute_loss returns a sum over the replica's tokens; a tracker made outside the scope; save/load_model
+    "p110_masked_language_modeling": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+}
+EXPECT_P74_ON = {**_EXPECT_P74_P97, **EXPECT_P110}
