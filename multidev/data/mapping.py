@@ -113,6 +113,9 @@ class MapDataset(_UnaryDataset):
             for element in self._input._iterate():
                 yield self._apply(element)
             return
+        # The pass's one draw from the caller's generator (the worker processes' seed) is made whichever workers
+        # the timing below picks: the program's random stream after the pass must not depend on the clock.
+        seed = processes.pass_seed()
         source = self._input._iterate()
         seconds, busy = [], []
         for element in itertools.islice(source, _CALIBRATION_CALLS):   # time a few calls in this thread
@@ -124,7 +127,7 @@ class MapDataset(_UnaryDataset):
         if len(seconds) < _CALIBRATION_CALLS:
             return
         if processes.choose_processes(processes.map_workers_mode(), min(seconds), sum(busy) / max(sum(seconds), 1e-9)):
-            mapper = processes.ProcessMapper(source, self._apply, workers, processes.chunk_size(min(seconds)))
+            mapper = processes.ProcessMapper(source, self._apply, workers, processes.chunk_size(min(seconds)), seed=seed)
         else:
             mapper = ParallelMapper(lambda: source, self._apply, workers, capacity=2 * workers)
         try:

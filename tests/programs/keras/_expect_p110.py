@@ -9,5 +9,13 @@ from tests.programs.keras._expect_p92 import EXPECT_P74_ON as _EXPECT_P74_P97
 EXPECT_P110 = {
     # compute_loss returns a sum over the replica's tokens; a tracker made outside the scope; save/load_model
     "p110_masked_language_modeling": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    # the whole graph on every replica, the replica's half of the node indices as the batch
+    "p111_gat_node_classification": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    # overridden trainable_weights, a custom loss returning the mean over a concatenated output
+    "p112_mixture_density_network": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    # predict and a Mean made outside the scope, in on_epoch_end
+    "p113_sklearn_metric_callback": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
+    # the seeded notebook run twice must give the same history (the program raises if not); parallel map
+    "p114_reproducibility_recipes": {"keras3": RUNS, "md2": EQUAL, "k3md2": EQUAL},
 }
 EXPECT_P74_ON = {**_EXPECT_P74_P97, **EXPECT_P110}
