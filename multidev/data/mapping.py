@@ -15,6 +15,7 @@ from multidev.data import processes
 from multidev.data import structure
 from multidev.data._checks import callable_arg, parallelism
 from multidev.data.dataset import Dataset, peeking, spec_of_element
+from multidev.data.inline import op_determinism_enabled
 from multidev.data.spec import TensorSpec
 from multidev.data.threads import ParallelMapper
 from multidev.data.transforms import _UnaryDataset
@@ -109,7 +110,7 @@ class MapDataset(_UnaryDataset):
             workers = auto_parallelism(self)
         if workers is not None:
             workers = map_threads(self, workers)
-        if workers is None or workers == 1:
+        if workers is None or workers == 1 or op_determinism_enabled():   # TF: serial under determinism
             for element in self._input._iterate():
                 yield self._apply(element)
             return

@@ -49,3 +49,35 @@ def test_prefetched_parallel_map_then_a_lazily_built_model_reproduces_under_a_se
     threads = weights_after_one_epoch("threads")
     for got in (weights_after_one_epoch("processes"), weights_after_one_epoch("threads")):
         assert all(torch.equal(a, b) for a, b in zip(threads, got))
+
+
+@pytest.fixture
+def op_determinism():
+    md.config.experimental.enable_op_determinism()
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(False)   # torch's global switch: leave the other tests as they were
+
+
+def _augmented_and_model_draws(parallel, prefetch):
+    """keras.io's augmentation idiom (a random draw in ``map``) read while the program draws too (Dropout)."""
+    md.keras.utils.set_random_seed(812)
+    ds = md.data.Dataset.from_tensor_slices(torch.ones(32, 2)).batch(4)
+    ds = ds.map(lambda x: x * md.keras.random.uniform(()), num_parallel_calls=parallel)
+    if prefetch is not None:
+        ds = ds.prefetch(prefetch)
+    seen = []
+    for epoch in range(2):
+        for batch in ds:
+            seen.append(float(batch[0, 0]))
+            seen.append(float(torch.rand(())))   # the model's draw between batches
+    return seen
+
+
+@pytest.mark.parametrize("parallel,prefetch", [(md.data.AUTOTUNE, md.data.AUTOTUNE), (4, 2), (None, 1)])
+def test_under_op_determinism_a_random_map_gives_the_serial_pipelines_draws(op_determinism, parallel, prefetch):
+    # TensorFlow runs a map with random ops serially and stops prefetching under enable_op_determinism
+    serial = _augmented_and_model_draws(None, None)
+    assert _augmented_and_model_draws(parallel, prefetch) == serial
+    assert _augmented_and_model_draws(parallel, prefetch) == serial   # and again: the same run after run

@@ -11,6 +11,7 @@ Dense 16 (64), batch 32 (64), 2 epochs.
 """
 
 import numpy as np
+import torch
 
 import multidev as md
 
@@ -26,6 +27,14 @@ def digits(rng, n):
 
 
 def run(keras, strategy, workdir, scale=1):
+    determinism = torch.are_deterministic_algorithms_enabled()
+    try:
+        return _run(keras, strategy, scale)
+    finally:   # the harness runs every program in one interpreter: the next ones as they were
+        torch.use_deterministic_algorithms(determinism)
+
+
+def _run(keras, strategy, scale):
     layers, initializers, ops = keras.layers, keras.initializers, keras.ops
     rng = np.random.RandomState(0)
     (train_images, train_labels), (test_images, test_labels) = digits(rng, 128 * scale), digits(rng, 32)
