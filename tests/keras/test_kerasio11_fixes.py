@@ -70,3 +70,57 @@ def test_functional_subclass_from_config_twice_gives_two_models():
 def test_subclass_with_its_own_init_is_still_built_from_its_config():
     revived = _OwnInit.from_config(_OwnInit(units=5, name="mine").get_config())
     assert isinstance(revived, _OwnInit) and revived.units == 5 and revived.name == "mine"
+
+
+class _WholeGraph(K.Model):
+    """keras.io's earlier GAT: ``call`` takes ``[node_states, edges]``, its own ``train_step`` gathers the batch's
+    node indices from every node's output (``fit`` gives indices, never the model's inputs)."""
+
+    def __init__(self, node_states, **kwargs):
+        super().__init__(**kwargs)
+        self.node_states = node_states
+        self.dense = K.layers.Dense(3)
+
+    def call(self, inputs):
+        node_states, scale = inputs
+        return self.dense(node_states) * scale
+
+    def train_step(self, data):
+        indices, labels = data
+        with md.GradientTape() as tape:
+            outputs = self([self.node_states, 1.0])
+            loss = self.compiled_loss(labels, K.ops.take(outputs, indices, axis=0))
+        grads = tape.gradient(loss, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+        return {"loss": loss}
+
+
+def _graph_fit(strategy):
+    K.utils.set_random_seed(3)
+    nodes = np.random.RandomState(0).normal(size=(10, 4)).astype("float32")
+    with strategy.scope():
+        model = _WholeGraph(K.ops.convert_to_tensor(nodes))
+        model.compile(loss=K.losses.SparseCategoricalCrossentropy(from_logits=True), optimizer="sgd")
+    return model, model.fit(np.arange(8), np.arange(8) % 3, batch_size=4, epochs=2, verbose=0)
+
+
+def test_own_train_step_whose_call_takes_other_inputs_builds_in_its_step_on_one_device():
+    model, history = _graph_fit(md.distribute.get_strategy())   # it failed: "too many values to unpack"
+    assert model.built and len(history.history["loss"]) == 2
+
+
+def test_on_replicas_it_says_to_build_the_model_before_fit():
+    with pytest.raises(ValueError, match=r"_WholeGraph.*Build it in the strategy's scope before fit") as info:
+        _graph_fit(md.distribute.MirroredStrategy(["/cpu:0"]))
+    assert "too many values to unpack" in str(info.value)   # the call's own error, named
+
+
+def test_built_before_fit_as_the_error_says_it_trains_on_replicas():
+    K.utils.set_random_seed(3)
+    strategy = md.distribute.MirroredStrategy(["/cpu:0"])
+    nodes = np.random.RandomState(0).normal(size=(10, 4)).astype("float32")
+    with strategy.scope():
+        model = _WholeGraph(K.ops.convert_to_tensor(nodes))
+        model([model.node_states, 1.0])
+        model.compile(loss=K.losses.SparseCategoricalCrossentropy(from_logits=True), optimizer="sgd")
+    assert len(model.fit(np.arange(8), np.arange(8) % 3, batch_size=4, epochs=2, verbose=0).history["loss"]) == 2
