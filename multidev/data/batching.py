@@ -23,7 +23,7 @@ from multidev.data import structure
 from multidev.data._checks import as_int, parallelism, positive
 from multidev.data.dataset import Dataset
 from multidev.data.spec import TensorSpec
-from multidev.data.threads import BackgroundIterator
+from multidev.data.inline import background
 from multidev.data.transforms import _UnaryDataset
 
 
@@ -80,7 +80,7 @@ class BatchDataset(_UnaryDataset):
         if self._num_parallel_calls is None:
             yield from self._batches()
             return
-        producer = BackgroundIterator(self._batches, capacity=2, name="md.data.batch")
+        producer = background(self._batches, capacity=2, name="md.data.batch")
         try:
             yield from producer
         finally:

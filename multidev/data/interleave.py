@@ -9,7 +9,7 @@ from multidev.data import cardinality as _card
 from multidev.data._checks import callable_arg, parallelism, positive
 from multidev.data.dataset import Dataset
 from multidev.data.mapping import call_unpacked
-from multidev.data.threads import BackgroundIterator
+from multidev.data.inline import background
 from multidev.data.transforms import _UnaryDataset
 
 
@@ -91,7 +91,7 @@ class InterleaveDataset(_UnaryDataset):
         if self._parallel is None:
             yield from self._interleaved()
             return
-        producer = BackgroundIterator(self._interleaved, capacity=8, name="md.data.interleave")
+        producer = background(self._interleaved, capacity=8, name="md.data.interleave")
         try:
             yield from producer
         finally:

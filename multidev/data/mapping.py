@@ -15,6 +15,7 @@ from multidev.data import processes
 from multidev.data import structure
 from multidev.data._checks import callable_arg, parallelism
 from multidev.data.dataset import Dataset, peeking, spec_of_element
+from multidev.data.inline import op_determinism_enabled
 from multidev.data.spec import TensorSpec
 from multidev.data.threads import ParallelMapper
 from multidev.data.transforms import _UnaryDataset
@@ -109,10 +110,13 @@ class MapDataset(_UnaryDataset):
             workers = auto_parallelism(self)
         if workers is not None:
             workers = map_threads(self, workers)
-        if workers is None or workers == 1:
+        if workers is None or workers == 1 or op_determinism_enabled():   # TF: serial under determinism
             for element in self._input._iterate():
                 yield self._apply(element)
             return
+        # The pass's one draw from the caller's generator (the worker processes' seed) is made whichever workers
+        # the timing below picks: the program's random stream after the pass must not depend on the clock.
+        seed = processes.pass_seed()
         source = self._input._iterate()
         seconds, busy = [], []
         for element in itertools.islice(source, _CALIBRATION_CALLS):   # time a few calls in this thread
@@ -124,7 +128,7 @@ class MapDataset(_UnaryDataset):
         if len(seconds) < _CALIBRATION_CALLS:
             return
         if processes.choose_processes(processes.map_workers_mode(), min(seconds), sum(busy) / max(sum(seconds), 1e-9)):
-            mapper = processes.ProcessMapper(source, self._apply, workers, processes.chunk_size(min(seconds)))
+            mapper = processes.ProcessMapper(source, self._apply, workers, processes.chunk_size(min(seconds)), seed=seed)
         else:
             mapper = ParallelMapper(lambda: source, self._apply, workers, capacity=2 * workers)
         try:

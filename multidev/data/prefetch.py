@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from multidev._core.errors import InvalidArgumentError
 from multidev.data._checks import as_int
-from multidev.data.threads import BackgroundIterator
+from multidev.data.inline import background
 from multidev.data.transforms import _UnaryDataset
 
 AUTOTUNE_PREFETCH = 4  # buffer used for AUTOTUNE: enough to hide jitter, small in memory
@@ -30,7 +30,7 @@ class PrefetchDataset(_UnaryDataset):
         if self._buffer_size == 0:
             yield from self._input._iterate()
             return
-        producer = BackgroundIterator(self._input._iterate, self._buffer_size)
+        producer = background(self._input._iterate, self._buffer_size)
         try:
             yield from producer
         finally:

@@ -188,7 +188,7 @@ class ProcessMapper:
     at most ``capacity`` tasks in flight, results in input order."""
 
     def __init__(self, source: Iterator, fn: Callable[[Any], Any], workers: int, chunk: int = 8,
-                 capacity: int | None = None):
+                 capacity: int | None = None, seed: int | None = None):
         import torch.multiprocessing as tmp
 
         self._token = next(_tokens)
@@ -196,7 +196,7 @@ class ProcessMapper:
         self._pool = tmp.get_context("fork").Pool(workers, initializer=_worker_init)
         self._source, self._chunk = source, max(1, chunk)
         self._capacity = capacity or 2 * workers
-        self._seed = int(torch.randint(0, 2**62, (1,)).item())   # one draw per pass: deterministic per seed
+        self._seed = pass_seed() if seed is None else seed   # one draw per pass: deterministic per seed
         self._count = itertools.count()
 
     def _submit(self, pending: deque) -> bool:
@@ -227,6 +227,12 @@ class ProcessMapper:
         _FUNCTIONS.pop(self._token, None)
 
 
+def pass_seed() -> int:
+    """One draw from the caller's torch generator: a parallel map's pass makes it on threads and on processes
+    alike (only processes use it), so which one timing picks never moves a seeded program's later draws."""
+    return int(torch.randint(0, 2**62, (1,)).item())
+
+
 def choose_processes(mode: str, seconds_per_call: float, busy_fraction: float = 1.0) -> bool:
     """Whether a parallel map runs on processes: ``mode`` is ``MULTIDEV_MAP_WORKERS`` ("auto", "threads"
     or "processes"); "auto" picks processes for calls that keep their thread busy (``busy_fraction``:
@@ -250,4 +256,5 @@ def map_workers_mode() -> str:
     return os.environ.get("MULTIDEV_MAP_WORKERS", "auto").strip().lower() or "auto"
 
 
-__all__ = ["ProcessMapper", "MapWorkerError", "available", "choose_processes", "chunk_size", "map_workers_mode"]
+__all__ = ["ProcessMapper", "MapWorkerError", "available", "choose_processes", "chunk_size", "map_workers_mode",
+           "pass_seed"]

@@ -21,3 +21,8 @@ def enable_op_determinism() -> None:
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
+
+
+def op_determinism_enabled() -> bool:
+    """Whether ``enable_op_determinism()`` is in effect (torch's deterministic algorithms are on)."""
+    return torch.are_deterministic_algorithms_enabled()

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
 
 from torch import nn
@@ -241,9 +242,9 @@ class Model(Trainer, Layer):
         """``cls(**config)``; a functional model's config (``layers``, ``input_layers``, ``output_layers``) read
         through ``md.keras.Model`` rebuilds the graph, as Keras 3's ``Model.from_config`` does."""
         functional = all(key in config for key in ("name", "layers", "input_layers", "output_layers"))
-        if functional and cls is Model:
+        if functional and (cls is Model or _takes_functional_arguments(cls)):
             from multidev.keras.models.functional import Functional
-            return Functional.from_config(config, custom_objects)
+            return Functional.from_config.__func__(Functional if cls is Model else cls, config, custom_objects)
         if cls is Model and "layers" in config:
             raise ValueError(
                 f"Unrecognized keyword arguments passed to Model: {sorted(set(config) - {'name', 'trainable'})!r}: "
@@ -281,6 +282,17 @@ def _functional_arguments(args, kwargs) -> bool:
         return False
     flat = flatten(inputs)
     return bool(flat) and all(isinstance(t, KerasTensor) for t in flat)
+
+
+def _takes_functional_arguments(cls) -> bool:
+    """Keras 3's rule for reviving a subclass's functional config as that class: its ``__init__`` is Model's own
+    takes Functional's arguments or ``(*args, **kwargs)`` (keras.io's MaskedLanguageModel overrides only
+    ``compute_loss``); a subclass with its own arguments is built from ``cls(**config)``."""
+    from multidev.keras.models.functional import Functional
+
+    spec = inspect.getfullargspec(cls.__init__)
+    return (spec.args[1:] == inspect.getfullargspec(Functional.__init__).args[1:]
+            or (spec.varargs is not None and spec.varkw is not None))
 
 
 _FUNCTIONAL_SUBCLASSES: dict = {}

@@ -75,8 +75,25 @@ def build_before_step(model, data, scope=None) -> None:
     from multidev.keras.models.data_adapter import unpack_x_y_sample_weight
 
     x, _, _ = unpack_x_y_sample_weight(data)
-    with scope or contextlib.nullcontext(), torch.no_grad(), random.unconsumed():   # one device makes no such
-        model(x, training=False)                                                    # pass: draw nothing
+    try:
+        with scope or contextlib.nullcontext(), torch.no_grad(), random.unconsumed():   # one device makes no such
+            model(x, training=False)                                                    # pass: draw nothing
+    except Exception as err:   # noqa: BLE001 - only a model with its own train_step gets past it
+        if not _own_train_step(model):
+            raise
+        if scope is not None:   # replicas must find the weights made, as distributed variables
+            raise ValueError(
+                f"{type(model).__name__} is not built, and its call failed on fit's x ({type(err).__name__}: {err}). "
+                "Build it in the strategy's scope before fit: call it once on the inputs its own train_step gives it "
+                "(keras.io's GAT: model([node_states, edges])). md.keras builds a model before its first step on "
+                "replicas by calling it on fit's x, so that its weights are distributed variables.") from err
+        # one device: the step builds it when it calls the model, as tf.keras 2's traced train_step does
+
+
+def _own_train_step(model) -> bool:
+    from multidev.keras.models.trainer import Trainer
+
+    return type(model).train_step is not Trainer.train_step
 
 
 def _layers_built(model) -> bool:

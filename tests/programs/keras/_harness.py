@@ -138,6 +138,28 @@ def parse(stdout: str) -> dict:
     return json.loads(lines[-1][len(MARKER):])
 
 
+def report_in_parallel(programs=PROGRAMS, parts=2, timeout=600) -> dict:
+    """The report of ``programs``, run as ``parts`` interleaved slices at once, each in a fresh interpreter (each
+    configures its own logical CPUs): on CI's 2 cores the slices overlap, and no interpreter nears the timeout."""
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.programs.keras._harness", *programs[i::parts]], cwd=root,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(parts)]
+    report = {}
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            if proc.returncode != 0:
+                raise RuntimeError(f"harness slice failed (rc={proc.returncode}):\n{out[-3000:]}\n{err[-3000:]}")
+            report.update(parse(out))
+    finally:
+        for proc in procs:
+            proc.kill()
+    return report
+
+
 if __name__ == "__main__":
     keras, md = setup()
     selected = sys.argv[1:] or PROGRAMS

@@ -1,7 +1,7 @@
 """keras.io programs run three ways (Keras 3 one device, md.keras on 2 replicas, Keras 3 on multidev on
 2 replicas): what runs unchanged and equals one device is asserted; what does not is an xfail naming why.
 
-All runs happen in one fresh interpreter (it configures 2 logical CPUs); see ``_harness.py``. Timings
+The runs happen in two fresh interpreters at once (each configures 2 logical CPUs); see ``_harness.py``. Timings
 are not asserted: ``benchmarks/keras_programs.py`` measures them (benchmarks/RESULTS.md).
 Non-strict xfails are cases another helper of issue 29 fixes in parallel ("kcorrect": md.keras
 correctness; "k3": Keras 3 on multidev): they turn into passes after the merge.
@@ -16,9 +16,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import run_fresh
-from tests.programs.keras._expect_p98 import EXPECT_P74_ON   # p74+ (keras7), p84+ (keras8), p92+, p98+
-from tests.programs.keras._harness import PROGRAMS, parse
+from tests.programs.keras._expect_p110 import EXPECT_P74_ON   # p74+ (keras7), p84+, p92+, p98+, p110+
+from tests.programs.keras._harness import PROGRAMS, report_in_parallel
 
 if importlib.util.find_spec("keras") is None:
     pytest.skip("Keras 3 is not installed (pip install 'multidev[keras3]')", allow_module_level=True)
@@ -249,9 +248,7 @@ EXPECT = {**EXPECT_P74_ON,   # p74+: _expect_p74.py, p84+: _expect_p84.py (docs/
 
 @pytest.fixture(scope="module")
 def report():
-    proc = run_fresh("import runpy; runpy.run_module('tests.programs.keras._harness', run_name='__main__')",
-                     timeout=600)
-    return parse(proc.stdout)
+    return report_in_parallel()   # two fresh interpreters at once (each configures 2 logical CPUs)
 
 
 def _cases():
