@@ -8,7 +8,8 @@ group, so the helper would skip its all-reduce and each replica would divide by 
 silently apart from DDP's (whose ranks divide by the global count). So, while a strategy of more than one
 replica in sync runs a step and no process group exists, the program's question is refused, naming the
 replica context's ``all_reduce``. torch's own callers (SyncBatchNorm, the profiler, torch.compile),
-multidev's, and transformers' ``generate`` (``_COORDINATING``) get torch's answer, as does every caller outside ``strategy.run`` (timm's ``args.distributed``).
+multidev's, and transformers' ``generate`` (``_COORDINATING``) get torch's answer, as does every caller
+outside ``strategy.run`` (timm's ``args.distributed``).
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ def is_dist_avail_and_initialized():   # DETR's util/misc.py
     return True
 
 strategy = md.distribute.MirroredStrategy()
-counts = strategy.experimental_distribute_values_from_function(lambda ctx: torch.tensor(float(ctx.replica_id_in_sync_group + 1)))
+counts = strategy.experimental_distribute_values_from_function(
+    lambda ctx: torch.tensor(float(ctx.replica_id_in_sync_group + 1)))
 
 def fcos(num_pos):
     return reduce_sum(num_pos) / get_world_size()

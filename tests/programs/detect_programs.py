@@ -174,7 +174,8 @@ class ToyFCOS(nn.Module):
     def __init__(self, num_pos_avg):
         super().__init__()
         self.backbone = Backbone()
-        self.cls_logits, self.bbox_pred, self.centerness = nn.Conv2d(8, CLASSES, 1), nn.Conv2d(8, 4, 1), nn.Conv2d(8, 1, 1)
+        self.cls_logits, self.bbox_pred = nn.Conv2d(8, CLASSES, 1), nn.Conv2d(8, 4, 1)
+        self.centerness = nn.Conv2d(8, 1, 1)
         self.num_pos_avg = num_pos_avg
 
     def forward(self, images, targets=None):
