@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from multidev.data.combine import ZippedDict, ZippedTuple
+from multidev.distribute.example_lists import example_count, split_examples
 from multidev.values.distributed import flatten, map_structure
 
 
@@ -23,6 +24,9 @@ def leading_size(element: Any) -> int:
     parts = zipped_parts(element)
     if parts is not None:
         return max(leading_size(p) for p in parts)
+    examples = example_count(element)   # torchvision's detection batches: tuples of images and of targets
+    if examples is not None:
+        return examples
     sizes = set()
     for leaf in flatten(element):
         if isinstance(leaf, torch.Tensor):
@@ -123,5 +127,8 @@ def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_
     batched to different sizes: each part on its own, ``_split_zipped``)."""
     if zipped_parts(element) is not None:
         return _split_zipped(element, num_replicas)
+    if example_count(element) is not None:
+        return split_examples(element, split_sizes(example_count(element), num_replicas, static_batch_size,
+                                                   fill_in_order))
     return _split_rows(element, split_sizes(leading_size(element), num_replicas, static_batch_size, fill_in_order))
 

@@ -30,6 +30,7 @@ from multidev.distribute.input_options import (InputContext, InputOptions, Input
 from multidev.distribute.input_agreement import batch_print, check_same_first_batch, reads_torch
 from multidev.distribute.pipeline_random import RoundStreams, shared_generators
 from multidev.distribute.batch_split import leading_size, split_element
+from multidev.distribute.example_lists import example_count, pack_examples
 from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
                                                check_sampled_batch, sampled_batch_minimum,
                                                equal_on_every_worker, loader_batch_sizes, reads_worker_share)
@@ -54,10 +55,8 @@ def _replica_slice_spec(spec: Any, num_replicas_in_sync: int) -> Any:
 
 
 def _to_device(element: Any, device: torch.device) -> Any:
-    return map_structure(
-        lambda leaf: leaf.to(device, non_blocking=True) if isinstance(leaf, torch.Tensor) and leaf.device != device else leaf,
-        element,
-    )
+    return map_structure(lambda leaf: leaf.to(device, non_blocking=True)
+                         if isinstance(leaf, torch.Tensor) and leaf.device != device else leaf, element)
 
 
 def _empty_like(element: Any) -> Any:
@@ -131,8 +130,9 @@ class _DistributedBase:
     def _pack(self, parts: list) -> Any:
         if len(parts) == 1:
             return parts[0]
-        leaves = [flatten(p) for p in parts]
-        return pack_as(parts[0], [PerReplica(column) for column in zip(*leaves)])
+        if any(example_count(p) is not None for p in parts):   # lists of examples, of each replica's length
+            return pack_examples(parts)
+        return pack_as(parts[0], [PerReplica(column) for column in zip(*(flatten(p) for p in parts))])
 
     def _fetch_ahead(self) -> bool:
         fetch = self._options.experimental_fetch_to_device

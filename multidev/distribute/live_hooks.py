@@ -139,7 +139,7 @@ def _lazy(module: str) -> Installer:
 
 #: What every strategy needs while it lives; front ends add theirs (``front_end.register``).
 STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "optimizer_hooks", "optimizer_calls",
-                                                               "scheduler_hooks",
+                                                               "scheduler_hooks", "distributed_queries",
                                                                "module_transforms", "grad_scaler_hooks", "swa_hooks",
                                                                "torch_distributed_hooks", "random_state_hooks",
                                                                "host_random", "shared_leaves", "rnn_hooks",

@@ -1,0 +1,94 @@
+"""Run the programs of ``detect_programs.py`` / ``detect_programs2.py`` and write their results as JSON into the
+directory given:
+
+    MULTIDEV_LOGICAL_CPUS=2 python tests/programs/detect_run.py OUT_DIR   # MirroredStrategy, 2 replicas
+    RANK=r WORLD_SIZE=2 MASTER_ADDR=... MASTER_PORT=... python tests/programs/detect_run.py OUT_DIR   # DDP
+    multidev launch --workers 2 tests/programs/detect_run.py OUT_DIR   # MultiWorkerMirroredStrategy
+
+``DETECT_ONLY=name,name`` runs those programs only (to debug one). The DDP run imports no multidev.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import detect_programs as programs  # noqa: E402
+import detect_programs2 as programs2  # noqa: E402
+from process_exit import leave_process_group  # noqa: E402
+from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
+
+ALL = {f.__name__: f for f in (
+    programs.yolo_detection, programs.yolo_reduce_dict_as_printed, programs.yolo_three_images_three_boxes,
+    programs.fcos_num_pos_as_printed, programs.fcos_num_pos_ported, programs2.unet_segmentation,
+    programs2.unet_segmentation_mixed_sizes, programs2.unet_segmentation_mixed_sizes_padded_in_step,
+    programs2.mask_instances)}
+if os.environ.get("DETECT_ONLY"):
+    ALL = {name: ALL[name] for name in os.environ["DETECT_ONLY"].split(",")}
+
+
+class DetDdpPort(DdpPort):
+    """A DDP rank: its own loader's batches, the consecutive half of each global batch's examples collated by
+    the program's ``collate_fn`` (a tuple of images and of targets; ``cat_list``'s padding to the rank's own
+    largest image)."""
+
+    def distribute(self, loader):
+        for indices in loader.batch_sampler:
+            mine = torch.tensor_split(torch.tensor(indices), self.world)[self.rank].tolist()
+            yield loader.collate_fn([loader.dataset[i] for i in mine])
+
+    def reduce_sum(self, tensor):
+        return programs.reduce_sum(tensor)   # FCOS's, with its process group
+
+    def world_size(self):
+        return torch.distributed.get_world_size()
+
+
+class DetMirroredPort(MirroredPort):
+    """The multidev port; ``reduce_sum`` is the line a port writes for FCOS's ``reduce_sum`` in the step."""
+
+    def reduce_sum(self, tensor):
+        import multidev as md
+        return md.distribute.get_replica_context().all_reduce("sum", tensor)
+
+    def world_size(self):
+        import multidev as md
+        return md.distribute.get_replica_context().num_replicas_in_sync
+
+
+def _write(out_dir: str, name: str, results: dict) -> None:
+    with open(os.path.join(out_dir, name), "w") as f:
+        json.dump(results, f)
+
+
+def main_multidev(out_dir: str) -> None:
+    import multidev as md
+    strategy = md.distribute.MirroredStrategy()
+    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
+    port = DetMirroredPort(strategy)
+    _write(out_dir, "detect_multidev.json", {name: _recorded(program, port) for name, program in ALL.items()})
+
+
+def main_workers(out_dir: str) -> None:
+    import multidev as md
+    strategy = md.distribute.MultiWorkerMirroredStrategy()
+    port = DetMirroredPort(strategy)
+    results = {name: _recorded(program, port) for name, program in ALL.items()}
+    _write(out_dir, f"detect_worker{strategy.extended.worker_index}.json", results)
+
+
+def main_ddp(out_dir: str) -> None:
+    torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    port = DetDdpPort()
+    results = {name: _recorded(program, port) for name, program in ALL.items()}
+    if port.rank == 0:
+        _write(out_dir, "detect_ddp.json", results)
+    leave_process_group()
+
+
+if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
+    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
