@@ -8,7 +8,8 @@ group, so the helper would skip its all-reduce and each replica would divide by 
 silently apart from DDP's (whose ranks divide by the global count). So, while a strategy of more than one
 replica in sync runs a step and no process group exists, the program's question is refused, naming the
 replica context's ``all_reduce``. torch's own callers (SyncBatchNorm, the profiler, torch.compile),
-multidev's, and transformers' ``generate`` (``_COORDINATING``) get torch's answer, as does every caller
+multidev's, transformers' ``generate``, torchmetrics' metrics and Lightning's and Accelerate's utilities
+(``_COORDINATING``) get torch's answer, as does every caller
 outside ``strategy.run`` (timm's ``args.distributed``).
 """
 
@@ -33,9 +34,12 @@ _FIX = (
     "value, axis=None) after strategy.run. See docs/ddp_port.md, 'Detection and segmentation'.")
 
 
-#: Callers whose question decides only how processes coordinate, never a loss (transformers' ``generate``
-#: asks the world size for ``synced_gpus``, which FSDP and DeepSpeed need): they get torch's answer.
-_COORDINATING = ("transformers.generation", "transformers.pipelines")
+#: Callers whose question decides only how processes coordinate or when a metric syncs, never a loss
+#: (transformers' ``generate`` asks for ``synced_gpus``; torchmetrics' ``Metric.forward`` asks at every batch,
+#: and syncs only in ``compute``, after the runs, as under DDP; Lightning's and Accelerate's own utilities):
+#: they get torch's answer.
+_COORDINATING = ("transformers.generation", "transformers.pipelines", "torchmetrics", "lightning",
+                 "pytorch_lightning", "lightning_fabric", "lightning_utilities", "accelerate")
 
 
 def _program_asks(frame: Any, depth: int = 6) -> bool:
