@@ -12,6 +12,8 @@ in 30 of the seq2seq tutorial under load). Now, in replica context, a module who
 distributed variables keeps the variables themselves in the list (every replica writes the same
 list, so the write is harmless), and the recurrent op picks the calling replica's copies through the
 variable's ``__torch_function__``, as any op on a variable does. Elsewhere torch's method runs as is.
+A weight computed at each call (``parametrizations.weight_norm``, AWD-LSTM's ``WeightDrop``) is not in
+``_parameters``: the list holds the replica's computed tensor, and is written per replica.
 
 A state made for the global batch (a DDP program's ``model.init_hidden(batch_size)`` with its loader's
 batch size, the global batch once ported) got only torch's "Expected hidden[0] size (1, 4, 6), got
@@ -39,6 +41,8 @@ def _keep_variables(original: Callable[[torch.nn.RNNBase], None]) -> Callable[[t
         stored = [dict.get(self._parameters, name) for name in self._flat_weights_names]
         if not any(isinstance(v, DistributedVariable) for v in stored):
             return original(self)   # a module built inside the step: the replica's own
+        if any(v is None for v in stored):   # weights computed per call: each replica's own list
+            return _per_replica_weights(self, stored)
         if any(w is not v for w, v in zip(self._flat_weights, stored)):
             self._flat_weights = stored
             self._flat_weight_refs = [None if v is None else weakref.ref(v) for v in stored]
@@ -46,6 +50,17 @@ def _keep_variables(original: Callable[[torch.nn.RNNBase], None]) -> Callable[[t
 
     _update_flat_weights._multidev_wrapped = True
     return _update_flat_weights
+
+
+def _per_replica_weights(self: torch.nn.RNNBase, stored: list) -> None:
+    """A weight missing from ``_parameters`` is computed at each call (a parametrization, the legacy
+    ``weight_norm``'s pre-hook, AWD-LSTM's ``WeightDrop`` setting it in ``forward``) from the calling replica's
+    copies: torch's ``getattr`` of each name, as its own rebuild does, in a list written per replica
+    (``replica_attributes`` keeps a module's tensor lists per replica), so no replica runs on another's."""
+    names = self._flat_weights_names
+    weights = [v if v is not None else getattr(self, name, None) for name, v in zip(names, stored)]
+    self._flat_weights = weights
+    self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in weights]
 
 
 def _refuse_global_state(original: Callable[..., None]) -> Callable[..., None]:
