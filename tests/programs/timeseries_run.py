@@ -1,4 +1,4 @@
-"""Run the programs of ``timeseries_programs.py`` / ``timeseries_programs2.py`` and write their results as JSON
+"""Run the programs of ``timeseries_programs*.py`` and write their results as JSON
 into the directory given:
 
     MULTIDEV_LOGICAL_CPUS=2 python tests/programs/timeseries_run.py OUT_DIR   # MirroredStrategy, 2 replicas
@@ -19,10 +19,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timeseries_programs import TIMESERIES  # noqa: E402
 from timeseries_programs2 import TIMESERIES2  # noqa: E402
+from timeseries_programs3 import TIMESERIES3  # noqa: E402
 from process_exit import leave_process_group  # noqa: E402
 from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
 
-ALL = {**TIMESERIES, **TIMESERIES2}
+ALL = {**TIMESERIES, **TIMESERIES2, **TIMESERIES3}
 if os.environ.get("TIMESERIES_ONLY"):
     ALL = {name: ALL[name] for name in os.environ["TIMESERIES_ONLY"].split(",")}
 
