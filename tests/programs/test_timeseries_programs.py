@@ -20,6 +20,10 @@ GLOBAL_STATE = ("ValueError: the LSTM's hidden state holds 8 rows for a replica'
 REFUSED = {   # program -> what the error says (MirroredStrategy and the launched workers alike)
     "stateful_module_init_hidden": GLOBAL_STATE,
     "carried_hidden_global_init": GLOBAL_STATE,
+    # left as found: the assignment to a buffer's name is written into the replica's copy in place, which the
+    # LSTM saved for backward (DDP rebinds the buffer; multidev's variable keeps its storage): torch's error
+    "stateful_buffer_state": "RuntimeError: one of the variables needed for gradient computation has been "
+                             "modified by an inplace operation",
 }
 REFUSED_MIRRORED = {   # a worker's one replica gives back plain tensors, which repackage_hidden detaches as DDP
     **REFUSED, "carried_hidden_detached_outside": "TypeError: PerReplica is not iterable: use "

@@ -169,4 +169,41 @@ def lstmcell_weight_norm_cached(port) -> dict:
     return {**port.weights(model), "log": log}
 
 
-TIMESERIES3 = {f.__name__: f for f in (awd_lstm_weight_drop, gru_weight_norm_carried, lstmcell_weight_norm_cached)}
+class BufferStateLSTM(nn.Module):
+    """The state in non-persistent buffers sized for one rank's batch, replaced in ``forward``."""
+
+    def __init__(self, batch_size, n_hidden=6):
+        super().__init__()
+        self.lstm = nn.LSTM(1, n_hidden, batch_first=True)
+        self.fc = nn.Linear(n_hidden, 1)
+        self.register_buffer("h", torch.zeros(1, batch_size, n_hidden), persistent=False)
+        self.register_buffer("c", torch.zeros(1, batch_size, n_hidden), persistent=False)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x, (self.h, self.c))
+        self.h, self.c = h.detach(), c.detach()   # assigned to the buffers' names: torch replaces the buffers
+        return self.fc(out)
+
+
+def stateful_buffer_state(port) -> dict:
+    """DDP broadcasts rank 0's buffers at every forward (``broadcast_buffers=True``): rank 1 runs on rank 0's
+    state; per replica, each replica's own state is a buffer that differs between replicas."""
+    torch.manual_seed(77)
+    with port.scope():
+        model = BufferStateLSTM(GLOBAL_BATCH // 2).double()
+        optimizer = optim.Adam(model.parameters(), lr=0.03)
+    model = port.wrap(model)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    log = [port.mean(port.run(step, args=batch)) for batch in port.distribute(_streams(78))]
+    return {**port.weights(model), "log": log}
+
+
+TIMESERIES3 = {f.__name__: f for f in (awd_lstm_weight_drop, gru_weight_norm_carried, lstmcell_weight_norm_cached,
+                                       stateful_buffer_state)}
