@@ -12,6 +12,13 @@ in 30 of the seq2seq tutorial under load). Now, in replica context, a module who
 distributed variables keeps the variables themselves in the list (every replica writes the same
 list, so the write is harmless), and the recurrent op picks the calling replica's copies through the
 variable's ``__torch_function__``, as any op on a variable does. Elsewhere torch's method runs as is.
+A weight computed at each call (``parametrizations.weight_norm``, AWD-LSTM's ``WeightDrop``) is not in
+``_parameters``: the list holds the replica's computed tensor, and is written per replica.
+
+A state made for the global batch (a DDP program's ``model.init_hidden(batch_size)`` with its loader's
+batch size, the global batch once ported) got only torch's "Expected hidden[0] size (1, 4, 6), got
+[1, 8, 6]" in every replica; ``check_hidden_size`` now says, in a replica of several, that the state has
+more rows than the replica's batch and how to make it per replica.
 
 Installed while a strategy lives (``live_hooks``).
 """
@@ -34,6 +41,8 @@ def _keep_variables(original: Callable[[torch.nn.RNNBase], None]) -> Callable[[t
         stored = [dict.get(self._parameters, name) for name in self._flat_weights_names]
         if not any(isinstance(v, DistributedVariable) for v in stored):
             return original(self)   # a module built inside the step: the replica's own
+        if any(v is None for v in stored):   # weights computed per call: each replica's own list
+            return _per_replica_weights(self, stored)
         if any(w is not v for w, v in zip(self._flat_weights, stored)):
             self._flat_weights = stored
             self._flat_weight_refs = [None if v is None else weakref.ref(v) for v in stored]
@@ -43,12 +52,47 @@ def _keep_variables(original: Callable[[torch.nn.RNNBase], None]) -> Callable[[t
     return _update_flat_weights
 
 
+def _per_replica_weights(self: torch.nn.RNNBase, stored: list) -> None:
+    """A weight missing from ``_parameters`` is computed at each call (a parametrization, the legacy
+    ``weight_norm``'s pre-hook, AWD-LSTM's ``WeightDrop`` setting it in ``forward``) from the calling replica's
+    copies: torch's ``getattr`` of each name, as its own rebuild does, in a list written per replica
+    (``replica_attributes`` keeps a module's tensor lists per replica), so no replica runs on another's."""
+    names = self._flat_weights_names
+    weights = [v if v is not None else getattr(self, name, None) for name, v in zip(names, stored)]
+    self._flat_weights = weights
+    self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in weights]
+
+
+def _refuse_global_state(original: Callable[..., None]) -> Callable[..., None]:
+    def check_hidden_size(self: torch.nn.RNNBase, hx: torch.Tensor, expected_hidden_size, *args, **kwargs) -> None:
+        env = context.replica_env()
+        if env is not None and env.num_replicas_in_sync > 1 and len(expected_hidden_size) == 3 == hx.dim() \
+                and hx.size(1) > expected_hidden_size[1] and (hx.size(0), hx.size(2)) == (
+                    expected_hidden_size[0], expected_hidden_size[2]):
+            raise ValueError(
+                f"the {type(self).__name__}'s hidden state holds {hx.size(1)} rows for a replica's batch of "
+                f"{expected_hidden_size[1]} ({env.num_replicas_in_sync} replicas in sync): it was made for the "
+                f"global batch (hidden size {list(hx.size())!r}, expected {list(expected_hidden_size)!r}). Each "
+                "replica runs on its slice of the batch, as each DDP rank does: make the state in the step from "
+                "the replica's batch (model.init_hidden(x.size(0))), or from the global batch size // "
+                "strategy.num_replicas_in_sync, or pass None on the first step and carry strategy.run's output "
+                "(each replica's own state) to the next.")
+        return original(self, hx, expected_hidden_size, *args, **kwargs)
+
+    check_hidden_size._multidev_wrapped = True
+    return check_hidden_size
+
+
 def install() -> Callable[[], None]:
-    """Wrap ``torch.nn.RNNBase._update_flat_weights``; returns the function that unwraps it."""
+    """Wrap ``torch.nn.RNNBase._update_flat_weights`` and ``check_hidden_size``; returns the function that
+    unwraps them."""
     original = torch.nn.RNNBase.__dict__["_update_flat_weights"]
+    check = torch.nn.RNNBase.__dict__["check_hidden_size"]
     torch.nn.RNNBase._update_flat_weights = _keep_variables(original)
+    torch.nn.RNNBase.check_hidden_size = _refuse_global_state(check)
 
     def remove() -> None:
         torch.nn.RNNBase._update_flat_weights = original
+        torch.nn.RNNBase.check_hidden_size = check
 
     return remove
