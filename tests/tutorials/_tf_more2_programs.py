@@ -1,0 +1,378 @@
+"""TensorFlow's images/cnn, images/classification, load_data/numpy, load_data/csv and customization/basics
+tutorials, written once for ``tf`` = TensorFlow or multidev.
+
+``python tests/tutorials/_tf_more2_programs.py tf|md [name,...]`` prints one JSON dict
+``{program: {observation: value}}`` (``test_tf_more2_tutorials.py``). Programs run on one device
+("<name>/1") and under a MirroredStrategy over 2 logical CPUs ("<name>/2"), except ``basics``.
+
+Data is made here (never downloaded): CIFAR-shaped and MNIST-shaped arrays, PNG files in class folders
+(the flowers' layout), and abalone/titanic-shaped tables. Each training set is one batch (so fit's
+shuffle only reorders a sum); layer weights are set from a fixed pattern after build; epochs are fewer.
+Substitutions (md refuses these TF names, naming the torch function): ``tf.nn.softmax``,
+``tf.random.uniform``, ``tf.linalg.matmul`` (torch's on md).
+"""
+
+import json
+import os
+import sys
+import struct
+import tempfile
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+from _tf_core_common import (IS_TF, copies_agree, deterministic, history, images, raised, rnd,  # noqa: E402
+                             scope, softmax, tf)
+
+if IS_TF:
+    uniform, matmul = tf.random.uniform, tf.linalg.matmul
+else:
+    import torch
+    def uniform(shape):
+        return torch.rand(*shape)
+
+    def matmul(a, b):   # TF makes int32 tensors of Python ints
+        return torch.matmul(torch.tensor(a, dtype=torch.int32), torch.tensor(b, dtype=torch.int32))
+
+
+def _fixed(model):
+    for layer in model.layers:
+        if layer.get_weights():
+            deterministic(layer)
+    return model
+
+
+def cnn(replicas):
+    rng = np.random.RandomState(5)
+    train_images = rng.randint(0, 256, (32, 32, 32, 3)).astype("uint8")
+    train_labels = rng.randint(0, 10, (32, 1)).astype("uint8")
+    test_images = rng.randint(0, 256, (16, 32, 32, 3)).astype("uint8")
+    test_labels = rng.randint(0, 10, (16, 1)).astype("uint8")
+    train_images, test_images = train_images / 255.0, test_images / 255.0
+    layers, models = tf.keras.layers, tf.keras.models
+    with scope(replicas):
+        model = models.Sequential()
+        model.add(layers.Conv2D(32, (3, 3), activation='relu', input_shape=(32, 32, 3)))
+        model.add(layers.MaxPooling2D((2, 2)))
+        model.add(layers.Conv2D(64, (3, 3), activation='relu'))
+        model.add(layers.MaxPooling2D((2, 2)))
+        model.add(layers.Conv2D(64, (3, 3), activation='relu'))
+        model.add(layers.Flatten())
+        model.add(layers.Dense(64, activation='relu'))
+        model.add(layers.Dense(10))
+        _fixed(model)
+        model.compile(optimizer='adam',
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=['accuracy'])
+    out = {"params": model.count_params(), "output_shape": list(model.layers[4].output_shape[1:])}
+    h = model.fit(train_images, train_labels, epochs=3, validation_data=(test_images, test_labels), verbose=0)
+    out["history"] = history(h)
+    test_loss, test_acc = model.evaluate(test_images, test_labels, verbose=2)
+    out["test"] = rnd([test_loss, test_acc], 4)
+    out["copies_agree"] = copies_agree(model.trainable_variables)
+    return out
+
+
+def _png(path, pixels):
+    """An RGB PNG file written with zlib (no imaging library on either side)."""
+    raw = b"".join(b"\0" + row.tobytes() for row in pixels)
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    header = struct.pack(">IIBBBBB", pixels.shape[1], pixels.shape[0], 8, 2, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+                + chunk(b"IEND", b""))
+
+
+def _write_flowers(root, per_class=8, size=20):
+    rng = np.random.RandomState(7)
+    for c, name in enumerate(["daisy", "dandelion", "roses", "sunflowers", "tulips"]):
+        os.makedirs(os.path.join(root, name))
+        for i in range(per_class):
+            pixels = rng.randint(0, 120, (size, size, 3)) + 25 * c * (np.arange(3) == c % 3)
+            _png(os.path.join(root, name, f"{i}.png"), pixels.clip(0, 255).astype("uint8"))
+
+
+def _load_img_array(path, size):
+    """The page's ``img_to_array(load_img(path, target_size=size))``: tf_keras's needs PIL, which
+    the TensorFlow venv lacks, so TF decodes and resizes with tf.io/tf.image instead."""
+    if IS_TF:
+        return tf.image.resize(tf.io.decode_png(tf.io.read_file(path), channels=3), size)
+    img = tf.keras.utils.load_img(path, target_size=size)
+    return tf.keras.utils.img_to_array(img)
+
+
+def classification(replicas):
+    data_dir = os.path.abspath("flower_photos")
+    _write_flowers(data_dir)
+    batch_size, img_height, img_width = 32, 16, 16   # the page's 180x180 images are 20x20 PNGs here
+    out = {}
+    train_ds = tf.keras.utils.image_dataset_from_directory(
+        data_dir, validation_split=0.2, subset="training", seed=123,
+        image_size=(img_height, img_width), batch_size=batch_size)
+    val_ds = tf.keras.utils.image_dataset_from_directory(
+        data_dir, validation_split=0.2, subset="validation", seed=123,
+        image_size=(img_height, img_width), batch_size=batch_size)
+    class_names = train_ds.class_names
+    out["class_names"] = class_names
+    for image_batch, labels_batch in train_ds:
+        out["batch_shapes"] = [list(image_batch.shape), list(labels_batch.shape)]
+        break
+    out["val_labels"] = sorted(int(v) for _, y in val_ds for v in np.asarray(y))
+    AUTOTUNE = tf.data.AUTOTUNE
+    train_ds = train_ds.cache().shuffle(1000).prefetch(buffer_size=AUTOTUNE)
+    val_ds = val_ds.cache().prefetch(buffer_size=AUTOTUNE)
+    normalization_layer = tf.keras.layers.Rescaling(1. / 255)
+    normalized_ds = train_ds.map(lambda x, y: (normalization_layer(x), y))
+    image_batch, labels_batch = next(iter(normalized_ds))
+    first_image = image_batch[0]
+    first_image = first_image if IS_TF else first_image.numpy()   # np.min(torch tensor): TypeError (torch's)
+    out["pixel_range"] = rnd([np.min(first_image), np.max(first_image)], 4)
+    out["pixel_sum"] = rnd(np.sum(np.asarray(image_batch)), 2)
+    num_classes = len(class_names)
+    layers = tf.keras.layers
+    with scope(replicas):
+        model = tf.keras.Sequential([
+            layers.Rescaling(1. / 255, input_shape=(img_height, img_width, 3)),
+            layers.Conv2D(16, 3, padding='same', activation='relu'),
+            layers.MaxPooling2D(),
+            layers.Conv2D(32, 3, padding='same', activation='relu'),
+            layers.MaxPooling2D(),
+            layers.Conv2D(64, 3, padding='same', activation='relu'),
+            layers.MaxPooling2D(),
+            layers.Flatten(),
+            layers.Dense(128, activation='relu'),
+            layers.Dense(num_classes)
+        ])
+        _fixed(model)
+        model.compile(optimizer='adam',
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=['accuracy'])
+    h = model.fit(train_ds, validation_data=val_ds, epochs=3, verbose=0)
+    out["history"] = history(h)
+    out["copies_agree"] = copies_agree(model.trainable_variables)
+    with scope(replicas):
+        data_augmentation = tf.keras.Sequential([
+            layers.RandomFlip("horizontal", input_shape=(img_height, img_width, 3)),
+            layers.RandomRotation(0.1),
+            layers.RandomZoom(0.1),
+        ])
+        model = tf.keras.Sequential([
+            data_augmentation,
+            layers.Rescaling(1. / 255),
+            layers.Conv2D(16, 3, padding='same', activation='relu'),
+            layers.MaxPooling2D(),
+            layers.Conv2D(32, 3, padding='same', activation='relu'),
+            layers.MaxPooling2D(),
+            layers.Conv2D(64, 3, padding='same', activation='relu'),
+            layers.MaxPooling2D(),
+            layers.Dropout(0.2),
+            layers.Flatten(),
+            layers.Dense(128, activation='relu'),
+            layers.Dense(num_classes, name="outputs")
+        ])
+        model.compile(optimizer='adam',
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=['accuracy'])
+    augmented = data_augmentation(image_batch * 255, training=True)
+    out["augmented_shape"] = list(augmented.shape)
+    h = model.fit(train_ds, validation_data=val_ds, epochs=2, verbose=0)
+    out["augmented_epochs"] = len(h.history["loss"])
+    img_array = _load_img_array(os.path.join(data_dir, "roses", "0.png"), (img_height, img_width))
+    out["img_array"] = [list(img_array.shape), rnd(np.asarray(img_array)[0, 0], 2)]
+    img_array = tf.expand_dims(img_array, 0)  # Create a batch
+    predictions = model.predict(img_array, verbose=0)
+    score = softmax(predictions[0] if IS_TF else torch.as_tensor(predictions[0]))
+    out["score"] = [list(score.shape), rnd(np.sum(np.asarray(score)), 4), class_names[np.argmax(score)] in
+                    class_names]
+    out["copies_agree_augmented"] = copies_agree(model.trainable_variables)
+    return out
+
+
+def numpy_data(replicas):
+    train_examples, train_labels = images(64, 11)
+    test_examples, test_labels = images(32, 12)
+    train_dataset = tf.data.Dataset.from_tensor_slices((train_examples, train_labels))
+    test_dataset = tf.data.Dataset.from_tensor_slices((test_examples, test_labels))
+    BATCH_SIZE = 64
+    SHUFFLE_BUFFER_SIZE = 100
+    train_dataset = train_dataset.shuffle(SHUFFLE_BUFFER_SIZE).batch(BATCH_SIZE)
+    test_dataset = test_dataset.batch(BATCH_SIZE)
+    with scope(replicas):
+        model = tf.keras.Sequential([
+            tf.keras.layers.Flatten(input_shape=(28, 28)),
+            tf.keras.layers.Dense(128, activation='relu'),
+            tf.keras.layers.Dense(10)
+        ])
+        deterministic(model, 0.01)
+        model.compile(optimizer=tf.keras.optimizers.RMSprop(),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=['sparse_categorical_accuracy'])
+    h = model.fit(train_dataset, epochs=4, verbose=0)
+    return {"history": history(h), "evaluate": rnd(model.evaluate(test_dataset, verbose=0), 4),
+            "copies_agree": copies_agree(model.trainable_variables)}
+
+
+def _abalone(n, seed):
+    rng = np.random.RandomState(seed)
+    x = rng.rand(n, 7).astype("float32") * [0.8, 0.6, 0.2, 2.5, 1.0, 0.5, 0.7]
+    return x, (x @ [3, 2, 8, 1, -2, 4, 5] + 5 + rng.rand(n)).astype("float32")
+
+
+def _titanic(n, seed):
+    rng = np.random.RandomState(seed)
+    features = {"sex": rng.choice(["male", "female"], n), "age": rng.randint(1, 70, n).astype("float64"),
+                "n_siblings_spouses": rng.randint(0, 4, n).astype("float64"), "parch": rng.randint(0, 3, n)
+                .astype("float64"), "fare": np.round(rng.rand(n) * 80, 2), "class": rng.choice(["First", "Second",
+                                                                                                "Third"], n),
+                "deck": rng.choice(["unknown", "A", "B", "C"], n), "embark_town": rng.choice(["Southampton",
+                                                                                              "Cherbourg"], n),
+                "alone": rng.choice(["y", "n"], n)}
+    labels = ((features["sex"] == "female") ^ (rng.rand(n) < 0.2)).astype("int64")
+    return features, labels
+
+
+def csv_abalone(replicas):
+    layers = tf.keras.layers
+    abalone_features, abalone_labels = _abalone(32, 21)
+    out = {}
+    with scope(replicas):
+        abalone_model = tf.keras.Sequential([layers.Dense(64, activation='relu'), layers.Dense(1)])
+        abalone_model.build((None, 7))
+        _fixed(abalone_model)
+        abalone_model.compile(loss=tf.keras.losses.MeanSquaredError(), optimizer=tf.keras.optimizers.Adam())
+    out["abalone"] = history(abalone_model.fit(abalone_features, abalone_labels, epochs=4, verbose=0))
+    with scope(replicas):
+        normalize = layers.Normalization()
+        normalize.adapt(abalone_features)
+        norm_abalone_model = tf.keras.Sequential([normalize, layers.Dense(64, activation='relu'), layers.Dense(1)])
+        norm_abalone_model.build((None, 7))
+        for layer in norm_abalone_model.layers[1:]:
+            deterministic(layer)
+        norm_abalone_model.compile(loss=tf.keras.losses.MeanSquaredError(), optimizer=tf.keras.optimizers.Adam())
+    out["norm_abalone"] = history(norm_abalone_model.fit(abalone_features, abalone_labels, epochs=4, verbose=0))
+    out["copies_agree"] = copies_agree(abalone_model.trainable_variables + norm_abalone_model.trainable_variables)
+    with open("titanic.csv", "w") as f:
+        f.write("survived,age,fare\n1,22.0,7.25\n0,38.0,71.2833\n")
+    out["make_csv_dataset"] = raised(lambda: tf.data.experimental.make_csv_dataset(
+        "titanic.csv", batch_size=2, label_name="survived", num_epochs=1))
+    return out
+
+
+def csv_titanic(replicas):
+    layers = tf.keras.layers
+    out = {}
+
+    titanic_features, titanic_labels = _titanic(32, 22)
+    with scope(replicas):
+        inputs = {}
+        for name, column in titanic_features.items():
+            dtype = tf.string if column.dtype.kind in "OUS" else tf.float32
+            inputs[name] = tf.keras.Input(shape=(1,), name=name, dtype=dtype)
+        numeric_inputs = {name: input for name, input in inputs.items() if input.dtype == tf.float32}
+        x = layers.Concatenate()(list(numeric_inputs.values()))
+        norm = layers.Normalization()
+        norm.adapt(np.stack([titanic_features[k] for k in numeric_inputs], 1))
+        all_numeric_inputs = norm(x)
+        preprocessed_inputs = [all_numeric_inputs]
+        for name, input in inputs.items():
+            if input.dtype == tf.float32:
+                continue
+            lookup = layers.StringLookup(vocabulary=np.unique(titanic_features[name]))
+            one_hot = layers.CategoryEncoding(num_tokens=lookup.vocabulary_size())
+            x = lookup(input)
+            x = one_hot(x)
+            preprocessed_inputs.append(x)
+        preprocessed_inputs_cat = layers.Concatenate()(preprocessed_inputs)
+        titanic_preprocessing = tf.keras.Model(inputs, preprocessed_inputs_cat)
+    titanic_features_dict = {name: np.array(value) for name, value in titanic_features.items()}
+    features_dict = {name: values[:1] for name, values in titanic_features_dict.items()}
+    out["preprocessed"] = rnd(titanic_preprocessing(features_dict), 4)
+
+    def titanic_model(preprocessing_head, inputs):
+        body = tf.keras.Sequential([layers.Dense(64), layers.Dense(1)])
+        preprocessed_inputs = preprocessing_head(inputs)
+        result = body(preprocessed_inputs)
+        model = tf.keras.Model(inputs, result)
+        _fixed(body)
+        model.compile(loss=tf.keras.losses.BinaryCrossentropy(from_logits=True), optimizer=tf.keras.optimizers.Adam())
+        return model
+
+    with scope(replicas):
+        titanic_model = titanic_model(titanic_preprocessing, inputs)
+    out["titanic"] = history(titanic_model.fit(x=titanic_features_dict, y=titanic_labels, epochs=4, verbose=0))
+
+    def save_and_reload():
+        titanic_model.save('test.keras')
+        reloaded = tf.keras.models.load_model('test.keras')
+        return rnd(reloaded(features_dict) - titanic_model(features_dict), 5)
+    out["reloaded_same"] = raised(save_and_reload)
+    titanic_ds = tf.data.Dataset.from_tensor_slices((titanic_features_dict, titanic_labels))
+    titanic_batches = titanic_ds.shuffle(len(titanic_labels)).batch(32)
+    out["titanic_ds"] = history(titanic_model.fit(titanic_batches, epochs=3, verbose=0))
+    out["copies_agree"] = copies_agree(titanic_model.trainable_variables)
+    return out
+
+
+def basics():
+    out = {"add": rnd(tf.math.add(1, 2)), "add_list": rnd(tf.math.add([1, 2], [3, 4])),
+           "square": rnd(tf.math.square(5)), "reduce_sum": rnd(tf.math.reduce_sum([1, 2, 3])),
+           "overload": rnd(tf.math.square(2) + tf.math.square(3))}
+    x = matmul([[1]], [[2, 3]])
+    out["matmul"] = [rnd(x), list(x.shape), str(x.dtype).replace("torch.", "").replace("<dtype: '", "")[:5]]
+    ndarray = np.ones([3, 3])
+    tensor = tf.math.multiply(ndarray, 42)
+    out["multiply"] = rnd(tensor)
+    out["np_add"] = rnd(np.add(tensor, 1))
+    out["numpy"] = rnd(tensor.numpy())
+    x = uniform([3, 3])
+    out["gpus"] = len(tf.config.list_physical_devices("GPU"))
+    out["on_gpu"] = x.device.endswith('GPU:0') if IS_TF else str(x.device).endswith('GPU:0')
+    with tf.device("CPU:0"):
+        x = uniform([100, 100])
+        out["cpu_device"] = raised(lambda: x.device.endswith("CPU:0"))
+    ds_tensors = tf.data.Dataset.from_tensor_slices([1, 2, 3, 4, 5, 6])
+    with open("file.txt", 'w') as f:
+        f.write("""Line 1\nLine 2\nLine 3\n""")
+    ds_file = tf.data.TextLineDataset("file.txt")
+    ds_tensors = ds_tensors.map(tf.math.square).shuffle(2).batch(2)
+    ds_file = ds_file.batch(2)
+    out["ds_tensors"] = sorted(int(v) for x in ds_tensors for v in np.asarray(x))
+    out["ds_file"] = [[bytes(v).decode() if isinstance(v, (bytes, np.bytes_)) else str(v) for v in np.asarray(x)]
+                      for x in ds_file]
+    return out
+
+
+PROGRAMS = [basics]
+REPLICATED = [cnn, classification, numpy_data, csv_abalone, csv_titanic]
+
+
+def _observe(program, *args):
+    os.chdir(tempfile.mkdtemp())
+    try:
+        return program(*args)
+    except Exception as e:  # the observation is the exception
+        if os.environ.get("TUTORIAL_TRACEBACK"):
+            import traceback
+            traceback.print_exc()
+        return {"raises": type(e).__name__, "message": str(e)[:300]}
+
+
+def main():
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+    results = {}
+    for program in PROGRAMS:
+        if not only or program.__name__ in only:
+            results[program.__name__] = _observe(program)
+    for program in REPLICATED:
+        for replicas in (1, 2):
+            if not only or program.__name__ in only:
+                results[f"{program.__name__}/{replicas}"] = _observe(program, replicas)
+    print(json.dumps(results, default=repr))
+
+
+if __name__ == "__main__":
+    main()
