@@ -8,8 +8,7 @@ tutorials, written once for ``tf`` = TensorFlow or multidev.
 Data is made here (never downloaded): CIFAR-shaped and MNIST-shaped arrays, PNG files in class folders
 (the flowers' layout), and abalone/titanic-shaped tables. Each training set is one batch (so fit's
 shuffle only reorders a sum); layer weights are set from a fixed pattern after build; epochs are fewer.
-Substitutions (md refuses these TF names, naming the torch function): ``tf.nn.softmax``,
-``tf.random.uniform``, ``tf.linalg.matmul`` (torch's on md).
+Substitutions (md refuses these TF names, naming the torch function): ``tf.random.uniform``, ``tf.linalg.matmul`` (torch's on md).
 """
 
 import json
@@ -24,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 from _tf_core_common import (IS_TF, copies_agree, deterministic, history, images, raised, rnd,  # noqa: E402
-                             scope, softmax, tf)
+                             scope, tf)
 
 if IS_TF:
     uniform, matmul = tf.random.uniform, tf.linalg.matmul
@@ -129,6 +128,7 @@ def classification(replicas):
     normalized_ds = train_ds.map(lambda x, y: (normalization_layer(x), y))
     image_batch, labels_batch = next(iter(normalized_ds))
     first_image = image_batch[0]
+    out["np_min_of_tensor"] = raised(lambda: np.min(first_image))   # the page's print(np.min(first_image), ...)
     first_image = first_image if IS_TF else first_image.numpy()   # np.min(torch tensor): TypeError (torch's)
     out["pixel_range"] = rnd([np.min(first_image), np.max(first_image)], 4)
     out["pixel_sum"] = rnd(np.sum(np.asarray(image_batch)), 2)
@@ -185,7 +185,8 @@ def classification(replicas):
     out["img_array"] = [list(img_array.shape), rnd(np.asarray(img_array)[0, 0], 2)]
     img_array = tf.expand_dims(img_array, 0)  # Create a batch
     predictions = model.predict(img_array, verbose=0)
-    score = softmax(predictions[0] if IS_TF else torch.as_tensor(predictions[0]))
+    score = tf.nn.softmax(predictions[0])
+    out["confidence"] = raised(lambda: "{:.2f} percent confidence.".format(100 * np.max(score)))
     out["score"] = [list(score.shape), rnd(np.sum(np.asarray(score)), 4), class_names[np.argmax(score)] in
                     class_names]
     out["copies_agree_augmented"] = copies_agree(model.trainable_variables)

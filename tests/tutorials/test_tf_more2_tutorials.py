@@ -43,6 +43,14 @@ MD_DIFFERS = {
         lambda got, tf: got[0] == tf[0],
         "tf_keras's load_img needs PIL, which the TensorFlow venv lacks: TF's side decodes with tf.io and resizes "
         "bilinearly, md's load_img resizes with PIL's default 'nearest' as tf_keras's does; shapes compared"),
+    ("classification", "np_min_of_tensor"): (
+        lambda got, tf: got.get("raises") == "TypeError" and "'dim'" in got["message"],
+        "numpy's reductions of a torch tensor call its method with numpy's keywords: np.min(t) is t.min(axis=None, "
+        "out=None), which torch refuses (TypeError: min(): argument 'dim' must be int); the page's "
+        "`print(np.min(first_image), np.max(first_image))` needs `first_image.numpy()` (or `first_image.min()`)"),
+    ("classification", "confidence"): (
+        lambda got, tf: got.get("raises") == "TypeError" and "'dim'" in got["message"],
+        "the same for the page's `100 * np.max(score)`: write `100 * np.max(score.numpy())`"),
     ("csv_abalone", "make_csv_dataset"): (
         lambda got, tf: got.get("raises") == "AttributeError" and "from_tensor_slices" in got["message"],
         "md has no tf.data.experimental.make_csv_dataset: it says so and names from_tensor_slices"),
