@@ -51,9 +51,6 @@ MD_DIFFERS = {
     ("classification", "confidence"): (
         lambda got, tf: got.get("raises") == "TypeError" and "'dim'" in got["message"],
         "the same for the page's `100 * np.max(score)`: write `100 * np.max(score.numpy())`"),
-    ("csv_abalone", "make_csv_dataset"): (
-        lambda got, tf: got.get("raises") == "AttributeError" and "from_tensor_slices" in got["message"],
-        "md has no tf.data.experimental.make_csv_dataset: it says so and names from_tensor_slices"),
 }
 
 #: Programs md refuses with an error saying why: (program, exception, words the message must hold).
