@@ -61,7 +61,7 @@ def test_resize_is_tf_image_resize(image_dir):
 
 def test_labels_none_jpeg_and_a_strategy_fit(image_dir, tmp_path):
     Image.fromarray(np.full((8, 8, 3), 200, "uint8")).save(tmp_path / "one.jpg")
-    ds = md.keras.utils.image_dataset_from_directory(str(tmp_path), labels=None, image_size=(4, 4))
+    ds = md.keras.utils.image_dataset_from_directory(str(tmp_path), labels=None, image_size=(4, 4), verbose=False)
     (x,) = [b for b in ds]
     assert tuple(x.shape) == (1, 4, 4, 3) and abs(float(x.mean()) - 200) < 3
     train = md.keras.utils.image_dataset_from_directory(image_dir, image_size=(6, 5), batch_size=6, seed=1)

@@ -4,7 +4,9 @@ tf.keras's rules, as ``text_dataset_from_directory``'s: one subdirectory per cla
 sorted order, shuffled once with ``np.random.RandomState(seed)`` and split into training and validation,
 shuffled again per epoch (a buffer of 8 batches). Images are decoded with PIL, converted to ``color_mode``,
 and resized as ``tf.image.resize`` does (half-pixel centres, no antialiasing: torch's ``interpolate``),
-to float32 ``(height, width, channels)`` holding 0..255. Files are read lazily, per epoch, as TF reads
+to float32 ``(height, width, channels)`` holding 0..255. PNG/BMP/GIF pixels are TF's; JPEG pixels may differ
+from TF's by a few levels: PIL decodes with libjpeg's accurate integer DCT, ``tf.io.decode_image`` with the
+fast one (``decode_jpeg(dct_method="INTEGER_ACCURATE")`` gives PIL's). Files are read lazily, per epoch, as TF reads
 them (the classification tutorial's ``.cache()`` keeps the decoded images).
 
 Example:
@@ -72,7 +74,7 @@ def _decode(path, color_mode, image_size, interpolation, crop_to_aspect_ratio):
 def image_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None,
                                  color_mode="rgb", batch_size=32, image_size=(256, 256), shuffle=True, seed=None,
                                  validation_split=None, subset=None, interpolation="bilinear", follow_links=False,
-                                 crop_to_aspect_ratio=False, **kwargs):
+                                 crop_to_aspect_ratio=False, verbose=True, **kwargs):
     """A dataset of (image, label) batches from ``directory/<class>/*.png|jpg|...`` (see the module docstring).
 
     Returns:
@@ -98,8 +100,9 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     text_dataset._check_split(validation_split, subset, shuffle, seed)
     seed = int(np.random.randint(1e6)) if seed is None else seed
     paths, ids, names = text_dataset._index(directory, labels, class_names, follow_links, ALLOWED_FORMATS)
-    print(f"Found {len(paths)} files." if ids is None else f"Found {len(paths)} files belonging to {len(names)} "
-          "classes.")
+    if verbose:
+        print(f"Found {len(paths)} files." if ids is None else f"Found {len(paths)} files belonging to "
+              f"{len(names)} classes.")
     if shuffle:   # tf.keras's order: the same seeded permutation of paths and labels
         np.random.RandomState(seed).shuffle(paths)
         if ids is not None:
@@ -113,7 +116,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
         if sel.stop <= sel.start:
             raise ValueError(f"No {'' if part is None else part + ' '}images found in directory {directory!r}. "
                              f"Allowed formats: {ALLOWED_FORMATS}")
-        if part is not None:
+        if verbose and part is not None:
             print(f"Using {sel.stop - sel.start} files for {part}.")
         load = functools.partial(_decode, color_mode=color_mode, image_size=image_size, interpolation=interpolation,
                                  crop_to_aspect_ratio=crop_to_aspect_ratio)
