@@ -92,3 +92,14 @@ def test_load_img_and_img_to_array(image_dir):
     assert md.keras.utils.img_to_array(img, data_format="channels_first").shape == (3, 3, 4)
     with pytest.raises(ValueError, match="interpolation"):
         md.keras.utils.load_img(path, target_size=(3, 4), interpolation="cubic")
+
+
+def test_tf_keras_2_preprocessing_aliases():
+    """Older tutorials write ``tf.keras.preprocessing.image_dataset_from_directory`` and ``...image.load_img``."""
+    utils, preprocessing = md.keras.utils, md.keras.preprocessing
+    assert preprocessing.image_dataset_from_directory is utils.image_dataset_from_directory
+    assert preprocessing.text_dataset_from_directory is utils.text_dataset_from_directory
+    assert preprocessing.timeseries_dataset_from_array is utils.timeseries_dataset_from_array
+    assert preprocessing.image.load_img is utils.load_img and preprocessing.image.img_to_array is utils.img_to_array
+    with pytest.raises(AttributeError, match="no attribute 'nothing_like_this'"):
+        preprocessing.nothing_like_this  # noqa: B018
