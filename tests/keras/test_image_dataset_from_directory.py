@@ -45,7 +45,7 @@ def test_split_order_and_batches_are_tf_keras_ones(image_dir):
 
 
 def test_resize_is_tf_image_resize(image_dir):
-    from multidev.keras.utils.image_dataset import _resize
+    from multidev.keras.utils.image_dataset import _center_crop, _resize
     x = (np.arange(5 * 7 * 3) % 251).reshape(5, 7, 3).astype("float32") * 1.7
     tf_bilinear = [[13.8125, 22.7375, 31.6625, 40.5875], [73.3125, 82.2375, 91.1625, 100.0875],
                    [132.8125, 141.7375, 150.6625, 159.5875]]
@@ -53,10 +53,19 @@ def test_resize_is_tf_image_resize(image_dir):
     np.testing.assert_allclose(_resize(x, (3, 4), "bilinear")[..., 0], tf_bilinear, rtol=1e-6)
     np.testing.assert_allclose(_resize(x, (3, 4), "nearest")[..., 0], tf_nearest, rtol=1e-6)
     np.testing.assert_allclose(_resize(x, (8, 9), "bilinear")[..., 1].sum(), 6364.8, rtol=1e-6)
+    # crop_to_aspect_ratio=True: tf_keras's smart_resize (the centred crop, then the resize)
+    np.testing.assert_allclose(_resize(_center_crop(x, 2, 5), (2, 5), "bilinear")[..., 0],
+                               [[36.72, 43.86, 51.0, 58.14, 65.28], [72.42, 79.56, 86.7, 93.84, 100.98]], rtol=1e-6)
+    np.testing.assert_allclose(_resize(_center_crop(x, 4, 2), (4, 2), "bilinear")[..., 2],
+                               [[18.0625, 23.1625], [62.6875, 67.7875], [107.3125, 112.4125], [151.9375, 157.0375]],
+                               rtol=1e-6)
     ds = md.keras.utils.image_dataset_from_directory(image_dir, image_size=(3, 2), batch_size=None, shuffle=False,
                                                      label_mode="categorical", color_mode="grayscale")
     x, y = next(iter(ds))
     assert tuple(x.shape) == (3, 2, 1) and y.tolist() == [1.0, 0.0, 0.0]
+    cropped = md.keras.utils.image_dataset_from_directory(image_dir, image_size=(2, 4), crop_to_aspect_ratio=True,
+                                                          verbose=False)
+    assert tuple(next(iter(cropped))[0].shape) == (12, 2, 4, 3)
 
 
 def test_labels_none_jpeg_and_a_strategy_fit(image_dir, tmp_path):
