@@ -87,6 +87,10 @@ def __getattr__(name: str):
     """``md.X`` that multidev lacks: an AttributeError naming the torch function to call instead."""
     from multidev._core.missing import missing_attribute
 
+    if name == "string":   # load_data/csv's `tf.keras.Input(..., dtype=tf.string)`
+        from multidev.keras.layers.input_layer import NO_STRING_INPUTS
+        raise AttributeError("module 'multidev' has no attribute 'string': md has no string tensors; "
+                             + NO_STRING_INPUTS)
     raise missing_attribute("multidev", name, f"tf.{name}")
 
 

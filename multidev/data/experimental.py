@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from multidev.data.cardinality import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from multidev.data.csv_dataset import make_csv_dataset
 from multidev.data.dataset import AUTOTUNE, Dataset
 from multidev.data.device import copy_to_device, prefetch_to_device
 from multidev.data.options import (AutoShardPolicy, AutotuneAlgorithm, AutotuneOptions, DistributeOptions,
@@ -85,9 +86,10 @@ def __getattr__(name: str):
 
 #: What to write instead of a tf.data.experimental name that TensorFlow's tutorials use.
 _INSTEAD = {
-    "make_csv_dataset": " Read the CSV into arrays (numpy.loadtxt, pandas.read_csv, the csv module) and build "
-                        "the dataset with md.data.Dataset.from_tensor_slices((features, labels)).batch(batch_size)"
-                        "; or md.data.TextLineDataset(path).skip(1).map(parse_line).",
+    "CsvDataset": " Use md.data.experimental.make_csv_dataset (batches of columns), or read the CSV into arrays "
+                  "(numpy.loadtxt, pandas.read_csv, the csv module) and build the dataset with "
+                  "md.data.Dataset.from_tensor_slices((features, labels)); or md.data.TextLineDataset(path).skip(1)"
+                  ".map(parse_line).",
 }
 
 
@@ -111,6 +113,7 @@ __all__ = [
     "enumerate_dataset",
     "get_single_element",
     "group_by_window",
+    "make_csv_dataset",
     "sample_from_datasets",
     "scan",
     "take_while",

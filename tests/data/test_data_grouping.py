@@ -76,7 +76,7 @@ def test_tf_methods_not_offered_say_what_to_use():
     with pytest.raises(AttributeError, match="use cache"):
         D.range(3).snapshot()
     with pytest.raises(AttributeError, match="md.data.experimental offers: .*assert_cardinality"):
-        md.data.experimental.make_csv_dataset  # noqa: B018
+        md.data.experimental.CsvDataset  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'nothing_like_this'$"):
         D.range(3).nothing_like_this  # noqa: B018
 

@@ -95,7 +95,7 @@ def test_two_replica_exceptions_are_real_tensorflow_differences():
 @pytest.mark.parametrize("tf_name, torch_name", [
     ("nn.relu", "torch.relu"), ("nn.sigmoid", "torch.sigmoid"),
     ("nn.softplus", "torch.nn.functional.softplus"), ("math.sin", "torch.sin"), ("linspace", "torch.linspace"),
-    ("random.normal", "torch.randn"), ("norm", "torch.norm"), ("nn.elu", "torch.nn.functional.elu"), ("data.experimental.make_csv_dataset", "md.data.Dataset.from_tensor_slices"),
+    ("random.normal", "torch.randn"), ("norm", "torch.norm"), ("nn.elu", "torch.nn.functional.elu"), ("data.experimental.CsvDataset", "md.data.Dataset.from_tensor_slices"),
 ])
 def test_pure_math_ops_the_programs_substitute_are_refused_naming_torchs(tf_name, torch_name):
     """The programs call torch's op where these appear (``_tf_core_common``): md says which."""

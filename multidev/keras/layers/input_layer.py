@@ -11,6 +11,13 @@ from multidev.keras.layers.base import Layer
 from multidev.keras.layers.keras_tensor import KerasTensor, Node
 
 
+#: Why md has no ``tf.string`` / string Input, and what to write instead (also ``md.string``'s error).
+NO_STRING_INPUTS = ("its tensors are torch tensors, which hold numbers only. Map strings to ids before the model, "
+                    "in the dataset: `ds.map(lambda x, y: (lookup(x), y))` with the adapted "
+                    "StringLookup/TextVectorization/Hashing, and give the model an Input(dtype='int64'). (TF's "
+                    "MirroredStrategy fails some models with string inputs too.)")
+
+
 class InputLayer(Layer):
     """Layer that holds a model input placeholder; it has no weights and returns its input."""
 
@@ -22,11 +29,7 @@ class InputLayer(Layer):
         name = name or backend.unique_name("input")
         super().__init__(name=name, batch_input_shape=batch_input_shape, **kwargs)
         if dtype in ("string", "str", str, object):
-            raise ValueError(
-                f"md.keras has no string inputs (Input(dtype={dtype!r})): its tensors are torch tensors, which "
-                "hold numbers only. Map strings to ids before the model, in the dataset: `ds.map(lambda x, y: "
-                "(lookup(x), y))` with the adapted StringLookup/TextVectorization/Hashing, and give the model an "
-                "Input(dtype='int64'). (TF's MirroredStrategy fails a model with string inputs too.)")
+            raise ValueError(f"md.keras has no string inputs (Input(dtype={dtype!r})): " + NO_STRING_INPUTS)
         self._input_dtype = backend.as_dtype(dtype or "float32")
         self.built = True
         tensor = KerasTensor(self._batch_input_shape, self._input_dtype, history=(self, 0, 0), name=self.name)

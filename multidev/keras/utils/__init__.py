@@ -17,6 +17,7 @@ from multidev.keras.utils.random_seed import set_random_seed
 from multidev.keras.utils.sidecar_evaluator import SidecarEvaluator
 from multidev.keras.preprocessing.sequence import pad_sequences
 from multidev.keras.utils.text_dataset import text_dataset_from_directory
+from multidev.keras.utils.image_dataset import image_dataset_from_directory, img_to_array, load_img
 from multidev.keras.utils.timeseries_dataset import timeseries_dataset_from_array
 from multidev.keras.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from multidev.keras.saving.serialization import (custom_object_scope, get_custom_objects,
@@ -54,7 +55,8 @@ def normalize(x, axis=-1, order=2):
     return x / np.expand_dims(norm, axis)
 
 
-__all__ = ["experimental", "PyDataset", "Sequence", "text_dataset_from_directory", "timeseries_dataset_from_array", "pad_sequences", "SidecarEvaluator", "to_categorical", "normalize", "set_random_seed", "Progbar", "pack_x_y_sample_weight",
+__all__ = ["experimental", "PyDataset", "Sequence", "text_dataset_from_directory", "image_dataset_from_directory", "load_img",
+           "img_to_array", "timeseries_dataset_from_array", "pad_sequences", "SidecarEvaluator", "to_categorical", "normalize", "set_random_seed", "Progbar", "pack_x_y_sample_weight",
            "unpack_x_y_sample_weight", "custom_object_scope", "get_custom_objects", "register_keras_serializable"]
 
 __getattr__ = missing_names(__name__, 'utils', globals())  # unknown names: does Keras 3 have them?

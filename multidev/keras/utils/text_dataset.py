@@ -34,18 +34,18 @@ def _check_split(validation_split, subset, shuffle, seed):
                          "to make sure that there is no overlap between the training and validation subset.")
 
 
-def _text_files(root, follow_links):
-    """Paths of ``*.txt`` files under ``root``, walked in sorted order."""
+def _text_files(root, follow_links, extensions=(".txt",)):
+    """Paths of ``*.txt`` files (image_dataset's: of its ``extensions``) under ``root``, in sorted order."""
     out = []
     for dirpath, _, files in sorted(os.walk(root, followlinks=follow_links), key=lambda w: w[0]):
-        out += [os.path.join(dirpath, f) for f in sorted(files) if f.lower().endswith(".txt")]
+        out += [os.path.join(dirpath, f) for f in sorted(files) if f.lower().endswith(extensions)]
     return out
 
 
-def _index(directory, labels, class_names, follow_links):
+def _index(directory, labels, class_names, follow_links, extensions=(".txt",)):
     """(paths, integer labels or None, class names) in Keras's order."""
     if labels != "inferred":
-        paths = _text_files(directory, follow_links)
+        paths = _text_files(directory, follow_links, extensions)
         if labels is None:
             return paths, None, None
         if len(labels) != len(paths):
@@ -60,7 +60,7 @@ def _index(directory, labels, class_names, follow_links):
     names = list(class_names) if class_names is not None else found
     paths, ids = [], []
     for index, name in enumerate(names):
-        files = _text_files(os.path.join(directory, name), follow_links)
+        files = _text_files(os.path.join(directory, name), follow_links, extensions)
         paths += files
         ids += [index] * len(files)
     return paths, np.asarray(ids, dtype="int32"), names
