@@ -38,3 +38,9 @@ def test_nmt_standardize_gives_punctuation_tokens():
     vocabulary = processor.get_vocabulary()
     assert {',', '!', '?', '¿', '[START]', '[END]'} <= set(vocabulary)
     assert not any('\x00' in word for word in vocabulary)
+
+
+def test_ragged_text_vectorization_is_refused_with_why():
+    with pytest.raises(ValueError, match=r"ragged=True.*no ragged tensors.*ragged=False.*target\[:, :-1\]"):
+        md.keras.layers.TextVectorization(standardize=tf_lower_and_split_punct, max_tokens=50, ragged=True)
+    assert md.keras.layers.TextVectorization(ragged=False, vocabulary=['a', 'b'])(['a b']).shape == (1, 2)
