@@ -15,9 +15,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _tf_core_common  # noqa: E402,F401  (chooses tf or multidev from sys.argv)
 import _tf_more_programs  # noqa: E402
 import _tf_nmt  # noqa: E402
+import _tf_pix2pix  # noqa: E402
 import _tf_transformer  # noqa: E402
 
-_tf_more_programs.MODULES[:] = [_tf_transformer, _tf_nmt]
+_tf_more_programs.MODULES[:] = [_tf_transformer, _tf_nmt, _tf_pix2pix]
 
 if __name__ == "__main__":
     _tf_more_programs.main()

@@ -1,4 +1,4 @@
-"""TensorFlow's text/transformer and text/nmt_with_attention tutorials, typed as printed with ``tf.`` ->
+"""TensorFlow's text/transformer, text/nmt_with_attention and generative/pix2pix tutorials, typed as printed with ``tf.`` ->
 ``md.``, give TensorFlow's results on one device and under a MirroredStrategy on 2 logical CPUs.
 
 ``_tf_more3_programs.py`` runs each page once per framework (each program module's docstring names its data
@@ -11,7 +11,8 @@ compared at float32 tolerances (2e-4 relative). Programs with random draws both 
 What the pages needed from md (each with its unit test in tests/keras, failing before): a layer called with
 its inputs by name (``self.causal_self_attention(x=x)``: test_layer_call_inputs.py); RE2's ``\\0`` rewrite
 and ``tf.strings.join`` (test_strings_rewrite.py: md's regex_replace silently wrote NUL for the punctuation);
-``validation_steps`` equal to one pass (test_epoch_steps_one_pass.py). md refuses
+``validation_steps`` equal to one pass (test_epoch_steps_one_pass.py); pix2pix's ``tf.random_normal_initializer``
+refused naming md.keras.initializers.RandomNormal (test_tf_initializer_names.py). md refuses
 ``TextVectorization(ragged=True)`` saying why; the nmt program passes ragged=False on md.
 """
 
@@ -28,7 +29,15 @@ PROGRAM = os.path.join(HERE, "_tf_more3_programs.py")
 RANDOM_AFTER = {
     "transformer": ("fit", "evaluate"),
     "nmt_with_attention": ("fit",),
+    "pix2pix": ("losses", "trained", "prediction"),
 }
+
+#: pix2pix's train_step under ``strategy.run``: tf.keras 2 refuses (ValueError) a Keras loss of the default
+#: reduction in a custom loop under a strategy; md, as Keras 3, divides it by the replica count and trains
+#: (the page's ``LAMBDA * tf.reduce_mean(...)`` term is a plain per-replica mean: its gradients are summed, as
+#: TensorFlow sums them; docs/architecture.md). Compared with TF's one-device run up to training.
+TF_REFUSES_ON_TWO = {"pix2pix": ("losses", "trained", "prediction"),
+                     "pix2pix_no_dropout": ("losses", "trained", "prediction")}
 
 
 def _without(observations, keys):
@@ -39,10 +48,16 @@ def _problems(tf, md_out):
     problems = []
     for name, got in md_out.items():
         want = tf[name]
+        program, _, replicas = name.partition("/")
+        if replicas == "2" and program in TF_REFUSES_ON_TWO:
+            if want.get("raises") != "ValueError":
+                problems.append(f"{name}: tf.keras 2 no longer refuses: {want}")
+            skip = TF_REFUSES_ON_TWO[program]
+            want, got = _without(tf[f"{program}/1"], skip), _without(got, skip)
         if "raises" in got and "raises" not in want:
             problems.append(f"{name}: {got}")
             continue
-        random = RANDOM_AFTER.get(name.partition("/")[0], ())
+        random = RANDOM_AFTER.get(program, ())
         problems += _differences(_without(want, random), _without(got, random), name)
     return problems
 
@@ -58,7 +73,7 @@ def test_more3_tutorials_give_tensorflows_results_on_one_device_and_two_replicas
     assert not problems, "\n".join(problems)
     for name, got in md_out.items():   # every replica's copy of the trained weights agrees; training ran
         assert got["copies_agree"] is True, name
-        assert len(got["fit"]["loss"]) == 3, name
+        assert len(got["fit"]["loss"]) == 3 if "fit" in got else len(got["losses"]) == 2, name
 
 
 def test_two_replica_differences_in_tensorflow_are_only_the_ratio_metric():
