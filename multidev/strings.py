@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-__all__ = ["lower", "upper", "regex_replace", "strip"]
+__all__ = ["lower", "upper", "regex_replace", "strip", "join"]
 
 
 def _each(fn, value):
@@ -53,8 +53,31 @@ def strip(input, name=None):  # noqa: A002
 def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
     """``tf.strings.regex_replace``: every match (only the first when ``replace_global=False``) of
     ``pattern`` replaced by ``rewrite`` (``\\1`` names a group, as RE2's)."""
-    compiled = re.compile(pattern)
+    compiled, rewrite = re.compile(pattern), _python_rewrite(rewrite)
     return _each(lambda text: compiled.sub(rewrite, text, count=0 if replace_global else 1), input)
+
+
+def _python_rewrite(rewrite):
+    """RE2's rewrite in Python's ``re.sub`` syntax: RE2's ``\\0`` is the whole match (the nmt tutorial's
+    ``r' \\0 '`` spaces out punctuation), which Python would read as the character NUL."""
+    return re.sub(r"\\\\|\\(\d)", lambda m: m.group(0) if m.group(1) is None else f"\\g<{m.group(1)}>", rewrite)
+
+
+def join(inputs, separator="", name=None):
+    """``tf.strings.join``: the strings of ``inputs`` joined element-wise with ``separator`` (a str joins
+    to every element of a list or array beside it)."""
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"tf.strings.join takes a list of strings (or of lists / arrays of them); received "
+                        f"{type(inputs).__name__}.")
+    if all(isinstance(x, (str, bytes)) for x in inputs):
+        as_str = [x.decode("utf-8") if isinstance(x, bytes) else x for x in inputs]
+        out = separator.join(as_str)
+        return out.encode("utf-8") if all(isinstance(x, bytes) for x in inputs) else out
+    arrays = np.broadcast_arrays(*[np.asarray(x, dtype=object) for x in inputs])
+    out = np.empty(arrays[0].shape, dtype=object)
+    for index in np.ndindex(out.shape):
+        out[index] = join([a[index] for a in arrays], separator)
+    return out if any(isinstance(x, np.ndarray) for x in inputs) else out.tolist()
 
 
 def __getattr__(name: str):

@@ -22,6 +22,10 @@ _TORCH_RENAMED = {
     "tf.random.stateless_uniform": "torch.rand with a seeded torch.Generator",
     "tf.nn.softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy (it takes probabilities too)",
     "tf.nn.sparse_softmax_cross_entropy_with_logits": "torch.nn.functional.cross_entropy",
+    # TF's own initializers (pix2pix's tf.random_normal_initializer(0., 0.02)): Keras's of the same arguments
+    **{f"tf.{k}_initializer": f"md.keras.initializers.{v} (layers take it as kernel_initializer)" for k, v in (
+        ("random_normal", "RandomNormal(mean, stddev)"), ("random_uniform", "RandomUniform(minval, maxval)"),
+        ("constant", "Constant(value)"), ("zeros", "Zeros()"), ("ones", "Ones()"))},
     # torch.signal holds window functions only: the time_series tutorial's tf.signal.rfft is torch.fft.rfft
     "tf.signal": "torch.fft's functions (tf.signal.rfft is torch.fft.rfft; tf.signal.stft is torch.stft)",
 }

@@ -30,7 +30,7 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import early_attributes, host_inputs, layer_losses, layer_state, tracked_lists, weight_paths
+from multidev.keras.layers import call_inputs, early_attributes, host_inputs, layer_losses, layer_state, tracked_lists, weight_paths
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -271,7 +271,7 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
                 spec.check(self.name, x.shape, i)
 
     def __call__(self, *args, **kwargs):
-        inputs = args[0] if args else kwargs.pop("inputs")
+        inputs = call_inputs.split_inputs(self, args, kwargs)   # call(self, x) may get x=...
         mask = kwargs.get("mask", layer_losses.mask_of(inputs))    # before a dtype cast makes a new tensor
         if type(inputs) is not torch.Tensor:          # fast path: a plain tensor is never symbolic
             if kt.is_symbolic(inputs):

@@ -30,8 +30,14 @@ class TextVectorization(HostInputs, Layer):
 
     def __init__(self, max_tokens=None, standardize="lower_and_strip_punctuation", split="whitespace", ngrams=None,
                  output_mode="int", output_sequence_length=None, pad_to_max_tokens=False, vocabulary=None,
-                 idf_weights=None, **kwargs):
+                 idf_weights=None, ragged=False, **kwargs):
         super().__init__(**kwargs)
+        if ragged:   # torch has no ragged tensors, and slicing padded ids is not slicing ragged rows
+            raise ValueError(
+                "TextVectorization(ragged=True) is not supported: multidev has no ragged tensors. Use ragged=False "
+                "(ids padded with 0 to the batch's longest text, what ragged .to_tensor() gives), and slice per "
+                "text before padding where it matters: a ragged target[:, :-1] drops each text's last token, a "
+                "padded one drops the last column (often a 0).")
         if standardize not in _STANDARDIZE and not callable(standardize):
             raise ValueError(f"Invalid standardize {standardize!r}. Valid values: {list(_STANDARDIZE)} or a callable.")
         if split != "whitespace" and not callable(split):

@@ -20,7 +20,8 @@ from multidev.keras.models import data_adapter as da
 
 class EpochIterator:
     """Yields ``(step, batch)`` per epoch. Without ``steps`` each epoch is one pass; with it, one
-    iterator continues across epochs (arrays restart; a dataset that runs out ends training).
+    iterator continues across epochs (arrays restart; a dataset that runs out ends training), but
+    where ``steps`` is one pass's length each epoch starts a new pass (as tf.keras 2 recreates it).
 
     ``sync_rng`` (optional, ``fn(state) -> state``) makes every worker of a job start each pass
     from the same RNG state (the chief's), so all workers shuffle alike and see the same global
@@ -59,6 +60,8 @@ class EpochIterator:
                 first_step += 1
             self._iterator = None
             return
+        if first_step == 0 and self.steps_arg == da.known_length(self.adapter):
+            self._iterator = None   # tf.keras: where one pass is `steps` batches, every epoch is a fresh pass
         for step in range(first_step, self.steps_arg):
             batch = self._next()
             if batch is None:

@@ -1,0 +1,24 @@
+"""TensorFlow's text/transformer, text/nmt_with_attention and generative/pix2pix tutorials, written once
+for ``tf`` = TensorFlow or multidev.
+
+``python tests/tutorials/_tf_more3_programs.py tf|md [name,...]`` prints one JSON dict
+``{program: {observation: value}}`` (``tests/tutorials/test_tf_more3_tutorials.py``); with
+``TUTORIAL_TRACEBACK=1`` an observed exception's traceback goes to stderr. Each program runs on one device
+("<name>/1") and under a MirroredStrategy over 2 logical CPUs ("<name>/2").
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _tf_core_common  # noqa: E402,F401  (chooses tf or multidev from sys.argv)
+import _tf_more_programs  # noqa: E402
+import _tf_nmt  # noqa: E402
+import _tf_pix2pix  # noqa: E402
+import _tf_transformer  # noqa: E402
+
+_tf_more_programs.MODULES[:] = [_tf_transformer, _tf_nmt, _tf_pix2pix]
+
+if __name__ == "__main__":
+    _tf_more_programs.main()
