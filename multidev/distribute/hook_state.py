@@ -69,7 +69,7 @@ def _containers(hook: Callable) -> list[tuple[str, Any]]:
         if isinstance(fn, types.MethodType):
             owner = fn.__self__
             if not isinstance(owner, Module) and hasattr(owner, "__dict__"):
-                add(f"{type(owner).__name__} object's attributes", vars(owner))
+                add(f"the {type(owner).__name__} object's attribute", vars(owner))
             fn = fn.__func__
         code = getattr(fn, "__code__", None)
         if code is None:
@@ -109,7 +109,8 @@ def _tensor_slots(container: Any, before: Any) -> list[tuple[Any, Any]]:
 
 
 def _error(hook: Callable, name: str, key: Any, first: int, second: int) -> ValueError:
-    where = f"{name}[{key!r}]" if key != "append" else f"{name}.append(...)"
+    where = f"{name}.append(...)" if key == "append" else \
+        f"{name} {key!r}" if name.endswith("attribute") else f"{name}[{key!r}]"
     return ValueError(
         f"The module hook {getattr(hook, '__qualname__', hook)!r} stored a tensor in {where} in replica {first} "
         f"and in replica {second} of one strategy.run: the replicas are threads of one process sharing that "
