@@ -1,9 +1,9 @@
 """A module hook storing a tensor in a dict or object every replica shares is refused, whatever the threads'
 timing (``multidev/distribute/hook_state.py``); a list made in ``forward`` (``self.features = []``) is each
 replica's own (``replica_attributes.py``). The program runs in one fresh interpreter and makes the replicas
-overlap on purpose; on the old code a teacher's features under ``no_grad`` trained 0.06 to 0.10 off one device and
-Grad-CAM's stored gradient was the other replica's (0.61 off), silently, and the list made in ``forward`` held the
-other replica's features."""
+overlap on purpose; on the old code a teacher's features under ``no_grad`` trained 0.06 to 0.10 off one
+device and Grad-CAM's stored gradient was the other replica's (0.61 off), silently, and the list made in
+``forward`` held the other replica's features."""
 
 from __future__ import annotations
 
