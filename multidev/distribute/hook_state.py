@@ -16,7 +16,8 @@ call, and a slot (a dict key, a list's end) that two replicas of one run write a
 ``ValueError`` naming it and the per-replica fixes. That does not depend on the threads' timing: every
 run has both replicas write the slot. Slots keyed by replica (``activation[replica_id, name]``), module
 attributes (``module.out = o``: ``replica_attributes`` keeps them per replica) and hooks that write nothing
-pass. Hooks registered before the strategy existed, and ``Tensor.register_hook``, are not wrapped.
+pass. Hooks registered before the strategy existed, callable objects (torch finds its legacy
+``weight_norm`` and ``prune`` hooks by type) and ``Tensor.register_hook`` are not wrapped.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from multidev.values import context
 _replica_env = context.replica_env
 _REGISTER = ("register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
              "register_full_backward_pre_hook", "register_backward_hook")
+_WRAPPED = (types.FunctionType, types.MethodType, functools.partial)
 _lock = threading.Lock()
 # id(container) -> (container, {slot: replica id}): the slots written by the replicas of the runs going on;
 # the container is held so that its id is not reused before ``leave_run`` empties the table
@@ -132,13 +134,17 @@ def _record(hook: Callable, names: dict[int, str], slots: list[tuple[Any, Any]],
                 raise _error(hook, names.get(id(container), "a list in a dict"), key, first, replica_id)
 
 
-def _wrap(hook: Callable) -> Callable:
-    if getattr(hook, "_multidev_hook_state", False) or not callable(hook):
-        return hook
+class _Checked:
+    """The user's hook, checked in replicas; equal to it (and hashed as it), as torch's quantization finds
+    its observer hooks with ``hook in hook_fns``."""
 
-    @functools.wraps(hook)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        env = _replica_env()
+    __slots__ = ("hook", "__wrapped__")
+
+    def __init__(self, hook: Callable):
+        self.hook = self.__wrapped__ = hook
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        hook, env = self.hook, _replica_env()
         if env is None or env.strategy.extended.num_local_replicas < 2:
             return hook(*args, **kwargs)
         containers = _containers(hook)
@@ -149,8 +155,20 @@ def _wrap(hook: Callable) -> Callable:
             _record(hook, {id(c): name for name, c in containers}, slots, env.replica_id)
         return result
 
-    checked._multidev_hook_state = True
-    return checked
+    def __eq__(self, other: Any) -> bool:
+        return self.hook == (other.hook if isinstance(other, _Checked) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.hook)
+
+    def __repr__(self) -> str:
+        return repr(self.hook)
+
+
+def _wrap(hook: Callable) -> Callable:
+    if not isinstance(hook, _WRAPPED):
+        return hook   # a callable object stays itself: torch finds its own by type (legacy weight_norm, prune)
+    return _Checked(hook)
 
 
 def enter_run() -> None:
