@@ -16,8 +16,9 @@ call, and a slot (a dict key, a list's end) that two replicas of one run write a
 ``ValueError`` naming it and the per-replica fixes. That does not depend on the threads' timing: every
 run has both replicas write the slot. Slots keyed by replica (``activation[replica_id, name]``), module
 attributes (``module.out = o``: ``replica_attributes`` keeps them per replica) and hooks that write nothing
-pass. Hooks registered before the strategy existed, callable objects (torch finds its legacy
-``weight_norm`` and ``prune`` hooks by type) and ``Tensor.register_hook`` are not wrapped.
+pass. ``tensor.register_hook(fn)`` in a replica (Grad-CAM on an activation, a gradient-norm log appended
+to a list) is checked alike. Hooks registered before the strategy existed, torch's and multidev's own,
+and callable objects (torch finds its legacy ``weight_norm`` and ``prune`` hooks by type) are not wrapped.
 """
 
 from __future__ import annotations
@@ -166,9 +167,31 @@ class _Checked:
 
 
 def _wrap(hook: Callable) -> Callable:
-    if not isinstance(hook, _WRAPPED):
+    if not isinstance(hook, _WRAPPED) or _library_hook(hook):
         return hook   # a callable object stays itself: torch finds its own by type (legacy weight_norm, prune)
     return _Checked(hook)
+
+
+def _library_hook(hook: Any) -> bool:
+    """torch's and multidev's own hooks (multidev's gradient reduction registers bound methods of its reducers)."""
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    return getattr(hook, "__module__", None) is not None and hook.__module__.split(".")[0] in ("torch", "multidev")
+
+
+def _wrap_tensor_register_hook(original: Callable) -> Callable:
+    """``Tensor.register_hook`` checked in replicas; a subclass or mode is handed ``original`` as the function
+    called (``whole_variable_ops`` answers a variable's ``register_hook`` by it)."""
+    @functools.wraps(original)
+    def register_hook(self: torch.Tensor, hook: Callable) -> Any:
+        env = _replica_env()
+        if env is not None and env.strategy.extended.num_local_replicas > 1:
+            hook = _wrap(hook)
+        if torch.overrides.has_torch_function_unary(self):
+            return torch.overrides.handle_torch_function(original, (self,), self, hook)
+        return original(self, hook)
+
+    return register_hook
 
 
 def enter_run() -> None:
@@ -193,13 +216,16 @@ def _wrap_register(original: Callable) -> Callable:
 
 
 def install() -> Callable[[], None]:
-    """Wrap ``Module``'s hook registrations; returns the undo (hooks wrapped stay wrapped: inert outside runs)."""
+    """Wrap the hook registrations; returns the undo (hooks wrapped stay wrapped: inert outside runs)."""
     originals = {name: Module.__dict__[name] for name in _REGISTER}
     for name, original in originals.items():
         setattr(Module, name, _wrap_register(original))
+    tensor_original = torch.Tensor.__dict__["register_hook"]
+    torch.Tensor.register_hook = _wrap_tensor_register_hook(tensor_original)
 
     def remove() -> None:
         for name, original in originals.items():
             setattr(Module, name, original)
+        torch.Tensor.register_hook = tensor_original
 
     return remove

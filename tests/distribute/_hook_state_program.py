@@ -160,4 +160,38 @@ def features_list_made_in_forward():
             "lists": [len(model.features), type(model.features).__name__]}
 
 
+@case
+def tensor_hook_gradient_in_a_shared_dict():
+    """Grad-CAM on an activation tensor: ``h.register_hook(lambda g: grads.__setitem__("h", g))`` in the step."""
+    grads = {}
+    with strategy.scope():
+        model = net(7)
+
+    def step(x):
+        h = model[1](model[0](x))
+        h.register_hook(lambda grad: grads.__setitem__("h", grad))
+        model[2](h).pow(2).sum().backward()
+        meet()
+        return grads["h"].sum()
+
+    return {"value": float(strategy.reduce("SUM", strategy.run(step, args=(halves(X),)), axis=None))}
+
+
+@case
+def tensor_hook_norm_log_keyed_by_replica():
+    """The same log kept per replica (one list per replica id): not refused."""
+    norms = {0: [], 1: []}
+    with strategy.scope():
+        model = net(8)
+
+    def step(x):
+        h = model[1](model[0](x))
+        h.register_hook(lambda grad: norms[rid()].append(grad.norm()))
+        model[2](h).pow(2).sum().backward()
+        return norms[rid()][-1]
+
+    strategy.run(step, args=(halves(X),))
+    return {"lengths": [len(norms[0]), len(norms[1])]}
+
+
 print(json.dumps(RESULTS))

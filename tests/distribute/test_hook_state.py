@@ -25,7 +25,8 @@ def results():
 
 
 @pytest.mark.parametrize("case, slot", [("teacher_features_in_a_shared_dict", "features['t']"),
-                                        ("gradcam_gradients_in_a_shared_dict", "gradients['h']")])
+                                        ("gradcam_gradients_in_a_shared_dict", "gradients['h']"),
+                                        ("tensor_hook_gradient_in_a_shared_dict", "grads['h']")])
 def test_a_hook_writing_a_shared_dict_is_refused(results, case, slot):
     error = results[case].get("error", "")
     assert error.startswith("ValueError") and f"stored a tensor in {slot}" in error, results[case]
@@ -45,3 +46,7 @@ def test_a_list_made_in_forward_is_each_replicas_own(results):
     r = results["features_list_made_in_forward"]
     assert "error" not in r and r["diff"] < 1e-12, r
     assert r["lists"] == [2, "list"], "outside the run: replica 0's list"
+
+
+def test_a_tensor_hook_keeping_its_log_per_replica_passes(results):
+    assert results["tensor_hook_norm_log_keyed_by_replica"] == {"lengths": [1, 1]}

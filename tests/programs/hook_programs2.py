@@ -1,7 +1,8 @@
 """Custom autograd and activation checkpointing as public programs write them, ported with two lines:
 
 * DANN's gradient reversal layer (``GradReverse.apply(x, alpha)``, ``ctx.alpha``, ``grad.neg() * ctx.alpha``)
-  between a feature extractor and a domain classifier;
+  between a feature extractor and a domain classifier, also with the features' gradient norm logged by
+  ``f.register_hook(lambda grad: grad_norms.append(grad.norm()))`` into one list;
 * a binarised net's straight-through estimator (``sign`` forward, ``grad * (|x| <= 1)`` backward from
   ``ctx.save_for_backward``);
 * a Function returning its ``argmax`` marked with ``ctx.mark_non_differentiable`` and a backward under
@@ -39,12 +40,14 @@ class DANN(nn.Module):
         self.classifier = nn.Linear(8, CLASSES)
         self.domain = nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))
 
-    def forward(self, x, alpha):
+    def forward(self, x, alpha, grad_log=None):
         f = self.features(x)
+        if grad_log is not None:   # the reversed gradient's norm, logged by a tensor hook
+            f.register_hook(lambda grad: grad_log.append(grad.norm()))
         return self.classifier(f), self.domain(GradReverse.apply(f, alpha))
 
 
-def dann_gradient_reversal(port) -> dict:
+def dann_gradient_reversal(port, log_reversed: bool = False) -> dict:
     torch.manual_seed(81)
     with port.scope():
         model = DANN().double()
@@ -53,10 +56,16 @@ def dann_gradient_reversal(port) -> dict:
 
     def loss_fn(x, y):
         domain = (x[:, 0] > 0).long()   # source / target by the first feature
-        class_out, domain_out = model(x, 0.5)
+        class_out, domain_out = model(x, 0.5, grad_norms if log_reversed else None)
         return F.cross_entropy(class_out, y) + F.cross_entropy(domain_out, domain)
 
-    return train(port, model, optimizer, loss_fn, data(82))
+    grad_norms = []
+    result = train(port, model, optimizer, loss_fn, data(82))
+    return {**result, "norms": [float(n) for n in grad_norms]} if log_reversed else result
+
+
+def dann_reversed_gradient_logged(port) -> dict:
+    return dann_gradient_reversal(port, log_reversed=True)
 
 
 class BinarizeSTE(torch.autograd.Function):
@@ -151,5 +160,5 @@ def checkpoint_dropout_reentrant(port) -> dict:
 
 
 HOOKS2 = {f.__name__: f for f in (
-    dann_gradient_reversal, straight_through_binary, non_differentiable_output, checkpoint_dropout,
-    checkpoint_dropout_reentrant)}
+    dann_gradient_reversal, dann_reversed_gradient_logged, straight_through_binary, non_differentiable_output,
+    checkpoint_dropout, checkpoint_dropout_reentrant)}
