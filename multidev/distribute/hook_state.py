@@ -14,7 +14,8 @@ dicts and lists the hook reaches (its closure, the globals its code names, a ``f
 arguments, a bound method's plain object, one level of dicts of lists) are compared before and after the
 call, and a slot (a dict key, a list's end) that two replicas of one run write a tensor into raises
 ``ValueError`` naming it and the per-replica fixes. That does not depend on the threads' timing: every
-run has both replicas write the slot. Slots keyed by replica (``activation[replica_id, name]``), module
+run has both replicas write the slot (checked calls take turns on one lock, so a write is put down to the
+replica that made it; one waiting in a collective lets the other's call run unchecked after 1 s). Slots keyed by replica (``activation[replica_id, name]``), module
 attributes (``module.out = o``: ``replica_attributes`` keeps them per replica) and hooks that write nothing
 pass. ``tensor.register_hook(fn)`` in a replica (Grad-CAM on an activation, a gradient-norm log appended
 to a list) is checked alike. Hooks registered before the strategy existed, torch's and multidev's own,
@@ -38,6 +39,8 @@ _REGISTER = ("register_forward_hook", "register_forward_pre_hook", "register_ful
              "register_full_backward_pre_hook", "register_backward_hook")
 _WRAPPED = (types.FunctionType, types.MethodType, functools.partial)
 _lock = threading.Lock()
+_calls = threading.RLock()   # held around a checked hook's call (nested hooks of one replica re-enter)
+_CALL_WAIT_S = 1.0
 # id(container) -> (container, {slot: replica id}): the slots written by the replicas of the runs going on;
 # the container is held so that its id is not reused before ``leave_run`` empties the table
 _written: dict[int, tuple[Any, dict]] = {}
@@ -148,10 +151,15 @@ class _Checked:
         hook, env = self.hook, _replica_env()
         if env is None or env.strategy.extended.num_local_replicas < 2:
             return hook(*args, **kwargs)
-        containers = _containers(hook)
-        before = [_snapshot(c) for _, c in containers]
-        result = hook(*args, **kwargs)
-        slots = [s for (_, c), b in zip(containers, before) for s in _tensor_slots(c, b)]
+        if not _calls.acquire(timeout=_CALL_WAIT_S):   # a hook holding it waits in a collective: unchecked
+            return hook(*args, **kwargs)
+        try:   # one checked hook at a time: a write seen between the snapshots is this replica's own
+            containers = _containers(hook)
+            before = [_snapshot(c) for _, c in containers]
+            result = hook(*args, **kwargs)
+            slots = [s for (_, c), b in zip(containers, before) for s in _tensor_slots(c, b)]
+        finally:
+            _calls.release()
         if slots:
             _record(hook, {id(c): name for name, c in containers}, slots, env.replica_id)
         return result

@@ -31,11 +31,12 @@ def results(tmp_path_factory):
     return run_three_ways(tmp_path_factory, "hook")
 
 
-def _equal(got: dict, theirs: dict) -> None:
+def _equal(got: dict, theirs: dict, rank0: bool = True) -> None:
+    """``norms`` are one rank's (worker's) own: compared where ``got`` is rank 0's."""
     assert got["spread"] == 0.0 and theirs["spread"] == 0.0, "every replica's (rank's) copy is the same"
     assert len(got["params"]) == len(theirs["params"])
     assert max(abs(x - y) for x, y in zip(got["params"], theirs["params"])) <= TOLERANCE
-    for key in ("log", "norms"):
+    for key in ("log", "norms") if rank0 else ("log",):
         assert _flat(got.get(key, [])) == pytest.approx(_flat(theirs.get(key, [])), rel=TOLERANCE, abs=TOLERANCE)
 
 
@@ -59,8 +60,8 @@ def test_on_mirrored_strategy_as_ddp_or_refused(results, program):
 def test_under_multidev_launch_as_ddp(results, program):
     """One replica per worker: each worker's dict is its own, as each DDP rank's (nothing is refused)."""
     (_, ddp, *workers), log = results
-    for worker in workers:
-        _equal(_ok(worker[program], log), _ok(ddp[program], ""))
+    for index, worker in enumerate(workers):
+        _equal(_ok(worker[program], log), _ok(ddp[program], ""), rank0=index == 0)
     assert workers[0][program]["params"] == workers[1][program]["params"], "every worker's"
 
 
