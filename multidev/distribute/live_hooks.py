@@ -145,4 +145,5 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "host_random", "shared_leaves", "rnn_hooks",
                                                                "replica_attributes", "ddp_feature_hooks",
                                                                "functional_calls", "scripted_modules",
-                                                               "attention_fast_path", "state_dict_prefix", "hook_state")])
+                                                               "attention_fast_path", "state_dict_prefix",
+                                                               "hook_state")])
