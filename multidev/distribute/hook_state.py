@@ -18,8 +18,9 @@ run has both replicas write the slot (checked calls take turns on one lock, so a
 replica that made it; one waiting in a collective lets the other's call run unchecked after 1 s). Slots
 keyed by replica (``activation[replica_id, name]``), module attributes (``module.out = o``:
 ``replica_attributes`` keeps them per replica) and hooks that write nothing pass. ``tensor.register_hook(fn)``
-in a replica (Grad-CAM on an activation, a gradient-norm log appended to a list) is checked alike. Hooks registered before the strategy existed, torch's and multidev's own,
-and callable objects (torch finds its legacy ``weight_norm`` and ``prune`` hooks by type) are not wrapped.
+in a replica (Grad-CAM on an activation, a gradient-norm log appended to a list) is checked alike. Hooks
+registered before the strategy existed, torch's and multidev's own, and callable objects (torch finds its
+legacy ``weight_norm`` and ``prune`` hooks by type) are not wrapped.
 """
 
 from __future__ import annotations
