@@ -146,4 +146,4 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "replica_attributes", "ddp_feature_hooks",
                                                                "functional_calls", "scripted_modules",
                                                                "attention_fast_path", "state_dict_prefix",
-                                                               "parametrize_cache")])
+                                                               "parametrize_cache", "hook_state")])

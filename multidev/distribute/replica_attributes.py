@@ -24,8 +24,9 @@ write or ``del`` replaces every replica's (every rank's script does it). Each re
 survives from one run to the next, as each rank's does. Numbers go per replica too (``self.calls +=
 1`` counted every replica's call into one counter, with lost updates between threads), and so do flags
 written by a module's ``train()`` / ``eval()`` (loralib's ``self.merged`` guarding the merge in
-``train(False)``: one replica's write made the other skip its own merge); other Python values (other
-flags, a string, a list appended to) stay one object shared by the replicas.
+``train(False)``: one replica's write made the other skip its own merge), and so does an empty list or
+dict (``self.features = []`` in ``forward``, appended to after: replicas appended to whichever list was
+written last); other Python values (other flags, a string, a list made in ``__init__``) stay shared.
 
 The slots live in the module's ``__dict__`` only while runs are going (``enter_run`` / ``leave_run``,
 called by the replica runner): between runs each name holds replica 0's value in ``__dict__`` again
@@ -83,6 +84,8 @@ def _per_replica_value(value: Any) -> bool:
     if isinstance(value, bool):
         return _in_mode_switch()
     if isinstance(value, numbers.Number):
+        return True
+    if type(value) in (list, dict) and not value:   # ``self.features = []`` in forward, appended to after
         return True
     return _holds_tensor(value)
 

@@ -26,7 +26,8 @@ from multidev._core.errors import AbortedError
 from multidev.devices import registry
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
-from multidev.distribute import compiled_step, module_hooks, replica_attributes, replica_hyperparameters, shared_leaves
+from multidev.distribute import compiled_step, hook_state, module_hooks, replica_attributes, replica_hyperparameters
+from multidev.distribute import shared_leaves
 from multidev.distribute.shared_tensors import SharedTensors
 from multidev.distribute.host_random import HostStreams
 from multidev.distribute.replica_context import merge_call_strategy
@@ -104,6 +105,8 @@ class ReplicaRunner:
             entered.append(replica_attributes)
             replica_hyperparameters.enter_run()
             entered.append(replica_hyperparameters)
+            hook_state.enter_run()
+            entered.append(hook_state)
             self.steps.begin(steps)
             if n == 1:
                 outcomes = [_outcome(tasks[0])]
