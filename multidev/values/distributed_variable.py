@@ -165,12 +165,12 @@ class DistributedVariable(Variable):
         self._synced_version = components[0]._version
         return self
 
-    def _retype_components(self, make) -> None:
-        """Each component as ``make(component)``, sharing its storage (md.keras's ``KerasReplicaWeight``)."""
-        with torch.no_grad(), DisableTorchFunctionSubclass():
-            self._components = tuple(make(c) for c in self._components)
-        _register_components(self)
-        self._synced_version = self._components[0]._version
+    def _retype_components(self, cls: type) -> None:
+        """Each plain component becomes a ``cls`` in place (md.keras's ``KerasReplicaWeight``): the same objects,
+        so what is keyed by them (optimizer slots a deferred restore loaded, replica dicts) stays theirs."""
+        for c in self._components:
+            if type(c) is torch.Tensor:
+                c.__class__ = cls   # as torch's UninitializedParameter.materialize becomes a Parameter
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):

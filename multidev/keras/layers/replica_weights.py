@@ -58,5 +58,5 @@ class KerasReplicaWeight(torch.Tensor):
 
 
 def assignable_copies(weight: DistributedVariable) -> None:
-    """Make ``weight``'s replica copies ``KerasReplicaWeight``s (same storage, same leaves' flags)."""
-    weight._retype_components(lambda c: KerasReplicaWeight(c, c.requires_grad))
+    """Make ``weight``'s replica copies ``KerasReplicaWeight``s, in place (the same tensor objects)."""
+    weight._retype_components(KerasReplicaWeight)
