@@ -9,18 +9,16 @@ directory given:
 """
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from three_ways_main import run_main  # noqa: E402
 import detect_programs as programs  # noqa: E402
 import detect_programs2 as programs2  # noqa: E402
-from process_exit import leave_process_group  # noqa: E402
-from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
+from pytutorials_run import DdpPort, MirroredPort  # noqa: E402
 
 ALL = {f.__name__: f for f in (
     programs.yolo_detection, programs.yolo_reduce_dict_as_printed, programs.yolo_three_images_three_boxes,
@@ -60,35 +58,5 @@ class DetMirroredPort(MirroredPort):
         return md.distribute.get_replica_context().num_replicas_in_sync
 
 
-def _write(out_dir: str, name: str, results: dict) -> None:
-    with open(os.path.join(out_dir, name), "w") as f:
-        json.dump(results, f)
-
-
-def main_multidev(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MirroredStrategy()
-    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
-    port = DetMirroredPort(strategy)
-    _write(out_dir, "detect_multidev.json", {name: _recorded(program, port) for name, program in ALL.items()})
-
-
-def main_workers(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MultiWorkerMirroredStrategy()
-    port = DetMirroredPort(strategy)
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    _write(out_dir, f"detect_worker{strategy.extended.worker_index}.json", results)
-
-
-def main_ddp(out_dir: str) -> None:
-    torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    port = DetDdpPort()
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    if port.rank == 0:
-        _write(out_dir, "detect_ddp.json", results)
-    leave_process_group()
-
-
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
-    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
+    run_main("detect", ALL, DetMirroredPort, DetDdpPort)

@@ -9,14 +9,13 @@ directory given:
 """
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from three_ways_main import run_main  # noqa: E402
 from generative_run import GenDdpPort, GenMirroredPort  # noqa: E402
 from loss_programs import (bce_pos_weight, ce_criterion_outside_scope, ce_weight_ignore_smoothing,  # noqa: E402
                            gaussian_nll, huber_mean, huber_sum, kldiv_batchmean, kldiv_log_target_sum,
@@ -31,8 +30,6 @@ from loss_programs4 import (adaptive_log_softmax, multitask_missing_labels, supc
                             tokens_count_gathered)
 from loss_programs5 import (barlow_twins_as_printed, barlow_twins_differentiable,  # noqa: E402
                             barlow_twins_passthrough, counted_ce_per_replica, counted_ce_summed)
-from process_exit import leave_process_group  # noqa: E402
-from pytutorials_run import _recorded  # noqa: E402
 
 ALL = {f.__name__: f for f in (
     nll_class_weighted, ce_weight_ignore_smoothing, ce_criterion_outside_scope, bce_pos_weight,
@@ -129,35 +126,5 @@ class LossMirroredPort(GenMirroredPort):
         return md.distribute.get_replica_context().all_reduce("sum", c)
 
 
-def _write(out_dir: str, name: str, results: dict) -> None:
-    with open(os.path.join(out_dir, name), "w") as f:
-        json.dump(results, f)
-
-
-def main_multidev(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MirroredStrategy()
-    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
-    port = LossMirroredPort(strategy)
-    _write(out_dir, "loss_multidev.json", {name: _recorded(program, port) for name, program in ALL.items()})
-
-
-def main_workers(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MultiWorkerMirroredStrategy()
-    port = LossMirroredPort(strategy)
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    _write(out_dir, f"loss_worker{strategy.extended.worker_index}.json", results)
-
-
-def main_ddp(out_dir: str) -> None:
-    torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    port = LossDdpPort()
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    if port.rank == 0:
-        _write(out_dir, "loss_ddp.json", results)
-    leave_process_group()
-
-
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
-    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
+    run_main("loss", ALL, LossMirroredPort, LossDdpPort)

@@ -9,19 +9,15 @@ into the directory given:
 """
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from three_ways_main import run_main  # noqa: E402
 from timeseries_programs import TIMESERIES  # noqa: E402
 from timeseries_programs2 import TIMESERIES2  # noqa: E402
 from timeseries_programs3 import TIMESERIES3  # noqa: E402
-from process_exit import leave_process_group  # noqa: E402
-from pytutorials_run import DdpPort, MirroredPort, _recorded  # noqa: E402
+from pytutorials_run import DdpPort, MirroredPort  # noqa: E402
 
 ALL = {**TIMESERIES, **TIMESERIES2, **TIMESERIES3}
 if os.environ.get("TIMESERIES_ONLY"):
@@ -39,33 +35,5 @@ class SeriesMirroredPort(MirroredPort):
     loader_shares = 1   # ported with two lines, the loader's batch is the global batch
 
 
-def _write(out_dir: str, name: str, results: dict) -> None:
-    with open(os.path.join(out_dir, name), "w") as f:
-        json.dump(results, f)
-
-
-def main_multidev(out_dir: str) -> None:
-    import multidev as md
-    port = SeriesMirroredPort(md.distribute.MirroredStrategy())
-    assert port.strategy.num_replicas_in_sync == 2
-    _write(out_dir, "timeseries_multidev.json", {name: _recorded(program, port) for name, program in ALL.items()})
-
-
-def main_workers(out_dir: str) -> None:
-    import multidev as md
-    port = SeriesMirroredPort(md.distribute.MultiWorkerMirroredStrategy())
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    _write(out_dir, f"timeseries_worker{port.strategy.extended.worker_index}.json", results)
-
-
-def main_ddp(out_dir: str) -> None:
-    torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    port = SeriesDdpPort()
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    if port.rank == 0:
-        _write(out_dir, "timeseries_ddp.json", results)
-    leave_process_group()
-
-
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
-    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
+    run_main("timeseries", ALL, SeriesMirroredPort, SeriesDdpPort)
