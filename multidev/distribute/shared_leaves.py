@@ -28,6 +28,7 @@ not checked.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -144,12 +145,40 @@ def _crossed_in(error: RuntimeError, roots: tuple, replica_id: int) -> RuntimeEr
     return None
 
 
+_AOT_RUNTIME = "torch._functorch._aot_autograd.runtime_wrappers"
+_COMPILE_LOCK = threading.RLock()
+
+
+def _serialize_lazy_backward_compile() -> None:
+    """torch.compile compiles a compiled model's backward at its first backward, without a lock: two replica
+    threads doing so together broke each other (one's FX tracing patches ``Module.__getattr__`` process-wide
+    while the other deep-copies the graph: "'GraphModule' object has no attribute 'meta'", about one run in
+    ten under load). Once torch.compile's runtime is loaded (a compiled forward ran), that compile takes one
+    lock; a backward already compiled does not. (Importing it earlier would import dynamo half-way.)"""
+    runtime = sys.modules.get(_AOT_RUNTIME)
+    compiler = getattr(runtime, "_AutogradBackwardCompiler", None)
+    original = getattr(compiler, "get_or_compile", None)
+    if original is None or getattr(original, "_multidev_serialized", False):
+        return
+
+    def get_or_compile(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "compiled_bw", None) is not None:
+            return self.compiled_bw
+        with _COMPILE_LOCK:   # (the second replica finds the first's compiled backward)
+            return original(self, *args, **kwargs)
+
+    get_or_compile._multidev_serialized = True
+    compiler.get_or_compile = get_or_compile
+
+
 def _checked(original: Callable) -> Callable:
     @never_compiled   # (the backward of a compiled step: never_compiled)
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
         if env is None:
             return original(tensors, *args, **kwargs)
+        if _AOT_RUNTIME in sys.modules:
+            _serialize_lazy_backward_compile()
         watch = _WATCHES.get(id(env.strategy)) if _WATCHES else None
         if watch is not None:
             watch.check(_roots(tensors, args, kwargs), env.replica_id)
