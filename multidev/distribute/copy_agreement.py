@@ -55,14 +55,14 @@ def digests(var) -> torch.Tensor:
     with torch.no_grad(), DisableTorchFunctionSubclass():
         for copy in var._components:
             hashed = hashlib.blake2b(digest_size=_DIGEST_BYTES)
-            for part in _stored(copy.detach()):
+            for part in stored_parts(copy.detach()):
                 hashed.update(part.contiguous().reshape(-1).view(torch.uint8).cpu().numpy())
             digest = hashed.digest()
             rows.append(torch.frombuffer(bytearray(digest), dtype=torch.uint8))
     return torch.stack(rows)
 
 
-def _stored(copy: torch.Tensor) -> tuple:
+def stored_parts(copy: torch.Tensor) -> tuple:
     """The tensors that hold ``copy``: itself, or a sparse buffer's (a GCN's adjacency) indices and values."""
     if copy.layout == torch.sparse_coo:
         copy = copy.coalesce()

@@ -69,20 +69,13 @@ def local_differences(var: Any) -> list[int]:
 def same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal copies, NaN where the other has NaN (weights a NaN loss left, as TerminateOnNaN keeps them)."""
     if a.layout != torch.strided or b.layout != torch.strided:   # a sparse buffer (a GCN's adjacency)
-        return a.layout == b.layout and a.shape == b.shape and _same_sparse(a, b)
+        return a.layout == b.layout and a.shape == b.shape and all(
+            same(x, y) for x, y in zip(copy_agreement.stored_parts(a), copy_agreement.stored_parts(b)))
     if torch.equal(a, b):
         return True
     if not a.is_floating_point() or a.shape != b.shape:
         return False
     return bool(((a == b) | (a.isnan() & b.isnan())).all())
-
-
-def _same_sparse(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal sparse copies: the same stored indices and values (``torch.equal`` has no sparse kernel)."""
-    if a.layout == torch.sparse_coo:
-        a, b = a.coalesce(), b.coalesce()
-        return torch.equal(a.indices(), b.indices()) and same(a.values(), b.values())
-    return torch.equal(a.to_dense(), b.to_dense())
 
 
 def refused(apart: list, before_update: str = "") -> ValueError:

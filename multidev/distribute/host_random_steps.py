@@ -11,41 +11,13 @@ against the whole state: a state draws cannot reach (a re-seed, a cached Gaussia
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
+from multidev.placement.generator_steps import MersenneSteps
+
 _BLOCK = 624
-_MAX_BLOCKS = 32   # ~20k draws: beyond, a fork from the caller's state (as before)
-
-
-class _Steps:
-    """One generator kind: its block and position in a state, a copy, draws of 32-bit words, equality."""
-
-    def __init__(self, words: Callable, position: Callable, make: Callable, draw: Callable, state_of: Callable,
-                 same: Callable):
-        self.words, self.position, self.make, self.draw, self.state_of, self.same = \
-            words, position, make, draw, state_of, same
-
-    def draws_between(self, before: Any, after: Any) -> int | None:
-        copy, drawn = self.make(before), 0
-        for block in range(_MAX_BLOCKS + 1):
-            state = self.state_of(copy)
-            if self.same(self.words(state), self.words(after)):
-                rest = self.position(after) - self.position(state)
-                if rest < 0:
-                    return None
-                self.draw(copy, rest)
-                return drawn + rest if self.same(self.state_of(copy), after) else None
-            step = _BLOCK - self.position(state) + 1 if block == 0 else _BLOCK
-            self.draw(copy, step)
-            drawn += step
-        return None
-
-    def advanced(self, state: Any, draws: int) -> Any:
-        copy = self.make(state)
-        self.draw(copy, draws)
-        return self.state_of(copy)
 
 
 def _numpy_copy(state: dict) -> np.random.RandomState:
@@ -54,7 +26,7 @@ def _numpy_copy(state: dict) -> np.random.RandomState:
     return copy
 
 
-def python_steps(getstate: Callable, setstate: Callable, getrandbits: Callable, same: Callable) -> _Steps:
+def python_steps(getstate: Callable, setstate: Callable, getrandbits: Callable, same: Callable) -> MersenneSteps:
     """Steps of ``random.Random`` states, through the unrouted methods ``host_random`` holds."""
     def make(state):
         copy = random.Random.__new__(random.Random)
@@ -65,17 +37,19 @@ def python_steps(getstate: Callable, setstate: Callable, getrandbits: Callable, 
         if count > 0:
             getrandbits(copy, 32 * count)   # one word per 32 bits
 
-    return _Steps(lambda s: s[1][:_BLOCK], lambda s: s[1][_BLOCK], make, draw, getstate, same)
+    return MersenneSteps(lambda s: s[1][:_BLOCK], lambda s: s[1][_BLOCK], lambda s: _BLOCK - s[1][_BLOCK] + 1, make,
+                         draw, getstate, same)
 
 
-def numpy_steps(same: Callable) -> _Steps:
+def numpy_steps(same: Callable) -> MersenneSteps:
     """Steps of numpy's legacy ``RandomState`` states (``get_state(legacy=False)``'s dictionaries)."""
     def draw(copy, count):
         if count > 0:
             copy.bytes(4 * count)   # one word per 4 bytes
 
-    return _Steps(lambda s: s["state"]["key"], lambda s: s["state"]["pos"], _numpy_copy, draw,
-                  lambda copy: copy.get_state(legacy=False), same)
+    position = lambda s: s["state"]["pos"]  # noqa: E731
+    return MersenneSteps(lambda s: s["state"]["key"], position, lambda s: _BLOCK - position(s) + 1, _numpy_copy, draw,
+                         lambda copy: copy.get_state(legacy=False), same)
 
 
 __all__ = ["python_steps", "numpy_steps"]

@@ -65,10 +65,14 @@ def _per_replica_weights(self: torch.nn.RNNBase, stored: list) -> None:
 
 def _refuse_global_state(original: Callable[..., None]) -> Callable[..., None]:
     def check_hidden_size(self: torch.nn.RNNBase, hx: torch.Tensor, expected_hidden_size, *args, **kwargs) -> None:
-        env = context.replica_env()
-        if env is not None and env.num_replicas_in_sync > 1 and len(expected_hidden_size) == 3 == hx.dim() \
-                and hx.size(1) > expected_hidden_size[1] and (hx.size(0), hx.size(2)) == (
-                    expected_hidden_size[0], expected_hidden_size[2]):
+        try:   # (torch's check first: a state of the right size costs nothing more)
+            return original(self, hx, expected_hidden_size, *args, **kwargs)
+        except RuntimeError as error:
+            env = context.replica_env()
+            if env is None or env.num_replicas_in_sync < 2 or len(expected_hidden_size) != 3 or hx.dim() != 3 \
+                    or hx.size(1) <= expected_hidden_size[1] or (hx.size(0), hx.size(2)) != (
+                        expected_hidden_size[0], expected_hidden_size[2]):
+                raise
             raise ValueError(
                 f"the {type(self).__name__}'s hidden state holds {hx.size(1)} rows for a replica's batch of "
                 f"{expected_hidden_size[1]} ({env.num_replicas_in_sync} replicas in sync): it was made for the "
@@ -76,8 +80,7 @@ def _refuse_global_state(original: Callable[..., None]) -> Callable[..., None]:
                 "replica runs on its slice of the batch, as each DDP rank does: make the state in the step from "
                 "the replica's batch (model.init_hidden(x.size(0))), or from the global batch size // "
                 "strategy.num_replicas_in_sync, or pass None on the first step and carry strategy.run's output "
-                "(each replica's own state) to the next.")
-        return original(self, hx, expected_hidden_size, *args, **kwargs)
+                "(each replica's own state) to the next.") from error
 
     check_hidden_size._multidev_wrapped = True
     return check_hidden_size

@@ -38,6 +38,7 @@ import torch
 from multidev._core.never_compiled import never_compiled
 from multidev.distribute.backward_reduce import crossed_error, hooked_copy_owner
 from multidev.distribute.run_watches import RunWatches
+from multidev.values import cross_replica_grads
 from multidev.values.context import replica_env
 
 _WATCHES = RunWatches()   # each strategy's run in progress
@@ -176,6 +177,7 @@ def _checked(original: Callable) -> Callable:
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         env = replica_env()
         if env is None:
+            cross_replica_grads.note_backward()   # (EWC's Fisher pass: the next run folds it into each p.grad)
             return original(tensors, *args, **kwargs)
         if _AOT_RUNTIME in sys.modules:
             _serialize_lazy_backward_compile()

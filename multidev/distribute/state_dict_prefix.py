@@ -27,8 +27,10 @@ def _prefixed_only(module: torch.nn.Module, state_dict: Any) -> list:
     as they are (else ``[]``)."""
     if not isinstance(state_dict, Mapping):
         return []
-    own = set(module.state_dict().keys())
     keys = [k for k in state_dict if isinstance(k, str)]
+    if not any(k.startswith(PREFIX) for k in keys):
+        return []   # (no DDP key: the model's own state_dict is not built for every load)
+    own = set(module.state_dict().keys())
     if not own or any(k in own for k in keys):
         return []
     return [k for k in keys if k.startswith(PREFIX) and k[len(PREFIX):] in own]

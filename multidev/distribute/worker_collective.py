@@ -213,7 +213,6 @@ class ProcessWorkers(WorkerCollective):
                     p.copy_(flat[offset:offset + p.numel()].view(p.shape))
                     offset += p.numel()
 
-
     def _broadcast_sparse(self, p: torch.Tensor) -> None:
         """The chief's sparse COO tensor into ``p``: its number of entries, then its indices and values."""
         mine = p.coalesce()

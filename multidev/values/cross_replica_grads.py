@@ -36,8 +36,20 @@ def fold(variable: Any) -> None:
                 component.grad.add_(grad)
 
 
+_backward_outside = [False]   # a backward ran outside replicas since the last ``fold_all`` (``note_backward``)
+
+
+def note_backward() -> None:
+    """A backward outside ``strategy.run`` (``shared_leaves``' wrapper of ``torch.autograd.backward``): the next
+    run's ``fold_all`` looks at the variables' slots; runs with none in between pay one flag check."""
+    _backward_outside[0] = True
+
+
 def fold_all(variables: Iterable[Any]) -> None:
-    """``fold`` for each variable (before a run): one look at each slot, about 0.2 us a variable."""
+    """``fold`` for each variable (before a run), after a backward outside runs: one look at each slot."""
+    if not _backward_outside[0]:
+        return
+    _backward_outside[0] = False
     with DisableTorchFunctionSubclass():
         pending = [v for v in variables if _own_grad.__get__(v) is not None]
     for variable in pending:

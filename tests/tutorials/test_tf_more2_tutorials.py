@@ -9,13 +9,11 @@ Numbers are compared at float32 tolerances (2e-4 relative). What multidev does d
 with why.
 """
 
-import json
 import os
 
 import pytest
 
-from tests.conftest import run_fresh
-from tests.keras.test_tf_idioms import _differences
+from tests.tutorials._tf_compare import compared, expected, md_observations
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "_tf_more2_programs.py")
@@ -59,10 +57,6 @@ MD_REFUSES = {
 }
 
 
-def _without(observations, keys):
-    return {k: v for k, v in observations.items() if k not in keys}
-
-
 def _problems(tf, md_out):
     problems = []
     for name, got in md_out.items():
@@ -73,26 +67,13 @@ def _problems(tf, md_out):
                 problems.append(f"{name}: the refusal changed: {got}")
             continue
         want = tf[f"{program}/1" if replicas == "2" and program in TF_TWO_REPLICAS else name]
-        if "raises" in got and "raises" not in want:
-            problems.append(f"{name}: {got}")
-            continue
-        for (differs, key), (check, _why) in MD_DIFFERS.items():
-            if differs == program and key in want:
-                if not check(got.get(key), want[key]):
-                    problems.append(f"{name}/{key}: the known difference changed: {got.get(key)!r}")
-                want, got = _without(want, (key,)), _without(got, (key,))
-        problems += _differences(_without(want, RANDOM_AFTER.get(program, ())),
-                                 _without(got, RANDOM_AFTER.get(program, ())), name)
+        problems += compared(name, want, got, MD_DIFFERS, RANDOM_AFTER.get(program, ()))
     return problems
 
 
 @pytest.fixture(scope="module")
 def observations():
-    with open(os.path.join(HERE, "_tf_more2_expected.json")) as f:
-        tf = json.load(f)
-    proc = run_fresh(f"import runpy, sys; sys.argv = [{PROGRAM!r}, 'md']; runpy.run_path({PROGRAM!r}, "
-                     "run_name='__main__')", timeout=600)
-    return tf, json.loads(proc.stdout.strip().splitlines()[-1])
+    return expected("_tf_more2_expected.json"), md_observations(PROGRAM)
 
 
 def test_more2_tutorials_give_tensorflows_results_on_one_device_and_two_replicas(observations):

@@ -16,11 +16,10 @@ refused naming md.keras.initializers.RandomNormal (test_tf_initializer_names.py)
 ``TextVectorization(ragged=True)`` saying why; the nmt program passes ragged=False on md.
 """
 
-import json
 import os
 
-from tests.conftest import run_fresh
 from tests.keras.test_tf_idioms import _differences
+from tests.tutorials._tf_compare import compared, expected, md_observations, without
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "_tf_more3_programs.py")
@@ -40,10 +39,6 @@ TF_REFUSES_ON_TWO = {"pix2pix": ("losses", "trained", "prediction"),
                      "pix2pix_no_dropout": ("losses", "trained", "prediction")}
 
 
-def _without(observations, keys):
-    return {k: v for k, v in observations.items() if k not in keys}
-
-
 def _problems(tf, md_out):
     problems = []
     for name, got in md_out.items():
@@ -53,21 +48,13 @@ def _problems(tf, md_out):
             if want.get("raises") != "ValueError":
                 problems.append(f"{name}: tf.keras 2 no longer refuses: {want}")
             skip = TF_REFUSES_ON_TWO[program]
-            want, got = _without(tf[f"{program}/1"], skip), _without(got, skip)
-        if "raises" in got and "raises" not in want:
-            problems.append(f"{name}: {got}")
-            continue
-        random = RANDOM_AFTER.get(program, ())
-        problems += _differences(_without(want, random), _without(got, random), name)
+            want, got = without(tf[f"{program}/1"], skip), without(got, skip)
+        problems += compared(name, want, got, {}, RANDOM_AFTER.get(program, ()))
     return problems
 
 
 def test_more3_tutorials_give_tensorflows_results_on_one_device_and_two_replicas():
-    with open(os.path.join(HERE, "_tf_more3_expected.json")) as f:
-        tf = json.load(f)
-    proc = run_fresh(f"import runpy, sys; sys.argv = [{PROGRAM!r}, 'md']; runpy.run_path({PROGRAM!r}, "
-                     "run_name='__main__')", timeout=600)
-    md_out = json.loads(proc.stdout.strip().splitlines()[-1])
+    tf, md_out = expected("_tf_more3_expected.json"), md_observations(PROGRAM)
     assert sorted(md_out) == sorted(tf)
     problems = _problems(tf, md_out)
     assert not problems, "\n".join(problems)
@@ -79,8 +66,7 @@ def test_more3_tutorials_give_tensorflows_results_on_one_device_and_two_replicas
 def test_two_replica_differences_in_tensorflow_are_only_the_ratio_metric():
     """TF's 2-replica numbers are its one-device numbers but for nmt's ``masked_acc``: a metric function that
     returns one ratio per replica, which Keras averages as equals (md does as TF, compared above)."""
-    with open(os.path.join(HERE, "_tf_more3_expected.json")) as f:
-        tf = json.load(f)
+    tf = expected("_tf_more3_expected.json")
     assert _differences(tf["transformer_no_dropout/1"], tf["transformer_no_dropout/2"]) == []
     differ = _differences(tf["nmt_with_attention_no_shuffle/1"], tf["nmt_with_attention_no_shuffle/2"])
     assert differ and all("masked_acc" in d for d in differ), differ

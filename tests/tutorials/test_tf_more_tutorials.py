@@ -11,11 +11,10 @@ float32 tolerances (2e-4 relative). Programs with random draws both frameworks c
 ("_no_dropout", "_no_shuffle"), compared throughout. What multidev does differently is listed with why.
 """
 
-import json
 import os
 
-from tests.conftest import run_fresh
 from tests.keras.test_tf_idioms import _differences
+from tests.tutorials._tf_compare import compared, expected, md_observations
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "_tf_more_programs.py")
@@ -55,34 +54,17 @@ MD_DIFFERS = {
 }
 
 
-def _without(observations, keys):
-    return {k: v for k, v in observations.items() if k not in keys}
-
-
 def _problems(tf, md_out):
     problems = []
     for name, got in md_out.items():
         program, _, replicas = name.partition("/")
         want = tf[f"{program}/1" if replicas == "2" and program in TF_TWO_REPLICAS else name]
-        if "raises" in got and "raises" not in want:
-            problems.append(f"{name}: {got}")
-            continue
-        for (differs, key), (check, _why) in MD_DIFFERS.items():
-            if differs == program and key in want:
-                if not check(got.get(key), want[key]):
-                    problems.append(f"{name}/{key}: the known difference changed: {got.get(key)!r}")
-                want, got = _without(want, (key,)), _without(got, (key,))
-        random = RANDOM_AFTER.get(program, ())
-        problems += _differences(_without(want, random), _without(got, random), name)
+        problems += compared(name, want, got, MD_DIFFERS, RANDOM_AFTER.get(program, ()))
     return problems
 
 
 def test_more_tutorials_give_tensorflows_results_on_one_device_and_two_replicas():
-    with open(os.path.join(HERE, "_tf_more_expected.json")) as f:
-        tf = json.load(f)
-    proc = run_fresh(f"import runpy, sys; sys.argv = [{PROGRAM!r}, 'md']; runpy.run_path({PROGRAM!r}, "
-                     "run_name='__main__')", timeout=600)
-    md_out = json.loads(proc.stdout.strip().splitlines()[-1])
+    tf, md_out = expected("_tf_more_expected.json"), md_observations(PROGRAM)
     assert sorted(md_out) == sorted(tf)
     problems = _problems(tf, md_out)
     assert not problems, "\n".join(problems)
@@ -93,6 +75,5 @@ def test_more_tutorials_give_tensorflows_results_on_one_device_and_two_replicas(
 
 
 def test_two_replica_exceptions_are_real_tensorflow_differences():
-    with open(os.path.join(HERE, "_tf_more_expected.json")) as f:
-        tf = json.load(f)
+    tf = expected("_tf_more_expected.json")
     assert [p for p in TF_TWO_REPLICAS if _differences(tf[f"{p}/1"], tf[f"{p}/2"]) == []] == []
