@@ -165,3 +165,9 @@ if __name__ == "__main__":
     selected = sys.argv[1:] or PROGRAMS
     report = run_all(selected, keras=keras, md=md)
     print("\n" + MARKER + json.dumps(report))   # programs may print: the report is the marked last line
+    # The report is out: skip the interpreter's teardown. After 112 programs (their threads, Keras's and torch's
+    # pools) one CI run aborted there, past the printed report ("terminate called without an active
+    # exception", rc -6), which failed all 460 tests of its slice.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
