@@ -14,6 +14,7 @@ import torch
 
 from multidev._core.enums import ReduceOp
 from multidev._core.errors import InvalidArgumentError
+from multidev.devices.stream_order import to_device
 
 
 def _check_same_shape(inputs: Sequence[torch.Tensor]) -> None:
@@ -31,12 +32,12 @@ def _check_same_shape(inputs: Sequence[torch.Tensor]) -> None:
 
 def _sum(inputs: Sequence[torch.Tensor], device: torch.device) -> torch.Tensor:
     _check_same_shape(inputs)
-    first = inputs[0].to(device, non_blocking=True)
+    first = to_device(inputs[0], device)
     if len(inputs) == 1:
         return first.clone()
-    total = torch.add(first, inputs[1].to(device, non_blocking=True))
+    total = torch.add(first, to_device(inputs[1], device))
     for t in inputs[2:]:
-        total.add_(t.to(device, non_blocking=True))
+        total.add_(to_device(t, device))
     return total
 
 
@@ -58,7 +59,7 @@ def broadcast(value: torch.Tensor, devices: Sequence[torch.device], *, private: 
     out = []
     for device in devices:
         same = value.device == device
-        out.append(value.clone() if same and private else value if same else value.to(device, non_blocking=True))
+        out.append(value.clone() if same and private else value if same else to_device(value, device))
     return out
 
 
@@ -83,13 +84,13 @@ def nccl_all_reduce(inputs: Sequence[torch.Tensor], op: ReduceOp) -> list[torch.
 def hierarchical_copy_all_reduce(inputs: Sequence[torch.Tensor], op: ReduceOp,
                                  devices: Sequence[torch.device]) -> list[torch.Tensor]:
     """Pairwise-tree reduction over the devices, then broadcast (TensorFlow's HierarchicalCopyAllReduce)."""
-    level = [t.to(d, non_blocking=True) for t, d in zip(inputs, devices)]
+    level = [to_device(t, d) for t, d in zip(inputs, devices)]
     level = [t.clone() for t in level]
     while len(level) > 1:
         nxt = []
         for i in range(0, len(level), 2):
             if i + 1 < len(level):
-                level[i].add_(level[i + 1].to(level[i].device, non_blocking=True))
+                level[i].add_(to_device(level[i + 1], level[i].device))
             nxt.append(level[i])
         level = nxt
     total = level[0]
@@ -100,7 +101,7 @@ def hierarchical_copy_all_reduce(inputs: Sequence[torch.Tensor], op: ReduceOp,
 
 def all_gather(inputs: Sequence[torch.Tensor], axis: int, devices: Sequence[torch.device]) -> list[torch.Tensor]:
     """Concatenate the replicas' tensors along ``axis``; every replica gets the result."""
-    gathered = torch.cat([t.to(devices[0], non_blocking=True) for t in inputs], dim=axis)
+    gathered = torch.cat([to_device(t, devices[0]) for t in inputs], dim=axis)
     return broadcast(gathered, devices, private=True)
 
 

@@ -16,6 +16,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from multidev._core.errors import AbortedError, DeadlineExceededError, InvalidArgumentError
+from multidev.devices import stream_order
 
 
 class CollectiveMismatchError(InvalidArgumentError):
@@ -25,9 +26,11 @@ class CollectiveMismatchError(InvalidArgumentError):
 class Rendezvous:
     """Synchronises ``num_replicas`` threads at each collective call of one ``strategy.run``."""
 
-    def __init__(self, num_replicas: int, timeout: float):
+    def __init__(self, num_replicas: int, timeout: float, streams: Sequence[Any] | None = None):
         self._n = num_replicas
         self._timeout = timeout
+        # Each replica's CUDA stream (None for CPU): a meeting orders their work (``stream_order``).
+        self._streams = list(streams) if streams is not None and any(s is not None for s in streams) else None
         # ``with self._lock`` (a C lock: its ``__enter__`` is no Python code), never ``with self._cond``: the caller's
         # thread resets and aborts the meeting, and a Ctrl-C landing inside ``Condition.__enter__`` (Python) after
         # it took the lock left the lock held for good; the next run's replicas hung at their first collective.
@@ -47,6 +50,7 @@ class Rendezvous:
             self._arrived = 0
             self._generation = 0
             self._results: Sequence[Any] = ()
+            self._combined: Any = None   # the event after the last combine's work (GPU replicas)
             self._error: BaseException | None = None
             self._finished: set[int] = set()
             self._calls = [0] * self._n
@@ -57,11 +61,13 @@ class Rendezvous:
 
         ``signature`` is ``(name, detail...)``: it must be equal on every replica.
         """
+        stream = self._streams[replica_id] if self._streams is not None else None
+        ready = stream_order.ready(stream) if stream is not None else None
         with self._lock:
             self._raise_if_failed()
             call_number = self._calls[replica_id]
             self._calls[replica_id] += 1
-            self._slots[replica_id] = (call_number, signature, payload)
+            self._slots[replica_id] = (call_number, signature, payload, ready)
             self._arrived += 1
             generation = self._generation
             if self._arrived == self._n:
@@ -73,7 +79,10 @@ class Rendezvous:
                                        timeout=self._timeout):
                 self._fail(self._timeout_error(signature, call_number))
             if self._generation != generation:
-                return self._results[replica_id]
+                if stream is None:
+                    return self._results[replica_id]
+                stream_order.wait(stream, (self._combined,))
+                return stream_order.used_on(stream, self._results[replica_id])
             self._raise_if_failed()
             raise AssertionError("unreachable")  # pragma: no cover
 
@@ -111,11 +120,16 @@ class Rendezvous:
             ))
             self._raise_if_failed()
         payloads = [s[2] for s in self._slots]
+        stream = self._streams[replica_id] if self._streams is not None else None
+        if stream is not None:
+            stream_order.wait(stream, [s[3] for s in self._slots])
         try:
             results = combine(payloads)
         except BaseException as exc:
             self._fail(exc)
             raise
+        if stream is not None:
+            self._combined = stream_order.ready(stream)
         self._results = results
         self._slots = [None] * self._n
         self._arrived = 0
@@ -138,7 +152,7 @@ class Rendezvous:
     def _left_early_error(self) -> AbortedError:
         waiting = self._waiting()
         r = waiting[0]
-        number, signature, _ = self._slots[r]
+        number, signature, _, _ = self._slots[r]
         return AbortedError(
             f"Replica(s) {sorted(self._finished)} returned from the replica function while replica(s) "
             f"{waiting} wait in call #{number} {_describe(signature)}. Every replica must make the same "

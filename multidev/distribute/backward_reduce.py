@@ -69,6 +69,15 @@ def _outside_replica_mode(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+# Ends of backward that run in the replica's thread, keyed by id(its ReplicaStep): autograd runs a CUDA backward
+# (tensor hooks, callbacks queued with queue_callback) in one engine thread per physical GPU, shared by every
+# caller. Logical GPUs of one GPU put every replica's backward on that thread, and a reduction waiting there for
+# the others blocks their backwards behind it (a hang, seen on an H200). So a hook that runs off its replica's
+# thread leaves the reduction here, and shared_leaves' backward wrapper runs it in the replica's thread when
+# autograd's engine returns, before ``loss.backward()`` returns (where a queued callback would have run).
+# ``torch.autograd.grad`` accumulates nothing: its end-of-backward meets nobody, and is queued as on CPU.
+DEFERRED: dict[int, Any] = {}
+
 # A gradient at least this large is reduced in slices by every replica; a smaller one by one replica.
 _SLICE_MIN_NUMEL = 16 * 1024
 
@@ -168,6 +177,8 @@ class BackwardReducer:
                 leaf = self._leaves[r][i]()
                 if leaf is not None:
                     leaf.grad = old if leaf.grad is None else old + leaf.grad
+        for step in self._run.steps:   # (a backward that raised: its deferred end never ran)
+            DEFERRED.pop(id(step), None)
         n = len(self._queued)
         self._queued = [False] * n
         self._reached = [{} for _ in range(n)]
@@ -200,17 +211,21 @@ class BackwardReducer:
             self._set_aside[r][i] = old
             leaf.grad = old = None
         self._reached[r][i] = (leaf, old, None if old is None else old._version)
-        self._queue(r)
+        self._queue(r, here)
 
     def _crossed(self, here: int, r: int, i: int) -> RuntimeError:
         """A replica's backward reached another replica's copy: its loss used that replica's tensor."""
         var = self._variables[i]()
         return crossed_error(here, r, repr(var.name) if var is not None else "a variable")
 
-    def _queue(self, r: int) -> None:
+    def _queue(self, r: int, here: int | None) -> None:
         if not self._queued[r]:
             self._queued[r] = True
-            _queue_callback(functools.partial(_outside_replica_mode, self._finish, r))
+            finish = functools.partial(_outside_replica_mode, self._finish, r)
+            if here is None and self._run.active:   # autograd's device thread, in a CUDA backward (DEFERRED)
+                DEFERRED[id(self._run.steps[r])] = finish
+            else:
+                _queue_callback(finish)
 
     # --- end of backward --------------------------------------------------------------------------
     @never_compiled   # (autograd's engine calls it in the replica thread: never_compiled)

@@ -70,7 +70,8 @@ class ReplicatedExtended(StrategyExtended):
         # each one's before_run() brings cross-replica writes to every replica before replicas start.
         self._run_preparers: "weakref.WeakSet[Any]" = weakref.WeakSet()
         # One documented limit for every collective wait, in-process and across processes.
-        self._rendezvous = Rendezvous(len(self._devices), self._workers.timeout_seconds)
+        self._rendezvous = Rendezvous(len(self._devices), self._workers.timeout_seconds,
+                                      [registry.stream_for(d) for d in self._devices])
         # Gradients reduced when loss.backward() returns (backward_reduce.py): made for the first run
         # with several replicas in sync.
         self._backward: BackwardReducer | None = None

@@ -25,6 +25,7 @@ from multidev.data.options import AutoShardPolicy
 from multidev.data.spec import TensorSpec
 from multidev.data.sharding import shard_by_file, shard_by_hint
 from multidev.data.threads import BackgroundIterator
+from multidev.devices.stream_order import to_device
 from multidev.distribute.input_options import (InputContext, InputOptions, InputReplicationMode,
                                                check_for_datasets_from_function)
 from multidev.distribute.input_agreement import batch_print, check_same_first_batch, reads_torch
@@ -55,8 +56,7 @@ def _replica_slice_spec(spec: Any, num_replicas_in_sync: int) -> Any:
 
 
 def _to_device(element: Any, device: torch.device) -> Any:
-    return map_structure(lambda leaf: leaf.to(device, non_blocking=True)
-                         if isinstance(leaf, torch.Tensor) and leaf.device != device else leaf, element)
+    return map_structure(lambda leaf: to_device(leaf, device) if isinstance(leaf, torch.Tensor) else leaf, element)
 
 
 def _empty_like(element: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 
 from multidev._core.enums import ReduceOp
+from multidev._core.errors import FailedPreconditionError
 from multidev.collectives import algorithms
 from multidev.values import context
 from multidev.values.distributed import flatten, local_value, pack_as, regroup
@@ -204,6 +205,7 @@ class _AllReduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        _refuse_a_shared_engine_thread(ctx.replica_context, "all_reduce")
         grads = [torch.zeros(s, dtype=d, device=v) if g is None else g for g, (s, d, v) in zip(grads, ctx.likes)]
         return (None, None, *ctx.replica_context._all_reduce_leaves(ctx.op, list(grads)))
 
@@ -226,11 +228,32 @@ class _AllGather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        _refuse_a_shared_engine_thread(ctx.replica_context, "all_gather")
         grads = [torch.zeros(shape, dtype=d, device=v) if g is None else g.contiguous()
                  for g, shape, (_, d, v) in zip(grads, ctx.gathered_shapes, ctx.likes)]
         summed = ctx.replica_context._all_reduce_leaves(ReduceOp.SUM, grads)
         return (None, None, *(g.narrow(ctx.axis, offset, shape[ctx.axis])
                               for g, offset, (shape, _, _) in zip(summed, ctx.offsets, ctx.likes)))
+
+
+def _refuse_a_shared_engine_thread(replica_context: ReplicaContext, name: str) -> None:
+    """The gradient of a collective meets the other replicas in the middle of their backwards. Autograd runs a
+    CUDA backward in one thread per physical GPU, for every caller: replicas on logical GPUs of one GPU would
+    wait there for backwards queued behind their own (a hang until the collective timeout)."""
+    if context.current_replica_id() is not None:   # the replica's own thread (CPU backward): they meet
+        return
+    strategy, r = replica_context._strategy, replica_context._replica_id
+    devices = list(strategy.extended.torch_devices)
+    sharing = [i for i, d in enumerate(devices) if d == devices[r]]
+    if len(sharing) > 1:
+        raise FailedPreconditionError(
+            f"ctx.{name} has a gradient, and replica {r}'s backward reached it (SyncBatchNorm's statistics, an "
+            f"all_gather of features): it must meet the other replicas in the middle of their backwards. Replicas "
+            f"{sharing} are logical devices of one {devices[r]}, and autograd runs every backward on {devices[r]} in "
+            "one thread, so they cannot meet there. Give each replica a physical GPU of its own (no logical GPUs), "
+            "or run one process per replica (`multidev launch --workers N` with MultiWorkerMirroredStrategy, as "
+            "DDP runs one process per GPU), or stop the gradient (`.detach()` before the collective) where none "
+            "is needed.")
 
 
 def _lengths_leaf(leaves: list, axis: int) -> torch.Tensor:

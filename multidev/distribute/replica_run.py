@@ -23,7 +23,7 @@ import torch
 
 from multidev._core.eager_tensor import readable
 from multidev._core.errors import AbortedError
-from multidev.devices import registry
+from multidev.devices import registry, stream_order
 from multidev import placement
 from multidev.placement.replica_random import ReplicaStreams
 from multidev.distribute import compiled_step, hook_state, module_hooks, replica_attributes, replica_hyperparameters
@@ -99,6 +99,7 @@ class ReplicaRunner:
             if n > 1 and self._distributes else None
         tasks = [self._replica_task(r, fn, self._replica_args(args, r), self._replica_args(kwargs, r), modes, step,
                                     steps[r], shared and shared.mode()) for r in range(n)]
+        stream_order.replicas_after_caller(self._streams)   # (their inputs, copied above on the caller's stream)
         entered = []
         try:   # begin inside: a Ctrl-C landing right after it must not leave the run marked active
             replica_attributes.enter_run()
@@ -129,6 +130,7 @@ class ReplicaRunner:
                 if leaves and ok and leaf_watch.walked:   # a backward of this step function was checked
                     self._leaves_checked.add(fn)
         finally:
+            stream_order.caller_after_replicas(self._streams)
             self.steps.end()
             self._random_streams.join()
             self._host_streams.join()
@@ -177,7 +179,7 @@ class ReplicaRunner:
             if isinstance(v, DistributedValues):
                 v = v._local(replica_id)
             if isinstance(v, torch.Tensor) and v.device != device and not isinstance(v, Variable):
-                v = v.to(device, non_blocking=True)
+                v = stream_order.to_device(v, device)
             return v
 
         return map_structure(pick, structure)

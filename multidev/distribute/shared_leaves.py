@@ -36,7 +36,7 @@ from typing import Any, Callable
 import torch
 
 from multidev._core.never_compiled import never_compiled
-from multidev.distribute.backward_reduce import crossed_error, hooked_copy_owner
+from multidev.distribute.backward_reduce import DEFERRED, crossed_error, hooked_copy_owner
 from multidev.distribute.run_watches import RunWatches
 from multidev.values import cross_replica_grads
 from multidev.values.context import replica_env
@@ -185,12 +185,19 @@ def _checked(original: Callable) -> Callable:
         if watch is not None:
             watch.check(_roots(tensors, args, kwargs), env.replica_id)
         try:
-            return original(tensors, *args, **kwargs)
+            result = original(tensors, *args, **kwargs)
         except RuntimeError as error:
+            if DEFERRED:
+                DEFERRED.pop(id(env.replica_step), None)
             crossed = _crossed_in(error, _roots(tensors, args, kwargs), env.replica_id)
             if crossed is None:
                 raise
             raise crossed from error
+        if DEFERRED:   # a CUDA backward's end, left by autograd's device thread (backward_reduce.DEFERRED)
+            finish = DEFERRED.pop(id(env.replica_step), None)
+            if finish is not None:
+                finish()
+        return result
     backward.__wrapped__ = original
     return backward
 

@@ -12,7 +12,9 @@ import threading
 
 import torch
 
+from multidev.devices import registry
 from multidev.keras.layers import layer_state
+from multidev.values import context
 from multidev.keras.layers.tensor_operators import TensorOperators
 
 _DUMMY_BATCH = 2
@@ -95,9 +97,21 @@ def _dummy(kt: KerasTensor, size: int, device) -> torch.Tensor:
 
 
 def _layer_device(layer):
+    """Where the layer computes: its weights' device; for an unbuilt layer in a strategy's scope, where the weights
+    its build makes will be read (GPU:0 of a MirroredStrategy on GPUs: a CPU dummy met a CUDA kernel there)."""
     for p in layer.parameters():
         return p.device
-    return None
+    strategy = context.current_scope_strategy()
+    if strategy is None:
+        return None
+    extended = strategy.extended
+    central = extended.parameter_devices
+    if len(central) == 1 and central != extended.worker_devices:   # one copy (CentralStorageStrategy): read there
+        try:
+            return registry.resolve(central[0]).torch_device
+        except (ValueError, RuntimeError, LookupError):   # another task's device (a parameter server)
+            pass
+    return extended.torch_devices[0] if extended.torch_devices else None
 
 
 _INFERRING = threading.local()

@@ -16,6 +16,7 @@ from typing import Any, Callable, Protocol
 
 import torch
 
+from multidev.devices.stream_order import to_device
 from multidev.keras.layers.keras_tensor import map_structure
 from multidev.keras.step_inputs import check_kind
 
@@ -40,7 +41,7 @@ def move_to_device(data, device):
     """Move every tensor in ``data`` to ``device`` (non-blocking from pinned memory)."""
     if device is None:
         return data
-    return map_structure(lambda t: t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) and t.device != device else t,
+    return map_structure(lambda t: to_device(t, device) if isinstance(t, torch.Tensor) and t.device != device else t,
                          data)
 
 
