@@ -6,7 +6,8 @@
 #
 # Steps, each under its own time limit so one hang cannot eat the budget:
 #   (d) versions: nvidia-smi, python, torch, CUDA, multidev's device table
-#   (a) pytest -m gpu, then the GPU-relevant existing tests (-k "gpu or cuda or nccl or memory or mixed")
+#   (a) pytest -m gpu, each test in its own process at once, stacks printed on a hang (benchmarks/gpu_tests.sh),
+#       then the GPU-relevant existing tests (-k "gpu or cuda or nccl or memory or mixed")
 #   (b) multidev bench train --device gpu: the three reference workloads, plain / bf16 autocast / 1 and 2
 #       logical GPUs / fit / Keras 3's fit (when keras is importable), with the GPU targets
 #   (c) multidev bench scaling: per-step Python cost at N = 1, 2, 4, 8 replicas, threads vs processes
@@ -27,7 +28,7 @@ esac
 OUT=${OUT:-$(mktemp -d /tmp/gpu_check.XXXXXX)}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 KERAS_BACKEND=${KERAS_BACKEND:-torch} MULTIDEV_COLLECTIVE_TIMEOUT=${MULTIDEV_COLLECTIVE_TIMEOUT:-60}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 KERAS_BACKEND=${KERAS_BACKEND:-torch} MULTIDEV_COLLECTIVE_TIMEOUT=${MULTIDEV_COLLECTIVE_TIMEOUT:-20}
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -72,7 +73,11 @@ except ImportError as err:
 PYEOF
 } >>"$SUMMARY"
 step "devices" 30 "$SUMMARY" $PY -m multidev.cli.main devices
-step "pytest -m gpu" "$LIMIT_GPU_TESTS" "$OUT/pytest.txt" $PY -m pytest -p no:cacheprovider -q -m gpu -rs tests
+if [ $DRY = 1 ]; then   # the GPU tests skip on CPU: collecting them is the dry run's check
+  step "pytest -m gpu" "$LIMIT_GPU_TESTS" "$OUT/pytest.txt" $PY -m pytest -p no:cacheprovider --co -q -m gpu tests
+else
+  step "pytest -m gpu" "$LIMIT_GPU_TESTS" "$OUT/pytest.txt" bash benchmarks/gpu_tests.sh 40
+fi
 step "pytest -k gpu-relevant" "$LIMIT_TESTS" "$OUT/pytest.txt" \
   $PY -m pytest -p no:cacheprovider "${PYTEST_K[@]}" -k "gpu or cuda or nccl or memory or mixed" tests
 # shellcheck disable=SC2086  # SIZE/SCALE are option lists

@@ -354,7 +354,8 @@ class BackwardReducer:
         if buckets is None:
             buckets = self._buckets.setdefault(tuple(indices), GradientBuckets(self._group.bucket_bytes))
         sparse_dims = [_sparse_dim(leaf) for leaf in leaves]
-        reduced = buckets.all_reduce(ctx, leaves, [leaf.grad for leaf in leaves], ReduceOp.SUM)
+        # every index is a leaf some replica reached (its fired set, or the union the replicas shared)
+        reduced = buckets.all_reduce(ctx, leaves, [leaf.grad for leaf in leaves], ReduceOp.SUM, all_present=True)
         total = ctx.num_replicas_in_sync
         with torch.no_grad():
             for leaf, g, sparse_dim in zip(leaves, reduced, sparse_dims):

@@ -57,9 +57,10 @@ def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | Non
 
 
 def unpack_bucket(flat: torch.Tensor, refs: Sequence[torch.Tensor], bucket: list[int],
-                  out: list[torch.Tensor | None]) -> None:
-    """Write views of a reduced ``pack_bucket`` buffer into ``out``; a gradient no replica had stays None."""
-    present = flat[-len(bucket):].tolist()
+                  out: list[torch.Tensor | None], all_present: bool = False) -> None:
+    """Write views of a reduced ``pack_bucket`` buffer into ``out``; a gradient no replica had stays None.
+    ``all_present``: the caller knows some replica had each (reading the flags is a GPU sync)."""
+    present = [1] * len(bucket) if all_present else flat[-len(bucket):].tolist()
     offset = 0
     for i, count in zip(bucket, present):
         n = refs[i].numel()
@@ -116,9 +117,9 @@ class GradientBuckets:
         self._buffers: dict[int, BucketBuffers] = {}  # per replica
 
     def all_reduce(self, ctx: Any, refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None],
-                   op: ReduceOp) -> list[torch.Tensor | None]:
+                   op: ReduceOp, all_present: bool = False) -> list[torch.Tensor | None]:
         """The replicas' reduced gradients for ``refs`` (the local parameter copies); None where no
-        replica had a gradient."""
+        replica had a gradient (``all_present``: the caller knows some replica had each)."""
         key = tuple((r.numel(), r.dtype, r.device) for r in refs)
         if self._buckets is None or key != self._key:
             self._buckets, self._key = plan_buckets(refs, self.bucket_bytes), key
@@ -127,5 +128,6 @@ class GradientBuckets:
             buffers = self._buffers.setdefault(ctx._replica_id, BucketBuffers())
         out: list[torch.Tensor | None] = [None] * len(refs)
         for b, bucket in enumerate(self._buckets):
-            unpack_bucket(ctx._all_reduce_owned(op, buffers.pack(b, refs, grads, bucket)), refs, bucket, out)
+            unpack_bucket(ctx._all_reduce_owned(op, buffers.pack(b, refs, grads, bucket)), refs, bucket, out,
+                          all_present)
         return out

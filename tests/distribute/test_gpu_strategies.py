@@ -40,3 +40,42 @@ def test_mirrored_on_two_logical_gpus_matches_one_device(fresh):
         """
     )
     assert "OK" in out.stdout
+
+
+def test_a_custom_loop_step_on_two_logical_gpus_does_not_synchronize_host_and_device(fresh):
+    """torch.optim's step counters stay on the host, as torch keeps them: the replica's device scope put them on
+    the GPU, and each AdamW step read each one back (111 host-device syncs a step on an H200, issue 28)."""
+    out = fresh(
+        """
+        import warnings, torch, multidev as md
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        strategy = md.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        xs = [torch.randn(8, 16, device="cuda") for _ in range(2)]
+        ys = [torch.randint(0, 4, (8,), device="cuda") for _ in range(2)]
+        x = strategy.experimental_distribute_values_from_function(lambda ctx: xs[ctx.replica_id_in_sync_group])
+        y = strategy.experimental_distribute_values_from_function(lambda ctx: ys[ctx.replica_id_in_sync_group])
+        def step(xb, yb):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        for _ in range(2):                                                  # warm-up: state, twins, buckets
+            strategy.run(step, args=(x, y))
+        counters = [s["step"].device.type for s in opt.state.values()]
+        assert set(counters) == {"cpu"}, counters
+        torch.cuda.set_sync_debug_mode("warn")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                strategy.run(step, args=(x, y))
+        torch.cuda.set_sync_debug_mode(0)
+        syncs = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught if "synchroniz" in str(w.message)]
+        assert len(syncs) < 3, syncs[:5]                                    # none per step
+        print("OK")
+        """
+    )
+    assert "OK" in out.stdout
