@@ -10,7 +10,8 @@ wrappers (``scheduler_hooks``), torch's module transforms (``module_transforms``
 step methods (``grad_scaler_hooks``), ``AveragedModel.update_parameters`` (``swa_hooks``),
 torch.distributed's functions, refused inside replicas (``torch_distributed_hooks``), DDP's wrapper,
 ``ZeroRedundancyOptimizer`` and ``Join`` where they cannot serve the replicas (``ddp_feature_hooks``), torch's random-state
-functions (``random_state_hooks``), Python's and numpy's random functions (``host_random``),
+functions (``random_state_hooks``), ``torch.nn.init``'s random
+initialisers, drawing on the host (``initializer_hooks``), Python's and numpy's random functions (``host_random``),
 ``torch.autograd.backward`` (``shared_leaves``: one tensor several replicas' backward reach), recurrent modules'
 weight lists (``rnn_hooks``), torch's attention fast-path check (``attention_fast_path``), ``Module.load_state_dict`` of a DDP
 checkpoint's ``module.`` keys (``state_dict_prefix``), tensors modules keep on themselves, per replica
@@ -146,4 +147,5 @@ STRATEGY_HOOKS = OwnedHooks("strategies", [_lazy(m) for m in ("module_hooks", "o
                                                                "replica_attributes", "ddp_feature_hooks",
                                                                "functional_calls", "scripted_modules",
                                                                "attention_fast_path", "state_dict_prefix",
-                                                               "parametrize_cache", "hook_state")])
+                                                               "parametrize_cache", "hook_state",
+                                                               "initializer_hooks")])

@@ -19,7 +19,7 @@ import torch
 from torch._C import DisableTorchFunctionSubclass
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
-from multidev.values import context, cross_replica_grads
+from multidev.values import context, cross_replica_grads, host_initializers
 from multidev.values.base_variable import _UPDATES, Variable, _variable_repr
 from multidev.values.distributed import AnyDistributedValue
 from multidev.values.strategy_protocol import StrategyLike
@@ -57,7 +57,7 @@ def _cross_replica_call(func: Any, args: tuple, kwargs: dict) -> Any:
     seen = [(v, t, t.clone() if unversioned else t._version) for v, t in viewed if t is not v]
     itself = [(v, v._components[0]._version) for v, t in viewed if t is v] if _may_write(func, kwargs) else ()
     with DisableTorchFunctionSubclass():
-        result = func(*args, **kwargs)
+        result = host_initializers.call(func, args, kwargs)   # (an initialiser draws on the host, as torch's)
     for variable, tensor, before in seen:
         if not torch.equal(tensor, before) if unversioned else tensor._version != before:
             variable._update("assign", tensor)
