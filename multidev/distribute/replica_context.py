@@ -243,6 +243,9 @@ def _refuse_a_shared_engine_thread(replica_context: ReplicaContext, name: str) -
     if context.current_replica_id() is not None:   # the replica's own thread (CPU backward): they meet
         return
     strategy, r = replica_context._strategy, replica_context._replica_id
+    runner = getattr(strategy.extended, "_runner", None)
+    if runner is None or not runner.steps.active:   # a backward outside strategy.run: not autograd's device thread
+        return
     devices = list(strategy.extended.torch_devices)
     sharing = [i for i, d in enumerate(devices) if d == devices[r]]
     if len(sharing) > 1:
