@@ -31,8 +31,8 @@ def run(spec: dict, timeout: float, progress=None) -> dict:
         done = ", ".join(f"N={n}: {s['median'] * 1e3:.2f} ms" for n, s in out["step_s"].items())
         say(f"scaling: threads done ({done})")
     except child.BenchChildError as err:
-        step_s["threads"] = {str(n): f"failed: {str(err).splitlines()[0]}" for n in spec["replicas"]}
-        say(f"scaling: threads failed: {str(err).splitlines()[0]}")
+        step_s["threads"] = {str(n): f"failed: {_why(err)}" for n in spec["replicas"]}
+        say(f"scaling: threads failed: {_why(err)}")
     for method in ("mwms", "ddp"):
         for n in spec["replicas"]:
             try:
@@ -41,9 +41,16 @@ def run(spec: dict, timeout: float, progress=None) -> dict:
                 step_s[method][str(n)] = out["step_s"]
                 say(f"scaling: {method} N={n}: {out['step_s']['median'] * 1e3:.2f} ms/step")
             except child.BenchChildError as err:
-                step_s[method][str(n)] = f"failed: {str(err).splitlines()[0]}"
-                say(f"scaling: {method} N={n} failed: {str(err).splitlines()[0]}")
+                step_s[method][str(n)] = f"failed: {_why(err)}"
+                say(f"scaling: {method} N={n} failed: {_why(err)}")
     return {"spec": spec, "step_s": step_s, "ratios": ratios(step_s), "machine": machine}
+
+
+def _why(err: Exception) -> str:
+    """A failed child in one line: what failed and the last line of its output (its exception), which the
+    first GPU run did not show (MultiWorkerMirroredStrategy N=2 on one H200: "worker 0 failed")."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip() and not line.startswith("---")]
+    return lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
 
 
 def ratios(step_s: dict) -> dict:
