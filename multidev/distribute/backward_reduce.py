@@ -75,8 +75,10 @@ def _outside_replica_mode(fn: Any, *args: Any) -> Any:
 # the others blocks their backwards behind it (a hang, seen on an H200). So a hook that runs off its replica's
 # thread leaves the reduction here, and shared_leaves' backward wrapper runs it in the replica's thread when
 # autograd's engine returns, before ``loss.backward()`` returns (where a queued callback would have run).
-# ``torch.autograd.grad`` accumulates nothing: its end-of-backward meets nobody, and is queued as on CPU.
+# ``torch.autograd.grad`` accumulates nothing: its end-of-backward meets nobody, and is queued as on CPU
+# (IN_BACKWARD: id of a ReplicaStep whose thread is inside ``torch.autograd.backward`` -> how deep).
 DEFERRED: dict[int, Any] = {}
+IN_BACKWARD: dict[int, int] = {}
 
 # A gradient at least this large is reduced in slices by every replica; a smaller one by one replica.
 _SLICE_MIN_NUMEL = 16 * 1024
@@ -222,8 +224,9 @@ class BackwardReducer:
         if not self._queued[r]:
             self._queued[r] = True
             finish = functools.partial(_outside_replica_mode, self._finish, r)
-            if here is None and self._run.active:   # autograd's device thread, in a CUDA backward (DEFERRED)
-                DEFERRED[id(self._run.steps[r])] = finish
+            key = id(self._run.steps[r]) if here is None and self._run.active else None
+            if key in IN_BACKWARD:   # autograd's device thread, in replica r's CUDA loss.backward() (DEFERRED)
+                DEFERRED[key] = finish
             else:
                 _queue_callback(finish)
 

@@ -10,6 +10,7 @@ import torch
 from multidev._core.enums import ReduceOp
 from multidev._core.errors import FailedPreconditionError
 from multidev.collectives import algorithms
+from multidev.distribute.backward_reduce import IN_BACKWARD
 from multidev.values import context
 from multidev.values.distributed import flatten, local_value, pack_as, regroup
 
@@ -242,10 +243,9 @@ def _refuse_a_shared_engine_thread(replica_context: ReplicaContext, name: str) -
     wait there for backwards queued behind their own (a hang until the collective timeout)."""
     if context.current_replica_id() is not None:   # the replica's own thread (CPU backward): they meet
         return
-    strategy, r = replica_context._strategy, replica_context._replica_id
-    runner = getattr(strategy.extended, "_runner", None)
-    if runner is None or not runner.steps.active:   # a backward outside strategy.run: not autograd's device thread
+    if not IN_BACKWARD:   # no replica's thread is in loss.backward(): a backward outside strategy.run, in its caller
         return
+    strategy, r = replica_context._strategy, replica_context._replica_id
     devices = list(strategy.extended.torch_devices)
     sharing = [i for i, d in enumerate(devices) if d == devices[r]]
     if len(sharing) > 1:

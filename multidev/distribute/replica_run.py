@@ -121,6 +121,7 @@ class ReplicaRunner:
                         as buffer_watch, \
                         shared_leaves.watching(self._strategy) if leaves else contextlib.nullcontext() as leaf_watch:
                     outcomes = self._threads.run(tasks)
+                    stream_order.caller_after_replicas(self._streams)   # (before the checks read their tensors)
                 ok = all(ok for ok, _ in outcomes)
                 if watch and ok:
                     buffer_watch.refuse_written()

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import torch
 
 from multidev._core.never_compiled import never_compiled
-from multidev.distribute.backward_reduce import DEFERRED, crossed_error, hooked_copy_owner
+from multidev.distribute.backward_reduce import DEFERRED, IN_BACKWARD, crossed_error, hooked_copy_owner
 from multidev.distribute.run_watches import RunWatches
 from multidev.values import cross_replica_grads
 from multidev.values.context import replica_env
@@ -184,19 +184,22 @@ def _checked(original: Callable) -> Callable:
         watch = _WATCHES.get(id(env.strategy)) if _WATCHES else None
         if watch is not None:
             watch.check(_roots(tensors, args, kwargs), env.replica_id)
+        key = id(env.replica_step)
+        IN_BACKWARD[key] = IN_BACKWARD.get(key, 0) + 1   # (a depth: a backward inside a hook's backward)
         try:
             result = original(tensors, *args, **kwargs)
         except RuntimeError as error:
-            if DEFERRED:
-                DEFERRED.pop(id(env.replica_step), None)
             crossed = _crossed_in(error, _roots(tensors, args, kwargs), env.replica_id)
             if crossed is None:
                 raise
             raise crossed from error
-        if DEFERRED:   # a CUDA backward's end, left by autograd's device thread (backward_reduce.DEFERRED)
-            finish = DEFERRED.pop(id(env.replica_step), None)
-            if finish is not None:
-                finish()
+        finally:
+            depth = IN_BACKWARD.pop(key)
+            if depth > 1:
+                IN_BACKWARD[key] = depth - 1
+            finish = DEFERRED.pop(key, None) if DEFERRED and depth == 1 else None   # a CUDA backward's end
+        if finish is not None:
+            finish()
         return result
     backward.__wrapped__ = original
     return backward
