@@ -79,3 +79,31 @@ def test_a_custom_loop_step_on_two_logical_gpus_does_not_synchronize_host_and_de
         """
     )
     assert "OK" in out.stdout
+
+
+def test_a_module_made_in_scope_on_logical_gpus_starts_from_the_cpu_modules_weights(fresh):
+    """``torch.manual_seed(0)`` then a module in the scope: the weights a CPU-built module gets (DDP's
+    ``Net().to(rank)``), not draws from the CUDA generator (0.42 off after one step on an H200, issue 28)."""
+    out = fresh(
+        """
+        import torch, multidev as md
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        strategy = md.distribute.MirroredStrategy()
+        def build():
+            net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LSTM(16, 8), torch.nn.Embedding(5, 4))
+            torch.nn.init.orthogonal_(net[0].weight)
+            return net
+        torch.manual_seed(0)
+        with strategy.scope():
+            model = build()
+        torch.manual_seed(0)
+        ref = build()
+        for (name, p), e in zip(model.named_parameters(), ref.parameters()):
+            for c in p.values:
+                assert c.device.type == "cuda", (name, c.device)
+                torch.testing.assert_close(c.detach().cpu(), e.detach(), rtol=0, atol=0, msg=name)
+        print("OK")
+        """
+    )
+    assert "OK" in out.stdout
