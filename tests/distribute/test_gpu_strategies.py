@@ -91,7 +91,7 @@ def test_a_module_made_in_scope_on_logical_gpus_starts_from_the_cpu_modules_weig
         md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
         strategy = md.distribute.MirroredStrategy()
         def build():
-            net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LSTM(16, 8), torch.nn.Embedding(5, 4))
+            net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Conv1d(2, 3, 3), torch.nn.Embedding(5, 4))
             torch.nn.init.orthogonal_(net[0].weight)
             return net
         torch.manual_seed(0)
