@@ -71,7 +71,7 @@ class Rendezvous:
             self._arrived += 1
             generation = self._generation
             if self._arrived == self._n:
-                return self._complete(replica_id, combine)
+                return self._complete(replica_id, combine, stream)
             if self._finished:
                 self._fail(self._left_early_error())
                 self._raise_if_failed()
@@ -109,7 +109,7 @@ class Rendezvous:
                 self._fail(AbortedError(f"A replica failed ({type(error).__name__}: {error}); collective aborted."))
 
     # --- internals (hold self._cond) ---------------------------------------------------------
-    def _complete(self, replica_id: int, combine) -> Any:
+    def _complete(self, replica_id: int, combine, stream: Any) -> Any:
         signatures = [s[1] for s in self._slots]
         numbers = [s[0] for s in self._slots]
         if any(sig != signatures[0] for sig in signatures) or len(set(numbers)) != 1:
@@ -120,7 +120,6 @@ class Rendezvous:
             ))
             self._raise_if_failed()
         payloads = [s[2] for s in self._slots]
-        stream = self._streams[replica_id] if self._streams is not None else None
         if stream is not None:
             stream_order.wait(stream, [s[3] for s in self._slots])
         try:

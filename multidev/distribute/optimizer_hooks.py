@@ -82,7 +82,8 @@ class _Plan:
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
         self._synced: dict[int, Any] = {}            # id(variable) -> the user's entry the copies hold
         self._synced_len = 0                         # len(user's state) when _synced was taken
-        self._counted = [-1] * len(self.devices)     # len(twin's state) when its step counters were placed
+        #: Replicas off the CPU (GPUs): their first step's counters are moved to the host (``counters_on_host``).
+        self.device_counters = any(d.type != "cpu" for d in self.devices)
         if not self.one_state:
             extended.add_run_preparer(self)
 
@@ -125,7 +126,7 @@ class _Plan:
                         twin_state[local_copy(p, r)] = copy_state_entry(state[p], device)
             twins.append(_make_twin(optimizer, twin_groups, twin_state))
         self.twins = twins
-        self._counted = [-1] * len(self.devices)
+        self._counted = [-1] * len(self.devices)     # len(twin's state) when its step counters were placed
         self._note_synced(state)
         self._built_for = (groups, len(groups), state)
 
@@ -358,7 +359,7 @@ def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: di
     replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
     plan.after_step(replica_id)
-    if replica_id is not None and plan.twins:
+    if plan.device_counters and replica_id is not None and plan.twins:
         plan.counters_on_host(replica_id)
     if replica_id == 0 and plan.own_step:
         for p in plan.params:

@@ -111,6 +111,7 @@ class ReplicaRunner:
             self.steps.begin(steps)
             if n == 1:
                 outcomes = [_outcome(tasks[0])]
+                stream_order.caller_after_replicas(self._streams)
             else:
                 compiled_step.refuse_compiled_autograd(self._strategy, n)
                 if self._threads is None:
@@ -131,7 +132,6 @@ class ReplicaRunner:
                 if leaves and ok and leaf_watch.walked:   # a backward of this step function was checked
                     self._leaves_checked.add(fn)
         finally:
-            stream_order.caller_after_replicas(self._streams)
             self.steps.end()
             self._random_streams.join()
             self._host_streams.join()

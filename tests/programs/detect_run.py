@@ -15,7 +15,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from three_ways_main import run_main  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 import detect_programs as programs  # noqa: E402
 import detect_programs2 as programs2  # noqa: E402
 from pytutorials_run import DdpPort, MirroredPort  # noqa: E402
@@ -25,8 +25,7 @@ ALL = {f.__name__: f for f in (
     programs.fcos_num_pos_as_printed, programs.fcos_num_pos_ported, programs2.unet_segmentation,
     programs2.unet_segmentation_mixed_sizes, programs2.unet_segmentation_mixed_sizes_padded_in_step,
     programs2.mask_instances)}
-if os.environ.get("DETECT_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["DETECT_ONLY"].split(",")}
+ALL = only(ALL, "DETECT_ONLY")
 
 
 class DetDdpPort(DdpPort):

@@ -13,14 +13,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from three_ways_main import run_main  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 from finetune_programs import FINETUNE  # noqa: E402
 from finetune_programs2 import FINETUNE2  # noqa: E402
 from generative_run import GenDdpPort, GenMirroredPort  # noqa: E402
 
 ALL = {**FINETUNE, **FINETUNE2}
-if os.environ.get("FINETUNE_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["FINETUNE_ONLY"].split(",")}
+ALL = only(ALL, "FINETUNE_ONLY")
 
 
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process

@@ -13,14 +13,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from three_ways_main import run_main  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 from hook_programs import HOOKS  # noqa: E402
 from hook_programs2 import HOOKS2  # noqa: E402
 from pytutorials_run import DdpPort, MirroredPort  # noqa: E402
 
 ALL = {**HOOKS, **HOOKS2}
-if os.environ.get("HOOKS_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["HOOKS_ONLY"].split(",")}
+ALL = only(ALL, "HOOKS_ONLY")
 
 
 class HookDdpPort(DdpPort):

@@ -15,7 +15,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from three_ways_main import run_main  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 from generative_run import GenDdpPort, GenMirroredPort  # noqa: E402
 from loss_programs import (bce_pos_weight, ce_criterion_outside_scope, ce_weight_ignore_smoothing,  # noqa: E402
                            gaussian_nll, huber_mean, huber_sum, kldiv_batchmean, kldiv_log_target_sum,
@@ -42,8 +42,7 @@ ALL = {f.__name__: f for f in (
     multitask_missing_labels, adaptive_log_softmax, supcon_global_negatives, tokens_count_gathered,
     barlow_twins_as_printed, barlow_twins_passthrough, barlow_twins_differentiable, counted_ce_per_replica,
     counted_ce_summed)}
-if os.environ.get("LOSS_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["LOSS_ONLY"].split(",")}
+ALL = only(ALL, "LOSS_ONLY")
 
 
 class LossDdpPort(GenDdpPort):

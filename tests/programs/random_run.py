@@ -15,14 +15,13 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from three_ways_main import run_main  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 from pytutorials_run import DdpPort, MirroredPort  # noqa: E402
 from random_programs import RANDOM  # noqa: E402
 from random_programs2 import RANDOM2  # noqa: E402
 
 ALL = {**RANDOM, **RANDOM2}
-if os.environ.get("RANDOM_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["RANDOM_ONLY"].split(",")}
+ALL = only(ALL, "RANDOM_ONLY")
 
 
 class RandomDdpPort(DdpPort):

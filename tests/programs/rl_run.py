@@ -9,23 +9,19 @@ directory given:
 """
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from process_exit import leave_process_group  # noqa: E402
 from pyexamples2_run import Ddp2, Mirrored2  # noqa: E402
-from pytutorials_run import _recorded  # noqa: E402
 from rl_programs import RL  # noqa: E402
 from rl_programs2 import RL2  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 
 ALL = {**RL, **RL2}
-if os.environ.get("RL_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["RL_ONLY"].split(",")}
+ALL = only(ALL, "RL_ONLY")
 
 
 class RlDdpPort(Ddp2):
@@ -51,35 +47,5 @@ class RlMirroredPort(Mirrored2):
         """Nothing to write: ``optimizer.step()`` sums gradients no backward reduced."""
 
 
-def _write(out_dir: str, name: str, results: dict) -> None:
-    with open(os.path.join(out_dir, name), "w") as f:
-        json.dump(results, f)
-
-
-def main_multidev(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MirroredStrategy()
-    assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
-    port = RlMirroredPort(strategy)
-    _write(out_dir, "rl_multidev.json", {name: _recorded(program, port) for name, program in ALL.items()})
-
-
-def main_workers(out_dir: str) -> None:
-    import multidev as md
-    strategy = md.distribute.MultiWorkerMirroredStrategy()
-    port = RlMirroredPort(strategy)
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    _write(out_dir, f"rl_worker{strategy.extended.worker_index}.json", results)
-
-
-def main_ddp(out_dir: str) -> None:
-    torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    port = RlDdpPort()
-    results = {name: _recorded(program, port) for name, program in ALL.items()}
-    if port.rank == 0:
-        _write(out_dir, "rl_ddp.json", results)
-    leave_process_group()
-
-
 if __name__ == "__main__":   # a worker of `multidev launch` (TF_CONFIG), a DDP rank (RANK), or one process
-    ("TF_CONFIG" in os.environ and main_workers or "RANK" in os.environ and main_ddp or main_multidev)(sys.argv[1])
+    run_main("rl", ALL, RlMirroredPort, RlDdpPort)

@@ -30,6 +30,12 @@ def _results(programs: dict, port) -> dict:
     return {name: _recorded(program, port) for name, program in programs.items()}
 
 
+def only(programs: dict, variable: str) -> dict:
+    """``programs``, or those named in the environment variable ``variable`` (``name,name``: to debug one)."""
+    names = os.environ.get(variable)
+    return {name: programs[name] for name in names.split(",")} if names else programs
+
+
 def run_main(prefix: str, programs: dict, mirrored_port: Callable, ddp_port: Callable) -> None:
     """``programs`` (name -> program) through ``mirrored_port(strategy)`` or ``ddp_port()``, as started."""
     out_dir = sys.argv[1]

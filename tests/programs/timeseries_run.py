@@ -13,15 +13,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from three_ways_main import run_main  # noqa: E402
+from three_ways_main import only, run_main  # noqa: E402
 from timeseries_programs import TIMESERIES  # noqa: E402
 from timeseries_programs2 import TIMESERIES2  # noqa: E402
 from timeseries_programs3 import TIMESERIES3  # noqa: E402
 from pytutorials_run import DdpPort, MirroredPort  # noqa: E402
 
 ALL = {**TIMESERIES, **TIMESERIES2, **TIMESERIES3}
-if os.environ.get("TIMESERIES_ONLY"):
-    ALL = {name: ALL[name] for name in os.environ["TIMESERIES_ONLY"].split(",")}
+ALL = only(ALL, "TIMESERIES_ONLY")
 
 
 class SeriesDdpPort(DdpPort):
