@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from multidev.values import host_initializers
 from multidev.values.context import current_replica_id
 from multidev.values.variables import DistributedVariable
 
@@ -27,13 +28,8 @@ _RANDOM_INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "xavier_uniform_
 def _on_host(original: Callable) -> Callable:
     @functools.wraps(original)
     def init(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-        if (isinstance(tensor, DistributedVariable) and tensor.device.type != "cpu" and current_replica_id() is None
-                and kwargs.get("generator") is None):
-            host = torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu")
-            original(host, *args, **kwargs)
-            with torch.no_grad():
-                tensor.copy_(host)
-            return tensor
+        if isinstance(tensor, DistributedVariable) and current_replica_id() is None:
+            return host_initializers.call(original, (tensor, *args), kwargs)   # (off the CPU: drawn on the host)
         return original(tensor, *args, **kwargs)
 
     init._multidev_wrapped = True
