@@ -154,18 +154,23 @@ def _serialize_lazy_backward_compile() -> None:
     """torch.compile compiles a compiled model's backward at its first backward, without a lock: two replica
     threads doing so together broke each other (one's FX tracing patches ``Module.__getattr__`` process-wide
     while the other deep-copies the graph: "'GraphModule' object has no attribute 'meta'", about one run in
-    ten under load). Once torch.compile's runtime is loaded (a compiled forward ran), that compile takes one
-    lock; a backward already compiled does not. (Importing it earlier would import dynamo half-way.)"""
+    ten under load). Once torch.compile's runtime is loaded (a compiled forward ran), that compile takes
+    dynamo's compile lock (another replica's forward compile traces too); a backward already compiled does
+    not. (Importing it earlier would import dynamo half-way.)"""
     runtime = sys.modules.get(_AOT_RUNTIME)
     compiler = getattr(runtime, "_AutogradBackwardCompiler", None)
     original = getattr(compiler, "get_or_compile", None)
     if original is None or getattr(original, "_multidev_serialized", False):
         return
 
+    # dynamo's own lock, which its forward compiles hold: another replica's forward compile traces with the same
+    # process-wide patch (a CI run of 26421db and 2 of 5 runs here failed with only a backward lock of our own)
+    lock = getattr(sys.modules.get("torch._dynamo.convert_frame"), "compile_lock", None) or _COMPILE_LOCK
+
     def get_or_compile(self: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(self, "compiled_bw", None) is not None:
             return self.compiled_bw
-        with _COMPILE_LOCK:   # (the second replica finds the first's compiled backward)
+        with lock:   # (the second replica finds the first's compiled backward)
             return original(self, *args, **kwargs)
 
     get_or_compile._multidev_serialized = True
