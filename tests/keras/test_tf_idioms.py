@@ -224,8 +224,9 @@ TF_2_21_TWO_REPLICAS = {
 def _differences(want, got, path=""):
     """Paths where ``got`` differs from ``want`` (numbers to 2e-4 relative: float32, other kernels)."""
     if isinstance(want, dict) and isinstance(got, dict):
-        if set(want) != set(got):
-            return [f"{path}: keys {sorted(want)} != {sorted(got)}"]
+        if set(want) != set(got):   # (what raised, where one side raised: an intermittent failure needs it)
+            raised = {k: side["message"] for k, side in (("TF", want), ("md", got)) if "message" in side}
+            return [f"{path}: keys {sorted(want)} != {sorted(got)}" + (f" {raised}" if raised else "")]
         return [d for k in want for d in _differences(want[k], got[k], f"{path}/{k}")]
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return [d for i, (a, b) in enumerate(zip(want, got)) for d in _differences(a, b, f"{path}[{i}]")]
