@@ -135,3 +135,37 @@ def test_a_fit_step_does_not_synchronize_host_and_device(fresh):
         """
     )
     assert "OK" in out.stdout
+
+
+def test_a_keras_model_made_in_a_gpu_scope_takes_numpy_and_fits_as_on_the_cpu(fresh):
+    out = fresh(
+        """
+        import warnings
+        import numpy as np, torch, multidev as md
+
+        def made():
+            model = md.keras.Sequential([md.keras.Input((4,)), md.keras.layers.Dense(8, activation="relu"),
+                                         md.keras.layers.Dense(1)])
+            model.set_weights([np.sin(np.arange(w.size) + i).reshape(w.shape).astype("float32")
+                               for i, w in enumerate(model.get_weights())])
+            model.compile(md.keras.optimizers.SGD(0.05), "mse")
+            return model
+
+        rng = np.random.RandomState(0)
+        x, y = rng.randn(32, 4).astype("float32"), rng.randn(32, 1).astype("float32")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            on_cpu = made()
+            on_cpu.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        assert any("fit runs on the CPU" in str(w.message) for w in caught), [str(w.message) for w in caught]
+        with md.device("/GPU:0"):
+            on_gpu = made()
+        assert on_gpu.layers[0].kernel.device.type == "cuda"
+        assert on_gpu(x).device.type == "cuda"                 # numpy in, copied to the weights' device
+        on_gpu.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        for a, b in zip(on_cpu.get_weights(), on_gpu.get_weights()):
+            assert np.allclose(a, b, atol=1e-5), np.abs(a - b).max()
+        print("OK")
+        """
+    )
+    assert "OK" in out.stdout

@@ -30,7 +30,8 @@ from torch import nn
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, mixed_precision, regularizers
 from multidev.keras.layers import keras_tensor as kt
-from multidev.keras.layers import call_inputs, early_attributes, host_inputs, layer_losses, layer_state, tracked_lists, weight_paths
+from multidev.keras.layers import (call_inputs, early_attributes, host_inputs, layer_losses, layer_state, tracked_lists,
+                                   weight_paths, weights_device)
 from multidev.keras.layers.saving_hooks import SavingHooks
 from multidev.keras.layer_calls import call_state
 from multidev.keras.layers.input_spec import InputSpec
@@ -292,11 +293,13 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
             kwargs["training"] = bool(training)
         if mask is not None and "mask" not in kwargs and self._call_accepts("mask"):
             kwargs["mask"] = mask
+        placed = _NO_SCOPE
         if depth == 0:
             layer_losses.clear_call_losses(self)
+            inputs, args, kwargs, placed = weights_device.place_call(self, inputs, args, kwargs)
         token = _call_state.set((training, depth + 1))
         try:
-            with self._dtype_policy.autocast(self._device_type(inputs)), \
+            with placed, self._dtype_policy.autocast(weights_device.device_type(inputs)), \
                     weight_paths.layer_scope(self) if first else _NO_SCOPE:
                 outputs = super().__call__(inputs, *args[1:], **kwargs)
         finally:
@@ -332,11 +335,6 @@ class Layer(LayerWeights, SavingHooks, nn.Module):
     @property
     def _compute_torch_dtype(self):
         return self._dtype_policy.torch_compute_dtype
-
-    @staticmethod
-    def _device_type(inputs) -> str:
-        leaf = kt.flatten(inputs)[0]
-        return leaf.device.type if isinstance(leaf, torch.Tensor) else "cpu"
 
     def _record_output_shape(self, outputs, merge=False):
         """``output_shape`` from a call's outputs; ``merge``: None where it differs from the shape recorded before

@@ -16,9 +16,15 @@ from typing import Any, Callable, Protocol
 
 import torch
 
+from multidev._core.user_warnings import warn_user
+from multidev.devices import registry
 from multidev.devices.stream_order import to_device
+from multidev.keras.layers import weights_device
 from multidev.keras.layers.keras_tensor import map_structure
 from multidev.keras.step_inputs import check_kind
+from multidev.placement.scope import current_device, device_scope
+
+_NO_SCOPE = contextlib.nullcontext()
 
 
 class StepRunner(Protocol):
@@ -28,32 +34,40 @@ class StepRunner(Protocol):
     def run(self, kind: str, step_fn: Callable[[Any], Any], data: Any, model: Any) -> Any: ...
 
 
-def model_device(model) -> torch.device | None:
-    """Device of the model's first weight (None for a weightless model)."""
-    for p in model.parameters():
-        return p.device
-    for b in model.buffers():
-        return b.device
-    return None
-
-
-def move_to_device(data, device):
-    """Move every tensor in ``data`` to ``device`` (non-blocking from pinned memory)."""
-    if device is None:
-        return data
-    return map_structure(lambda t: to_device(t, device) if isinstance(t, torch.Tensor) and t.device != device else t,
-                         data)
-
-
 class LocalStepRunner:
-    """Runs the step on the model's own device, in the calling thread."""
+    """Runs the step on the model's own device, in the calling thread: the batch moved there and, off the CPU, in
+    that device's scope (tensors a custom ``train_step`` makes land there, as in a replica)."""
+
+    def __init__(self) -> None:
+        self._placement_checked = False
 
     def run(self, kind: str, step_fn: Callable[[Any], Any], data: Any, model: Any) -> Any:
         check_kind(kind)
-        data = move_to_device(data, model_device(model))
+        weight = weights_device.first_weight(model)
+        if not self._placement_checked and kind == "train":
+            self._placement_checked = True
+            _warn_if_a_gpu_idles(weight)
+        if weight is not None:
+            data = map_structure(lambda t: to_device(t, weight.device)
+                                 if isinstance(t, torch.Tensor) and t.device != weight.device else t, data)
         build_before_step(model, data)
-        with train_grad_mode(kind):
+        on_device = weight is not None and weight.device.type != "cpu" and current_device() is None
+        with train_grad_mode(kind), device_scope(registry.device_for_tensor(weight)) if on_device else _NO_SCOPE:
             return step_fn(data)
+
+
+def _warn_if_a_gpu_idles(weight) -> None:
+    """TensorFlow places a model made outside any scope on GPU:0; multidev leaves it where torch made it (the CPU).
+    Say so once per model, at its first training step, rather than train on the CPU unannounced."""
+    if weight is None or weight.device.type != "cpu" or current_device() is not None:
+        return
+    gpus = registry.logical_devices("GPU")
+    if gpus:
+        warn_user(
+            f"md.keras: fit runs on the CPU, where this model's weights are, although {len(gpus)} logical GPU(s) are "
+            "visible (TensorFlow would place the model on GPU:0). To train on a GPU, make the model inside "
+            "`with md.device('/GPU:0'):` or a strategy's scope (`md.distribute.MirroredStrategy()` takes every GPU).",
+            UserWarning)
 
 
 def train_grad_mode(kind: str) -> contextlib.AbstractContextManager:

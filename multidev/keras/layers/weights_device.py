@@ -1,0 +1,62 @@
+"""An outer layer call runs where the layer's weights are, as TensorFlow runs an op where its variables are.
+
+A model built in ``md.device("/GPU:0")`` or in a strategy's scope on GPUs, then called outside that scope
+(``model(x_numpy)``, ``model(torch_cpu_batch)``) met "Expected all tensors to be on the same device": TensorFlow
+copies an op's inputs to its device. The outermost call (not one inside another layer's call, whose inputs are
+already there) outside any device scope (a replica's or the user's, whose placement rules apply instead) moves
+the call's tensors to its first parameter's device and, off the CPU, runs in that device's scope, so tensors
+the call makes (``torch.zeros(...)``, ``md.keras.ops.ones(...)``) land there too, as they do in a replica.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from multidev.devices import registry
+from multidev.devices.stream_order import to_device
+from multidev.keras.layers.keras_tensor import flatten, map_structure
+from multidev.placement.scope import current_device, device_scope
+
+_NO_SCOPE = contextlib.nullcontext()
+
+
+def first_weight(module: torch.nn.Module) -> torch.Tensor | None:
+    """The module's first parameter, else its first buffer (None for a module with neither)."""
+    for p in module.parameters():
+        return p
+    for b in module.buffers():
+        return b
+    return None
+
+
+def device_type(inputs) -> str:
+    """The device type of a call's first input tensor ('cpu' when it has none): where autocast applies."""
+    leaf = flatten(inputs)[0]
+    return leaf.device.type if isinstance(leaf, torch.Tensor) else "cpu"
+
+
+def _moved(value, device: torch.device):
+    return map_structure(lambda t: to_device(t, device) if isinstance(t, torch.Tensor) and t.device != device else t,
+                         value)
+
+
+def place_call(layer, inputs, args: tuple, kwargs: dict):
+    """``(inputs, args, kwargs, scope)`` for an outermost call of ``layer``: its tensors on the weights' device and
+    the scope to run it in (a no-op scope on the CPU, for a weightless layer or inside a device scope)."""
+    if current_device() is not None:
+        return inputs, args, kwargs, _NO_SCOPE
+    weight = next(layer.parameters(), None)   # not buffers: reading an on-read one may raise (NONE aggregation)
+    if weight is None:
+        return inputs, args, kwargs, _NO_SCOPE
+    device = weight.device
+    if type(inputs) is not torch.Tensor or inputs.device != device:
+        inputs = _moved(inputs, device)
+    if len(args) > 1:
+        args = (args[0],) + _moved(tuple(args[1:]), device)
+    if kwargs:
+        kwargs = {k: _moved(v, device) for k, v in kwargs.items()}
+    if device.type == "cpu":
+        return inputs, args, kwargs, _NO_SCOPE
+    return inputs, args, kwargs, device_scope(registry.device_for_tensor(weight))
