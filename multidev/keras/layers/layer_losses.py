@@ -16,9 +16,20 @@ import threading
 
 import torch
 
+#: Whether any layer of this process ever recorded a call loss or has a weight penalty: until one has, the walks
+#: over every sublayer at each top-level call and each ``model.losses`` read (each training step) find nothing.
+_EVER = [False]
+
+
+def note_weight_penalty() -> None:
+    """A layer got a weight regularizer: ``losses`` must walk the layers from now on."""
+    _EVER[0] = True
+
 
 def clear_call_losses(layer) -> None:
     """Forget this thread's call losses of ``layer`` and all its sublayers (start of a top-level call)."""
+    if not _EVER[0]:
+        return
     me = threading.get_ident()
     for m in layer.modules():
         losses = getattr(m, "_call_losses", None)   # plain torch modules have none
@@ -29,6 +40,7 @@ def clear_call_losses(layer) -> None:
 def add_call_loss(layer, loss) -> None:
     """Record ``loss`` (a scalar tensor or number) for this thread's current call."""
     value = loss if isinstance(loss, torch.Tensor) else torch.as_tensor(float(loss))
+    _EVER[0] = True
     layer._call_losses.setdefault(threading.get_ident(), []).append(value)
 
 
@@ -53,6 +65,8 @@ def record_activity(layer, outputs) -> None:
 
 def collect(layer) -> list:
     """This thread's call losses of ``layer`` and its sublayers, then the penalties of trainable weights."""
+    if not _EVER[0]:
+        return []
     found, penalties = [], []
     _walk(layer, True, threading.get_ident(), found, penalties)
     return found + penalties

@@ -18,7 +18,7 @@ from torch import nn
 
 from multidev._core.eager_tensor import readable
 from multidev.keras import backend, initializers, regularizers
-from multidev.keras.layers import layer_state, weight_paths
+from multidev.keras.layers import layer_losses, layer_state, weight_paths
 from multidev.values.variables import DistributedVariable
 
 
@@ -193,6 +193,7 @@ class LayerWeights:
         regularizer = regularizers.get(regularizer)
         if regularizer is not None and trainable:
             self._weight_regularizers.append((name, regularizer))
+            layer_losses.note_weight_penalty()
         dt = backend.as_dtype(dtype or self._dtype_policy.variable_dtype)
         value = initializers.get(initializer)(tuple(int(s) for s in shape), dt)
         if trainable:

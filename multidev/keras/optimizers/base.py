@@ -53,7 +53,7 @@ class Optimizer:
         self._learning_rate = _lr_value(learning_rate)
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
-        self.iterations = torch.zeros((), dtype=torch.int64)
+        self.iterations = torch.zeros((), dtype=torch.int64, device="cpu")   # host scalars: read every step
         self._build_lock = threading.Lock()               # replicas may reach the first update together
         self._rules = ReplicaRules()                      # the update rule: one torch optimizer per replica
 

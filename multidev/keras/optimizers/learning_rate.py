@@ -53,7 +53,7 @@ def _lr_value(value):
     """A schedule or callable as given; a number becomes Keras's float32 ``learning_rate`` variable."""
     if _is_schedule(value):
         return value
-    data = torch.tensor(_float_lr(value), dtype=torch.float32)
+    data = torch.tensor(_float_lr(value), dtype=torch.float32, device="cpu")   # even in md.device('/GPU:0')
     return _LearningRate._from_tensor(data, trainable=False, name="learning_rate",
                                  synchronization=VariableSynchronization.from_value(None),
                                  aggregation=VariableAggregation.from_value("only_first_replica"))

@@ -85,7 +85,7 @@ class KerasRule(torch.optim.Optimizer):
             if name not in state:
                 state[name] = self._init_slot(name, p, group)
         if self._counts_steps and "step" not in state:
-            state["step"] = torch.tensor(0.0, dtype=torch.float32)
+            state["step"] = torch.tensor(0.0, dtype=torch.float32, device="cpu")   # read as a float each step
 
     @staticmethod
     def _next_steps(states: list) -> list:
@@ -198,7 +198,7 @@ class NadamRule(KerasRule):
 
     def _init_slot(self, name, param, group):
         if name == "u_product":
-            return torch.tensor(1.0, dtype=torch.float64)
+            return torch.tensor(1.0, dtype=torch.float64, device="cpu")   # read as a float each step
         return super()._init_slot(name, param, group)
 
     def _update(self, group, params, grads, states):
@@ -215,7 +215,7 @@ class NadamRule(KerasRule):
         u_now = [beta_1 * d for d in decay]
         u_next = [beta_1 * (one - half * f(0.96) ** f(t + 1)) for t in steps]
         prods = [f(p.item()) * beta_1 * d for p, d in zip(products, decay)]
-        torch._foreach_copy_(products, [torch.tensor(float(p), dtype=torch.float64) for p in prods])
+        torch._foreach_copy_(products, [torch.tensor(float(p), dtype=torch.float64, device="cpu") for p in prods])
         m_hat = torch._foreach_mul(m, [float(u) for u in u_next])
         torch._foreach_div_(m_hat, [float(one - p * u) for p, u in zip(prods, u_next)])
         g_part = torch._foreach_mul(grads, [float(one - u) for u in u_now])
