@@ -52,7 +52,11 @@ def pack_bucket(refs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | Non
         elif g.data_ptr() != slot.data_ptr() or g.stride() != refs[i].stride():
             slot.view(refs[i].shape).copy_(g)
         offset += n
-    out[offset:].copy_(torch.tensor([0.0 if grads[i] is None else 1.0 for i in bucket], dtype=out.dtype))
+    if all(grads[i] is not None for i in bucket):
+        out[offset:].fill_(1.0)    # no host data: a copy from a Python list into GPU memory waits for the device
+    else:
+        flags = [0.0 if grads[i] is None else 1.0 for i in bucket]
+        out[offset:].copy_(torch.tensor(flags, dtype=out.dtype, device="cpu"))
     return out
 
 

@@ -224,7 +224,9 @@ class BucketPlan(UpdatePlan):
             return SummedGrads(self._spread(grads, order).tensors)
         refs = self.refs[replica_id or 0]
         refs = refs if order is None else [refs[i] for i in order]
-        summed = SummedGrads(tuple(self._buckets.all_reduce(ctx, refs, grads.tensors, ReduceOp.SUM)))
+        # every gradient here: no need to read the presence flags back (a host-device sync per bucket on a GPU)
+        summed = SummedGrads(tuple(self._buckets.all_reduce(ctx, refs, grads.tensors, ReduceOp.SUM,
+                                                            all_present=all(g is not None for g in grads.tensors))))
         return self._spread(summed, order)
 
     def _meet(self, replica_id: int, name: str) -> None:

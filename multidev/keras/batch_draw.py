@@ -40,7 +40,7 @@ def rows(draw: Callable[[int], torch.Tensor], size: int) -> torch.Tensor:
     if not in_step():
         return draw(size)
     return context.current_replica_context().merge_call(
-        _draw_for_replicas, args=(draw, torch.tensor(int(size)), step_inputs.current().global_batch_size))
+        _draw_for_replicas, args=(draw, torch.tensor(int(size), device="cpu"), step_inputs.current().global_batch_size))
 
 
 def once(draw: Callable[[], torch.Tensor]) -> torch.Tensor:

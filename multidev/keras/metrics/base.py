@@ -26,6 +26,7 @@ import torch
 
 from multidev.keras import backend, initializers, loss_masks, step_inputs
 from multidev.keras.layers import keras_tensor
+from multidev.keras.metrics import state_device
 from multidev.keras.state_variable import StateVariable
 from multidev.keras.step_inputs import metric_store
 from multidev.values import context
@@ -122,6 +123,9 @@ class Metric:
         return self._own
 
     def _fresh_state(self) -> dict:
+        device = state_device.scope_device()    # a replica's on a GPU: no copy from host memory each step
+        if device is not None and device.type != "cpu":
+            return state_device.initial_on(self, device)
         return {n: v.clone() for n, v in self._initial.items()}
 
     def _fold_replica_states(self) -> None:
@@ -223,6 +227,8 @@ class Metric:
             for n, mine, theirs in zip(self._var_names, self.variables, theirs_list):
                 if mine.shape != theirs.shape and not bool(mine.any()):   # sized at its first update (Keras's build)
                     self._shape_state([n], theirs.shape)
+            if self._state() is self._own:
+                state_device.follow_replicas(self.variables, list(theirs_list))
             with torch.no_grad():
                 for mine, theirs in zip(self.variables, theirs_list):
                     mine.add_(theirs.to(mine.device, mine.dtype))

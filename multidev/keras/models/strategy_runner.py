@@ -19,7 +19,7 @@ from multidev.data.combine import ZippedDict, ZippedTuple
 from multidev.distribute.batch_split import split_element, zipped_parts
 from multidev.keras.metrics.base import sum_states_across_workers
 from multidev.keras.models.replica_logs import step_logs
-from multidev.keras.models.step_runner import build_before_step, train_grad_mode
+from multidev.keras.models.step_runner import build_before_step, on_device, train_grad_mode
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
@@ -58,6 +58,9 @@ class StrategyStepRunner:
             global_size = _batch_size(data)
             self._largest_batch = max(self._largest_batch, global_size)
             parts = split_element(data, total, self._largest_batch)[first:first + local] if total > 1 else [data]
+        devices = extended.torch_devices
+        if any(d.type != "cpu" for d in devices):   # each slice copied once: left on the host, the placement mode
+            parts = [on_device(p, d) for p, d in zip(parts, devices)]   # copied it at every op reading it
         ensure_built(model, strategy, parts[0])
         if id(model) not in self._checked:
             check_variables(model, strategy)

@@ -1,0 +1,74 @@
+"""A training step on GPU replicas neither reads numbers back nor copies host data to the device after its first.
+
+On the launch-bound H200 workloads (issue 28) each such copy waited for the device: md.keras ``fit`` on two
+logical GPUs merged every metric into host memory and cloned each replica's fresh metric state from host memory
+each step, read each gradient bucket's presence flags back, read each Dropout's row count as a GPU scalar, and its
+optimizers read the learning rate, step counts and Nadam's product from GPU scalars. Here the GPUs are stand-ins
+on torch's ``meta`` device (``tests.devices.fake_gpus.meta_replicas``): a read back raises, and copies of host data
+to the device are counted by call site. The GPU check's ``set_sync_debug_mode`` tests cover the same on a GPU.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import run_fresh
+from tests.devices.fake_gpus import meta_replicas
+
+def test_keras_fit_steps_on_two_logical_gpus_and_on_one():
+    out = run_fresh(meta_replicas("""
+        import torch, multidev as md
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        strategy = md.distribute.MirroredStrategy()
+        x, y = torch.ones(4, 4, device="meta"), torch.zeros(4, dtype=torch.int64, device="meta")
+        for scope in (strategy.scope, lambda: md.device("/GPU:0")):
+            for optimizer in ("adam", "nadam", md.keras.optimizers.SGD(0.1, momentum=0.9)):
+                with scope():
+                    model = md.keras.Sequential([md.keras.Input((4,)), md.keras.layers.Dense(8, activation="relu"),
+                                                 md.keras.layers.Dropout(0.1), md.keras.layers.Dense(3)])
+                model.compile(optimizer, md.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                              metrics=["accuracy", md.keras.metrics.SparseTopKCategoricalAccuracy(2)])
+                train = model.make_train_function()
+                for i in range(4):
+                    WATCH[0] = i >= 2        # after the first steps (states made, first-run checks)
+                    logs = train((x, y))
+                WATCH[0] = False
+                assert set(logs) == {"loss", "accuracy", "sparse_top_k_categorical_accuracy"}, logs
+        assert not HOST_TRAFFIC, dict(HOST_TRAFFIC)
+        print("OK")
+        """))
+    assert "OK" in out.stdout, out.stdout
+
+
+def test_a_custom_loop_step_with_torch_optimizers_on_two_logical_gpus():
+    out = run_fresh(meta_replicas("""
+        import torch, multidev as md
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        strategy = md.distribute.MirroredStrategy()
+        optimizers = [lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), lambda p: torch.optim.AdamW(p, lr=1e-3),
+                      lambda p: torch.optim.Adam(p, lr=1e-3, foreach=False)]
+        x = md.distribute.PerReplica([torch.ones(4, 4, device="meta")] * 2)
+        y = md.distribute.PerReplica([torch.zeros(4, dtype=torch.int64, device="meta")] * 2)
+        loss_fn = torch.nn.CrossEntropyLoss(reduction="none")
+        for make in optimizers:
+            with strategy.scope():
+                net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Dropout(0.1),
+                                          torch.nn.Linear(8, 3))
+                opt = make(net.parameters())
+
+            def step(x, y):
+                opt.zero_grad()
+                loss = md.nn.compute_average_loss(loss_fn(net(x), y), global_batch_size=8)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+                opt.step()
+                return loss
+
+            for i in range(4):
+                WATCH[0] = i >= 2
+                strategy.run(step, args=(x, y))
+            WATCH[0] = False
+        assert not HOST_TRAFFIC, dict(HOST_TRAFFIC)
+        print("OK")
+        """))
+    assert "OK" in out.stdout, out.stdout
