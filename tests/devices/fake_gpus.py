@@ -30,22 +30,30 @@ def meta_replicas(code: str) -> str:
     counts, by call site, the copies host -> "GPU" and the ``torch.tensor`` calls made on it while
     ``WATCH[0]`` is true; a read back raises (meta tensors have no data).
 
-    Stand-ins for what meta lacks, all outside a step's steady state: the per-replica random streams of a device
-    (the CPU's generator), autocast (off), and the first runs' checks that every replica's copies agree (which
+    Stand-ins for what meta lacks: the per-replica random streams of a device (the CPU's generator), autocast
+    (off), and the first runs' checks that every replica's copies agree (which
     read the copies back once per step function, by design)."""
     return _PREAMBLE.format(count=1, torch_device="meta") + _META_REPLICAS + textwrap.dedent(code)
 
 
 _META_REPLICAS = '''
-import collections, traceback
+import collections, contextlib, traceback
 from multidev.distribute import first_run_agreement as _fra, reduced_grads as _rg
 from multidev.placement import replica_random as _rr
 from multidev.placement.scope import current_device as _current_device
 
 _generator = _rr._default_generator
 _rr._default_generator = lambda d: torch.default_generator if d.type == "meta" else _generator(d)
-_autocast = torch.is_autocast_enabled
-torch.is_autocast_enabled = lambda *a: False if a and a[0] == "meta" else _autocast(*a)
+_autocast, _autocast_enabled = torch.autocast, torch.is_autocast_enabled
+
+
+class _Autocast:   # torch has no autocast for meta: off there
+    def __new__(cls, device_type, *args, **kwargs):
+        return contextlib.nullcontext() if device_type == "meta" else _autocast(device_type, *args, **kwargs)
+
+
+torch.autocast = _Autocast
+torch.is_autocast_enabled = lambda *a: False if a and a[0] == "meta" else _autocast_enabled(*a)
 _fra_same, _rg_same = _fra.same, _rg._same
 _fra.same = lambda a, b: True if a.device.type == "meta" else _fra_same(a, b)
 _rg._same = lambda a, b, n: True if a is not None and a.device.type == "meta" else _rg_same(a, b, n)

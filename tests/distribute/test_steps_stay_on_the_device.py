@@ -72,3 +72,35 @@ def test_a_custom_loop_step_with_torch_optimizers_on_two_logical_gpus():
         print("OK")
         """))
     assert "OK" in out.stdout, out.stdout
+
+
+def test_mixed_precision_fit_steps_read_only_the_loss_scales_finite_check():
+    """mixed_float16's dynamic loss scale decides on the host whether to apply the step: one read a step, as torch's
+    GradScaler's ``step`` makes (TensorFlow decides on the device); stubbed here, everything else is watched."""
+    out = run_fresh(meta_replicas("""
+        import torch, multidev as md
+        from multidev.keras.mixed_precision import loss_scale_optimizer
+        checks = []
+        loss_scale_optimizer.LossScaleOptimizer._all_finite = staticmethod(
+            lambda grads, already_consistent: checks.append(1) or True)
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        x, y = torch.ones(4, 4, device="meta"), torch.zeros(4, dtype=torch.int64, device="meta")
+        for make in (lambda: md.distribute.OneDeviceStrategy("/GPU:0"), md.distribute.MirroredStrategy):
+            for policy in ("mixed_float16", "mixed_bfloat16"):
+                md.keras.mixed_precision.set_global_policy(policy)
+                with make().scope():
+                    model = md.keras.Sequential([md.keras.Input((4,)), md.keras.layers.Dense(8, activation="relu"),
+                                                 md.keras.layers.Dense(3, dtype="float32")])
+                    model.compile("adam", md.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                                  metrics=["accuracy"])
+                train = model.make_train_function()
+                for i in range(4):
+                    WATCH[0] = i >= 2
+                    train((x, y))
+                WATCH[0] = False
+        assert not HOST_TRAFFIC, dict(HOST_TRAFFIC)
+        assert len(checks) == 4 + 4 * 2, len(checks)   # mixed_float16: once a step on one device, per replica on two
+        print("OK")
+        """))
+    assert "OK" in out.stdout, out.stdout

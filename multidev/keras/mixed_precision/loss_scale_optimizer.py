@@ -65,8 +65,8 @@ class LossScaleOptimizer(Optimizer):
         self.initial_scale = float(initial_scale if initial_scale is not None else 2 ** 15)
         self.dynamic_growth_steps = dynamic_growth_steps
         self.name = name or "LossScaleOptimizer"
-        self._loss_scale = torch.tensor(self.initial_scale, dtype=torch.float32)
-        self._counter = torch.zeros((), dtype=torch.int64)  # finite steps since the last change
+        self._loss_scale = torch.tensor(self.initial_scale, dtype=torch.float32, device="cpu")   # read as a float
+        self._counter = torch.zeros((), dtype=torch.int64, device="cpu")  # finite steps since the last change
         self._unscales_in_apply = False   # Keras 3's contract: scale_loss, then apply_gradients unscales
 
     # ----- Keras's loss-scaling API -------------------------------------------------------------
@@ -126,7 +126,7 @@ class LossScaleOptimizer(Optimizer):
         if not pairs:
             raise ValueError("No gradients provided for any variable. Check that the loss depends on the "
                              "variables passed (and that they require grad).")
-        lr = inner.learning_rate  # read before any replica can count this step
+        lr = inner._current_lr()  # a float, read before any replica can count this step
         if not skip_gradients_aggregation:
             pairs = inner._aggregate_gradients(pairs)
         finite = self._all_finite([g for g, _ in pairs], already_consistent=not skip_gradients_aggregation)
