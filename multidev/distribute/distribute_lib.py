@@ -268,9 +268,9 @@ class ReplicatedExtended(StrategyExtended):
         what was written in cross-replica context."""
         self._run_preparers.add(preparer)
 
-    def place_parameter(self, param: torch.Tensor) -> Any:
-        """Non-distributing strategies move new parameters to their device; None keeps ``param``."""
-        return self._layout.place_parameter(param)
+    def place_value(self, value: torch.Tensor) -> bool:
+        """Non-distributing strategies move new variables, parameters and buffers to their device, in place."""
+        return self._layout.place_value(value)
 
     def create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
         sync_batch_norm.adopt(module)   # a SyncBatchNorm synchronises over these replicas

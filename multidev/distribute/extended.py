@@ -134,10 +134,11 @@ class StrategyExtended(abc.ABC):
                                     synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
         """A distributed variable of this strategy with ``data`` on every replica (no context checks)."""
 
-    def place_parameter(self, param: torch.Tensor) -> Any:
-        """A parameter registered by a module in this strategy's scope, placed where the strategy keeps
-        it (None: keep ``param``); distributing strategies return None and make a variable instead."""
-        return None
+    def place_value(self, value: torch.Tensor) -> bool:
+        """Move a variable's tensor, or a parameter or buffer registered by a module in this strategy's scope, where
+        the strategy keeps it, in place (OneDeviceStrategy); whether it moved. Distributing strategies make
+        variables instead."""
+        return False
 
     def create_variable_from_parameter(self, module: torch.nn.Module, name: str, param: torch.Tensor) -> Any:
         """The distributed variable replacing ``module``'s new parameter ``name`` (module_hooks)."""

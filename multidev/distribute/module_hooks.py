@@ -110,9 +110,8 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
         _refuse_renormalising(module)
     strategy = context.current_scope_strategy()
     if strategy is not None and not in_replica and not is_lazy(param) and not isinstance(param, DistributedVariable):
-        placed = strategy.extended.place_parameter(param)  # non-distributing strategies only move it
-        if placed is not None:
-            return placed
+        if strategy.extended.place_value(param):   # non-distributing strategies only move it (in place)
+            return None
     var, taken = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
     if not taken:
         if in_replica:
@@ -278,6 +277,10 @@ def _on_buffer(module: torch.nn.Module, name: str, buffer: Any) -> Any:
     env = _replica_env()
     if env is not None:
         shared_buffers.check_buffer_write(module, name, buffer, env)
+    elif isinstance(buffer, torch.Tensor) and not isinstance(buffer, DistributedVariable) and not is_lazy(buffer):
+        strategy = context.current_scope_strategy()
+        if strategy is not None and strategy.extended.place_value(buffer):   # OneDeviceStrategy: with its parameters
+            return None
     var = _distribute(module, name, buffer, "_buffers", "create_variable_from_buffer")[0]
     if var is not None:
         var._module_buffer = True   # stays a buffer when assigned to another module (ReplicaAwareParameters)

@@ -2,7 +2,7 @@
 
 * ``MirroredLayout``: one copy per replica device (MirroredStrategy, MultiWorkerMirroredStrategy);
 * ``CentralLayout``: one copy on the parameter device, presented as one value (CentralStorageStrategy);
-* ``PlainLayout``: no distributed variables; module parameters optionally moved to one device
+* ``PlainLayout``: no distributed variables; variables, parameters and buffers optionally moved to one device
   (OneDeviceStrategy, the default strategy).
 """
 
@@ -14,6 +14,7 @@ from typing import Any, Sequence, final
 import torch
 
 from multidev._core.enums import VariableSynchronization
+from multidev._core.moved_in_place import move_in_place
 from multidev.devices import registry
 from multidev.values.central import AggregatingVariable
 from multidev.values.variables import MirroredVariable, SyncOnReadVariable
@@ -39,9 +40,10 @@ class VariableLayout(abc.ABC):
         """TensorFlow's ``extended.parameter_devices``: where the variables live."""
         return worker_devices
 
-    def place_parameter(self, param: torch.Tensor) -> Any:
-        """For non-distributing layouts: a new parameter on the strategy's device, or None to keep ``param``."""
-        return None
+    def place_value(self, value: torch.Tensor) -> bool:
+        """For non-distributing layouts: move ``value`` (a new parameter, buffer or variable's tensor) to the
+        strategy's device, in place; whether it moved."""
+        return False
 
 
 @final
@@ -74,17 +76,19 @@ class CentralLayout(VariableLayout):
 
 @final
 class PlainLayout(VariableLayout):
-    """Plain ``md.Variable``s; module parameters created in scope move to ``device`` (None: stay put)."""
+    """Plain ``md.Variable``s; variables, module parameters and buffers made in scope move to ``device``
+    (None: stay put)."""
 
     distributes = False
 
     def __init__(self, device: registry.Device | None = None):
         self._device = device
 
-    def place_parameter(self, param: torch.Tensor) -> Any:
-        if self._device is None or param.device == self._device.torch_device:
-            return None
-        return torch.nn.Parameter(param.detach().to(self._device.torch_device), requires_grad=param.requires_grad)
+    def place_value(self, value: torch.Tensor) -> bool:
+        if self._device is None or value.device == self._device.torch_device:
+            return False
+        move_in_place(value, self._device.torch_device)   # a Keras weight keeps its class, name and flags
+        return True
 
 
 __all__ = ["VariableLayout", "MirroredLayout", "CentralLayout", "PlainLayout"]

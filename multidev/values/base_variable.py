@@ -105,9 +105,9 @@ class Variable(torch.nn.Parameter):
         if trainable is None:
             trainable = synchronization is not VariableSynchronization.ON_READ
         name = name_scopes.scoped(name, _default_name()) if name_scopes.current() else name   # md.name_scope
-        if cls is Variable:
-            strategy = context.current_scope_strategy()
-            if strategy is not None and strategy.extended.distributes_variables:
+        strategy = context.current_scope_strategy() if cls is Variable else None
+        if strategy is not None:
+            if strategy.extended.distributes_variables:
                 return check_shape_argument(shape, strategy.extended.create_variable(
                     initial_value, trainable=trainable, name=name, dtype=dtype,
                     synchronization=synchronization, aggregation=aggregation,
@@ -116,6 +116,8 @@ class Variable(torch.nn.Parameter):
         if isinstance(initial_value, torch.Tensor) and data.untyped_storage().data_ptr() == \
                 initial_value.untyped_storage().data_ptr():
             data = data.clone()   # a variable owns its value: `tf.Variable(a)` is a copy of a
+        if strategy is not None:
+            strategy.extended.place_value(data)   # OneDeviceStrategy('/GPU:0') keeps its variables there
         return cls._from_tensor(data, trainable=trainable, name=name,
                                 synchronization=synchronization, aggregation=aggregation)
 

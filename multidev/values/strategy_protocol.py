@@ -65,6 +65,9 @@ class VariableOwner(Protocol):
                                     aggregation: VariableAggregation) -> "DistributedVariable":
         """A distributed variable of this strategy holding ``data`` on every replica (no checks)."""
 
+    def place_value(self, value: torch.Tensor) -> bool:
+        """Move a non-distributed variable's tensor made in this strategy's scope to its device, in place."""
+
     def hook_new_variables(self) -> None:
         """Variables that need gradients now and were not hooked for reduction in backward join it (a
         variable unfrozen inside ``strategy.run`` reduces its gradients in that very run)."""

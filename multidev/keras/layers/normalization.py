@@ -71,7 +71,7 @@ class BatchNormalization(Layer):
         axis = self.axis % x.ndim
         dims = [d for d in range(x.ndim) if d != axis]
         xf = x.float()
-        count = torch.tensor(float(xf.numel() // xf.shape[axis]), device=x.device)
+        count = xf.new_full((), float(xf.numel() // xf.shape[axis]))   # filled on the device: no host copy
         total, total_sq = xf.sum(dims), (xf * xf).sum(dims)
         if self.synchronized and BatchNormalization.moments_aggregator is not None:
             total, total_sq, count = BatchNormalization.moments_aggregator(total, total_sq, count)
