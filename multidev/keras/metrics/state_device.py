@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from multidev._core.moved_in_place import move_in_place
 from multidev.placement.scope import current_device
 
 
@@ -39,10 +40,5 @@ def follow_replicas(mine: list, theirs: list) -> None:
     if not theirs or not mine or theirs[0].device.type == "cpu":
         return
     if all(type(t) is torch.Tensor and t.device.type == "cpu" for t in mine):
-        with torch.no_grad():
-            for t in mine:
-                moved = t.to(theirs[0].device)
-                if torch._has_compatible_shallow_copy_type(t, moved):    # CPU -> CUDA, as Module.to does
-                    t.data = moved
-                else:
-                    torch.utils.swap_tensors(t, moved)
+        for t in mine:
+            move_in_place(t, theirs[0].device)
