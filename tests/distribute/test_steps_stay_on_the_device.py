@@ -104,3 +104,44 @@ def test_mixed_precision_fit_steps_read_only_the_loss_scales_finite_check():
         print("OK")
         """))
     assert "OK" in out.stdout, out.stdout
+
+
+def test_central_storage_multi_worker_and_a_distributed_dataset_loop_on_two_logical_gpus():
+    out = run_fresh(meta_replicas("""
+        import torch, multidev as md
+        _equal = torch.equal                       # the symbolic build's state check compares values: none on meta
+        torch.equal = lambda a, b: True if a.device.type == "meta" else _equal(a, b)
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        L = md.keras.layers
+        x, y = torch.ones(4, 4, device="meta"), torch.zeros(4, dtype=torch.int64, device="meta")
+        for make in (md.distribute.experimental.CentralStorageStrategy, md.distribute.MultiWorkerMirroredStrategy):
+            strategy = make()
+            with strategy.scope():
+                model = md.keras.Sequential([md.keras.Input((4,)), L.Dense(8), L.BatchNormalization(), L.Dense(3)])
+                model.compile("adam", md.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                              metrics=["accuracy"])
+                optimizer = md.keras.optimizers.SGD(0.1)
+            train = model.make_train_function()
+            for i in range(4):
+                WATCH[0] = i >= 2
+                train((x, y))
+            WATCH[0] = False
+
+            def step(inputs):
+                xb, yb = inputs
+                with md.GradientTape() as tape:
+                    loss = md.nn.compute_average_loss(md.keras.losses.sparse_categorical_crossentropy(
+                        yb, model(xb, training=True), from_logits=True), global_batch_size=4)
+                optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                return loss
+
+            dataset = md.data.Dataset.from_tensor_slices((torch.ones(16, 4), torch.zeros(16, dtype=torch.int64)))
+            for i, batch in enumerate(strategy.experimental_distribute_dataset(dataset.batch(4))):
+                WATCH[0] = i >= 2
+                strategy.reduce("SUM", strategy.run(step, args=(batch,)), axis=None)
+            WATCH[0] = False
+        assert not HOST_TRAFFIC, dict(HOST_TRAFFIC)
+        print("OK")
+        """))
+    assert "OK" in out.stdout, out.stdout
