@@ -44,6 +44,24 @@ def test_outer_calls_move_their_inputs_and_run_in_the_weights_device_scope():
             "made in a strategy's scope": in_scope(x).device.type,
         }
         assert set(seen.values()) == {"meta"}, seen
+        class HandPlaced(md.keras.Model):      # layers placed by hand: the call's own scopes place its ops
+            def __init__(self):
+                super().__init__()
+                with md.device("/CPU:0"):
+                    self.a = md.keras.layers.Dense(3)
+                    self.a.build((None, 4))
+                with md.device("/GPU:0"):
+                    self.b = md.keras.layers.Dense(2)
+                    self.b.build((None, 3))
+            def call(self, x):
+                with md.device("/CPU:0"):
+                    h = self.a(x)
+                with md.device("/GPU:0"):
+                    return self.b(h)
+
+        hand = HandPlaced()
+        assert (hand.a.kernel.device.type, hand.b.kernel.device.type) == ("cpu", "meta")
+        assert hand(np.ones((2, 4), "float32")).device.type == "meta"
         cpu_model = md.keras.Sequential([md.keras.Input((4,)), md.keras.layers.Dense(3)])
         assert cpu_model.layers[0].kernel.device.type == "cpu"      # no scope: where torch makes it
         assert cpu_model(x).device.type == "cpu"

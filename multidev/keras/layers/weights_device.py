@@ -5,7 +5,8 @@ A model built in ``md.device("/GPU:0")`` or in a strategy's scope on GPUs, then 
 copies an op's inputs to its device. The outermost call (not one inside another layer's call, whose inputs are
 already there) outside any device scope (a replica's or the user's, whose placement rules apply instead) moves
 the call's tensors to its first parameter's device and, off the CPU, runs in that device's scope, so tensors
-the call makes (``torch.zeros(...)``, ``md.keras.ops.ones(...)``) land there too, as they do in a replica.
+the call makes (``torch.zeros(...)``, ``md.keras.ops.ones(...)``) land there too, as they do in a replica. A
+layer whose weights are on several devices (placed by hand, the GPU guide's manual placement) is left alone.
 """
 
 from __future__ import annotations
@@ -42,21 +43,37 @@ def _moved(value, device: torch.device):
                          value)
 
 
+def _elsewhere(value, device: torch.device) -> bool:
+    """Whether some tensor in ``value`` (nested lists, tuples, dicts) is not on ``device``."""
+    if isinstance(value, torch.Tensor):
+        return value.device != device
+    if isinstance(value, (list, tuple)):
+        return any(_elsewhere(v, device) for v in value)
+    if isinstance(value, dict):
+        return any(_elsewhere(v, device) for v in value.values())
+    return False
+
+
 def place_call(layer, inputs, args: tuple, kwargs: dict):
     """``(inputs, args, kwargs, scope)`` for an outermost call of ``layer``: its tensors on the weights' device and
-    the scope to run it in (a no-op scope on the CPU, for a weightless layer or inside a device scope)."""
+    the scope to run it in. Left as they are inside a device scope, for a weightless layer, and for weights on
+    several devices (a program that placed its layers by hand: its ops follow their weights)."""
     if current_device() is not None:
         return inputs, args, kwargs, _NO_SCOPE
     weight = next(layer.parameters(), None)   # not buffers: reading an on-read one may raise (NONE aggregation)
     if weight is None:
         return inputs, args, kwargs, _NO_SCOPE
     device = weight.device
-    if type(inputs) is not torch.Tensor or inputs.device != device:
-        inputs = _moved(inputs, device)
+    on_cpu = device.type == "cpu"
+    if on_cpu and not (_elsewhere(inputs, device) or _elsewhere(args[1:], device) or _elsewhere(kwargs, device)):
+        return inputs, args, kwargs, _NO_SCOPE      # the common case: nothing to move, no scope
+    if any(p.device != device for p in layer.parameters()):
+        return inputs, args, kwargs, _NO_SCOPE
+    inputs = _moved(inputs, device)
     if len(args) > 1:
         args = (args[0],) + _moved(tuple(args[1:]), device)
     if kwargs:
         kwargs = {k: _moved(v, device) for k, v in kwargs.items()}
-    if device.type == "cpu":
+    if on_cpu:
         return inputs, args, kwargs, _NO_SCOPE
     return inputs, args, kwargs, device_scope(registry.device_for_tensor(weight))

@@ -49,7 +49,8 @@ class LocalStepRunner:
         if weight is not None:
             data = on_device(data, weight.device)
         build_before_step(model, data)
-        in_scope = weight is not None and weight.device.type != "cpu" and current_device() is None
+        in_scope = (weight is not None and weight.device.type != "cpu" and current_device() is None
+                    and all(p.device == weight.device for p in model.parameters()))   # not a model placed by hand
         with train_grad_mode(kind), device_scope(registry.device_for_tensor(weight)) if in_scope else _NO_SCOPE:
             return step_fn(data)
 
