@@ -27,7 +27,8 @@ physical.torch_device_for = (
 def meta_replicas(code: str) -> str:
     """``code`` (dedented) on one stand-in GPU on torch's ``meta`` device, where reading a number back or copying
     host data to the "GPU" can be seen: strategies may run replicas there (logical GPUs of it), and ``HOST_TRAFFIC``
-    counts, by call site, the copies host -> "GPU" and the ``torch.tensor`` calls made on it while
+    counts, by call site, the copies host -> "GPU", the ``torch.tensor`` calls made on it and the "GPU" tensors
+    indexed with host index tensors (torch copies the index over) while
     ``WATCH[0]`` is true; a read back raises (meta tensors have no data).
 
     Stand-ins for what meta lacks: the per-replica random streams of a device (the CPU's generator), autocast
@@ -97,5 +98,16 @@ def _watched_copy(self, src, *args, **kwargs):
     return _copy(self, src, *args, **kwargs)
 
 
+_getitem = torch.Tensor.__getitem__
+
+
+def _watched_getitem(self, index):
+    host = [i for i in (index if isinstance(index, tuple) else (index,)) if isinstance(i, torch.Tensor)]
+    if WATCH[0] and self.device.type == "meta" and any(i.device.type == "cpu" and i.dim() > 0 for i in host):
+        _site("host index")
+    return _getitem(self, index)
+
+
 torch.tensor, torch.Tensor.to, torch.Tensor.copy_ = _watched_tensor, _watched_to, _watched_copy
+torch.Tensor.__getitem__ = _watched_getitem
 '''

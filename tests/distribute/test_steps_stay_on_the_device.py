@@ -145,3 +145,28 @@ def test_central_storage_multi_worker_and_a_distributed_dataset_loop_on_two_logi
         print("OK")
         """))
     assert "OK" in out.stdout, out.stdout
+
+
+def test_fit_over_arrays_already_on_the_gpu_copies_only_an_epochs_shuffled_order():
+    out = run_fresh(meta_replicas("""
+        import torch, multidev as md
+        from multidev.keras.models import trainer
+        trainer._floats = lambda logs: {k: 0.0 for k in logs}     # an epoch's logs are read once: no data on meta
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        x, y = torch.ones((40, 4), device="meta"), torch.zeros(40, dtype=torch.int64, device="meta")
+        for scope in (md.distribute.MirroredStrategy().scope, lambda: md.device("/GPU:0")):
+            with scope():
+                model = md.keras.Sequential([md.keras.Input((4,)), md.keras.layers.Dense(3)])
+            model.compile("adam", md.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+            for shuffle in (True, "batch", False):
+                model.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=shuffle)
+                HOST_TRAFFIC.clear()
+                WATCH[0] = True
+                model.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=shuffle)   # 10 steps
+                WATCH[0] = False
+                assert sum(HOST_TRAFFIC.values()) <= 3, (shuffle, dict(HOST_TRAFFIC))   # the order once, 2 metric resets
+                assert not any("index" in s for s in HOST_TRAFFIC), (shuffle, dict(HOST_TRAFFIC))
+        print("OK")
+        """))
+    assert "OK" in out.stdout, out.stdout

@@ -142,13 +142,24 @@ class ArrayAdapter:
                                       map_structure(take, self.y) if self.y is not None else None,
                                       take(self.sample_weight) if self.sample_weight is not None else None)
 
+    def _index_device(self) -> torch.device | None:
+        """The one device every array is on when it is not the CPU: shuffled indices go there once an epoch
+        (indexing GPU arrays with host indices copied the indices to the device for every batch and array)."""
+        leaves = [t for t in flatten([self.x, self.y, self.sample_weight]) if t is not None]
+        if not leaves or not all(isinstance(t, torch.Tensor) for t in leaves):
+            return None
+        devices = {t.device for t in leaves}
+        device = devices.pop()
+        return device if not devices and device.type != "cpu" else None
+
     def __iter__(self):
         n, bs = self.num_samples, self.batch_size
         if self.shuffle == "batch":
-            order = torch.randperm(len(self))
-            spans = [torch.arange(i * bs, min((i + 1) * bs, n)) for i in order.tolist()]
+            order, device = torch.randperm(len(self)), self._index_device()
+            spans = [torch.arange(i * bs, min((i + 1) * bs, n), device=device) for i in order.tolist()]
         elif self.shuffle:
-            perm = torch.randperm(n)
+            perm, device = torch.randperm(n), self._index_device()
+            perm = perm if device is None else perm.to(device)
             spans = [perm[i:i + bs] for i in range(0, n, bs)]
         else:
             spans = [slice(i, min(i + bs, n)) for i in range(0, n, bs)]
