@@ -56,10 +56,25 @@ def _name(func: object) -> str:
     return getattr(func, "__name__", "")
 
 
-def _is_inplace(name: str, kwargs: dict) -> bool:
-    if kwargs.get("out") is not None:
-        return True
-    return (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS
+_KINDS: dict = {}   # func -> "pass", "factory", "inplace" or "op": one dict read an op instead of four tests
+
+
+def _kind(func: object) -> str:
+    """What the mode does with ``func``: let it through, fill in its device, run it where it writes, or place it."""
+    kind = _KINDS.get(func)
+    if kind is None:
+        name = _name(func)
+        if name in _PASS_THROUGH:
+            kind = "pass"
+        elif func in _factories():
+            kind = "factory"
+        elif (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS:
+            kind = "inplace"
+        else:
+            kind = "op"
+        if len(_KINDS) < 8192:     # torch's functions and methods; never grows with per-call objects
+            _KINDS[func] = kind
+    return kind
 
 
 def _map_tensors(fn, obj):
@@ -103,9 +118,28 @@ def _policy_allows(func: object, tensor: torch.Tensor, source: str, target: Devi
     )
 
 
+def _elsewhere(obj: object, dest: torch.device) -> bool:
+    """Whether a tensor in ``obj`` (nested lists, tuples, dicts) is not on ``dest``: a scan that allocates nothing,
+    so an op whose inputs are already in place (nearly every op in a replica) costs no rebuilt argument tree."""
+    if isinstance(obj, torch.Tensor):
+        return obj.device != dest
+    if isinstance(obj, (list, tuple)):
+        for x in obj:
+            if _elsewhere(x, dest):
+                return True
+        return False
+    if isinstance(obj, dict):
+        for x in obj.values():
+            if _elsewhere(x, dest):
+                return True
+    return False
+
+
 def _move(func: object, tree: object, target: Device) -> object:
     """Copy every tensor in ``tree`` that is not on ``target``'s torch device to it."""
     dest = target.torch_device
+    if not _elsewhere(tree, dest):
+        return tree
 
     def move(x: object) -> object:
         if isinstance(x, torch.Tensor) and x.device != dest:
@@ -129,16 +163,16 @@ class PlacementMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = _name(func)
-        if name in _PASS_THROUGH or not self._is_active():
+        kind = _kind(func)
+        if kind == "pass" or not self._is_active():
             return func(*args, **kwargs)
         if self.device is None:
             return self._log_only(func, args, kwargs)
-        if func in _factories():
+        if kind == "factory":
             placed = kwargs if kwargs.get("device") is not None else dict(kwargs, device=self.device.torch_device)
             return self._run(func, (args, placed), (args, kwargs), self.device)
         target = self.device
-        if _is_inplace(name, kwargs):
+        if kind == "inplace" or kwargs.get("out") is not None:
             target = self._inplace_target(args, kwargs)
         return self._run(func, _move(func, (args, kwargs), target), (args, kwargs), target)
 
