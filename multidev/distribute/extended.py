@@ -134,6 +134,11 @@ class StrategyExtended(abc.ABC):
                                     synchronization: VariableSynchronization, aggregation: VariableAggregation) -> Any:
         """A distributed variable of this strategy with ``data`` on every replica (no context checks)."""
 
+    def place_parameter(self, param: torch.Tensor) -> Any:
+        """A replacement for a parameter registered by a module in this strategy's scope (None: keep ``param``);
+        ParameterServerStrategy makes it a variable on the parameter servers."""
+        return None
+
     def place_value(self, value: torch.Tensor) -> bool:
         """Move a variable's tensor, or a parameter or buffer registered by a module in this strategy's scope, where
         the strategy keeps it, in place (OneDeviceStrategy); whether it moved. Distributing strategies make

@@ -110,7 +110,10 @@ def _on_parameter(module: torch.nn.Module, name: str, param: Any) -> Any:
         _refuse_renormalising(module)
     strategy = context.current_scope_strategy()
     if strategy is not None and not in_replica and not is_lazy(param) and not isinstance(param, DistributedVariable):
-        if strategy.extended.place_value(param):   # non-distributing strategies only move it (in place)
+        placed = strategy.extended.place_parameter(param)   # parameter servers: a variable there
+        if placed is not None:
+            return placed
+        if strategy.extended.place_value(param):   # other non-distributing strategies only move it (in place)
             return None
     var, taken = _distribute(module, name, param, "_parameters", "create_variable_from_parameter")
     if not taken:

@@ -171,6 +171,13 @@ class LayerWeights:
     """The weight half of ``Layer``: expects ``nn.Module``'s registration API and the attributes that
     ``Layer.__init__`` sets (``_weight_specs``, ``_weight_regularizers``, ``_trainable``, ``_dtype_policy``)."""
 
+    def __setstate__(self, state):
+        """Unpickled (a scheduled function's model on a parameter-server worker) or deep-copied: a layer with weight
+        penalties makes ``losses`` walk the layers in this process too (``layer_losses.note_weight_penalty``)."""
+        super().__setstate__(state)
+        if state.get("_weight_regularizers"):
+            layer_losses.note_weight_penalty()
+
     def add_weight(self, name=None, shape=(), initializer="glorot_uniform", trainable=None, dtype=None,
                    regularizer=None, synchronization=None, aggregation=None, **_):
         """Create, register and return a weight (trainable: ``nn.Parameter``; else a buffer).
