@@ -33,6 +33,8 @@ def test_keras_fit_steps_on_two_logical_gpus_and_on_one():
                     logs = train((x, y))
                 WATCH[0] = False
                 assert set(logs) == {"loss", "accuracy", "sparse_top_k_categorical_accuracy"}, logs
+                tracker = model.metrics[0].result()   # on the device now: `.numpy()` must read it back
+                assert (tracker.device.type, type(tracker).__name__) == ("meta", "EagerTensor"), tracker
         assert not HOST_TRAFFIC, dict(HOST_TRAFFIC)
         print("OK")
         """))

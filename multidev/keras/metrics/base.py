@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from multidev._core.eager_tensor import EagerTensor
 from multidev.keras import backend, initializers, loss_masks, step_inputs
 from multidev.keras.layers import keras_tensor
 from multidev.keras.metrics import state_device
@@ -56,6 +57,8 @@ def _tagging_result(result):
     and the step's logs read that metric once merged (``replica_logs.step_logs``), not the replica's own part."""
     def tagged(self, *args, **kwargs):
         out = result(self, *args, **kwargs)
+        if type(out) is torch.Tensor and out.device.type != "cpu":   # state on the replicas' GPU after fit:
+            out = out.as_subclass(EagerTensor)   # `.numpy()` reads it back, as TensorFlow's result does
         if isinstance(out, torch.Tensor) and metric_store() is not None:
             out._md_result_of = self
         return out
