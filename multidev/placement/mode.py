@@ -118,19 +118,19 @@ def _policy_allows(func: object, tensor: torch.Tensor, source: str, target: Devi
     )
 
 
-def _elsewhere(obj: object, dest: torch.device) -> bool:
+def elsewhere(obj: object, dest: torch.device) -> bool:
     """Whether a tensor in ``obj`` (nested lists, tuples, dicts) is not on ``dest``: a scan that allocates nothing,
     so an op whose inputs are already in place (nearly every op in a replica) costs no rebuilt argument tree."""
     if isinstance(obj, torch.Tensor):
         return obj.device != dest
     if isinstance(obj, (list, tuple)):
         for x in obj:
-            if _elsewhere(x, dest):
+            if elsewhere(x, dest):
                 return True
         return False
     if isinstance(obj, dict):
         for x in obj.values():
-            if _elsewhere(x, dest):
+            if elsewhere(x, dest):
                 return True
     return False
 
@@ -138,7 +138,7 @@ def _elsewhere(obj: object, dest: torch.device) -> bool:
 def _move(func: object, tree: object, target: Device) -> object:
     """Copy every tensor in ``tree`` that is not on ``target``'s torch device to it."""
     dest = target.torch_device
-    if not _elsewhere(tree, dest):
+    if not elsewhere(tree, dest):
         return tree
 
     def move(x: object) -> object:
@@ -228,4 +228,4 @@ class PlacementMode(TorchFunctionMode):
         return out
 
 
-__all__ = ["PlacementMode"]
+__all__ = ["PlacementMode", "elsewhere"]

@@ -106,12 +106,11 @@ class Variable(torch.nn.Parameter):
             trainable = synchronization is not VariableSynchronization.ON_READ
         name = name_scopes.scoped(name, _default_name()) if name_scopes.current() else name   # md.name_scope
         strategy = context.current_scope_strategy() if cls is Variable else None
-        if strategy is not None:
-            if strategy.extended.distributes_variables:
-                return check_shape_argument(shape, strategy.extended.create_variable(
-                    initial_value, trainable=trainable, name=name, dtype=dtype,
-                    synchronization=synchronization, aggregation=aggregation,
-                ))
+        if strategy is not None and strategy.extended.distributes_variables:
+            return check_shape_argument(shape, strategy.extended.create_variable(
+                initial_value, trainable=trainable, name=name, dtype=dtype,
+                synchronization=synchronization, aggregation=aggregation,
+            ))
         data = check_shape_argument(shape, _as_tensor(initial_value, dtype))
         if isinstance(initial_value, torch.Tensor) and data.untyped_storage().data_ptr() == \
                 initial_value.untyped_storage().data_ptr():

@@ -17,8 +17,10 @@ import torch
 
 from multidev.devices import registry
 from multidev.devices.stream_order import to_device
-from multidev.keras.layers.keras_tensor import flatten, map_structure
+from multidev.keras.layers.keras_tensor import flatten
+from multidev.placement.mode import elsewhere
 from multidev.placement.scope import current_device, device_scope
+from multidev.values.distributed import map_structure
 
 _NO_SCOPE = contextlib.nullcontext()
 
@@ -38,20 +40,11 @@ def device_type(inputs) -> str:
     return leaf.device.type if isinstance(leaf, torch.Tensor) else "cpu"
 
 
-def _moved(value, device: torch.device):
+def on_device(data, device: torch.device):
+    """``data`` (nested lists, tuples, named tuples, dicts) with every tensor on ``device`` (non-blocking off
+    the CPU)."""
     return map_structure(lambda t: to_device(t, device) if isinstance(t, torch.Tensor) and t.device != device else t,
-                         value)
-
-
-def _elsewhere(value, device: torch.device) -> bool:
-    """Whether some tensor in ``value`` (nested lists, tuples, dicts) is not on ``device``."""
-    if isinstance(value, torch.Tensor):
-        return value.device != device
-    if isinstance(value, (list, tuple)):
-        return any(_elsewhere(v, device) for v in value)
-    if isinstance(value, dict):
-        return any(_elsewhere(v, device) for v in value.values())
-    return False
+                         data)
 
 
 def place_call(layer, inputs, args: tuple, kwargs: dict):
@@ -65,15 +58,12 @@ def place_call(layer, inputs, args: tuple, kwargs: dict):
         return inputs, args, kwargs, _NO_SCOPE
     device = weight.device
     on_cpu = device.type == "cpu"
-    if on_cpu and not (_elsewhere(inputs, device) or _elsewhere(args[1:], device) or _elsewhere(kwargs, device)):
+    if on_cpu and not elsewhere((inputs, args[1:], kwargs), device):
         return inputs, args, kwargs, _NO_SCOPE      # the common case: nothing to move, no scope
     if any(p.device != device for p in layer.parameters()):
         return inputs, args, kwargs, _NO_SCOPE
-    inputs = _moved(inputs, device)
-    if len(args) > 1:
-        args = (args[0],) + _moved(tuple(args[1:]), device)
-    if kwargs:
-        kwargs = {k: _moved(v, device) for k, v in kwargs.items()}
+    inputs, rest, kwargs = on_device((inputs, tuple(args[1:]), kwargs), device)
+    args = (args[0],) + rest if args else args
     if on_cpu:
         return inputs, args, kwargs, _NO_SCOPE
     return inputs, args, kwargs, device_scope(registry.device_for_tensor(weight))

@@ -18,7 +18,6 @@ import torch
 
 from multidev._core.user_warnings import warn_user
 from multidev.devices import registry
-from multidev.devices.stream_order import to_device
 from multidev.keras.layers import weights_device
 from multidev.keras.step_inputs import check_kind
 from multidev.placement.scope import current_device, device_scope
@@ -47,26 +46,12 @@ class LocalStepRunner:
             self._placement_checked = True
             _warn_if_a_gpu_idles(weight)
         if weight is not None:
-            data = on_device(data, weight.device)
+            data = weights_device.on_device(data, weight.device)
         build_before_step(model, data)
         in_scope = (weight is not None and weight.device.type != "cpu" and current_device() is None
                     and all(p.device == weight.device for p in model.parameters()))   # not a model placed by hand
         with train_grad_mode(kind), device_scope(registry.device_for_tensor(weight)) if in_scope else _NO_SCOPE:
             return step_fn(data)
-
-
-def on_device(data, device: torch.device):
-    """``data`` with every tensor on ``device`` (non-blocking off the CPU); lists, tuples (named ones too) and dicts
-    rebuilt, anything else as it is."""
-    if isinstance(data, torch.Tensor):
-        return to_device(data, device) if data.device != device else data
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(on_device(d, device) for d in data))
-    if isinstance(data, (list, tuple)):
-        return type(data)(on_device(d, device) for d in data)
-    if isinstance(data, dict):
-        return type(data)((k, on_device(v, device)) for k, v in data.items())
-    return data
 
 
 def _warn_if_a_gpu_idles(weight) -> None:

@@ -19,7 +19,8 @@ from multidev.data.combine import ZippedDict, ZippedTuple
 from multidev.distribute.batch_split import split_element, zipped_parts
 from multidev.keras.metrics.base import sum_states_across_workers
 from multidev.keras.models.replica_logs import step_logs
-from multidev.keras.models.step_runner import build_before_step, on_device, train_grad_mode
+from multidev.keras.layers.weights_device import on_device
+from multidev.keras.models.step_runner import build_before_step, train_grad_mode
 from multidev.keras.step_inputs import StepInputs, check_kind
 from multidev.values.distributed import DistributedValues, PerReplica, flatten, local_value
 
