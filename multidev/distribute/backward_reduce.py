@@ -104,8 +104,8 @@ def _forget_copy(key: int, ref: weakref.ref) -> None:
 
 
 def crossed_error(here: int, owner: int, name: str) -> RuntimeError:
-    """Replica ``here``'s backward reached replica ``owner``'s copy of variable ``name``."""
-    return RuntimeError(
+    """Replica ``here``'s backward reached replica ``owner``'s copy of ``name``: a consequence (``replica_run``)."""
+    error = RuntimeError(
         f"Replica {here}'s loss.backward() reached replica {owner}'s copy of {name}: its loss used a tensor that "
         f"replica {owner}'s forward computed. The replicas are threads of one process, so a Python object the step "
         "writes (a list on a module the step appends to, as reinforce's `policy.saved_log_probs.append(...)`; a dict "
@@ -113,6 +113,8 @@ def crossed_error(here: int, owner: int, name: str) -> RuntimeError:
         "own. Keep such state per replica (key it by md.distribute.get_replica_context().replica_id_in_sync_group: "
         "`policy.saved_log_probs[replica_id].append(...)`), keep it local to the step function, or return the "
         "tensor from forward.")
+    error._md_consequence = True
+    return error
 
 
 class BackwardReducer:

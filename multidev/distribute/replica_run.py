@@ -222,6 +222,9 @@ class ReplicaRunner:
         if not failures:
             return
         primary = [(r, e) for r, e in failures if not isinstance(e, AbortedError)] or failures
+        # a replica's backward that crossed into another's copy is the consequence of a shared write that another
+        # replica may have been refused for (a forward hook's dict): that refusal names the cause, whichever came first
+        primary = [(r, e) for r, e in primary if not getattr(e, "_md_consequence", False)] or primary
         r, error = primary[0]
         note = f"(raised in replica {r} on {self._devices[r].name})"
         if self._group.shared_storage and "modified by an inplace operation" in str(error):
