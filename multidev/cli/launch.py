@@ -119,19 +119,32 @@ def local_cluster(workers: int, chief: bool = False, ps: int = 0) -> tuple[dict,
 
 
 def _gpu_slices(args: argparse.Namespace, compute_tasks: int) -> list[str] | None:
-    """CUDA_VISIBLE_DEVICES per chief/worker: K GPUs each (K = --devices-per-worker, else an even share).
+    """CUDA_VISIBLE_DEVICES per chief/worker: K GPUs each (K = --devices-per-worker, else an even share);
+    with fewer GPUs than workers (and no --devices-per-worker), one GPU each, dealt round robin (workers
+    then share GPUs, and their collectives use Gloo, see ``collectives.process_gpus``).
 
-    None (no slicing) on machines without NVIDIA devices or with too few GPUs for the split.
+    None (no slicing) on machines without NVIDIA devices or with too few GPUs for --devices-per-worker.
     """
     if not glob.glob("/dev/nvidia[0-9]*"):
         return None  # no GPU: avoid importing torch in the launcher
     import torch
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    k = args.devices_per_worker or count // compute_tasks
+    return gpu_slices(count, compute_tasks, args.devices_per_worker, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def gpu_slices(count: int, compute_tasks: int, devices_per_worker: int | None,
+               visible: str | None = None) -> list[str] | None:
+    """``_gpu_slices`` for ``count`` GPUs (without looking at the machine); ``visible``, the launcher's own
+    CUDA_VISIBLE_DEVICES, names them (a worker's slice must name the GPUs the launcher was given)."""
+    names = [v.strip() for v in visible.split(",")][:count] if visible and visible.strip() else []
+    names += [str(i) for i in range(len(names), count)]
+    if count and not devices_per_worker and count < compute_tasks:
+        return [names[i % count] for i in range(compute_tasks)]
+    k = devices_per_worker or count // compute_tasks
     if k < 1 or count < k * compute_tasks:
         return None
-    return [",".join(str(i * k + j) for j in range(k)) for i in range(compute_tasks)]
+    return [",".join(names[i * k + j] for j in range(k)) for i in range(compute_tasks)]
 
 
 def _task_env(cluster: dict, role: str, index: int, args: argparse.Namespace, total: int) -> dict[str, str]:

@@ -22,6 +22,7 @@ from multidev.collectives import fingerprint
 from multidev.collectives.algorithms import divide_
 from multidev.collectives.process_config import fingerprints_enabled, resolve_timeout
 from multidev.collectives.process_failure import FailureReport, diagnose
+from multidev.collectives.process_gpus import choose_backend, post_gpus, shared_gpus, wait_until_all_read
 from multidev.collectives.process_hosts import post_host, with_hosts
 from multidev.collectives.process_pending import PendingCollective
 from multidev.collectives.process_queue import OrderedQueue
@@ -29,7 +30,7 @@ from multidev.collectives.process_rendezvous import create_backend, join, open_s
 from multidev.collectives.process_world import ProcessWorld
 
 _generations = itertools.count()  # same order of creation on every rank -> same store namespace
-_BACKENDS = ("gloo", "nccl")
+_BACKENDS = ("gloo", "nccl", "auto")
 
 
 class ProcessCollective:
@@ -37,7 +38,10 @@ class ProcessCollective:
 
     Args:
         world: the processes and this one's rank (``collective_world(resolver)`` builds it).
-        backend: ``"gloo"`` (CPU tensors) or ``"nccl"`` (CUDA tensors).
+        backend: ``"gloo"`` (CPU tensors), ``"nccl"`` (CUDA tensors) or ``"auto"`` (CUDA tensors: NCCL,
+            or Gloo when processes share a GPU, see ``process_gpus``).
+        gpus: identities of the GPUs this process computes on (``process_gpus.gpu_identity``), which
+            ``"nccl"`` and ``"auto"`` compare across processes before the backend is made.
         timeout_seconds: bound on the rendezvous and on every collective (None: 30 s or
             ``MULTIDEV_COLLECTIVE_TIMEOUT``).
         check_fingerprints: verify before each call that all processes make the same call
@@ -57,11 +61,13 @@ class ProcessCollective:
     """
 
     def __init__(self, world: ProcessWorld, *, backend: str = "gloo", timeout_seconds: float | None = None,
-                 check_fingerprints: bool | None = None):
+                 check_fingerprints: bool | None = None, gpus: Sequence[str] = ()):
         if backend not in _BACKENDS:
             raise ValueError(f"Unknown backend {backend!r}: expected one of {list(_BACKENDS)}.")
         self.world = world
-        self.backend_name = backend
+        self.backend_name = "nccl" if backend == "auto" else backend   # "auto" is settled once all have joined
+        self._requested = backend
+        self._gpus = tuple(gpus)
         self.timeout_seconds = resolve_timeout(timeout_seconds)
         self.check_fingerprints = fingerprints_enabled() if check_fingerprints is None else bool(check_fingerprints)
         if not self.check_fingerprints:
@@ -83,9 +89,15 @@ class ProcessCollective:
             # join admits only holders of the job secret; our own records then go through the
             # signed session. torch's backends keep the plain store (a Python store in Gloo stops
             # its timeouts from firing), see docs/multi_worker.md on what the secret protects.
-            session = join(self._store, self.world, self._prefix, self.timeout_seconds,
-                           before_join=lambda signed: post_host(signed, self.world, self._prefix))
+            session = join(self._store, self.world, self._prefix, self.timeout_seconds, before_join=self._post)
             self.world = with_hosts(session, self.world, self._prefix)
+            if self._requested != "gloo":
+                shared = shared_gpus(session, self.world, self._prefix)
+                try:
+                    self.backend_name = choose_backend(self._requested, shared, self.world)
+                except FailedPreconditionError:   # every rank refuses alike; none may lose the store first
+                    wait_until_all_read(session, self.world, self._prefix, self.timeout_seconds)
+                    raise
             self._backend = create_backend(self._store, self.world, self.backend_name, self._prefix, self.timeout_seconds)
             # Fingerprints and barriers always travel on Gloo (CPU, bounded waits, our error messages);
             # with NCCL the data group is separate and only ever sees calls that all processes agree on.
@@ -96,6 +108,11 @@ class ProcessCollective:
             raise
         self._store = session
         self._report = FailureReport(self._store, self.world, self._prefix, self.timeout_seconds)
+
+    def _post(self, signed) -> None:
+        """What every rank reads of this one once all have joined: its host, and its GPUs."""
+        post_host(signed, self.world, self._prefix)
+        post_gpus(signed, self.world, self._prefix, self._gpus)
 
     # -- public API -------------------------------------------------------------------------
 

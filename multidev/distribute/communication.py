@@ -41,7 +41,8 @@ class CommunicationOptions:
         bytes_per_pack: gradients are all-reduced in packs of about this many bytes (0: the strategy decides).
         timeout_seconds: a collective (and the initial rendezvous) waiting longer than this fails with
             ``DeadlineExceededError`` naming the missing worker. None: ``MULTIDEV_COLLECTIVE_TIMEOUT`` or 30 s.
-        implementation: ``AUTO`` (NCCL on GPUs, else RING), ``RING`` (Gloo) or ``NCCL``.
+        implementation: ``AUTO`` (NCCL on GPUs, else RING; RING too where processes share a GPU),
+            ``RING`` (Gloo) or ``NCCL``.
 
     Example:
         >>> options = CommunicationOptions(bytes_per_pack=50 * 1024 * 1024, timeout_seconds=120.0,
@@ -66,7 +67,9 @@ class CommunicationOptions:
         return resolve_timeout(self.timeout_seconds)
 
     def backend(self, cuda: bool) -> str:
-        """The torch.distributed backend: ``"nccl"`` or ``"gloo"``; ``cuda`` says whether tensors live on GPUs.
+        """The ``ProcessCollective`` backend: ``"gloo"``, ``"nccl"``, or for ``AUTO`` on GPUs ``"auto"`` (NCCL
+        unless two processes compute on one GPU, which NCCL refuses: then Gloo); ``cuda`` says whether
+        tensors live on GPUs.
 
         Raises ValueError when NCCL is requested for CPU tensors.
         """
@@ -80,7 +83,7 @@ class CommunicationOptions:
             return "nccl"
         if impl is CommunicationImplementation.RING:
             return "gloo"
-        return "nccl" if cuda else "gloo"
+        return "auto" if cuda else "gloo"
 
 
 __all__ = [

@@ -3,7 +3,8 @@
 Each worker process runs its local replicas (all logical GPUs, else all logical CPUs; with no
 cluster, as TensorFlow, the first CPU only) as ``MirroredStrategy`` does; collectives are
 hierarchical: the local replicas' values are reduced in process first, then across processes with
-one ``ProcessCollective`` call (Gloo on CPUs, NCCL on GPUs), then handed back to the local replicas.
+one ``ProcessCollective`` call (Gloo on CPUs, NCCL on GPUs unless processes share one), then handed
+back to the local replicas.
 Worker 0 (the chief) broadcasts every variable's initial value, so workers start identical however
 they were seeded.
 
@@ -23,6 +24,7 @@ from typing import Any, Sequence, final
 import torch
 
 from multidev.collectives.process import ProcessCollective
+from multidev.collectives.process_gpus import gpu_identity
 from multidev.devices import registry
 from multidev.distribute.cluster_resolver import ClusterResolver, collective_world, default_cluster_resolver
 from multidev.distribute.communication import CommunicationImplementation, CommunicationOptions
@@ -35,15 +37,34 @@ from multidev.distribute.worker_collective import ProcessWorkers
 _log = logging.getLogger("multidev.distribute")
 
 
-def _local_devices(has_cluster: bool) -> list[registry.Device]:
+def _local_devices(resolver: ClusterResolver) -> list[registry.Device]:
     """Every logical GPU, else the CPU: in a cluster (or with ``multidev launch --devices-per-worker``)
     every logical CPU, without one the first, as TensorFlow (``MultiWorkerMirroredStrategy()`` with no
-    TF_CONFIG on a CPU split in two has 1 replica)."""
+    TF_CONFIG on a CPU split in two has 1 replica). A process that torchrun starts among several on
+    its host takes one GPU, the ``LOCAL_RANK``-th (modulo the GPUs), as a DDP program does."""
     gpus = registry.logical_devices("GPU")
     if gpus:
-        return gpus
+        return _gpus_of_local_rank(gpus, resolver)
     cpus = registry.logical_devices("CPU")
+    has_cluster = bool(resolver.cluster_spec())
     return cpus if has_cluster or os.environ.get(registry.DEVICES_PER_WORKER_ENV) else cpus[:1]
+
+
+def _gpus_of_local_rank(gpus: list[registry.Device], resolver: ClusterResolver) -> list[registry.Device]:
+    """The logical GPUs of this process's physical GPU when torchrun runs several processes per host."""
+    local_rank, local_world = getattr(resolver, "local_rank", None), getattr(resolver, "local_world_size", 1)
+    if local_rank is None or local_world <= 1:
+        return gpus
+    physical = sorted({g.physical_index for g in gpus})
+    mine = [g for g in gpus if g.physical_index == physical[local_rank % len(physical)]]
+    if torch.cuda.is_available():   # as a DDP program's torch.cuda.set_device(LOCAL_RANK): .cuda() and NCCL use it
+        torch.cuda.set_device(mine[0].torch_device)
+    return mine
+
+
+def _gpu_identities(devices: Sequence[registry.Device]) -> list[str]:
+    """What the workers compare to find processes sharing a GPU (NCCL refuses them, see process_gpus)."""
+    return [gpu_identity(i) for i in sorted({d.torch_device.index or 0 for d in devices if d.device_type == "GPU"})]
 
 
 def _shutdown(process: ProcessCollective) -> None:
@@ -111,9 +132,10 @@ class MultiWorkerMirroredStrategy(Strategy):
         world = collective_world(resolver)  # validates the cluster before any network activity
         if resolver.task_type is not None and resolver.task_id is not None:
             registry.set_local_task(resolver.task_type, resolver.task_id)
-        devices = _local_devices(bool(resolver.cluster_spec()))
+        devices = _local_devices(resolver)
         backend = options.backend(cuda=devices[0].device_type == "GPU")
-        process = ProcessCollective(world, backend=backend, timeout_seconds=options.timeout_seconds)
+        gpus = _gpu_identities(devices) if backend != "gloo" and world.world_size > 1 else ()
+        process = ProcessCollective(world, backend=backend, timeout_seconds=options.timeout_seconds, gpus=gpus)
         extended = _MultiWorkerExtended(self, devices, process, resolver.task_type, resolver.task_id, options)
         super().__init__(extended)
         self._resolver = resolver

@@ -19,7 +19,7 @@ def test_defaults_are_bounded(monkeypatch):
 
 def test_backend_choice():
     assert CommunicationOptions().backend(cuda=False) == "gloo"
-    assert CommunicationOptions().backend(cuda=True) == "nccl"
+    assert CommunicationOptions().backend(cuda=True) == "auto"   # NCCL unless processes share a GPU
     assert CommunicationOptions(implementation="ring").backend(cuda=True) == "gloo"
     assert CommunicationOptions(implementation=CommunicationImplementation.NCCL).backend(cuda=True) == "nccl"
     with pytest.raises(ValueError, match="NCCL needs CUDA GPUs"):
