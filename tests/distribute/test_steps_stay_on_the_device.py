@@ -172,3 +172,35 @@ def test_fit_over_arrays_already_on_the_gpu_copies_only_an_epochs_shuffled_order
         print("OK")
         """))
     assert "OK" in out.stdout, out.stdout
+
+
+def test_predict_reads_the_outputs_back_once_at_the_end():
+    """As Keras 3 (and TensorFlow): every batch's outputs stay on the device until all batches ran (on the
+    stand-in GPUs the one read at the end raises, after the last batch)."""
+    out = run_fresh(meta_replicas("""
+        import torch, multidev as md
+        gpu = md.config.list_physical_devices("GPU")[0]
+        md.config.set_logical_device_configuration(gpu, [md.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
+        strategy = md.distribute.MirroredStrategy()
+        x = torch.ones(12, 4, device="meta")
+        for scope in (strategy.scope, lambda: md.device("/GPU:0")):
+            with scope():
+                model = md.keras.Sequential([md.keras.Input((4,)), md.keras.layers.Dense(8, activation="relu"),
+                                             md.keras.layers.Dense(3)])
+            ends = []
+
+            class Batches(md.keras.callbacks.Callback):
+                def on_predict_batch_end(self, batch, logs=None):
+                    ends.append(batch)
+                    WATCH[0] = True      # from the second batch on
+
+            try:
+                model.predict(x, batch_size=4, verbose=0, callbacks=[Batches()])
+            except NotImplementedError as err:
+                assert "meta tensor" in str(err), err
+            WATCH[0] = False
+            assert ends == [0, 1, 2], ends
+        assert not HOST_TRAFFIC, dict(HOST_TRAFFIC)
+        print("OK")
+        """))
+    assert "OK" in out.stdout, out.stdout

@@ -324,12 +324,12 @@ class Trainer:
         for step, batch in iterator.enumerate_epoch():
             cbs.on_predict_batch_begin(step)
             out = predict_fn(batch)
-            outputs.append(map_structure(_to_numpy, out))
+            outputs.append(out)    # read back at the end, as Keras 3: a read per batch would wait for the device
             cbs.on_predict_batch_end(step, {"outputs": out})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("Unexpected result of `predict_function` (Empty batch_outputs): the input yielded no batch.")
-        return _concat(outputs)
+        return _concat([map_structure(_to_numpy, out) for out in outputs])
 
     # ----- single batches ---------------------------------------------------------------------------
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, reset_metrics=True, return_dict=False):
