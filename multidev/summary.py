@@ -272,3 +272,10 @@ experimental = types.SimpleNamespace(set_step=_set_step, get_step=_get_step)
 
 __all__ = ["SummaryWriter", "create_file_writer", "create_noop_writer", "scalar", "histogram", "text", "flush",
            "experimental", "record_if", "should_record_summaries"]
+
+
+def __getattr__(name: str):
+    """``multidev.summary.X`` that multidev lacks: an AttributeError saying what to use instead."""
+    from multidev._core.missing import missing_attribute
+
+    raise missing_attribute("multidev.summary", name, f"tf.summary.{name}")

@@ -30,6 +30,23 @@ _TORCH_RENAMED = {
     "tf.signal": "torch.fft's functions (tf.signal.rfft is torch.fft.rfft; tf.signal.stft is torch.stft)",
 }
 
+#: TensorFlow names outside the multi-device system whose replacement is not one torch function: what to do.
+_OTHER_WAYS = {
+    "tf.train.ExponentialMovingAverage": "Use torch.optim.swa_utils.AveragedModel(model, "
+                                         "multi_avg_fn=get_ema_multi_avg_fn(decay)), or a md.keras optimizer's "
+                                         "use_ema=True.",
+    **{f"tf.{n}": "multidev parses no protobufs (tf.train.Example, TFRecords): convert the data once to arrays "
+                  "(numpy .npy, safetensors) and use md.data.Dataset.from_tensor_slices."
+       for n in ("train.Example", "train.Features", "train.Feature", "io.parse_single_example", "io.parse_example",
+                 "io.FixedLenFeature", "io.VarLenFeature", "io.TFRecordWriter")},
+    "tf.io.read_file": "Read the bytes with open(path, 'rb').read() (md.io.gfile.GFile in TensorFlow's spelling).",
+    **{f"tf.io.decode_{kind}": f"Decode the file's bytes with torchvision.io.decode_{kind} or PIL.Image.open."
+       for kind in ("jpeg", "png", "image")},
+    **{f"tf.summary.{n}": "For the graph use torch.utils.tensorboard.SummaryWriter.add_graph(model, example_input); "
+                          "for a trace, torch.profiler with tensorboard_trace_handler."
+       for n in ("trace_on", "trace_export", "trace_off")},
+}
+
 
 def torch_equivalent(name: str, tf_name: str = "") -> str | None:
     """``"torch.einsum"`` for ``"einsum"``: the first torch namespace holding a callable of that name.
@@ -52,9 +69,9 @@ def missing_attribute(module: str, name: str, tf_name: str) -> AttributeError:
     """The error for ``module.name``: what multidev covers and, where torch has it, what to call."""
     if name.startswith("__"):
         return AttributeError(f"module {module!r} has no attribute {name!r}")
-    torch_name = torch_equivalent(name, tf_name)
+    torch_name = None if tf_name in _OTHER_WAYS else torch_equivalent(name, tf_name)
     method = " (or the tensor method)" if torch_name and torch_name.endswith(f".{name}") else ""
-    hint = (f"Tensors are torch tensors: call {torch_name}{method} instead."
+    hint = _OTHER_WAYS.get(tf_name) or (f"Tensors are torch tensors: call {torch_name}{method} instead."
             if torch_name else "multidev implements TensorFlow's multi-device system and the tensor ops its "
             "distributed-training docs use; for other ops use torch's equivalent.")
     return AttributeError(f"module {module!r} has no attribute {name!r} (TensorFlow's {tf_name} is not part of "

@@ -20,3 +20,10 @@ from multidev.train.status import CheckpointLoadStatus, InitializationOnlyStatus
 __all__ = ["ClusterSpec", "Checkpoint", "CheckpointManager", "CheckpointOptions", "CheckpointState", "get_checkpoint_state",
            "latest_checkpoint", "CheckpointLoadStatus", "InitializationOnlyStatus", "CheckpointReader",
            "list_variables", "load_checkpoint", "load_variable"]
+
+
+def __getattr__(name: str):
+    """``multidev.train.X`` that multidev lacks: an AttributeError saying what to use instead."""
+    from multidev._core.missing import missing_attribute
+
+    raise missing_attribute("multidev.train", name, f"tf.train.{name}")

@@ -86,6 +86,27 @@ def test_unknown_tf_names_in_submodules_name_the_torch_function():
     assert not hasattr(md.nn, "__path__") and not hasattr(md.random, "__wrapped__")
 
 
+def test_tf_train_io_and_summary_names_outside_the_system_say_what_to_use():
+    """md.train, md.io and md.summary hold TensorFlow's multi-device names (checkpoints, gfile, summaries); the
+    rest of tf.train / tf.io / tf.summary that tutorials type gets a way out, not a bare AttributeError."""
+    with pytest.raises(AttributeError, match=r"tf\.train\.ExponentialMovingAverage is not part.*AveragedModel"):
+        md.train.ExponentialMovingAverage
+    with pytest.raises(AttributeError, match=r"tf\.io\.parse_single_example .*parses no protobufs.*from_tensor_slices"):
+        md.io.parse_single_example
+    with pytest.raises(AttributeError, match=r"tf\.train\.Example .*parses no protobufs"):
+        md.train.Example
+    with pytest.raises(AttributeError, match=r"tf\.io\.read_file .*open\(path, 'rb'\)\.read\(\)"):
+        md.io.read_file
+    with pytest.raises(AttributeError, match=r"tf\.io\.decode_jpeg .*torchvision\.io\.decode_jpeg"):
+        md.io.decode_jpeg
+    with pytest.raises(AttributeError, match=r"tf\.summary\.trace_on .*add_graph"):
+        md.summary.trace_on
+    with pytest.raises(AttributeError, match=r"tf\.train\.no_such_name is not part of multidev"):
+        md.train.no_such_name
+    assert md.train.Checkpoint and md.io.gfile and md.summary.scalar   # what they do have
+    assert not hasattr(md.train, "__wrapped__") and not hasattr(md.io, "__wrapped__")
+
+
 def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="cannot be split into 4 equal parts"):
         md.split(md.range(6), 4)
