@@ -8,9 +8,9 @@ machine's other processes barely move it) of blocks of steps with the cost and w
 
 * ``rng mode``: the per-replica random-stream TorchFunctionMode (``placement/replica_random.py``) on
   vs off (off is not a valid configuration for models that draw: it only measures the mode);
-* ``internals unmoded``: multidev's own tensor attribute reads and writes in a step
-  (``DistributedVariable.grad``, ``_mark_synced``, the split update's ``reduce``/``publish``) run with
-  torch function handling disabled, so the mode does not see them (what those files could do);
+* ``internals moded (before)``: multidev's own tensor attribute reads and writes in a step
+  (``DistributedVariable.grad``, the split update's ``reduce``/``publish`` with ``_mark_synced``) run under
+  the mode as they did before 2026-11-28 (now with torch function handling off: a negative cost is the gain);
 * ``empty run``: ``strategy.run`` of a function that does nothing (the hand-off to the replica threads);
 * ``plain threads``: the same model and steps in N plain Python threads with no multidev and no
   gradient reduction (the floor the GIL sets).
@@ -54,26 +54,32 @@ def _alternate(variants: dict, blocks: int, count: int) -> dict:
     return {k: (statistics.median(v), min(v)) for k, v in samples.items()}
 
 
-def _unmoded_internals():
-    """(restore, patch): switch multidev's attribute-heavy internals between as-is and torch function off."""
+def _moded_internals():
+    """(restore, patch): switch multidev's attribute-heavy internals between as-is (torch function handling off:
+    ``DistributedVariable.grad``, the split update's ``reduce``/``publish``) and as they were before, under the mode."""
     from multidev.distribute import replica_update
-    from multidev.values import variables
+    from multidev.values import context, cross_replica_grads, variables
 
-    def quiet(f):
-        @functools.wraps(f)
-        def g(*a, **k):
-            with torch._C.DisableTorchFunction():
-                return f(*a, **k)
-        return g
+    def grad_get(self):   # DistributedVariable.grad before: the copy's .grad read under the replica's mode
+        replica_id = context.current_replica_id()
+        if replica_id is None:
+            cross_replica_grads.fold(self)
+        return self._components[0 if replica_id is None else replica_id].grad
 
-    shards, var = replica_update.SplitPlan, variables.DistributedVariable
-    orig = (shards.reduce, shards.publish, var.grad, var._mark_synced)
-    quiet_ = (quiet(orig[0]), quiet(orig[1]), property(quiet(orig[2].fget), quiet(orig[2].fset)), quiet(orig[3]))
+    def grad_set(self, value):
+        replica_id = context.current_replica_id()
+        if replica_id is None:
+            return as_is[2].fset(self, value)
+        self._components[replica_id].grad = value
+
+    plan, var = replica_update.SplitPlan, variables.DistributedVariable
+    as_is = (plan.__dict__["reduce"], plan.__dict__["publish"], var.grad)
+    before = (as_is[0].__wrapped__, as_is[1].__wrapped__, property(grad_get, grad_set))
 
     def use(which):
-        shards.reduce, shards.publish, var.grad, var._mark_synced = which
+        plan.reduce, plan.publish, var.grad = which
 
-    return (lambda: use(orig)), (lambda: use(quiet_))
+    return (lambda: use(as_is)), (lambda: use(before))
 
 
 def _plain_threads(n: int, steps: int, blocks: int) -> float:
@@ -116,7 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     names, _ = configure_devices(max(args.replicas + [2]), "cpu")
-    restore, patch = _unmoded_internals()
+    restore, patch = _moded_internals()
     for n in [1] + args.replicas:
         strategy, one = build(n, names)
         data = scaling_model.batches(args.steps, scaling_model.PER_REPLICA_BATCH * n)
@@ -132,7 +138,7 @@ def main() -> None:
         variants = {"as is": (with_mode, steps)}
         if n > 1:
             variants["no rng mode"] = (lambda: (restore(), setattr(streams, "mode_for", lambda r: None)), steps)
-            variants["internals unmoded"] = (lambda: (patch(), setattr(streams, "mode_for", mode_for)), steps)
+            variants["internals moded (before)"] = (lambda: (patch(), setattr(streams, "mode_for", mode_for)), steps)
         res = _alternate(variants, args.blocks, args.steps)
         with_mode()
         empty = statistics.median(_cpu_us(lambda: [strategy.run(lambda: None) for _ in range(200)], 200)

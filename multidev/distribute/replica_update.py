@@ -44,6 +44,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 import torch
+from torch._C import DisableTorchFunction
 
 from multidev._core.enums import ReduceOp
 from multidev.distribute.gradient_buckets import GradientBuckets
@@ -260,6 +261,17 @@ class SharedStoragePlan(BucketPlan):
         self._meet(replica_id, "after")   # nobody reads the one storage before replica 0 wrote it
 
 
+def _unmoded(method: Callable) -> Callable:
+    """``method`` with torch function handling off: it reads and writes plain copies and gradients only (sums,
+    copies, ``.grad``), which a replica's random-stream mode would otherwise see, about 1 us each: 4% of a small
+    model's step on 2 logical CPUs (``benchmarks/replica_python_cost.py``). No draws, no user code."""
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        with DisableTorchFunction():
+            return method(*args, **kwargs)
+    return run
+
+
 class SplitPlan(BucketPlan):
     """Each variable's owner sums its gradients, updates it and copies it (and ``extra[i]``, e.g. its
     optimizer slots) into the other replicas' copies. ``idle_fallback``: a rule that must run on every
@@ -280,6 +292,7 @@ class SplitPlan(BucketPlan):
         self._publishing: list[list[int]] = [[] for _ in range(n)]
         self._updated: list[list[int]] = [[] for _ in range(n)]
 
+    @_unmoded
     def reduce(self, replica_id: int, grads: LocalGrads | SummedGrads,
                variables: Sequence[Any] | None = None) -> SummedGrads:
         r, refs = replica_id, self.refs[replica_id]
@@ -316,6 +329,8 @@ class SplitPlan(BucketPlan):
         _require(summed, SummedGrads, "apply")
         self._updated[replica_id] = [i for i in self._publishing[replica_id] if summed.tensors[i] is not None]
         rule(summed.tensors)
+
+    publish = _unmoded(UpdatePlan.publish)
 
     def _publish(self, replica_id: int) -> None:
         """Copy this replica's updated variables out, then meet: the step ends when every copy is written."""

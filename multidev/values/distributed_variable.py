@@ -1,13 +1,12 @@
-"""``DistributedVariable``: a variable with one component (a leaf tensor) per replica, and
-``local_view``, what autograd sees of a variable in the calling replica.
+"""``DistributedVariable``: a variable with one component (a leaf tensor) per replica, and ``local_view``, what autograd
+sees of a variable in the calling replica.
 
-This is the replica-aware machinery that both distributed forms share: the components, which one an
-op sees (``__torch_function__``, ``_view_for``), the staleness check (``_sync_if_stale``,
-``_mark_synced``), writes to chosen replicas (``_apply_to``), ``grad``, ``deepcopy`` and the
-whole-variable ops (``requires_grad_``, ``.data = ...``). It is separate from ``variables.py``, which
-holds the two synchronization policies (``MirroredVariable``, ``SyncOnReadVariable``) built on it,
-and from ``base_variable.py``, the plain ``md.Variable``. Import the public names from
-``multidev.values.variables``.
+This is the replica-aware machinery that both distributed forms share: the components, which one an op sees
+(``__torch_function__``, ``_view_for``), the staleness check (``_sync_if_stale``, ``_mark_synced``), writes to chosen
+replicas (``_apply_to``), ``grad``, ``deepcopy`` and the whole-variable ops (``requires_grad_``, ``.data = ...``). It
+is separate from ``variables.py``, which holds the two synchronization policies (``MirroredVariable``,
+``SyncOnReadVariable``) built on it, and from ``base_variable.py``, the plain ``md.Variable``. Import the public names
+from ``multidev.values.variables``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import weakref
 from typing import Any, Sequence
 
 import torch
-from torch._C import DisableTorchFunctionSubclass
+from torch._C import DisableTorchFunction, DisableTorchFunctionSubclass
 
 from multidev._core.enums import VariableAggregation, VariableSynchronization
 from multidev.values import context, cross_replica_grads, host_initializers
@@ -166,8 +165,8 @@ class DistributedVariable(Variable):
         return self
 
     def _retype_components(self, cls: type) -> None:
-        """Each plain component becomes a ``cls`` in place (md.keras's ``KerasReplicaWeight``): the same objects,
-        so what is keyed by them (optimizer slots a deferred restore loaded, replica dicts) stays theirs."""
+        """Each plain component becomes a ``cls`` in place (md.keras's ``KerasReplicaWeight``): the same objects, so
+        what is keyed by them (optimizer slots a deferred restore loaded, replica dicts) stays theirs."""
         for c in self._components:
             if type(c) is torch.Tensor:
                 c.__class__ = cls   # as torch's UninitializedParameter.materialize becomes a Parameter
@@ -187,8 +186,8 @@ class DistributedVariable(Variable):
 
     @property
     def values(self) -> tuple:
-        """The per-replica components, in replica order (a write through ``p.data`` in cross-replica
-        context reaches them here, or at the next run)."""
+        """The per-replica components, in replica order (a write through ``p.data`` in cross-replica context reaches
+        them here, or at the next run)."""
         if self._data_handed_out and context.current_replica_id() is None:
             self._sync_if_stale()
         return self._components
@@ -208,17 +207,17 @@ class DistributedVariable(Variable):
                                      aggregation=self.aggregation)
 
     def _local_variables(self) -> tuple:
-        """``strategy.experimental_local_results(v)``: TensorFlow's component variables, one per replica,
-        each an ``md.Variable`` sharing its copy's storage (``.numpy()``, ``float``, ``print``, ``assign``
-        to that replica's copy only, ``name`` ``'v/replica_1:0'``), not the autograd leaves (whose
-        ``numpy()`` torch refuses). ``p.grad`` of a replica stays on the variable (``v.grad`` there)."""
+        """``strategy.experimental_local_results(v)``: TensorFlow's component variables, one per replica, each an
+        ``md.Variable`` sharing its copy's storage (``.numpy()``, ``float``, ``print``, ``assign`` to that replica's
+        copy only, ``name`` ``'v/replica_1:0'``), not the autograd leaves (whose ``numpy()`` torch refuses). ``p.grad``
+        of a replica stays on the variable (``v.grad`` there)."""
         if context.current_replica_id() is None:   # a cross-replica write (load_state_dict, p.data.add_) reaches
             self._sync_if_stale()                   # every copy first, as the next run would copy it
         return tuple(self._copy_variable(r, self._md_trainable) for r in range(len(self._components)))
 
     def _replica_result(self, replica_id: int) -> torch.Tensor:
-        """What a write in replica context returns: the replica's copy, read when used (TensorFlow
-        returns a per-replica value, so ``strategy.run(lambda: v.assign_add(1.))`` is a PerReplica)."""
+        """What a write in replica context returns: the replica's copy, read when used (TensorFlow returns a per-replica
+        value, so ``strategy.run(lambda: v.assign_add(1.))`` is a PerReplica)."""
         return self._components[replica_id].detach()
 
     @property
@@ -226,13 +225,15 @@ class DistributedVariable(Variable):
         replica_id = context.current_replica_id()
         if replica_id is None:
             cross_replica_grads.fold(self)   # a backward outside runs (EWC's Fisher pass): every copy's
-        return self._components[0 if replica_id is None else replica_id].grad
+        with DisableTorchFunction():   # a plain copy's .grad: no replica random mode to pass (~1 us a read)
+            return self._components[0 if replica_id is None else replica_id].grad
 
     @grad.setter
     def grad(self, value):
         replica_id = context.current_replica_id()
         if replica_id is not None:
-            self._components[replica_id].grad = value
+            with DisableTorchFunction():
+                self._components[replica_id].grad = value
             return
         cross_replica_grads.discard(self)
         for c in self._components:
@@ -255,8 +256,8 @@ class DistributedVariable(Variable):
         return self._view_for(context.current_replica_id())
 
     def _sync_if_stale(self) -> None:
-        """Copy the primary into the other components if it was written outside our update paths
-        (``load_state_dict``, in-place edits in cross-replica context, initialisers)."""
+        """Copy the primary into the other components if it was written outside our update paths (``load_state_dict``,
+        in-place edits in cross-replica context, initialisers)."""
         version = self._components[0]._version
         if version == self._synced_version and not self._data_handed_out:
             return
@@ -271,21 +272,20 @@ class DistributedVariable(Variable):
         self._synced_version = self._components[0]._version
 
     def _copies_must_agree(self) -> bool:
-        """Whether copies written in the replicas outside the update paths must stay equal (not with
-        one shared storage; aggregation NONE lets replicas drift by design, except a Keras layer's trainable
-        weight's (``_agree_despite_none``: its ``assign`` in a replica writes that copy, as TensorFlow's, while a
-        torch in-place write that leaves the copies apart still raises); ONLY_FIRST_REPLICA takes replica 0's
-        value at the next run)."""
+        """Whether copies written in the replicas outside the update paths must stay equal (not with one shared storage;
+        aggregation NONE lets replicas drift by design, except a Keras layer's trainable weight's
+        (``_agree_despite_none``: its ``assign`` in a replica writes that copy, as TensorFlow's, while a torch in-place
+        write that leaves the copies apart still raises); ONLY_FIRST_REPLICA takes replica 0's value at the next
+        run)."""
         return not self._share_storage and (self._agree_despite_none or self.aggregation not in (
             VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA))
 
     def _check_replica_writes(self, unversioned: bool = False) -> None:
-        """After ``strategy.run``: replica 0's copy was written in the replicas outside the update paths
-        (a torch in-place op on a replica's tensor: ``p -= lr * g``, ``p.sub_(g)`` under ``no_grad``), or
-        (``unversioned``) may have been through ``p.data``, which torch's version counter does not see.
-        Equal copies are fine (every replica applied the same reduced gradient); copies that differ
-        would train each replica on its own data, silently, so they raise (``_drifted``). Copies of
-        other workers are compared by ``distribute/copy_agreement.py``."""
+        """After ``strategy.run``: replica 0's copy was written in the replicas outside the update paths (a torch in-
+        place op on a replica's tensor: ``p -= lr * g``, ``p.sub_(g)`` under ``no_grad``), or (``unversioned``) may have
+        been through ``p.data``, which torch's version counter does not see. Equal copies are fine (every replica
+        applied the same reduced gradient); copies that differ would train each replica on its own data, silently, so
+        they raise (``_drifted``). Copies of other workers are compared by ``distribute/copy_agreement.py``."""
         components = self._components
         if not unversioned and components[0]._version == self._synced_version:
             return
@@ -322,8 +322,8 @@ class DistributedVariable(Variable):
             "own copy.")
 
     def _drifted(self, replica: int) -> ValueError:
-        """The error for copies written outside the update paths where replica ``replica``'s (global id)
-        differs from replica 0's."""
+        """The error for copies written outside the update paths where replica ``replica``'s (global id) differs from
+        replica 0's."""
         return ValueError(
             f"Variable {self._tf_name!r} was written inside strategy.run outside an optimizer step (an in-place op "
             f"on a replica's tensor, such as `p -= lr * g`, `p.sub_(g)` or `p.data.sub_(g)`, or `p.data = t`), and "
@@ -334,9 +334,9 @@ class DistributedVariable(Variable):
             "reduces p.grad across replicas, as DDP does) and update from p.grad, or use a torch.optim optimizer.")
 
     def assign_component(self, replica_id: int, value: Any) -> None:
-        """Write ``value`` into replica ``replica_id``'s copy only (an update rule that runs on every
-        replica, such as Keras 3's, each on its own copy). A tensor of the copy's dtype and shape, as
-        Keras's ``assign`` hands over, is copied as it is; anything else is converted as ``assign`` does."""
+        """Write ``value`` into replica ``replica_id``'s copy only (an update rule that runs on every replica, such as
+        Keras 3's, each on its own copy). A tensor of the copy's dtype and shape, as Keras's ``assign`` hands over, is
+        copied as it is; anything else is converted as ``assign`` does."""
         target = self._components[replica_id]
         with torch.no_grad(), DisableTorchFunctionSubclass():
             if not (isinstance(value, torch.Tensor) and value.dtype == target.dtype and value.shape == target.shape):
@@ -365,11 +365,11 @@ class DistributedVariable(Variable):
         return f"{type(self).__name__}:{{\n{body}\n}}"
 
     def __reduce_ex__(self, protocol):
-        """``torch.save(model, path)`` of a module built in the scope (super_resolution's checkpoint): a
-        parameter or buffer of a torch module pickles as the plain tensor ``state_dict()`` gives (the one
-        set of weights; a buffer's cross-replica read), a ``Parameter`` where it is one, so the file loads
-        as DDP's ``torch.save(model.module, path)`` does, without multidev. Pickle's memo keeps tied
-        weights one object. Other variables are refused, as ``md.Variable``'s."""
+        """``torch.save(model, path)`` of a module built in the scope (super_resolution's checkpoint): a parameter or
+        buffer of a torch module pickles as the plain tensor ``state_dict()`` gives (the one set of weights; a buffer's
+        cross-replica read), a ``Parameter`` where it is one, so the file loads as DDP's ``torch.save(model.module,
+        path)`` does, without multidev. Pickle's memo keeps tied weights one object. Other variables are refused, as
+        ``md.Variable``'s."""
         if not self._module_value:
             return super().__reduce_ex__(protocol)
         value = self.detach().clone()   # (through __torch_function__: the cross-replica read)
