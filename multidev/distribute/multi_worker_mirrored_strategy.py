@@ -57,7 +57,7 @@ def _gpus_of_local_rank(gpus: list[registry.Device], resolver: ClusterResolver) 
         return gpus
     physical = sorted({g.physical_index for g in gpus})
     mine = [g for g in gpus if g.physical_index == physical[local_rank % len(physical)]]
-    if torch.cuda.is_available():   # as a DDP program's torch.cuda.set_device(LOCAL_RANK): .cuda() and NCCL use it
+    if mine[0].torch_device.type == "cuda":   # as a DDP program's torch.cuda.set_device(LOCAL_RANK): .cuda(), NCCL
         torch.cuda.set_device(mine[0].torch_device)
     return mine
 

@@ -14,6 +14,7 @@ import logging
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -77,11 +78,13 @@ def test_torchrun_processes_take_their_local_rank_gpu():
         ["device:GPU:0", "device:GPU:1", "device:GPU:2", "device:GPU:3"]])                      # one per host: all
 
 
-_WORKER = fake_gpus(1, """
-    import json, logging, os, torch
-    import multidev as md
+_STAND_IN = """
     from multidev.distribute import multi_worker_mirrored_strategy as strategy_module
     strategy_module.gpu_identity = lambda index: f"GPU-stand-in-{index}"   # no CUDA here to ask for a UUID
+"""
+_WORKER = """
+    import json, logging, os, torch
+    import multidev as md
     logging.basicConfig()
     options = md.distribute.experimental.CommunicationOptions(implementation=os.environ["IMPLEMENTATION"])
     try:
@@ -104,10 +107,11 @@ _WORKER = fake_gpus(1, """
                                   "devices": list(strategy.extended.worker_devices),
                                   "sum": strategy.experimental_local_results(total)[0].tolist(),
                                   "before": before, "weight": net.weight.detach().tolist()}), flush=True)
-""")
+"""
 
 
-def _two_workers_on_one_gpu(implementation: str) -> list[tuple[dict, str]]:
+def _two_workers_on_one_gpu(implementation: str, real_gpu: bool = False) -> list[tuple[dict, str]]:
+    code = fake_gpus(1, _STAND_IN + _WORKER) if not real_gpu else textwrap.dedent(_WORKER)
     port = free_loopback_ports(1)[0]
     procs = []
     for rank in (0, 1):
@@ -115,7 +119,7 @@ def _two_workers_on_one_gpu(implementation: str) -> list[tuple[dict, str]]:
                    WORLD_SIZE="2", LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), MULTIDEV_JOB_SECRET="stand-in-gpus-" + str(port))
         env.pop("TF_CONFIG", None)
-        procs.append(subprocess.Popen([sys.executable, "-c", _WORKER], env=env, cwd=ROOT, text=True,
+        procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, text=True,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     results = []
     try:
@@ -151,3 +155,16 @@ def test_nccl_on_a_shared_gpu_is_refused_on_every_worker():
         assert result["error"] == "FailedPreconditionError"
         assert "NCCL needs one GPU per process" in result["message"]
         assert "same GPU (GPU-stand-in-0)" in result["message"]
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(180)
+def test_two_workers_on_one_real_gpu_train_with_gloo():
+    """The same on the real GPU (CUDA tensors through Gloo), where NCCL's refusal was first seen."""
+    results = _two_workers_on_one_gpu("AUTO", real_gpu=True)
+    for rank, (result, stderr) in enumerate(results):
+        assert result["backend"] == "gloo", stderr
+        assert result["devices"] == [f"/job:worker/replica:0/task:{rank}/device:GPU:0"]
+        assert result["sum"] == [[3.0, 3.0]]
+        assert result["weight"][0] == pytest.approx([w - 0.15 for w in results[0][0]["before"][0]], abs=1e-6)
+        assert "compute on the same GPU (GPU-" in stderr
