@@ -36,7 +36,9 @@ _POLL_SECONDS = 0.05
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The launcher's flags (``multidev launch --help``)."""
     parser.add_argument("--workers", type=int, default=None,
-                        help="number of worker processes (per host with --nnodes); default 1 with --nnodes")
+                        help="number of worker processes (per host with --nnodes); default 1 with --nnodes. "
+                             "With GPUs, one per GPU; more workers than GPUs share them (dealt round robin), "
+                             "and their collectives then use Gloo")
     parser.add_argument("--devices-per-worker", type=int, default=None, metavar="K",
                         help=f"local devices per worker: sets {DEVICES_ENV}=K (K GPUs each if there are enough, "
                              "else K logical CPUs); GPUs are split between workers with CUDA_VISIBLE_DEVICES")
