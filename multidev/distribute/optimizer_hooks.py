@@ -53,7 +53,7 @@ from torch.optim import optimizer as torch_optimizer
 
 from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_update,
                                  scripted_modules, shared_leaves)
-from multidev.distribute.optimizer_twins import _make_twin, _StateByVariable, copy_state_entry
+from multidev.distribute.optimizer_twins import _make_twin, _StateByVariable, copy_state_entry, entry_signature
 from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
@@ -80,8 +80,8 @@ class _Plan:
         self.lock = threading.Lock()
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
-        self._synced: dict[int, Any] = {}            # id(variable) -> the user's entry the copies hold
-        self._synced_len = 0                         # len(user's state) when _synced was taken
+        # id(variable) -> the user's entry the copies hold, and its signature then (entry_signature)
+        self._synced: dict[int, tuple] = {}
         #: Replicas off the CPU (GPUs): their first step's counters are moved to the host (``counters_on_host``).
         self.device_counters = any(d.type != "cpu" for d in self.devices)
         if not self.one_state:
@@ -150,17 +150,14 @@ class _Plan:
                 entry["step"] = step.to("cpu")
 
     def _note_synced(self, state: dict) -> None:
-        self._synced = {id(p): state.get(p) for p in self.params}
-        self._synced_len = len(state)
+        self._synced = {id(p): (entry, entry_signature(entry)) for p in self.params for entry in (state.get(p),)}
 
     def after_step(self, replica_id: int) -> None:
-        """Replica 0 notes entries its step created in the user's state (the replicas with their own
-        copies made theirs), so ``before_run`` tells them from entries the user writes. A step only
-        ever adds entries (it updates the others in place), so an unchanged length means none."""
+        """Replica 0 notes what its step wrote in the user's state (new entries, tensors updated in place:
+        the replicas with their own copies did the same to theirs), so ``before_run`` tells those from
+        what the user writes between runs (an entry replaced, or written into: a momentum reset)."""
         if replica_id == 0 and not self.one_state:
-            state = self._built_for[2]
-            if len(state) != self._synced_len:
-                self._note_synced(state)
+            self._note_synced(self._built_for[2])
 
     def before_run(self) -> None:
         """Before ``strategy.run`` (caller thread, replicas idle): state entries the user wrote or
@@ -170,7 +167,9 @@ class _Plan:
             return
         for p in self.params:
             entry = state.get(p)
-            if entry is self._synced.get(id(p)):
+            synced = self._synced.get(id(p))
+            signature = entry_signature(entry)
+            if synced is not None and entry is synced[0] and signature == synced[1]:
                 continue
             for r in range(1, len(self.twins)):
                 own, local = self.twins[r].state, local_copy(p, r)
@@ -178,8 +177,7 @@ class _Plan:
                     own[local] = copy_state_entry(entry, self.devices[r])
                 else:
                     own.pop(local, None)
-            self._synced[id(p)] = entry
-        self._synced_len = len(state)
+            self._synced[id(p)] = (entry, signature)
 
 
 _plans: "weakref.WeakKeyDictionary[torch.optim.Optimizer, _Plan | None]" = weakref.WeakKeyDictionary()
@@ -358,9 +356,9 @@ def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: di
     env = _replica_env()
     replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
-    plan.after_step(replica_id)
     if plan.device_counters and replica_id is not None and plan.twins:
         plan.counters_on_host(replica_id)
+    plan.after_step(replica_id)   # (after the counters' move: it notes the entries as the step leaves them)
     if replica_id == 0 and plan.own_step:
         for p in plan.params:
             if isinstance(p, DistributedVariable):

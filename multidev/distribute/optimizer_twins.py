@@ -3,6 +3,7 @@ optimizer class over that replica's own leaf tensors, with a state seen through 
 
 from __future__ import annotations
 
+import numbers
 from collections import OrderedDict, abc
 from typing import Any, Iterator
 
@@ -53,6 +54,16 @@ def copy_state_entry(entry: dict, device: torch.device) -> dict:
     host, such as torch's ``step``, stays there)."""
     return {k: (v.detach().to("cpu" if v.dim() == 0 and v.device.type == "cpu" else device, copy=True)
                 if isinstance(v, torch.Tensor) else v) for k, v in entry.items()}
+
+
+def entry_signature(entry: Any) -> tuple:
+    """What an optimizer state entry holds, to tell a write into it (``s["momentum_buffer"].zero_()``,
+    ``s["exp_avg"] = ...``, ``s["step"] = 0``) from none: each tensor by identity and version counter (an
+    in-place write bumps it), each number by value, anything else by identity. None for a missing entry."""
+    if not isinstance(entry, dict):
+        return (id(entry),)
+    return tuple((k, id(v), v._version) if isinstance(v, torch.Tensor)
+                 else (k, v) if isinstance(v, (numbers.Number, str)) else (k, id(v)) for k, v in entry.items())
 
 
 def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any) -> torch.optim.Optimizer:
