@@ -39,6 +39,7 @@ Example (what runs when a replica calls ``opt.step()``)::
     plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))   # sums as .grad
     type(opt).step(twin)                       # torch's own update, on plain tensors
     plan.engine.publish(replica_id)
+    replica_state.stepped(plan, replica_id)
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ from typing import Any, Callable
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_update,
-                                 scripted_modules, shared_leaves)
+from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_state,
+                                 replica_update, scripted_modules, shared_leaves)
 from multidev.distribute.optimizer_twins import _make_twin, _StateByVariable, copy_state_entry, entry_signature
 from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
@@ -67,6 +68,14 @@ class _Plan:
     def __init__(self, optimizer: torch.optim.Optimizer, params: list):
         self.params = params
         self.key = tuple(id(p) for p in params)
+        self.index = {id(p): i for i, p in enumerate(params)}
+        self._optimizer = weakref.ref(optimizer)
+        # each local replica's view of optimizer.state in a run, and what it needs (replica_state.attach)
+        self.state_views: list | None = None
+        self.generations: list[int] = []
+        self.snapshots: dict = {}
+        self.snapshot_lock = threading.Lock()
+        self.variable_of: dict | None = None
         # Plain tensors beside the distributed variables (a bare nn.Parameter, one built outside the scope):
         # every replica's backward adds into its one .grad, so each step checks these (usually none).
         self.plain = [p for p in params if not isinstance(p, DistributedVariable)]
@@ -84,8 +93,9 @@ class _Plan:
         self._synced: dict[int, tuple] = {}
         #: Replicas off the CPU (GPUs): their first step's counters are moved to the host (``counters_on_host``).
         self.device_counters = any(d.type != "cpu" for d in self.devices)
-        if not self.one_state:
+        if len(self.devices) > 1:
             extended.add_run_preparer(self)
+            replica_state.attach(optimizer, self, between_runs=False)
 
     def twin_for(self, optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
         """Replica ``replica_id``'s twin, with the user's current hyperparameters."""
@@ -122,8 +132,8 @@ class _Plan:
             else:
                 twin_state = defaultdict(dict)
                 for p in self.params:
-                    if state.get(p):
-                        twin_state[local_copy(p, r)] = copy_state_entry(state[p], device)
+                    if dict.get(state, p):   # (dict's: the canonical entries, from a replica's thread too)
+                        twin_state[local_copy(p, r)] = copy_state_entry(dict.get(state, p), device)
             twins.append(_make_twin(optimizer, twin_groups, twin_state))
         self.twins = twins
         self._counted = [-1] * len(self.devices)     # len(twin's state) when its step counters were placed
@@ -139,18 +149,18 @@ class _Plan:
         twin = self.twins[replica_id]
         # (replica 0's state, and every replica's where one replica updates each variable, is the user's dict)
         entries = self._built_for[2] if isinstance(twin.state, _StateByVariable) else twin.state
-        if len(entries) == self._counted[replica_id]:
+        if dict.__len__(entries) == self._counted[replica_id]:
             return
-        self._counted[replica_id] = len(entries)
+        self._counted[replica_id] = dict.__len__(entries)
         if any(g.get("capturable") or g.get("fused") for g in twin.param_groups):
             return
-        for entry in entries.values():
+        for entry in dict.values(entries):
             step = entry.get("step") if isinstance(entry, dict) else None
             if isinstance(step, torch.Tensor) and step.dim() == 0 and step.device.type != "cpu":
                 entry["step"] = step.to("cpu")
 
     def _note_synced(self, state: dict) -> None:
-        self._synced = {id(p): (entry, entry_signature(entry)) for p in self.params for entry in (state.get(p),)}
+        self._synced = {id(p): (entry, entry_signature(entry)) for p in self.params for entry in (dict.get(state, p),)}
 
     def after_step(self, replica_id: int) -> None:
         """Replica 0 notes what its step wrote in the user's state (new entries, tensors updated in place:
@@ -161,12 +171,15 @@ class _Plan:
 
     def before_run(self) -> None:
         """Before ``strategy.run`` (caller thread, replicas idle): state entries the user wrote or
-        deleted in cross-replica context reach the replicas that keep their own copies."""
-        state = self._built_for[2]
-        if state is None:
+        deleted in cross-replica context reach the replicas that keep their own copies; ``optimizer.state``
+        shows each replica its own entries in the run (``replica_state``)."""
+        optimizer, state = self._optimizer(), self._built_for[2]
+        if optimizer is not None:
+            replica_state.attach(optimizer, self)
+        if state is None or self.one_state:
             return
         for p in self.params:
-            entry = state.get(p)
+            entry = dict.get(state, p)
             synced = self._synced.get(id(p))
             signature = entry_signature(entry)
             if synced is not None and entry is synced[0] and signature == synced[1]:
@@ -356,6 +369,7 @@ def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: di
     env = _replica_env()
     replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
+    replica_state.stepped(plan, replica_id)
     if plan.device_counters and replica_id is not None and plan.twins:
         plan.counters_on_host(replica_id)
     plan.after_step(replica_id)   # (after the counters' move: it notes the entries as the step leaves them)

@@ -27,26 +27,27 @@ class _StateByVariable(abc.MutableMapping):
     def _key(self, tensor: Any) -> Any:
         return self._variable_of.get(id(tensor), tensor)
 
+    # dict's own methods: the canonical entries, never a replica's view of them (replica_state.ReplicaState)
     def __getitem__(self, tensor: Any) -> Any:
-        return self._store[self._key(tensor)]  # the user's defaultdict makes a missing entry
+        return dict.__getitem__(self._store, self._key(tensor))  # the user's defaultdict makes a missing entry
 
     def __setitem__(self, tensor: Any, entry: Any) -> None:
-        self._store[self._key(tensor)] = entry
+        dict.__setitem__(self._store, self._key(tensor), entry)
 
     def __delitem__(self, tensor: Any) -> None:
-        del self._store[self._key(tensor)]
+        dict.__delitem__(self._store, self._key(tensor))
 
     def get(self, tensor: Any, default: Any = None) -> Any:
-        return self._store.get(self._key(tensor), default)
+        return dict.get(self._store, self._key(tensor), default)
 
     def __contains__(self, tensor: object) -> bool:
-        return self._key(tensor) in self._store
+        return dict.__contains__(self._store, self._key(tensor))
 
     def __iter__(self) -> Iterator:
-        return (self._tensor_of.get(id(v), v) for v in list(self._store))
+        return (self._tensor_of.get(id(v), v) for v in list(dict.keys(self._store)))
 
     def __len__(self) -> int:
-        return len(self._store)
+        return dict.__len__(self._store)
 
 
 def copy_state_entry(entry: dict, device: torch.device) -> dict:

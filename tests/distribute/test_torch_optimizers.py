@@ -64,7 +64,8 @@ def test_users_optimizer_keeps_torchs_containers(name):
     # the same group objects; dicts whose numbers written in a replica are its own (replica_hyperparameters)
     assert all(a is b and isinstance(a, dict) for a, b in zip(opt.param_groups, group_dicts))
     assert all(type(g) is dict for g in opt.state_dict()["param_groups"])
-    assert opt.state is state and type(state) is collections.defaultdict
+    # torch's defaultdict, whose entries in a replica are that replica's (replica_state)
+    assert opt.state is state and isinstance(state, collections.defaultdict)
     assert set(vars(opt)) == attributes, "no attribute added to the user's optimizer"
     assert all(p is layer.weight for p in seen), "inside strategy.run the user sees their own variables"
     assert set(opt.state) == {layer.weight, layer.bias}, "state keyed by the variables, as torch keys it"

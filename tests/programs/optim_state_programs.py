@@ -93,11 +93,11 @@ class LARS(optim.Optimizer):
                 p.add_(mu, alpha=-g["lr"])
 
 
-def _train(port, make_opt, *, seed=0, loss_of=None, backward=None, after_step=None, sched=None,
+def _train(port, make_opt, *, seed=0, loss_of=None, backward=None, after_update=None, after_step=None, sched=None,
            model_of=_net) -> dict:
     """The loop every case shares: ``optimizer.zero_grad()``, ``backward(loss_of(model, x, y), model)`` (default
-    ``loss.backward()``), ``step()`` (and ``sched.step()``) in the step; ``after_step(optimizer, model, i)``
-    between steps (an epoch's end)."""
+    ``loss.backward()``), ``step()``, ``after_update(optimizer)`` and ``sched.step()`` in the step;
+    ``after_step(optimizer, model, i)`` between steps (an epoch's end)."""
     torch.manual_seed(seed)
     with port.scope():
         net = model_of()
@@ -114,6 +114,8 @@ def _train(port, make_opt, *, seed=0, loss_of=None, backward=None, after_step=No
         else:
             backward(loss, model)
         optimizer.step()
+        if after_update is not None:
+            after_update(optimizer)
         if scheduler is not None:
             scheduler.step()
         return loss.detach().mean()
@@ -164,6 +166,24 @@ def _unwritten(case, make_opt):
         return _train(port, make_opt)
     program.__name__ = f"{case.__name__}_unwritten"
     return program
+
+
+def _in_step(make_opt, where: str, write):
+    """``write`` on every state tensor inside the step, ``before`` or ``after`` ``optimizer.step()``; under DDP
+    each rank writes its own optimizer's state."""
+    def before(loss, model):
+        loss.backward()
+        _every_state_tensor(optimizers[-1], write)
+
+    optimizers: list = []
+
+    def make(ps):
+        optimizers.append(make_opt(ps))
+        return optimizers[-1]
+
+    if where == "before":
+        return lambda port: _train(port, make, backward=before)
+    return lambda port: _train(port, make, after_update=lambda optimizer: _every_state_tensor(optimizer, write))
 
 
 def state_dropped_lion(port) -> dict:
@@ -302,6 +322,10 @@ OPTIM_STATE = {f.__name__: f for f in (
     second_phase_new_optimizer, grad_norm_penalty, backward_list_of_losses, backward_per_example_weights,
     vector_update_in_step, vector_shrunk_between_steps, parameter_dict_list, clip_inf_norm, one_cycle_adam,
     cyclic_lr_momentum)}
+for _name, _make in (("sgd", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)), ("lion", lambda ps: Lion(ps, lr=0.01)),
+                     ("adam", lambda ps: optim.Adam(ps, lr=0.05))):
+    for _where in ("before", "after"):   # moments halved in the step, before or after optimizer.step()
+        OPTIM_STATE[f"in_step_{_where}_{_name}"] = _in_step(_make, _where, lambda t: t.mul_(0.5))
 OPTIM_STATE.update((f.__name__, f) for f in (
     _unwritten(momentum_reset_lion, lambda ps: Lion(ps, lr=0.01, weight_decay=0.1)),
     _unwritten(momentum_scaled_lars, lambda ps: LARS(ps, lr=0.5)),
