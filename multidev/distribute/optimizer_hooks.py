@@ -39,7 +39,6 @@ Example (what runs when a replica calls ``opt.step()``)::
     plan.engine.apply_as_grads(replica_id, grads, plan.engine.reduce(replica_id, grads))   # sums as .grad
     type(opt).step(twin)                       # torch's own update, on plain tensors
     plan.engine.publish(replica_id)
-    replica_state.stepped(plan, replica_id)
 """
 
 from __future__ import annotations
@@ -165,7 +164,10 @@ class _Plan:
     def after_step(self, replica_id: int) -> None:
         """Replica 0 notes what its step wrote in the user's state (new entries, tensors updated in place:
         the replicas with their own copies did the same to theirs), so ``before_run`` tells those from
-        what the user writes between runs (an entry replaced, or written into: a momentum reset)."""
+        what the user writes between runs (an entry replaced, or written into: a momentum reset). A replica's
+        copies of entries others own are stale after its step (``replica_state``: ``generations``)."""
+        if replica_id is not None and self.state_views is not None and self.one_state:
+            self.generations[replica_id] += 1
         if replica_id == 0 and not self.one_state:
             self._note_synced(self._built_for[2])
 
@@ -369,7 +371,6 @@ def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: di
     env = _replica_env()
     replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
-    replica_state.stepped(plan, replica_id)
     if plan.device_counters and replica_id is not None and plan.twins:
         plan.counters_on_host(replica_id)
     plan.after_step(replica_id)   # (after the counters' move: it notes the entries as the step leaves them)

@@ -252,7 +252,7 @@ class _OwnedOrCopied(abc.MutableMapping):
         return None if i is None else owners[i] if owners is not None else 0
 
     def _snapshot(self, key: Any, owner: int) -> Any:
-        plan, at = self._plan, (id(key), plan_generation(self._plan, self._r))
+        plan, at = self._plan, (id(key), self._plan.generations[self._r])
         with plan.snapshot_lock:
             snap = plan.snapshots.get(at, _ABSENT)
             if snap is _ABSENT:
@@ -262,7 +262,7 @@ class _OwnedOrCopied(abc.MutableMapping):
         return snap
 
     def _held(self, key: Any, owner: int) -> tuple:
-        generation = plan_generation(self._plan, self._r)
+        generation = self._plan.generations[self._r]
         held = self._copies.get(id(key))
         if held is None or held[2] != generation:
             snap = self._snapshot(key, owner)
@@ -319,15 +319,3 @@ class _OwnedOrCopied(abc.MutableMapping):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-
-def plan_generation(plan: Any, replica_id: int) -> int:
-    """How many optimizer steps replica ``replica_id`` took in this run (its copies of others' entries are of
-    the state that step left)."""
-    return plan.generations[replica_id]
-
-
-def stepped(plan: Any, replica_id: int) -> None:
-    """Replica ``replica_id``'s ``optimizer.step()`` ended: its copies of others' entries are stale."""
-    if plan.state_views is not None and plan.one_state:
-        plan.generations[replica_id] += 1
