@@ -4,7 +4,8 @@ optimizer built in ``strategy.scope()``, the step in ``strategy.run`` over ``exp
 * optimizer state written between epochs: a momentum reset (``for s in opt.state.values():
   s["momentum_buffer"].zero_()``) on a ``torch.optim.SGD`` subclass, on hand-written optimizers (lucidrains'
   Lion, a LARS as SimCLR/BYOL repositories print it) and Adam's moments halved in place; the state dropped
-  (``opt.state = defaultdict(dict)``); a second phase with a new optimizer built outside the scope;
+  (``opt.state = defaultdict(dict)``); a second phase with a new optimizer built outside the scope; the moments
+  halved inside the step, before or after ``optimizer.step()`` (SGD, Lion, Adam: each rank halves its own once);
 * gradients by other routes: a penalty on the parameters' gradient norm (``torch.autograd.grad(loss, params,
   create_graph=True)``: under DDP each rank's penalty is its own gradient's), ``torch.autograd.backward([l1,
   l2])``, ``per_example.backward(weights)``, a manual update through ``parameters_to_vector`` /
