@@ -133,7 +133,9 @@ class _Plan:
                 for p in self.params:
                     if dict.get(state, p):   # (dict's: the canonical entries, from a replica's thread too)
                         twin_state[local_copy(p, r)] = copy_state_entry(dict.get(state, p), device)
-            twins.append(_make_twin(optimizer, twin_groups, twin_state))
+            own = None if r == 0 or self.one_state else device   # (a replica keeping its own state)
+            twins.append(_make_twin(optimizer, twin_groups, twin_state, {id(p): local_copy(p, r) for p in self.params},
+                                    own))
         self.twins = twins
         self._counted = [-1] * len(self.devices)     # len(twin's state) when its step counters were placed
         self._note_synced(state)

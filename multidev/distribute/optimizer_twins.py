@@ -67,13 +67,35 @@ def entry_signature(entry: Any) -> tuple:
                  else (k, v) if isinstance(v, (numbers.Number, str)) else (k, id(v)) for k, v in entry.items())
 
 
-def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any) -> torch.optim.Optimizer:
+def _replica_value(value: Any, leaf_of: dict, device: torch.device | None) -> Any:
+    """An optimizer attribute as a replica's twin holds it: the optimizer's variables as the replica's tensors
+    (a hand-written optimizer's ``self.params``); with ``device`` (a replica keeping its own state) other tensors
+    copied (its buffers kept in ``self.buffers`` rather than ``self.state``: shared, every replica's step would
+    update them). A list, tuple or dict is looked into once; unchanged, it stays the same object."""
+    if isinstance(value, torch.Tensor):
+        leaf = leaf_of.get(id(value))
+        if leaf is not None or device is None or isinstance(value, torch.nn.Parameter):
+            return value if leaf is None else leaf
+        return value.detach().to(device, copy=True)
+    if type(value) in (list, tuple, dict):
+        items = value.items() if type(value) is dict else enumerate(value)
+        new = {k: _replica_value(v, leaf_of, device) if isinstance(v, torch.Tensor) else v for k, v in items}
+        if all(new[k] is v for k, v in (value.items() if type(value) is dict else enumerate(value))):
+            return value
+        return new if type(value) is dict else type(value)(new.values())
+    return value
+
+
+def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any, leaf_of: dict | None = None,
+               device: torch.device | None = None) -> torch.optim.Optimizer:
     """An object of ``optimizer``'s class with its settings (``defaults``, attributes), ``groups``
     and ``state``: what one replica's ``step`` runs on. It has no hooks of its own (torch runs the
-    user's on the user's object), so nothing of the twin refers back to the user's optimizer."""
+    user's on the user's object), so nothing of the twin refers back to the user's optimizer. Its other
+    attributes are ``_replica_value``'s (``leaf_of``: id(variable) -> the replica's tensor)."""
     twin = object.__new__(type(optimizer))
-    twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else v)
-                         for k, v in optimizer.__dict__.items() if k != "step")   # "step": a scheduler's wrapper
+    twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else _replica_value(v, leaf_of or {}, device))
+                         for k, v in optimizer.__dict__.items()
+                         if k not in ("step", "state", "param_groups"))   # "step": a scheduler's wrapper
     # An attribute that is a group's parameter list (LBFGS's ``_params``) is the twin group's.
     lists = {id(g["params"]): twin_group["params"] for g, twin_group in zip(optimizer.param_groups, groups)}
     for k, v in optimizer.__dict__.items():

@@ -6,6 +6,7 @@ optimizer built in ``strategy.scope()``, the step in ``strategy.run`` over ``exp
   Lion, a LARS as SimCLR/BYOL repositories print it) and Adam's moments halved in place; the state dropped
   (``opt.state = defaultdict(dict)``); a second phase with a new optimizer built outside the scope; the moments
   halved inside the step, before or after ``optimizer.step()`` (SGD, Lion, Adam: each rank halves its own once);
+  a hand-written optimizer keeping its parameters and velocities in its own attributes (not ``self.state``);
 * gradients by other routes: a penalty on the parameters' gradient norm (``torch.autograd.grad(loss, params,
   create_graph=True)``: under DDP each rank's penalty is its own gradient's), ``torch.autograd.backward([l1,
   l2])``, ``per_example.backward(weights)``, a manual update through ``parameters_to_vector`` /
@@ -92,6 +93,24 @@ class LARS(optim.Optimizer):
                 mu = param_state["mu"]
                 mu.mul_(g["momentum"]).add_(dp)
                 p.add_(mu, alpha=-g["lr"])
+
+
+class BufferedMomentum(optim.Optimizer):
+    """A hand-written optimizer keeping its state in its own attributes: its parameters in ``self.params``,
+    velocities in a list (a tutorial's "write your own optimizer"), not in ``self.state``."""
+
+    def __init__(self, params, lr, momentum=0.9):
+        params = list(params)
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+        self.params = params
+        self.velocities = [torch.zeros_like(p) for p in params]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        group = self.param_groups[0]
+        for p, v in zip(self.params, self.velocities):
+            v.mul_(group["momentum"]).add_(p.grad)
+            p.sub_(v, alpha=group["lr"])
 
 
 def _train(port, make_opt, *, seed=0, loss_of=None, backward=None, after_update=None, after_step=None, sched=None,
@@ -185,6 +204,11 @@ def _in_step(make_opt, where: str, write):
     if where == "before":
         return lambda port: _train(port, make, backward=before)
     return lambda port: _train(port, make, after_update=lambda optimizer: _every_state_tensor(optimizer, write))
+
+
+def own_attribute_state(port) -> dict:
+    """Its velocities, one list the replicas' twins shared, were updated once per replica."""
+    return _train(port, lambda ps: BufferedMomentum(ps, lr=0.1))
 
 
 def state_dropped_lion(port) -> dict:
@@ -320,7 +344,7 @@ def cyclic_lr_momentum(port) -> dict:
 
 OPTIM_STATE = {f.__name__: f for f in (
     momentum_reset_sgd_subclass, momentum_reset_lion, momentum_scaled_lars, adam_moments_halved, state_dropped_lion,
-    second_phase_new_optimizer, grad_norm_penalty, backward_list_of_losses, backward_per_example_weights,
+    second_phase_new_optimizer, own_attribute_state, grad_norm_penalty, backward_list_of_losses, backward_per_example_weights,
     vector_update_in_step, vector_shrunk_between_steps, parameter_dict_list, clip_inf_norm, one_cycle_adam,
     cyclic_lr_momentum)}
 for _name, _make in (("sgd", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)), ("lion", lambda ps: Lion(ps, lr=0.01)),
