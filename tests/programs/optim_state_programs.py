@@ -11,7 +11,8 @@ optimizer built in ``strategy.scope()``, the step in ``strategy.run`` over ``exp
   create_graph=True)``: under DDP each rank's penalty is its own gradient's), ``torch.autograd.backward([l1,
   l2])``, ``per_example.backward(weights)``, a manual update through ``parameters_to_vector`` /
   ``vector_to_parameters`` in the step and a shrink of the whole vector between steps;
-* a model of ``nn.ParameterDict`` / ``nn.ParameterList``; ``clip_grad_norm_(norm_type=inf)``; ``OneCycleLR`` on
+* a model of ``nn.ParameterDict`` / ``nn.ParameterList``; ``clip_grad_norm_(norm_type=inf)``, ``get_total_norm``
+  then ``clip_grads_with_norm_``; ``OneCycleLR`` on
   Adam (it cycles ``betas``) and ``CyclicLR`` on SGD (it cycles ``momentum``), stepped in the step.
 
 Each is ``case(port) -> dict`` over ``optim_state_run``'s ports (a DDP rank, or a strategy's port). Float64,
@@ -332,6 +333,15 @@ def clip_inf_norm(port) -> dict:
     return _train(port, lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), backward=backward)
 
 
+def clip_with_total_norm(port) -> dict:
+    """torch 2.6's split clipping: ``get_total_norm`` of the gradients, then ``clip_grads_with_norm_``."""
+    def backward(loss, model):
+        loss.backward()
+        total = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None], 2.0)
+        torch.nn.utils.clip_grads_with_norm_(model.parameters(), 0.2, total)
+    return _train(port, lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), backward=backward)
+
+
 def one_cycle_adam(port) -> dict:
     return _train(port, lambda ps: optim.Adam(ps, lr=0.01),
                   sched=lambda o: optim.lr_scheduler.OneCycleLR(o, max_lr=0.1, total_steps=STEPS))
@@ -344,9 +354,9 @@ def cyclic_lr_momentum(port) -> dict:
 
 OPTIM_STATE = {f.__name__: f for f in (
     momentum_reset_sgd_subclass, momentum_reset_lion, momentum_scaled_lars, adam_moments_halved, state_dropped_lion,
-    second_phase_new_optimizer, own_attribute_state, grad_norm_penalty, backward_list_of_losses, backward_per_example_weights,
-    vector_update_in_step, vector_shrunk_between_steps, parameter_dict_list, clip_inf_norm, one_cycle_adam,
-    cyclic_lr_momentum)}
+    second_phase_new_optimizer, own_attribute_state, grad_norm_penalty, backward_list_of_losses,
+    backward_per_example_weights, vector_update_in_step, vector_shrunk_between_steps, parameter_dict_list,
+    clip_inf_norm, clip_with_total_norm, one_cycle_adam, cyclic_lr_momentum)}
 for _name, _make in (("sgd", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)), ("lion", lambda ps: Lion(ps, lr=0.01)),
                      ("adam", lambda ps: optim.Adam(ps, lr=0.05))):
     for _where in ("before", "after"):   # moments halved in the step, before or after optimizer.step()

@@ -7,8 +7,8 @@ cyclic schedules (``optim_state_programs.py``), ported with two lines: on Mirror
 
 Before the fix in ``optimizer_hooks`` (an entry's signature), a momentum reset between epochs reached replica
 0's state only where the other replicas keep copies (an optimizer updated on every replica: a subclass, Lion,
-LARS; every optimizer on GPUs): the replicas drifted apart. Before ``replica_state``, moments halved inside the
-step were halved once per replica (a split update) or on replica 0 alone (Lion). The strategy's cases run in one fresh interpreter,
+LARS; every optimizer on GPUs): the replicas drifted apart. Before ``replica_state``, moments halved inside
+the step were halved once per replica (a split update) or on replica 0 alone (Lion). The strategy's cases run in one fresh interpreter,
 the DDP ranks in one 2-process job and the launched workers in another, all started together."""
 from __future__ import annotations
 
