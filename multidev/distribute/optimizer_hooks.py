@@ -53,7 +53,8 @@ from torch.optim import optimizer as torch_optimizer
 
 from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_state,
                                  replica_update, scripted_modules, shared_leaves)
-from multidev.distribute.optimizer_twins import _make_twin, _StateByVariable, copy_state_entry, entry_signature
+from multidev.distribute.optimizer_twins import (TwinAttributes, _make_twin, _StateByVariable, copy_state_entry,
+                                                 entry_signature)
 from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
@@ -92,8 +93,8 @@ class _Plan:
         self._synced: dict[int, tuple] = {}
         #: Replicas off the CPU (GPUs): their first step's counters are moved to the host (``counters_on_host``).
         self.device_counters = any(d.type != "cpu" for d in self.devices)
+        extended.add_run_preparer(self)   # (the optimizer's own attributes: ``before_run``)
         if len(self.devices) > 1:
-            extended.add_run_preparer(self)
             replica_state.attach(optimizer, self, between_runs=False)
 
     def twin_for(self, optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
@@ -124,6 +125,8 @@ class _Plan:
         user's. Published whole: a replica never sees half-built twins."""
         groups, state = optimizer.param_groups, optimizer.state
         twins = []
+        leaf_of = [{id(p): local_copy(p, r) for p in self.params} for r in range(len(self.devices))]
+        own = [None if r == 0 or self.one_state else d for r, d in enumerate(self.devices)]   # replicas' own state
         for r, device in enumerate(self.devices):
             twin_groups = [dict(g, params=[local_copy(p, r) for p in g["params"]]) for g in groups]
             if r == 0 or self.one_state:
@@ -133,9 +136,8 @@ class _Plan:
                 for p in self.params:
                     if dict.get(state, p):   # (dict's: the canonical entries, from a replica's thread too)
                         twin_state[local_copy(p, r)] = copy_state_entry(dict.get(state, p), device)
-            own = None if r == 0 or self.one_state else device   # (a replica keeping its own state)
-            twins.append(_make_twin(optimizer, twin_groups, twin_state, {id(p): local_copy(p, r) for p in self.params},
-                                    own))
+            twins.append(_make_twin(optimizer, twin_groups, twin_state, leaf_of[r], own[r]))
+        self.attributes = TwinAttributes(optimizer, twins, leaf_of, own)
         self.twins = twins
         self._counted = [-1] * len(self.devices)     # len(twin's state) when its step counters were placed
         self._note_synced(state)
@@ -170,6 +172,11 @@ class _Plan:
         copies of entries others own are stale after its step (``replica_state``: ``generations``)."""
         if replica_id is not None and self.state_views is not None and self.one_state:
             self.generations[replica_id] += 1
+        if replica_id == 0 and self.twins and self._optimizer() is not None:   # (TwinAttributes)
+            user, given = self._optimizer(), self.attributes.given
+            for k, v in self.twins[0].__dict__.items():
+                if k in given and v is not given[k] and type(v) not in (list, tuple, dict):
+                    user.__dict__[k] = given[k] = self.attributes.users[k] = v   # replica 0's rebound value: the user's
         if replica_id == 0 and not self.one_state:
             self._note_synced(self._built_for[2])
 
@@ -180,6 +187,8 @@ class _Plan:
         optimizer, state = self._optimizer(), self._built_for[2]
         if optimizer is not None:
             replica_state.attach(optimizer, self)
+            if self.twins:
+                self.attributes.before_run(optimizer, self.twins)
         if state is None or self.one_state:
             return
         for p in self.params:

@@ -86,6 +86,39 @@ def _replica_value(value: Any, leaf_of: dict, device: torch.device | None) -> An
     return value
 
 
+_SET_BY_TWIN = ("step", "state", "param_groups", "_multidev_twin")   # attributes a twin has of its own
+
+
+def _synced_attribute(name: str) -> bool:
+    return name not in _SET_BY_TWIN and not name.endswith("_hooks")
+
+
+class TwinAttributes:
+    """The user's optimizer's own attributes (a hand-written optimizer's step counter ``self.t``) kept in step
+    with its twins': a value replica 0's ``step`` rebinds becomes the user's (what a DDP rank reads after its
+    step), and one the user rebinds between runs (``opt.t = 0`` at a restart) reaches every replica's twin.
+    A list, tuple or dict the step rebinds stays the twin's (it may hold the replica's tensors)."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, twins: list, leaf_of: list[dict], own: list):
+        self._leaf_of, self._own = leaf_of, own
+        # The user's values and what replica 0's twin holds; after replica 0's step ``optimizer_hooks``'
+        # ``after_step`` makes a value the step rebound (not a container) the user's, in all three (it is on
+        # the update path: written there, not called here).
+        self.users = {k: v for k, v in optimizer.__dict__.items() if _synced_attribute(k)}
+        self.given = {k: twins[0].__dict__.get(k) for k in self.users}
+
+    def before_run(self, optimizer: torch.optim.Optimizer, twins: list) -> None:
+        """Between runs: what the user rebound or added reaches every twin, as each replica's value."""
+        for k, v in list(optimizer.__dict__.items()):
+            if _synced_attribute(k) and v is not self.users.get(k, _MISSING):
+                for r, twin in enumerate(twins):
+                    twin.__dict__[k] = _replica_value(v, self._leaf_of[r], self._own[r])
+                self.users[k], self.given[k] = v, twins[0].__dict__[k]
+
+
+_MISSING = object()
+
+
 def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any, leaf_of: dict | None = None,
                device: torch.device | None = None) -> torch.optim.Optimizer:
     """An object of ``optimizer``'s class with its settings (``defaults``, attributes), ``groups``
@@ -95,7 +128,7 @@ def _make_twin(optimizer: torch.optim.Optimizer, groups: list[dict], state: Any,
     twin = object.__new__(type(optimizer))
     twin.__dict__.update((k, OrderedDict() if k.endswith("_hooks") else _replica_value(v, leaf_of or {}, device))
                          for k, v in optimizer.__dict__.items()
-                         if k not in ("step", "state", "param_groups"))   # "step": a scheduler's wrapper
+                         if k not in _SET_BY_TWIN)   # "step": a scheduler's wrapper
     # An attribute that is a group's parameter list (LBFGS's ``_params``) is the twin group's.
     lists = {id(g["params"]): twin_group["params"] for g, twin_group in zip(optimizer.param_groups, groups)}
     for k, v in optimizer.__dict__.items():

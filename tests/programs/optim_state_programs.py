@@ -6,7 +6,8 @@ optimizer built in ``strategy.scope()``, the step in ``strategy.run`` over ``exp
   Lion, a LARS as SimCLR/BYOL repositories print it) and Adam's moments halved in place; the state dropped
   (``opt.state = defaultdict(dict)``); a second phase with a new optimizer built outside the scope; the moments
   halved inside the step, before or after ``optimizer.step()`` (SGD, Lion, Adam: each rank halves its own once);
-  a hand-written optimizer keeping its parameters and velocities in its own attributes (not ``self.state``);
+  a hand-written optimizer keeping its parameters and velocities in its own attributes (not ``self.state``), one
+  counting its steps in ``self.t`` (read by the loop, reset between epochs);
 * gradients by other routes: a penalty on the parameters' gradient norm (``torch.autograd.grad(loss, params,
   create_graph=True)``: under DDP each rank's penalty is its own gradient's), ``torch.autograd.backward([l1,
   l2])``, ``per_example.backward(weights)``, a manual update through ``parameters_to_vector`` /
@@ -207,6 +208,32 @@ def _in_step(make_opt, where: str, write):
     return lambda port: _train(port, make, after_update=lambda optimizer: _every_state_tensor(optimizer, write))
 
 
+class WarmupSGD(optim.SGD):
+    """An SGD counting its steps in an attribute for a warm-up (``self.t += 1``), read by the loop."""
+
+    def __init__(self, params, **kwargs):
+        super().__init__(params, **kwargs)
+        self.t = 0
+
+    def step(self, closure=None):
+        self.t += 1
+        for group in self.param_groups:
+            group["lr"] = 0.2 * min(1.0, self.t / 3)
+        return super().step(closure)
+
+
+def attribute_counter(port) -> dict:
+    """``optimizer.t`` read after each step, and set back to 0 after the second (a restart of the warm-up)."""
+    counts = []
+
+    def after_step(optimizer, model, i):
+        counts.append(float(optimizer.t))
+        if i == 1:
+            optimizer.t = 0
+    result = _train(port, lambda ps: WarmupSGD(ps, lr=0.0, momentum=0.9), after_step=after_step)
+    return {**result, "log": result["log"] + counts}
+
+
 def own_attribute_state(port) -> dict:
     """Its velocities, one list the replicas' twins shared, were updated once per replica."""
     return _train(port, lambda ps: BufferedMomentum(ps, lr=0.1))
@@ -354,7 +381,7 @@ def cyclic_lr_momentum(port) -> dict:
 
 OPTIM_STATE = {f.__name__: f for f in (
     momentum_reset_sgd_subclass, momentum_reset_lion, momentum_scaled_lars, adam_moments_halved, state_dropped_lion,
-    second_phase_new_optimizer, own_attribute_state, grad_norm_penalty, backward_list_of_losses,
+    second_phase_new_optimizer, own_attribute_state, attribute_counter, grad_norm_penalty, backward_list_of_losses,
     backward_per_example_weights, vector_update_in_step, vector_shrunk_between_steps, parameter_dict_list,
     clip_inf_norm, clip_with_total_norm, one_cycle_adam, cyclic_lr_momentum)}
 for _name, _make in (("sgd", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)), ("lion", lambda ps: Lion(ps, lr=0.01)),
