@@ -210,12 +210,16 @@ def _refuse_shared(module: torch.nn.Module, args: Any) -> None:
         _refuse_materialised(module, plain, env)
     if plain:
         strategy = type(env.strategy).__name__
+        mirrored = [n for n, p in dict.items(held) if p is not None and _is_distributed(p)]
+        what = (f"{type(module).__name__}'s parameters {plain!r} were assigned outside {strategy}.scope() (its "
+                f"{mirrored!r} were made in it: `layer.weight = nn.Parameter(value)` after the scope)" if mirrored else
+                f"{type(module).__name__} (parameters {plain!r}) was built outside {strategy}.scope()")
         raise ValueError(
-            f"{type(module).__name__} (parameters {plain!r}) was built outside {strategy}.scope(), so its one set "
-            f"of parameters would be shared by all {env.strategy.num_replicas_in_sync} replicas of strategy.run "
-            "(their backward passes would race on its .grad, their updates on its values). Build the model and its "
-            "optimizer inside `with strategy.scope():` (or, if it is only read, freeze it with "
-            "requires_grad_(False) or call it under torch.no_grad()).")
+            f"{what}, so its one set of parameters would be shared by all {env.strategy.num_replicas_in_sync} "
+            "replicas of strategy.run (their backward passes would race on its .grad, their updates on its values). "
+            "Build the model and its optimizer inside `with strategy.scope():` (a parameter replaced later too, or "
+            "copy the new value into the existing one: `with torch.no_grad(): layer.weight.copy_(value)`; or, if "
+            "it is only read, freeze it with requires_grad_(False) or call it under torch.no_grad()).")
 
 
 def _refuse_materialised(module: torch.nn.Module, plain: list, env: Any) -> None:

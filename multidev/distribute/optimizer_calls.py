@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from multidev.distribute import once_per_step, optimizer_hooks, replica_hyperparameters
+from multidev.distribute import once_per_step, optimizer_hooks, replica_hyperparameters, replica_state
 from multidev.values import context
 from multidev.values.variables import DistributedVariable
 
@@ -56,6 +56,8 @@ def _once_per_step(method: Callable) -> Callable:
         if env is None or getattr(self, "_multidev_twin", False) or not _holds_distributed_variables(self):
             result = method(self, *args, **kwargs)
             replica_hyperparameters.adopt(self)
+            if not getattr(self, "_multidev_twin", False) and _holds_distributed_variables(self):
+                replica_state.convert(self)   # optimizer.state: each replica's entries in a run
             return result
 
         def combine(every: list) -> list:
@@ -68,6 +70,7 @@ def _once_per_step(method: Callable) -> Callable:
                     results = [method(o, *a, **k) for o, a, k in every]
                 for o, _, _ in every:
                     replica_hyperparameters.adopt(o)
+                    replica_state.convert(o)
                 return results
 
         return env.strategy.extended.replica_group.exchange(

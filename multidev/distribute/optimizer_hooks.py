@@ -51,9 +51,10 @@ from typing import Any, Callable
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_update,
-                                 scripted_modules, shared_leaves)
-from multidev.distribute.optimizer_twins import _make_twin, _StateByVariable, copy_state_entry
+from multidev.distribute import (compiled_step, lazy_modules, module_hooks, reduced_grads, replica_state,
+                                 replica_update, scripted_modules, shared_leaves)
+from multidev.distribute.optimizer_twins import (TwinAttributes, _make_twin, _StateByVariable, copy_state_entry,
+                                                 entry_signature)
 from multidev.distribute.replica_hyperparameters import replica_values
 from multidev.distribute.replica_update import local_copy
 from multidev.values.context import replica_env as _replica_env
@@ -67,6 +68,14 @@ class _Plan:
     def __init__(self, optimizer: torch.optim.Optimizer, params: list):
         self.params = params
         self.key = tuple(id(p) for p in params)
+        self.index = {id(p): i for i, p in enumerate(params)}
+        self._optimizer = weakref.ref(optimizer)
+        # each local replica's view of optimizer.state in a run, and what it needs (replica_state.attach)
+        self.state_views: list | None = None
+        self.generations: list[int] = []
+        self.snapshots: dict = {}
+        self.snapshot_lock = threading.Lock()
+        self.variable_of: dict | None = None
         # Plain tensors beside the distributed variables (a bare nn.Parameter, one built outside the scope):
         # every replica's backward adds into its one .grad, so each step checks these (usually none).
         self.plain = [p for p in params if not isinstance(p, DistributedVariable)]
@@ -80,12 +89,13 @@ class _Plan:
         self.lock = threading.Lock()
         self.twins: list[torch.optim.Optimizer] = []
         self._built_for: tuple = (None, -1, None)   # the user's groups list, its length, its state dict
-        self._synced: dict[int, Any] = {}            # id(variable) -> the user's entry the copies hold
-        self._synced_len = 0                         # len(user's state) when _synced was taken
+        # id(variable) -> the user's entry the copies hold, and its signature then (entry_signature)
+        self._synced: dict[int, tuple] = {}
         #: Replicas off the CPU (GPUs): their first step's counters are moved to the host (``counters_on_host``).
         self.device_counters = any(d.type != "cpu" for d in self.devices)
-        if not self.one_state:
-            extended.add_run_preparer(self)
+        extended.add_run_preparer(self)   # (the optimizer's own attributes: ``before_run``)
+        if len(self.devices) > 1:
+            replica_state.attach(optimizer, self, between_runs=False)
 
     def twin_for(self, optimizer: torch.optim.Optimizer, replica_id: int) -> torch.optim.Optimizer:
         """Replica ``replica_id``'s twin, with the user's current hyperparameters."""
@@ -115,6 +125,8 @@ class _Plan:
         user's. Published whole: a replica never sees half-built twins."""
         groups, state = optimizer.param_groups, optimizer.state
         twins = []
+        leaf_of = [{id(p): local_copy(p, r) for p in self.params} for r in range(len(self.devices))]
+        own = [None if r == 0 or self.one_state else d for r, d in enumerate(self.devices)]   # replicas' own state
         for r, device in enumerate(self.devices):
             twin_groups = [dict(g, params=[local_copy(p, r) for p in g["params"]]) for g in groups]
             if r == 0 or self.one_state:
@@ -122,9 +134,10 @@ class _Plan:
             else:
                 twin_state = defaultdict(dict)
                 for p in self.params:
-                    if state.get(p):
-                        twin_state[local_copy(p, r)] = copy_state_entry(state[p], device)
-            twins.append(_make_twin(optimizer, twin_groups, twin_state))
+                    if dict.get(state, p):   # (dict's: the canonical entries, from a replica's thread too)
+                        twin_state[local_copy(p, r)] = copy_state_entry(dict.get(state, p), device)
+            twins.append(_make_twin(optimizer, twin_groups, twin_state, leaf_of[r], own[r]))
+        self.attributes = TwinAttributes(optimizer, twins, leaf_of, own)
         self.twins = twins
         self._counted = [-1] * len(self.devices)     # len(twin's state) when its step counters were placed
         self._note_synced(state)
@@ -139,38 +152,50 @@ class _Plan:
         twin = self.twins[replica_id]
         # (replica 0's state, and every replica's where one replica updates each variable, is the user's dict)
         entries = self._built_for[2] if isinstance(twin.state, _StateByVariable) else twin.state
-        if len(entries) == self._counted[replica_id]:
+        if dict.__len__(entries) == self._counted[replica_id]:
             return
-        self._counted[replica_id] = len(entries)
+        self._counted[replica_id] = dict.__len__(entries)
         if any(g.get("capturable") or g.get("fused") for g in twin.param_groups):
             return
-        for entry in entries.values():
+        for entry in dict.values(entries):
             step = entry.get("step") if isinstance(entry, dict) else None
             if isinstance(step, torch.Tensor) and step.dim() == 0 and step.device.type != "cpu":
                 entry["step"] = step.to("cpu")
 
     def _note_synced(self, state: dict) -> None:
-        self._synced = {id(p): state.get(p) for p in self.params}
-        self._synced_len = len(state)
+        self._synced = {id(p): (entry, entry_signature(entry)) for p in self.params for entry in (dict.get(state, p),)}
 
     def after_step(self, replica_id: int) -> None:
-        """Replica 0 notes entries its step created in the user's state (the replicas with their own
-        copies made theirs), so ``before_run`` tells them from entries the user writes. A step only
-        ever adds entries (it updates the others in place), so an unchanged length means none."""
+        """Replica 0 notes what its step wrote in the user's state (new entries, tensors updated in place:
+        the replicas with their own copies did the same to theirs), so ``before_run`` tells those from
+        what the user writes between runs (an entry replaced, or written into: a momentum reset). A replica's
+        copies of entries others own are stale after its step (``replica_state``: ``generations``)."""
+        if replica_id is not None and self.state_views is not None and self.one_state:
+            self.generations[replica_id] += 1
+        if replica_id == 0 and self.twins and self._optimizer() is not None:   # (TwinAttributes)
+            user, given = self._optimizer(), self.attributes.given
+            for k, v in self.twins[0].__dict__.items():
+                if k in given and v is not given[k] and type(v) not in (list, tuple, dict):
+                    user.__dict__[k] = given[k] = self.attributes.users[k] = v   # replica 0's rebound value: the user's
         if replica_id == 0 and not self.one_state:
-            state = self._built_for[2]
-            if len(state) != self._synced_len:
-                self._note_synced(state)
+            self._note_synced(self._built_for[2])
 
     def before_run(self) -> None:
         """Before ``strategy.run`` (caller thread, replicas idle): state entries the user wrote or
-        deleted in cross-replica context reach the replicas that keep their own copies."""
-        state = self._built_for[2]
-        if state is None:
+        deleted in cross-replica context reach the replicas that keep their own copies; ``optimizer.state``
+        shows each replica its own entries in the run (``replica_state``)."""
+        optimizer, state = self._optimizer(), self._built_for[2]
+        if optimizer is not None:
+            replica_state.attach(optimizer, self)
+            if self.twins:
+                self.attributes.before_run(optimizer, self.twins)
+        if state is None or self.one_state:
             return
         for p in self.params:
-            entry = state.get(p)
-            if entry is self._synced.get(id(p)):
+            entry = dict.get(state, p)
+            synced = self._synced.get(id(p))
+            signature = entry_signature(entry)
+            if synced is not None and entry is synced[0] and signature == synced[1]:
                 continue
             for r in range(1, len(self.twins)):
                 own, local = self.twins[r].state, local_copy(p, r)
@@ -178,8 +203,7 @@ class _Plan:
                     own[local] = copy_state_entry(entry, self.devices[r])
                 else:
                     own.pop(local, None)
-            self._synced[id(p)] = entry
-        self._synced_len = len(state)
+            self._synced[id(p)] = (entry, signature)
 
 
 _plans: "weakref.WeakKeyDictionary[torch.optim.Optimizer, _Plan | None]" = weakref.WeakKeyDictionary()
@@ -358,9 +382,9 @@ def _replica_post_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: di
     env = _replica_env()
     replica_id = None if env is None else env.replica_id
     plan.engine.publish(replica_id)
-    plan.after_step(replica_id)
     if plan.device_counters and replica_id is not None and plan.twins:
         plan.counters_on_host(replica_id)
+    plan.after_step(replica_id)   # (after the counters' move: it notes the entries as the step leaves them)
     if replica_id == 0 and plan.own_step:
         for p in plan.params:
             if isinstance(p, DistributedVariable):

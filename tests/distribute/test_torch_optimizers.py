@@ -64,7 +64,8 @@ def test_users_optimizer_keeps_torchs_containers(name):
     # the same group objects; dicts whose numbers written in a replica are its own (replica_hyperparameters)
     assert all(a is b and isinstance(a, dict) for a, b in zip(opt.param_groups, group_dicts))
     assert all(type(g) is dict for g in opt.state_dict()["param_groups"])
-    assert opt.state is state and type(state) is collections.defaultdict
+    # torch's defaultdict, whose entries in a replica are that replica's (replica_state)
+    assert opt.state is state and isinstance(state, collections.defaultdict)
     assert set(vars(opt)) == attributes, "no attribute added to the user's optimizer"
     assert all(p is layer.weight for p in seen), "inside strategy.run the user sees their own variables"
     assert set(opt.state) == {layer.weight, layer.bias}, "state keyed by the variables, as torch keys it"
@@ -106,6 +107,36 @@ def test_state_written_in_cross_replica_context_reaches_every_replica(name):
     ref.load_state_dict({k: v.detach() for k, v in layer.state_dict().items()})
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
     ref_opt.state[ref.weight] = {"momentum_buffer": torch.full((2, 3), 5.0)}
+    strategy.run(_step_fn(layer, opt), args=(parts,))
+    _step_fn(ref, ref_opt)(x)
+    for p, e in zip(layer.parameters(), ref.parameters()):
+        for component in p.values:
+            torch.testing.assert_close(component.detach(), e.detach(), rtol=1e-6, atol=1e-6)
+
+
+WRITES_IN_AN_ENTRY = {   # the user's write between runs, in an entry that stays the same dict
+    "zero_": lambda entry: entry["momentum_buffer"].zero_(),                      # a restart's momentum reset
+    "mul_": lambda entry: entry["momentum_buffer"].mul_(0.5),
+    "new_tensor": lambda entry: entry.__setitem__("momentum_buffer", torch.full_like(entry["momentum_buffer"], 5.0)),
+    "new_key": lambda entry: entry.__setitem__("seen", 1),
+}
+
+
+@pytest.mark.parametrize("write", list(WRITES_IN_AN_ENTRY))
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_state_written_inside_an_entry_reaches_every_replica(name, write):
+    """``for s in opt.state.values(): s["momentum_buffer"].zero_()`` between epochs keeps each entry (the
+    same dict): replicas with their own copies of the state must see the write too, or they drift apart."""
+    strategy, layer, opt = _setup(name)
+    x, parts = _batch()
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 2)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):
+        strategy.run(_step_fn(layer, opt), args=(parts,))
+        _step_fn(ref, ref_opt)(x)
+        for entry in (*opt.state.values(), *ref_opt.state.values()):
+            WRITES_IN_AN_ENTRY[write](entry)
     strategy.run(_step_fn(layer, opt), args=(parts,))
     _step_fn(ref, ref_opt)(x)
     for p, e in zip(layer.parameters(), ref.parameters()):

@@ -221,6 +221,21 @@ def test_module_built_outside_the_scope_is_refused_before_any_update():
     assert all(torch.equal(p, b) for p, b in zip(model.parameters(), before))
 
 
+
+def test_a_parameter_replaced_after_the_scope_is_named_as_assigned_there():
+    """``model[2].weight = nn.Parameter(pretrained)`` after the scope: the Linear was built in the scope, so the
+    error names the assignment (and the in-place copy that keeps the mirrored parameter), not the Linear."""
+    strategy = _strategy()
+    with strategy.scope():
+        model = _mlp()
+    last = [m for m in model if isinstance(m, torch.nn.Linear)][-1]
+    last.weight = torch.nn.Parameter(torch.zeros_like(last.weight))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = _data(1)[0]
+    with pytest.raises(ValueError, match=r"Linear's parameters \['weight'\] were assigned outside MirroredStrategy"
+                                         r".scope\(\) \(its \['bias'\] were made in it.*weight.copy_\(value\)"):
+        strategy.run(lambda a, b: _mse_step(model, opt, a, b), args=(_halves(x), _halves(y)))
+
 # --- item 9: conversions, parametrizations, shapes, batch dimension -----------------------------------
 def test_double_after_the_scope_converts_every_replica():
     strategy = _strategy()
