@@ -280,7 +280,7 @@ class Trainer:
             adapter = da.ArrayAdapter(*validation_data, batch_size=batch_size)
         else:
             adapter = da.make_adapter(per_worker_input(self, validation_data))
-        return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"))
+        return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"), fresh_passes=True)
 
     def _evaluate_loop(self, iterator, cbs) -> dict:
         self.reset_metrics()
