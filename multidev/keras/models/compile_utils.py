@@ -85,10 +85,10 @@ class LossesContainer:
     @staticmethod
     def _reduce(per, sample_weight, divisor, fn=None, batch=None):
         """This replica's part of the batch loss. A mean divides by the global batch; a Loss's 'sum'
-        sums (the replicas' sums add up to the batch's); a mean over a Keras mask (``ignore_class``) or
-        'mean_with_sample_weight' divides by this replica's own count, times 1/replicas, as Keras 3
-        on TensorFlow does (its 2-replica result then differs from its one-device one). Weights follow
-        Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
+        sums (the replicas' sums add up to the batch's); its 'none' trains as 'sum' and reads as the mean;
+        a mean over a Keras mask (``ignore_class``) or 'mean_with_sample_weight' divides by this replica's own
+        count, times 1/replicas, as Keras 3 on TensorFlow does (its 2-replica result then differs from its
+        one-device one). Weights follow Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
         if per.ndim == 0:   # a user function that already took this replica's mean (mse of a 1-D y)
             if batch is None or batch == divisor:
                 return per
@@ -99,12 +99,17 @@ class LossesContainer:
         reduction = fn.reduction if isinstance(fn, losses_mod.Loss) else "sum_over_batch_size"
         if reduction == "sum":
             return losses_mod.reduce_weighted(per, sample_weight, "sum")
+        elements = divisor * (per.numel() // max(per.shape[0], 1) or 1)
+        if reduction in ("none", None):
+            # Keras differentiates the per-example losses themselves (the gradient of their sum) and logs their
+            # mean: the value is this replica's share of the mean, the gradient the sum's
+            summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
+            return summed - summed.detach() + summed.detach() / elements
         masked = getattr(per, "_keras_mask", None) is not None
         if reduction == "mean_with_sample_weight" and sample_weight is not None or masked and reduction in (
                 "sum_over_batch_size", "mean"):
             return losses_mod.reduce_weighted(per, sample_weight, reduction) / _replicas()
-        summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
-        return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
+        return losses_mod.reduce_weighted(per, sample_weight, "sum") / elements
 
     def __call__(self, y_true, y_pred, sample_weight=None, regularization=None, regularization_losses=None,
                  track=True):
