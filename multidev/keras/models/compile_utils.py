@@ -88,7 +88,8 @@ class LossesContainer:
         sums (the replicas' sums add up to the batch's); its 'none' trains as 'sum' and reads as the mean;
         a mean over a Keras mask (``ignore_class``) or 'mean_with_sample_weight' divides by this replica's own
         count, times 1/replicas, as Keras 3 on TensorFlow does (its 2-replica result then differs from its
-        one-device one). Weights follow Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
+        one-device one). Weights follow Keras's rank rule: a (batch,) weight against a sequence loss raises,
+        as in TensorFlow."""
         if per.ndim == 0:   # a user function that already took this replica's mean (mse of a 1-D y)
             if batch is None or batch == divisor:
                 return per

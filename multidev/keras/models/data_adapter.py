@@ -148,7 +148,7 @@ class ArrayAdapter:
             return t[idx] if isinstance(t, torch.Tensor) else t
         return pack_x_y_sample_weight(map_structure(take, self.x),
                                       map_structure(take, self.y) if self.y is not None else None,
-                                      map_structure(take, self.sample_weight) if self.sample_weight is not None else None)
+                                      None if self.sample_weight is None else map_structure(take, self.sample_weight))
 
     def _index_device(self) -> torch.device | None:
         """The one device every array is on when it is not the CPU: shuffled indices go there once an epoch
