@@ -14,6 +14,9 @@ OPTIMIZERS = {
     "adam_global_clipnorm": lambda: tf.keras.optimizers.Adam(0.05, global_clipnorm=0.1),
     "adam_weight_decay": lambda: tf.keras.optimizers.Adam(0.05, weight_decay=0.05),
     "adam_ema": lambda: tf.keras.optimizers.Adam(0.05, use_ema=True, ema_momentum=0.5, ema_overwrite_frequency=2),
+    "nadam": lambda: tf.keras.optimizers.Nadam(0.01),
+    "rmsprop_centered": lambda: tf.keras.optimizers.RMSprop(0.01, rho=0.8, momentum=0.5, centered=True, epsilon=1e-3),
+    "adagrad": lambda: tf.keras.optimizers.Adagrad(0.1, initial_accumulator_value=0.5),
     "sgd_exponential_staircase": lambda: tf.keras.optimizers.SGD(
         tf.keras.optimizers.schedules.ExponentialDecay(0.3, decay_steps=2, decay_rate=0.5, staircase=True)),
     "sgd_piecewise": lambda: tf.keras.optimizers.SGD(

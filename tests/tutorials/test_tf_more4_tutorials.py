@@ -46,10 +46,12 @@ MD_DIFFERS = {
         "ModelCheckpoint('cp.ckpt', save_weights_only=True): tf.keras 2 writes a TF checkpoint; md refuses the "
         "suffix as Keras 3 does, naming '.weights.h5' and the suffix-free checkpoint prefix it accepts"),
 }
-#: ``use_ema``: tf.keras 2 starts the moving average at the weights before the first step; Keras 3, and md,
-#: at the weights after it. Compared with Keras 3's one-device numbers (Keras 3 on TF fails on 2 replicas:
-#: merge_call inside its overwrite cond).
-KERAS3_OPTIMIZERS = ("adam_ema",)
+#: Optimizers compared with Keras 3's one-device numbers (Keras 3 on TF fails on 2 replicas: merge_call inside
+#: use_ema's overwrite cond). ``use_ema``: tf.keras 2 starts the moving average at the weights before the first
+#: step; Keras 3, and md, at the weights after it. ``Nadam``: tf.keras 2's traced step counts its ``u_product``
+#: with a Python counter fixed at trace time, so from the second step it multiplies the product once per
+#: variable (its ``run_eagerly=True`` gives Keras 3's numbers, and md's).
+KERAS3_OPTIMIZERS = ("adam_ema", "nadam")
 
 
 def _problems(tf, md_out) -> list:
