@@ -4,6 +4,8 @@ partial batches, a second compile after freezing), written once for ``tf`` = Ten
 Each program runs on one device and under a MirroredStrategy over 2 logical CPUs (``_tf_more4_programs.py``).
 """
 
+import math
+
 import numpy as np
 
 from _tf_core_common import copies_agree, deterministic, history, raised, rnd, scope, tf
@@ -139,5 +141,40 @@ def recompile_frozen(replicas):
     return out
 
 
-REPLICATED = [fit_neighbours, shuffled_split, repeat_steps, on_batch, predict_partial, recompile_frozen]
+class _Batches(tf.keras.utils.Sequence):
+    """A Sequence that reorders its rows at each epoch's end (Keras calls ``on_epoch_end``)."""
+
+    def __init__(self, x, y, batch_size):
+        super().__init__()
+        self.x, self.y, self.batch_size, self.order, self.epochs_ended = x, y, batch_size, np.arange(len(x)), 0
+
+    def __len__(self):
+        return math.ceil(len(self.x) / self.batch_size)
+
+    def __getitem__(self, i):
+        rows = self.order[i * self.batch_size:(i + 1) * self.batch_size]
+        return self.x[rows], self.y[rows]
+
+    def on_epoch_end(self):
+        self.epochs_ended += 1
+        self.order = np.roll(self.order, 5)
+
+
+def sequences(replicas):
+    """fit/evaluate/predict on Sequences with tf.keras 2's loading arguments (with workers > 1 tf.keras 2's
+    enqueuer thread calls ``on_epoch_end`` too, as often as its timing gives: 6 or 10 times in 3 epochs)."""
+    x, y = data()
+    with scope(replicas):
+        model = classifier()
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.2),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    train, val = _Batches(x, y, 8), _Batches(x[:10], y[:10], 5)
+    h = model.fit(train, epochs=3, validation_data=val, shuffle=False, verbose=0, workers=1,
+                  use_multiprocessing=False, max_queue_size=4)
+    return {"history": history(h), "epochs_ended": [train.epochs_ended, val.epochs_ended],
+            "evaluate": rnd(model.evaluate(val, verbose=0, workers=1), 5),
+            "predict": list(model.predict(train, verbose=0, max_queue_size=2).shape)}
+
+
+REPLICATED = [fit_neighbours, shuffled_split, repeat_steps, on_batch, predict_partial, recompile_frozen, sequences]
 PROGRAMS = []

@@ -1,6 +1,6 @@
 """tf.keras and tf.distribute idioms next to ``fit``, typed as users type them with ``tf.`` -> ``md.``, give
 TensorFlow's results on one device and under a MirroredStrategy on 2 logical CPUs: fit's arguments
-(validation_split, validation_freq, initial_epoch, steps_per_epoch over ``.repeat()``, validation_steps), the
+(validation_split, validation_freq, initial_epoch, steps_per_epoch over ``.repeat()``, validation_steps, Sequences), the
 ``*_on_batch`` methods, predict's partial batches, a recompile after freezing; callbacks (ReduceLROnPlateau,
 LearningRateScheduler's printing, CSVLogger, TerminateOnNaN, ModelCheckpoint, EarlyStopping, what a Callback
 subclass sees); losses and metrics by name and option, a loss's reduction, metrics of logits, outputs/targets/
@@ -18,7 +18,8 @@ validation set ran out in the third epoch); a loss compiled with ``reduction="no
 per-example losses' sum (test_loss_reduction_none_in_fit.py: md trained on their mean, silently); threshold
 metrics of logits and soft labels (test_confusion_metrics_out_of_range.py: a PR-AUC of 0.0 for 0.55); outputs,
 targets and sample weights paired by output name (test_outputs_by_name.py: a dict model with keys out of
-sorted order had its losses on the wrong outputs).
+sorted order had its losses on the wrong outputs); tf.keras 2's ``workers``/``use_multiprocessing``/
+``max_queue_size`` taken by fit/evaluate (test_fit_keras2_loading_arguments.py: refused as invalid).
 """
 
 import os
