@@ -75,7 +75,8 @@ def loop_reductions(replicas):
             probs = tf.nn.softmax(logits) if IS_TF else logits.softmax(-1)
             onehot = tf.one_hot(labels, 3)
             loss += 0.5 * sum_loss(onehot, probs) / global_batch
-            loss += tf.nn.scale_regularization_loss(tf.add_n([tf.reduce_sum(w * w) for w in model.trainable_weights]) * 1e-3)
+            penalty = tf.add_n([tf.reduce_sum(w * w) for w in model.trainable_weights]) * 1e-3
+            loss += tf.nn.scale_regularization_loss(penalty)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         train_acc.update_state(labels, logits)
@@ -131,5 +132,37 @@ def data_pipelines(replicas):
     return out
 
 
-REPLICATED = [optimizers, loop_reductions, data_pipelines]
+def fit_pipelines(replicas):
+    """tf.data pipelines as fit's input: zipped, weights made by ``map``, ``drop_remainder``, DATA sharding
+    options, a repeated generator, cache/prefetch beside a batched validation set, ``((features,), label)``."""
+    x, y = data()
+    D = tf.data.Dataset
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    rows = lambda: ((x[i], y[i]) for i in range(len(x)))   # noqa: E731
+    signature = (tf.TensorSpec((4,), tf.float32), tf.TensorSpec((), tf.int64))
+    cases = {
+        "zip": (D.zip((D.from_tensor_slices(x), D.from_tensor_slices(y))).batch(8), {}),
+        "map_weights": (D.from_tensor_slices((x, y)).map(lambda a, b: (a, b, tf.cast(b, tf.float32) + 0.5)).batch(8),
+                        {}),
+        "drop_remainder": (D.from_tensor_slices((x, y)).batch(10, drop_remainder=True), {}),
+        "data_sharding": (D.from_tensor_slices((x, y)).batch(8).with_options(options), {}),
+        "generator": (D.from_generator(rows, output_signature=signature).batch(8).repeat(), {"steps_per_epoch": 3}),
+        "cached": (D.from_tensor_slices((x, y)).cache().batch(8).prefetch(tf.data.AUTOTUNE),
+                   {"validation_data": D.from_tensor_slices((x[:8], y[:8])).batch(4)}),
+        "feature_tuple": (D.from_tensor_slices(((x,), y)).batch(8), {}),
+    }
+    out = {}
+    for name, (ds, kwargs) in cases.items():
+        with scope(replicas):
+            model = classifier()
+            model.compile(tf.keras.optimizers.SGD(0.2), tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                          metrics=["accuracy"])
+        h = model.fit(ds, epochs=2, verbose=0, **kwargs)
+        out[name] = {"history": {k: rnd(v, 5) for k, v in sorted(h.history.items())},
+                     "kernel": rnd(model.layers[-1].kernel, 4)}
+    return out
+
+
+REPLICATED = [optimizers, loop_reductions, data_pipelines, fit_pipelines]
 PROGRAMS = []

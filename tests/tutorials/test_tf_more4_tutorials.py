@@ -19,7 +19,8 @@ per-example losses' sum (test_loss_reduction_none_in_fit.py: md trained on their
 metrics of logits and soft labels (test_confusion_metrics_out_of_range.py: a PR-AUC of 0.0 for 0.55); outputs,
 targets and sample weights paired by output name (test_outputs_by_name.py: a dict model with keys out of
 sorted order had its losses on the wrong outputs); tf.keras 2's ``workers``/``use_multiprocessing``/
-``max_queue_size`` taken by fit/evaluate (test_fit_keras2_loading_arguments.py: refused as invalid).
+``max_queue_size`` taken by fit/evaluate (test_fit_keras2_loading_arguments.py: refused as invalid); a
+Sequential's input as ``(x,)`` (test_sequential_one_element_inputs.py: an AttributeError in the first layer).
 """
 
 import os
