@@ -181,3 +181,16 @@ def test_backup_and_restore_resumes_after_interruption(tmp_path):
     assert hist.epoch == [2, 3]
     assert not os.path.exists(backup)                    # deleted after a successful fit
     assert not np.allclose(resumed.get_weights()[0], saved[0])
+
+
+def test_model_checkpoint_prints_minus_inf_as_the_first_best_of_a_maximised_metric(tmp_path, capsys):
+    """tf.keras: 'val_accuracy improved from -inf to ...' (md printed 'inf' whatever the mode)."""
+    import numpy as np
+    import multidev as md
+    model = md.keras.Sequential([md.keras.Input(shape=(2,)), md.keras.layers.Dense(2)])
+    model.compile("sgd", md.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    save = md.keras.callbacks.ModelCheckpoint(str(tmp_path / "b.weights.h5"), monitor="val_accuracy",
+                                              save_best_only=True, save_weights_only=True, verbose=1)
+    x = np.random.RandomState(0).randn(8, 2).astype("float32")
+    model.fit(x, (x[:, 0] > 0).astype("int64"), validation_split=0.25, epochs=1, verbose=0, callbacks=[save])
+    assert "val_accuracy improved from -inf to" in capsys.readouterr().out

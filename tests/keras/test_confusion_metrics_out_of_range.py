@@ -46,3 +46,13 @@ def test_an_auc_of_logits_counts_them_clipped_to_probabilities():
             got[name].append(round(float(auc.result()), 5))
     assert got == TF_2_21_LOGITS
 
+
+
+@pytest.mark.parametrize("labels", [np.array([0, 2, 1, 1], "float32"), np.array([[0], [2], [1], [1]], "float32")])
+def test_class_ids_against_per_class_scores_are_refused_as_tensorflow_refuses_them(labels):
+    """TF: 'Shapes (4, 3) and (4,) are incompatible' (md raised torch's size mismatch, or in a model's step
+    counted every label against every class score)."""
+    scores = np.random.RandomState(0).rand(4, 3).astype("float32")
+    for metric in (M.AUC(), M.Precision(), M.Recall(thresholds=[0.3, 0.6]), M.TruePositives()):
+        with pytest.raises(ValueError, match=r"Shapes \(4, 3\) and \(4,( 1)?\) are incompatible.*one-hot"):
+            metric.update_state(labels, scores)

@@ -22,6 +22,10 @@ _NEG_INF = -1e10   # Keras's threshold when ``top_k`` is set: every kept top-k p
 def _prepare(y_true, y_pred, sample_weight, top_k=None, class_id=None, label_weights=None, flat=True):
     y_pred = as_tensor(y_pred).detach().float()
     y_true = as_tensor(y_true, y_pred.device).float()
+    if y_true.numel() != y_pred.numel():   # TF's shape check (broadcast, the counts would be of every pair)
+        raise ValueError(f"Shapes {tuple(y_pred.shape)} and {tuple(y_true.shape)} are incompatible: a threshold "
+                         "metric compares each prediction with its own label; for class ids against per-class "
+                         "scores, one-hot encode the labels.")
     if y_true.ndim == y_pred.ndim - 1:
         y_true = y_true.unsqueeze(-1)
     if top_k is not None:
