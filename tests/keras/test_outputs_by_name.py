@@ -71,3 +71,14 @@ def test_array_targets_and_weights_by_name_in_any_order():
     np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=2e-4)
     with pytest.raises(ValueError, match=r"unexpected keys .*\['cc'\]"):
         model.fit(X, {"bb": YB, "zz": Y, "cc": Y}, verbose=0)
+
+
+@pytest.mark.parametrize("wrap", [lambda w: w, lambda w: [w], lambda w: (w,)])
+def test_one_output_takes_its_weights_in_a_one_element_list(wrap):
+    """tf.keras 2: [0.47367, 0.06182] whether the weights are given bare or in a one-element list or tuple."""
+    x = np.arange(12, dtype="float32").reshape(6, 2) / 10
+    model = md.keras.Sequential([md.keras.Input(shape=(2,)), md.keras.layers.Dense(1, kernel_initializer="ones")])
+    model.compile(md.keras.optimizers.SGD(0.1), "mse")
+    h = model.fit(x, x.sum(1, keepdims=True) * 0.5, sample_weight=wrap(np.linspace(0.5, 1.5, 6).astype("float32")),
+                  batch_size=3, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(h.history["loss"], [0.47367, 0.06182], rtol=2e-4)

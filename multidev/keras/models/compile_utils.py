@@ -230,8 +230,11 @@ def _as_list(value, names):
 
 def _sample_weights(sample_weight, names) -> list:
     """Sample weights per output: a dict or list gives each output its own, one array weighs every output."""
-    if isinstance(sample_weight, (dict, list, tuple)) and len(names) > 1:
-        return _as_list(sample_weight, names)
+    if isinstance(sample_weight, (dict, list, tuple)):
+        if len(names) > 1:
+            return _as_list(sample_weight, names)
+        if len(sample_weight) == 1:   # one output's weights in a one-element list or dict
+            return list(sample_weight.values()) if isinstance(sample_weight, dict) else [sample_weight[0]]
     return [sample_weight] * len(names)
 
 
