@@ -181,3 +181,36 @@ def test_backup_and_restore_resumes_after_interruption(tmp_path):
     assert hist.epoch == [2, 3]
     assert not os.path.exists(backup)                    # deleted after a successful fit
     assert not np.allclose(resumed.get_weights()[0], saved[0])
+
+
+def test_model_checkpoint_prints_minus_inf_as_the_first_best_of_a_maximised_metric(tmp_path, capsys):
+    """tf.keras: 'val_accuracy improved from -inf to ...' (md printed 'inf' whatever the mode)."""
+    import numpy as np
+    import multidev as md
+    model = md.keras.Sequential([md.keras.Input(shape=(2,)), md.keras.layers.Dense(2)])
+    model.compile("sgd", md.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    save = md.keras.callbacks.ModelCheckpoint(str(tmp_path / "b.weights.h5"), monitor="val_accuracy",
+                                              save_best_only=True, save_weights_only=True, verbose=1)
+    x = np.random.RandomState(0).randn(8, 2).astype("float32")
+    model.fit(x, (x[:, 0] > 0).astype("int64"), validation_split=0.25, epochs=1, verbose=0, callbacks=[save])
+    assert "val_accuracy improved from -inf to" in capsys.readouterr().out
+
+
+def test_csv_logger_writes_keras_columns_and_cells(tmp_path):
+    """tf.keras 2 (and Keras 3): validation's columns from the first row (NA until validation runs), a list-valued
+    metric as "[a, b]", a second fit appended under the same header. md wrote no val_ columns and numpy's
+    '[0.8333333 0.       ]'. The file below is TF 2.21's (tf.keras 2), the numbers md's own."""
+    import multidev as md
+    x = np.random.RandomState(0).randn(8, 2).astype("float32")
+    y = np.eye(2, dtype="float32")[(x[:, 0] > 0).astype(int)]
+    model = md.keras.Sequential([md.keras.Input(shape=(2,)), md.keras.layers.Dense(2, activation="softmax",
+                                                                                   kernel_initializer="ones")])
+    model.compile("sgd", "categorical_crossentropy",
+                  metrics=[md.keras.metrics.Recall(thresholds=[0.3, 0.9], name="rec")])
+    log = md.keras.callbacks.CSVLogger(str(tmp_path / "log.csv"), separator=";", append=True)
+    model.fit(x, y, epochs=1, verbose=0, callbacks=[log])
+    model.fit(x, y, epochs=2, initial_epoch=1, verbose=0, callbacks=[log], validation_data=(x, y))
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    assert rows[0] == "epoch;loss;rec;val_loss;val_rec"
+    assert re.fullmatch(r'0;[0-9.]+;"""\[1\.0, 0\.0\]""";NA;NA', rows[1]), rows[1]
+    assert re.fullmatch(r'1;[0-9.]+;"""\[1\.0, 0\.0\]""";[0-9.]+;"""\[1\.0, 0\.0\]"""', rows[2]), rows[2]

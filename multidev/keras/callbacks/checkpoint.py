@@ -78,7 +78,7 @@ class ModelCheckpoint(Callback):
                     print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from {self.best:.5f}")
                 return
             if verbose:
-                previous = "inf" if self.best is None else f"{self.best:.5f}"
+                previous = ("-inf" if self.mode == "max" else "inf") if self.best is None else f"{self.best:.5f}"
                 print(f"\nEpoch {epoch + 1}: {self.monitor} improved from {previous} to {current:.5f}, saving model to {path}")
             self.best = current
         elif verbose:

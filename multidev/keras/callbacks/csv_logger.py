@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterable
 
 from multidev.keras.callbacks import _worker_paths
 from multidev.keras.callbacks.base import Callback
@@ -37,10 +38,13 @@ class CSVLogger(Callback):
         logs = logs or {}
         if self._keys is None:
             self._keys = sorted(logs)
+            if self._keys and not any(k.startswith("val_") for k in self._keys):
+                # Keras: validation's columns from the start (NA until there is one: validation_freq > 1, none)
+                self._keys += [f"val_{k}" for k in self._keys]
             self._writer = csv.DictWriter(self._file, fieldnames=["epoch"] + self._keys, delimiter=self.sep)
             if not self._header_written:
                 self._writer.writeheader()
-        self._writer.writerow({"epoch": epoch, **{k: logs.get(k, "NA") for k in self._keys}})
+        self._writer.writerow({"epoch": epoch, **{k: _cell(logs.get(k, "NA")) for k in self._keys}})
         self._file.flush()
 
     def on_train_end(self, logs=None):
@@ -48,3 +52,10 @@ class CSVLogger(Callback):
             self._file.close()
             self._file = None
             _worker_paths.remove_temp_dirpath(self.model, os.path.dirname(self._path))
+
+
+def _cell(value):
+    """Keras's cell for a log value: a list-valued metric (Recall at several thresholds) as "[a, b]"."""
+    if isinstance(value, str) or not isinstance(value, Iterable) or getattr(value, "ndim", None) == 0:
+        return value
+    return f"\"[{', '.join(map(str, value))}]\""

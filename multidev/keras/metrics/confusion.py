@@ -22,6 +22,10 @@ _NEG_INF = -1e10   # Keras's threshold when ``top_k`` is set: every kept top-k p
 def _prepare(y_true, y_pred, sample_weight, top_k=None, class_id=None, label_weights=None, flat=True):
     y_pred = as_tensor(y_pred).detach().float()
     y_true = as_tensor(y_true, y_pred.device).float()
+    if y_true.numel() != y_pred.numel():   # TF's shape check (broadcast, the counts would be of every pair)
+        raise ValueError(f"Shapes {tuple(y_pred.shape)} and {tuple(y_true.shape)} are incompatible: a threshold "
+                         "metric compares each prediction with its own label; for class ids against per-class "
+                         "scores, one-hot encode the labels.")
     if y_true.ndim == y_pred.ndim - 1:
         y_true = y_true.unsqueeze(-1)
     if top_k is not None:
@@ -37,9 +41,21 @@ def _prepare(y_true, y_pred, sample_weight, top_k=None, class_id=None, label_wei
     return y_true.reshape(-1), y_pred.reshape(-1), w.reshape(-1)
 
 
-def _confusion(labels, preds, weights, thresholds):
+def evenly_spaced(thresholds) -> bool:
+    """Keras's test for thresholds i / (n - 1), n >= 3: its bucketed count, which clips predictions to [0, 1]."""
+    values = torch.as_tensor(thresholds, dtype=torch.float64).reshape(-1)
+    n = values.numel()
+    return n >= 3 and torch.allclose(values, torch.arange(n, dtype=torch.float64) / (n - 1), rtol=1e-5, atol=1e-7)
+
+
+def _confusion(labels, preds, weights, thresholds, evenly=False):
     """(tp, fp, tn, fn) per threshold (and per label for (N, L) inputs): a prediction counts as
-    positive when ``pred > threshold``."""
+    positive when ``pred > threshold``, a label when it is not 0 (Keras casts labels to bool). With
+    ``evenly`` spaced thresholds Keras counts predictions clipped to [0, 1] (logits below 0 pass the -eps
+    threshold); other thresholds compare them as they are."""
+    labels = (labels != 0).to(weights.dtype)
+    if evenly:
+        preds = preds.clamp(0.0, 1.0)
     shape = (-1,) + (1,) * preds.ndim
     above = (preds.unsqueeze(0) > thresholds.reshape(shape)).float()      # (T, N) or (T, N, L)
     pos, neg = labels * weights, (1 - labels) * weights
@@ -57,6 +73,7 @@ class _ThresholdMetric(Metric):
         values = [default if thresholds is None else thresholds] if self._single else list(thresholds)
         self.init_thresholds = thresholds
         self.thresholds = torch.tensor(values, dtype=torch.float32)
+        self._evenly = not self._single and evenly_spaced(values)
         self.top_k, self.class_id = top_k, class_id
         for n in ("true_positives", "false_positives", "false_negatives"):
             self.add_variable(n, (len(values),))
@@ -64,7 +81,7 @@ class _ThresholdMetric(Metric):
     def update_state(self, y_true, y_pred, sample_weight=None):
         labels, preds, w = _prepare(y_true, y_pred, sample_weight, self.top_k, self.class_id)
         self._to_device(preds.device)
-        tp, fp, _, fn = _confusion(labels, preds, w, self.thresholds.to(preds.device))
+        tp, fp, _, fn = _confusion(labels, preds, w, self.thresholds.to(preds.device), self._evenly)
         with torch.no_grad():
             self.true_positives.add_(tp)
             self.false_positives.add_(fp)
@@ -129,6 +146,7 @@ class AUC(Metric):
                 raise ValueError(f"Argument `num_thresholds` must be an integer > 1. Received: num_thresholds={num_thresholds}")
             inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
         self.thresholds = torch.tensor([-_EPS] + inner + [1.0 + _EPS], dtype=torch.float32)
+        self._evenly = thresholds is None or evenly_spaced([0.0] + inner + [1.0])
         self.num_thresholds = len(self.thresholds)
         self.curve, self.summation_method, self.from_logits = curve, summation_method, from_logits
         self._given_thresholds = thresholds
@@ -149,7 +167,7 @@ class AUC(Metric):
         if self.multi_label:
             self._shape_state(self._COUNTS, (self.num_thresholds, preds.shape[-1]))   # per label
         self._to_device(preds.device)
-        tp, fp, tn, fn = _confusion(labels, preds, w, self.thresholds.to(preds.device))
+        tp, fp, tn, fn = _confusion(labels, preds, w, self.thresholds.to(preds.device), self._evenly)
         with torch.no_grad():
             self.true_positives.add_(tp)
             self.false_positives.add_(fp)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from multidev.keras.metrics.base import Metric
-from multidev.keras.metrics.confusion import _confusion, _prepare
+from multidev.keras.metrics.confusion import _confusion, _prepare, evenly_spaced
 
 
 class _ConfusionCount(Metric):
@@ -32,12 +32,13 @@ class _ConfusionCount(Metric):
                 raise ValueError(f"Threshold values must be in [0, 1]. Received: thresholds={thresholds!r}")
         self.init_thresholds = thresholds
         self.thresholds = torch.tensor(values, dtype=torch.float32)
+        self._evenly = evenly_spaced(values)
         self.add_variable("accumulator", (len(values),))
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         labels, preds, w = _prepare(y_true, y_pred, sample_weight)
         self._to_device(preds.device)
-        count = _confusion(labels, preds, w, self.thresholds.to(preds.device))[self._which]
+        count = _confusion(labels, preds, w, self.thresholds.to(preds.device), self._evenly)[self._which]
         with torch.no_grad():
             self.accumulator.add_(count)
 

@@ -258,7 +258,7 @@ class _AtConstraint(Metric):
     def update_state(self, y_true, y_pred, sample_weight=None):
         labels, preds, w = _prepare(y_true, y_pred, sample_weight, class_id=self.class_id)
         self._to_device(preds.device)
-        counts = _confusion(labels, preds, w, self.thresholds.to(preds.device))
+        counts = _confusion(labels, preds, w, self.thresholds.to(preds.device), len(self.thresholds) > 1)   # as Keras
         with torch.no_grad():
             for n, c in zip(("true_positives", "false_positives", "true_negatives", "false_negatives"), counts):
                 getattr(self, n).add_(c)

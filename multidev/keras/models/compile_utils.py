@@ -85,10 +85,11 @@ class LossesContainer:
     @staticmethod
     def _reduce(per, sample_weight, divisor, fn=None, batch=None):
         """This replica's part of the batch loss. A mean divides by the global batch; a Loss's 'sum'
-        sums (the replicas' sums add up to the batch's); a mean over a Keras mask (``ignore_class``) or
-        'mean_with_sample_weight' divides by this replica's own count, times 1/replicas, as Keras 3
-        on TensorFlow does (its 2-replica result then differs from its one-device one). Weights follow
-        Keras's rank rule: a (batch,) weight against a sequence loss raises, as in TensorFlow."""
+        sums (the replicas' sums add up to the batch's); its 'none' trains as 'sum' and reads as the mean;
+        a mean over a Keras mask (``ignore_class``) or 'mean_with_sample_weight' divides by this replica's own
+        count, times 1/replicas, as Keras 3 on TensorFlow does (its 2-replica result then differs from its
+        one-device one). Weights follow Keras's rank rule: a (batch,) weight against a sequence loss raises,
+        as in TensorFlow."""
         if per.ndim == 0:   # a user function that already took this replica's mean (mse of a 1-D y)
             if batch is None or batch == divisor:
                 return per
@@ -99,12 +100,17 @@ class LossesContainer:
         reduction = fn.reduction if isinstance(fn, losses_mod.Loss) else "sum_over_batch_size"
         if reduction == "sum":
             return losses_mod.reduce_weighted(per, sample_weight, "sum")
+        elements = divisor * (per.numel() // max(per.shape[0], 1) or 1)
+        if reduction in ("none", None):
+            # Keras differentiates the per-example losses themselves (the gradient of their sum) and logs their
+            # mean: the value is this replica's share of the mean, the gradient the sum's
+            summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
+            return summed - summed.detach() + summed.detach() / elements
         masked = getattr(per, "_keras_mask", None) is not None
         if reduction == "mean_with_sample_weight" and sample_weight is not None or masked and reduction in (
                 "sum_over_batch_size", "mean"):
             return losses_mod.reduce_weighted(per, sample_weight, reduction) / _replicas()
-        summed = losses_mod.reduce_weighted(per, sample_weight, "sum")
-        return summed / (divisor * (per.numel() // max(per.shape[0], 1) or 1))
+        return losses_mod.reduce_weighted(per, sample_weight, "sum") / elements
 
     def __call__(self, y_true, y_pred, sample_weight=None, regularization=None, regularization_losses=None,
                  track=True):
@@ -115,8 +121,9 @@ class LossesContainer:
         as Keras 3's) leaves the ``loss`` tracker to the step; per-output trackers always update."""
         if regularization_losses:
             regularization = nn.scale_regularization_loss(list(regularization_losses))
-        ys = _targets(y_true, [fn is not None for fn in self.losses])
-        ps = _as_list(y_pred, len(self.losses))
+        ys = _targets(y_true, [fn is not None for fn in self.losses], self.output_names)
+        ps = _as_list(y_pred, self.output_names)
+        sws = _sample_weights(sample_weight, self.output_names)
         batch = int(ps[0].shape[0])
         divisor = _divisor(batch)   # the global batch on a strategy
         # Trackers record the local mean weighted by the local batch, so replicas merge exactly.
@@ -126,7 +133,7 @@ class LossesContainer:
             if fn is None:
                 continue
             per = self._per_sample(fn, yt, yp)
-            sw = sample_weight[i] if isinstance(sample_weight, (list, tuple)) else sample_weight
+            sw = sws[i]
             mask = loss_masks.mask_of(yp)
             if mask is not None and per.ndim > 0:
                 value = loss_masks.masked_loss(per, mask, sw)
@@ -186,14 +193,14 @@ def _structured(value) -> bool:
     return isinstance(value, (list, tuple, dict))
 
 
-def _targets(y_true, present: list) -> list:
+def _targets(y_true, present: list, names: list) -> list:
     """One target per output. A single target beside several outputs goes to the one output that takes a target
     (a non-None loss; keras.io's miniature GPT compiles ``loss=[loss_fn, None]`` and fits a single ``y``), as
     Keras 3 matches the targets with the non-None losses in order; a list as long as those outputs likewise.
     Anything else is refused (a tensor was split into its rows here: a silently wrong loss)."""
     n = len(present)
     if n == 1 or isinstance(y_true, dict) or (_structured(y_true) and len(y_true) == n):
-        return _as_list(y_true, n)
+        return _as_list(y_true, names)
     flat = list(y_true) if _structured(y_true) else [y_true]
     slots = [i for i, p in enumerate(present) if p]
     if len(flat) != len(slots):
@@ -206,12 +213,29 @@ def _targets(y_true, present: list) -> list:
     return out
 
 
-def _as_list(value, n):
-    if n == 1:
+def _as_list(value, names):
+    """One entry per output, in ``names``' order: a dict by key (Keras pairs outputs, targets and weights by
+    name, whatever order a dict was written in; by position a model whose outputs are {'zz': .., 'bb': ..} had
+    its losses on the wrong outputs), a list by position."""
+    if isinstance(value, dict) and len(names) > 1:
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ValueError(f"Found unexpected keys that do not correspond to any model output: {unknown}. "
+                             f"Expected keys: {list(names)} (the model's output names).")
+        return [value.get(name) for name in names]
+    if len(names) == 1:
         return [value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value]
-    if isinstance(value, dict):
-        return list(value.values())
-    return list(value)
+    return list(value.values()) if isinstance(value, dict) else list(value)
+
+
+def _sample_weights(sample_weight, names) -> list:
+    """Sample weights per output: a dict or list gives each output its own, one array weighs every output."""
+    if isinstance(sample_weight, (dict, list, tuple)):
+        if len(names) > 1:
+            return _as_list(sample_weight, names)
+        if len(sample_weight) == 1:   # one output's weights in a one-element list or dict
+            return list(sample_weight.values()) if isinstance(sample_weight, dict) else [sample_weight[0]]
+    return [sample_weight] * len(names)
 
 
 def _resolve_shape_dependent(name, loss_fn, y_true, y_pred):
@@ -294,16 +318,17 @@ class MetricsContainer:
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         n = len(self.output_names)
-        ps = _as_list(y_pred, n)
+        ps = _as_list(y_pred, self.output_names)
         present = [bool(_listify(m) or _listify(w)) for m, w in zip(self._specs, self._weighted_specs)]
-        ys = _targets(y_true, present) if any(present) else [None] * n    # no metric: no target to place
+        ys = _targets(y_true, present, self.output_names) if any(present) else [None] * n   # no metric: no target
+        sws = _sample_weights(sample_weight, self.output_names)
         if self._metrics is None:
             with self._lock:       # replicas may reach the first update concurrently: build once
                 if self._metrics is None:
                     self._build(ys, ps)
                     self._built_in_step = step_inputs.current()
         for i in range(n):
-            sw = sample_weight[i] if isinstance(sample_weight, (list, tuple)) else sample_weight
+            sw = sws[i]
             for m in self._metrics[i]:
                 m.update_state(ys[i], ps[i])
             for m in self._weighted[i]:

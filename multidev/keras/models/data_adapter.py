@@ -67,6 +67,14 @@ def _convert(x):
     return to_tensor(x)
 
 
+def _weights(sample_weight):
+    """Sample weights as float tensors: one array, or one per output (a dict by output name, a list of arrays)."""
+    if isinstance(sample_weight, dict) or isinstance(sample_weight, (list, tuple)) and sample_weight and all(
+            isinstance(w, (np.ndarray, torch.Tensor)) for w in sample_weight):
+        return map_structure(lambda w: to_tensor(w).float(), sample_weight)
+    return to_tensor(sample_weight).float()
+
+
 def _sizes(structure):
     return [int(t.shape[0]) for t in flatten(structure) if isinstance(t, (torch.Tensor, np.ndarray))]
 
@@ -115,7 +123,7 @@ class ArrayAdapter:
 
     def __init__(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         self.x, self.y = _convert(x), (_convert(y) if y is not None else None)
-        self.sample_weight = to_tensor(sample_weight).float() if sample_weight is not None else None
+        self.sample_weight = _weights(sample_weight) if sample_weight is not None else None
         self.batch_size = _batch_size(batch_size)
         self.shuffle = shuffle
         self._check_sizes()
@@ -140,7 +148,7 @@ class ArrayAdapter:
             return t[idx] if isinstance(t, torch.Tensor) else t
         return pack_x_y_sample_weight(map_structure(take, self.x),
                                       map_structure(take, self.y) if self.y is not None else None,
-                                      take(self.sample_weight) if self.sample_weight is not None else None)
+                                      None if self.sample_weight is None else map_structure(take, self.sample_weight))
 
     def _index_device(self) -> torch.device | None:
         """The one device every array is on when it is not the CPU: shuffled indices go there once an epoch

@@ -26,9 +26,11 @@ class EpochIterator:
     ``sync_rng`` (optional, ``fn(state) -> state``) makes every worker of a job start each pass
     from the same RNG state (the chief's), so all workers shuffle alike and see the same global
     batches. ``worker_check`` (optional) makes the workers end each pass together or all fail.
+    ``fresh_passes``: every epoch starts a new pass, ``steps`` or not (validation data: tf.keras 2's
+    evaluate iterates its dataset anew on every call, so each validation reads the same first batches).
     """
 
-    def __init__(self, adapter, steps=None, sync_rng=None, worker_check=None):
+    def __init__(self, adapter, steps=None, sync_rng=None, worker_check=None, fresh_passes=False):
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps <= 0):
             raise ValueError(f"`steps_per_epoch`/`steps` must be a positive integer or None. Received: {steps!r}")
         steps = None if steps is None else int(steps)   # numpy integers too
@@ -44,6 +46,7 @@ class EpochIterator:
         self._iterator = None
         self._sync_rng = sync_rng
         self._worker_check = worker_check  # ``worker_input.WorkerInputCheck``: workers end passes together
+        self._fresh_passes = fresh_passes
         self.pass_rng: torch.Tensor | None = None
         self.pass_taken = 0
 
@@ -60,7 +63,7 @@ class EpochIterator:
                 first_step += 1
             self._iterator = None
             return
-        if first_step == 0 and self.steps_arg == da.known_length(self.adapter):
+        if first_step == 0 and (self._fresh_passes or self.steps_arg == da.known_length(self.adapter)):
             self._iterator = None   # tf.keras: where one pass is `steps` batches, every epoch is a fresh pass
         for step in range(first_step, self.steps_arg):
             batch = self._next()

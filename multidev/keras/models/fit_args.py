@@ -55,3 +55,17 @@ def check_fit(epochs, initial_epoch, steps_per_epoch, validation_steps, split, f
             as_int("steps_per_epoch", steps_per_epoch, minimum=1, allow_none=True, whole_floats=True),
             as_int("validation_steps", validation_steps, minimum=1, allow_none=True, whole_floats=True),
             validation_split(split), validation_freq(freq))
+
+
+#: tf.keras 2's input-loading knobs of fit/evaluate/predict: how many threads or processes fetch a Sequence's
+#: or generator's batches, and how many wait in the queue. md takes them and loads in order on its own thread,
+#: as tf.keras 2 with workers=1 (with more, its enqueuer thread also calls a Sequence's on_epoch_end, as often
+#: as its timing gives; Keras 3 moved the knobs to PyDataset).
+KERAS2_LOADING = ("max_queue_size", "workers", "use_multiprocessing")
+
+
+def check_no_other(method: str, kwargs: dict) -> None:
+    """Refuse keyword arguments ``method`` does not take, but Keras 2's loading knobs."""
+    unknown = sorted(k for k in kwargs if k not in KERAS2_LOADING)
+    if unknown:
+        raise TypeError(f"Invalid keyword argument(s) in `{method}()`: {unknown!r}.")

@@ -144,8 +144,11 @@ class Sequential(Model):
     def call(self, inputs, training=None):
         if not self.layers:
             raise ValueError(f'Sequential model "{self.name}" has no layers: add layers before calling it.')
+        declared = self._input_batch_shape is not None and not self._input_from_call
+        if declared and isinstance(inputs, (list, tuple)) and len(inputs) == 1:
+            inputs = inputs[0]   # tf.keras: a declared Input makes a graph, which flattens ``(x,)`` to its input
         x = input_dtypes.conform(inputs, self._input_dtype)
-        if self._input_batch_shape is not None and not self._input_from_call:
+        if declared:
             x = input_rank.adjusted(x, self._input_batch_shape)
         for layer in self.layers:
             x = layer(x)

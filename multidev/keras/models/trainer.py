@@ -199,8 +199,7 @@ class Trainer:
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1, **kwargs):
         """Train for ``epochs`` epochs; returns the History callback."""
-        if kwargs:
-            raise TypeError(f"Invalid keyword argument(s) in `fit()`: {sorted(kwargs)!r}.")
+        fit_args.check_no_other("fit", kwargs)
         epochs, initial_epoch, steps_per_epoch, validation_steps, validation_split, validation_freq = fit_args.check_fit(
             epochs, initial_epoch, steps_per_epoch, validation_steps, validation_split, validation_freq)
         self._assert_compiled("training it")
@@ -280,7 +279,7 @@ class Trainer:
             adapter = da.ArrayAdapter(*validation_data, batch_size=batch_size)
         else:
             adapter = da.make_adapter(per_worker_input(self, validation_data))
-        return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"))
+        return EpochIterator(adapter, steps, worker_check=worker_input_check(self, "validation"), fresh_passes=True)
 
     def _evaluate_loop(self, iterator, cbs) -> dict:
         self.reset_metrics()
@@ -300,8 +299,7 @@ class Trainer:
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  callbacks=None, return_dict=False, **kwargs):
         """Loss and metrics on the data: a float (loss only), a list in ``metrics_names`` order, or a dict."""
-        if kwargs:
-            raise TypeError(f"Invalid keyword argument(s) in `evaluate()`: {sorted(kwargs)!r}.")
+        fit_args.check_no_other("evaluate", kwargs)
         self._assert_compiled("evaluating it")
         iterator = EpochIterator(da.make_adapter(per_worker_input(self, x, own_streams=True), y, sample_weight, batch_size, False), steps,
                                  worker_check=worker_input_check(self, "evaluation"))

@@ -344,6 +344,12 @@ def _check_options(kwargs: dict, clipnorm, clipvalue, global_clipnorm) -> None:
     if unknown:
         hint = (" Call optimizer.exclude_from_weight_decay(var_names=[...]) instead."
                 if "exclude_from_weight_decay" in unknown else "")
+        if "lr" in unknown:   # tf.keras 2 logged a warning and trained at the default rate, ignoring it
+            hint += " `lr` is the old name of `learning_rate`: pass learning_rate=..."
+        if "decay" in unknown:
+            hint += (" `decay` (the legacy optimizers' per-step decay) is gone: pass a schedule, e.g. "
+                     "learning_rate=md.keras.optimizers.schedules.InverseTimeDecay(lr, decay_steps=1, "
+                     "decay_rate=decay).")
         raise ValueError(f"Argument(s) not recognized: {unknown}.{hint}")
     if clipnorm is not None and global_clipnorm is not None:
         raise ValueError("Cannot accept both `clipnorm` and `global_clipnorm`. Pass only one.")
