@@ -106,14 +106,59 @@ class TwinAttributes:
         # the update path: written there, not called here).
         self.users = {k: v for k, v in optimizer.__dict__.items() if _synced_attribute(k)}
         self.given = {k: twins[0].__dict__.get(k) for k in self.users}
+        self._copies = _OwnCopies(optimizer, twins)
 
     def before_run(self, optimizer: torch.optim.Optimizer, twins: list) -> None:
-        """Between runs: what the user rebound or added reaches every twin, as each replica's value."""
+        """Between runs: what the user rebound or added reaches every twin, as each replica's value, and what the
+        user wrote in place into a tensor the twins hold copies of (``for v in opt.velocities: v.zero_()``)."""
+        rebound = False
         for k, v in list(optimizer.__dict__.items()):
             if _synced_attribute(k) and v is not self.users.get(k, _MISSING):
                 for r, twin in enumerate(twins):
                     twin.__dict__[k] = _replica_value(v, self._leaf_of[r], self._own[r])
                 self.users[k], self.given[k] = v, twins[0].__dict__[k]
+                rebound = True
+        self._copies = _OwnCopies(optimizer, twins) if rebound else self._copies.sync()
+
+
+class _OwnCopies:
+    """The user's tensors in the optimizer's attributes that replicas keeping their own state hold copies of (a
+    hand-written optimizer's ``self.velocities``), with version counters: replica 0's step writes the user's
+    tensor and replica r's the same ops into its copy, so both counters move alike; a user's in-place write between
+    runs moves the user's alone, and ``sync`` then copies the user's value into every replica's copy."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, twins: list):
+        self._pairs = []   # (user's tensor, [replica r's copy for r >= 1])
+        for k, v in optimizer.__dict__.items():
+            if _synced_attribute(k):
+                held = [twin.__dict__.get(k) for twin in twins[1:]]
+                self._pairs += [(t, copies) for t, copies in _paired(v, held)
+                                if copies and all(c is not t for c in copies)]
+        self._versions = self._now()
+
+    def _now(self) -> list:
+        return [(t._version, copies[0]._version) for t, copies in self._pairs]
+
+    def sync(self) -> "_OwnCopies":
+        for (t, copies), (user, replica) in zip(self._pairs, self._versions):
+            if t._version - user != copies[0]._version - replica:
+                with torch.no_grad():
+                    for c in copies:
+                        c.copy_(t)
+        self._versions = self._now()
+        return self
+
+
+def _paired(value: Any, held: list) -> Iterator[tuple]:
+    """(tensor, the twins' values at its place) in an attribute and the twins' (one level into a list, tuple or dict)."""
+    if isinstance(value, torch.Tensor):
+        if all(isinstance(h, torch.Tensor) for h in held):
+            yield value, held
+    elif type(value) in (list, tuple, dict) and all(type(h) is type(value) and len(h) == len(value) for h in held):
+        keys = list(value) if type(value) is dict else range(len(value))
+        for k in keys:
+            if isinstance(value[k], torch.Tensor) and all(isinstance(h[k], torch.Tensor) for h in held):
+                yield value[k], [h[k] for h in held]
 
 
 _MISSING = object()

@@ -239,6 +239,16 @@ def own_attribute_state(port) -> dict:
     return _train(port, lambda ps: BufferedMomentum(ps, lr=0.1))
 
 
+def own_attribute_state_reset(port) -> dict:
+    """Its velocities zeroed in place after the second epoch (a restart): before, only replica 0's reached zero
+    where the replicas keep their own copies (the replicas drifted apart, silently)."""
+    def after_step(optimizer, model, i):
+        if i == 1:
+            for v in optimizer.velocities:
+                v.zero_()
+    return _train(port, lambda ps: BufferedMomentum(ps, lr=0.1), after_step=after_step)
+
+
 def state_dropped_lion(port) -> dict:
     """``optimizer.state = defaultdict(dict)``: the optimizer starts over (a new task, continual learning)."""
     def after_step(optimizer, model, i):
@@ -381,15 +391,16 @@ def cyclic_lr_momentum(port) -> dict:
 
 OPTIM_STATE = {f.__name__: f for f in (
     momentum_reset_sgd_subclass, momentum_reset_lion, momentum_scaled_lars, adam_moments_halved, state_dropped_lion,
-    second_phase_new_optimizer, own_attribute_state, attribute_counter, grad_norm_penalty, backward_list_of_losses,
-    backward_per_example_weights, vector_update_in_step, vector_shrunk_between_steps, parameter_dict_list,
-    clip_inf_norm, clip_with_total_norm, one_cycle_adam, cyclic_lr_momentum)}
+    second_phase_new_optimizer, own_attribute_state, own_attribute_state_reset, attribute_counter, grad_norm_penalty,
+    backward_list_of_losses, backward_per_example_weights, vector_update_in_step, vector_shrunk_between_steps,
+    parameter_dict_list, clip_inf_norm, clip_with_total_norm, one_cycle_adam, cyclic_lr_momentum)}
 for _name, _make in (("sgd", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)), ("lion", lambda ps: Lion(ps, lr=0.01)),
                      ("adam", lambda ps: optim.Adam(ps, lr=0.05))):
     for _where in ("before", "after"):   # moments halved in the step, before or after optimizer.step()
         OPTIM_STATE[f"in_step_{_where}_{_name}"] = _in_step(_make, _where, lambda t: t.mul_(0.5))
 OPTIM_STATE.update((f.__name__, f) for f in (
     _unwritten(momentum_reset_lion, lambda ps: Lion(ps, lr=0.01, weight_decay=0.1)),
+    _unwritten(own_attribute_state_reset, lambda ps: BufferedMomentum(ps, lr=0.1)),
     _unwritten(momentum_scaled_lars, lambda ps: LARS(ps, lr=0.5)),
     _unwritten(adam_moments_halved, lambda ps: optim.Adam(ps, lr=0.05)),
     _unwritten(state_dropped_lion, lambda ps: Lion(ps, lr=0.01))))

@@ -55,5 +55,6 @@ def test_under_multidev_launch_as_ddp(results, program):
 def test_the_state_writes_changed_the_training(results):
     """The references: DDP's runs with a write between epochs end elsewhere than the same run without it."""
     ddp = results[0][1]
-    for program in ("momentum_reset_lion", "momentum_scaled_lars", "adam_moments_halved", "state_dropped_lion"):
+    for program in ("momentum_reset_lion", "momentum_scaled_lars", "adam_moments_halved", "state_dropped_lion",
+                    "own_attribute_state_reset"):
         assert ddp[program]["log"][-1] != ddp[f"{program}_unwritten"]["log"][-1], program
