@@ -283,12 +283,14 @@ def _keras_names(keras: Any) -> tuple:
         getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
         getattr(keras.Model, "_compute_loss")  # keras3_fit: an override of compute_loss without `training`
         getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
+        getattr(keras.layers.SpatialDropout1D, "_get_noise_shape")  # keras3_dropout
         getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
         getattr(keras3_rnn_dropout.dropout_rnn_cell(), "_create_dropout_mask")
         torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
         for name in keras3_random.DRAWS:
             getattr(torch_random, name)
-        getattr(importlib.import_module("keras.src.losses.loss"), "scale_loss_for_distribution")   # keras3_loss_scale
+        for name in ("scale_loss_for_distribution", "reduce_values"):   # keras3_loss_scale
+            getattr(importlib.import_module("keras.src.losses.loss"), name)
         if not isinstance(Variable.__dict__.get("value"), property):
             raise AttributeError("keras.src.backend.torch.core.Variable.value is not a property")
         if not isinstance(Variable.__dict__.get("trainable"), property):
@@ -321,7 +323,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(optimizer_classes[1], "check_finite", keras3_split.finite_everywhere)
     _wrap_method(optimizer_classes[0], "add_variable_from_reference", keras3_split.add_variable_from_reference)
     for reduction in (keras.metrics.Mean, keras.metrics.Sum):
-        _wrap_method(reduction, "update_state", keras3_custom_step.weighted_mean_update)
+        _wrap_method(reduction, "update_state", keras3_loss_scale.weighted_mean_update)
     _wrap_method(keras.random.SeedGenerator, "next", keras3_random.replica_seed)
     remember = functools.partial(keras3_layers.init, _distributing_strategy)
     create_in_scope = functools.partial(keras3_layers.add_weight, _distributing_strategy)
@@ -331,7 +333,8 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
     _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
-    _wrap_method(keras.layers.Dropout, "call", keras3_dropout.call)
+    for dropout in ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"):
+        _wrap_method(getattr(keras.layers, dropout), "call", keras3_dropout.call)
     keras3_rnn_dropout.install(_wrap_method)
     keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
     keras3_loss_scale.install(importlib.import_module("keras.src.losses.loss"))

@@ -11,8 +11,7 @@ runs that step on its slice of the global batch, and three things make the N sli
   (TensorFlow's Keras scales the loss by ``1 / num_replicas``: the same on even splits);
 - **scalar metric updates**: ``Mean``/``Sum.update_state(scalar)`` without a ``sample_weight`` (the loss
   trackers of the guides, a step counter) is weighted by the same share, so one step counts once, as on one
-  device; per-example
-  updates (``metric.update_state(y, y_pred)``) count every replica's examples as they are;
+  device (``keras3_loss_scale.weighted_mean_update``); per-example updates (``metric.update_state(y, y_pred)``) count every replica's examples as they are;
 - **the returned logs**: a value that is a metric's ``result()`` is read again in cross-replica context
   (every replica's state reduced); another floating value is the share-weighted sum of the replicas'.
 
@@ -49,15 +48,6 @@ def share() -> float | None:
 def overrides(keras: Any, model: Any, name: str) -> bool:
     """Whether ``model``'s class overrides Keras's ``train_step``/``test_step``."""
     return getattr(type(model), name) is not getattr(keras.Model, name)
-
-
-def weighted_mean_update(original: Any, metric: Any, values: Any, sample_weight: Any = None) -> Any:
-    """``Mean``/``Sum.update_state``: a scalar update without weights inside a custom step weighs the replica's
-    share of the global batch."""
-    s = share()
-    if s is not None and sample_weight is None and getattr(values, "ndim", 0) == 0:
-        sample_weight = s
-    return original(metric, values, sample_weight=sample_weight)
 
 
 def check_batches(keras: Any, original: Any, model: Any, strategy: Any, args: tuple, kwargs: dict) -> None:

@@ -97,7 +97,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
         else:
             with keras3_dropout.batch_slice(sizes, context.current_replica_context()._global_replica_id):
                 y_pred = _call(model, x, training=True)
-            loss = model._compute_loss(x, y, y_pred, sample_weight, training=True)   # Keras's step calls it so
+            with keras3_loss_scale.batch_share(size / global_size):
+                loss = model._compute_loss(x, y, y_pred, sample_weight, training=True)   # Keras's step calls it so
             loss_tracker.update_state(loss, sample_weight=size)
             model.optimizer.scale_loss(loss * (size / global_size)).backward()
             grads = [t.grad for t in values]
@@ -132,7 +133,8 @@ def test_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> A
             return
         with keras3_dropout.batch_slice(split.sizes, context.current_replica_context()._global_replica_id):
             y_pred = _call(model, x, training=False)   # (a VAE's Sampling draws in evaluate too: keras3_random)
-        loss = model._compute_loss(x, y, y_pred, sample_weight, training=False)
+        with keras3_loss_scale.batch_share(size / sum(split.sizes)):
+            loss = model._compute_loss(x, y, y_pred, sample_weight, training=False)
         loss_tracker.update_state(loss, sample_weight=size)
         model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 

@@ -1,0 +1,345 @@
+"""More Keras 3 idioms on one device and on multidev's MirroredStrategy (2 logical CPUs).
+
+``python tests/integrations/_keras3_more_idioms_program.py [idiom ...]`` prints one JSON dict
+``{"1": {idiom: observation}, "2": {...}}`` as ``_keras3_idioms_program.py`` does (same conventions:
+float64, weights set from numpy, fixed data, ``shuffle=False``): noise and dropout layers, loss
+reductions, losses added in ``call``, overridden ``compute_loss``/``test_step``/``predict_step``, trackers
+with sample weights, stateful metrics, more optimizers, saving in one scope and loading in another.
+"""
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+
+os.environ["KERAS_BACKEND"] = "torch"
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import multidev as md  # noqa: E402
+
+md.config.set_logical_device_configuration(md.config.list_physical_devices("CPU")[0],
+                                           [md.config.LogicalDeviceConfiguration()] * 2)
+keras.config.set_floatx("float64")
+K, L, ops = keras, keras.layers, keras.ops
+rng = np.random.RandomState(0)
+X = rng.randn(10, 4)
+W_TRUE = np.array([[1.0], [-2.0], [0.5], [0.3]])
+Y = X @ W_TRUE + 0.1
+YB = (Y > 0).astype("float64")
+XV = rng.randn(6, 4)
+YV = XV @ W_TRUE
+SW = np.linspace(0.5, 2.0, 10)
+W1 = np.arange(12).reshape(4, 3) / 10.0 - 0.5
+B1 = np.array([0.1, -0.1, 0.05])
+W2 = np.arange(3).reshape(3, 1) / 5.0 - 0.2
+STRATEGY = {}
+
+
+def scope(replicas, key="s"):
+    if replicas == 1:
+        return contextlib.nullcontext()
+    if key not in STRATEGY:
+        STRATEGY[key] = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    return STRATEGY[key].scope()
+
+
+def num(value):
+    return np.asarray(keras.ops.convert_to_numpy(value), "float64").tolist()
+
+
+def observe(model, history=None, **extra):
+    out = {"w": [num(w) for w in model.get_weights()]}
+    if history is not None:
+        out["h"] = {k: num(v) for k, v in sorted(history.history.items())}
+    return {**out, **extra}
+
+
+def with_middle(r, middle=(), model_class=None, final_activation=None, weights=()):
+    """Dense(3, tanh) -> the layers ``middle()`` makes -> Dense(1), built in the scope with fixed weights."""
+    with scope(r):
+        inputs = K.Input((4,))
+        hidden = L.Dense(3, activation="tanh")(inputs)
+        for layer in (middle() if middle else ()):
+            hidden = layer(hidden)
+        model = (model_class or K.Model)(inputs, L.Dense(1, activation=final_activation)(hidden))
+        model.set_weights([W1, B1, *weights, W2, np.zeros(1)])
+    return model
+
+
+def fitted(r, model, optimizer=None, loss="mse", metrics=None, x=X, y=Y, **fit):
+    with scope(r):
+        model.compile(optimizer=optimizer() if optimizer else K.optimizers.SGD(0.1), loss=loss, metrics=metrics)
+    fit = {"batch_size": 4, "epochs": 2, "shuffle": False, "verbose": 0, **fit}
+    return model, model.fit(x, y, **fit)
+
+
+# --- randomness -------------------------------------------------------------------------------------
+
+def gaussian_noise(r):
+    return observe(*fitted(r, with_middle(r, lambda: [L.GaussianNoise(0.2, seed=3)]), batch_size=3))
+
+
+def gaussian_dropout(r):
+    return observe(*fitted(r, with_middle(r, lambda: [L.GaussianDropout(0.3, seed=3)]), batch_size=3))
+
+
+def alpha_dropout(r):
+    return observe(*fitted(r, with_middle(r, lambda: [L.AlphaDropout(0.3, seed=3)]), batch_size=3))
+
+
+def spatial_dropout(r):   # one mask entry per example and channel
+    out = {}
+    for seed in (3, None):
+        middle = lambda: [L.Reshape((1, 3)), L.SpatialDropout1D(0.5, seed=seed), L.Flatten()]  # noqa: E731
+        out[str(seed)] = observe(*fitted(r, with_middle(r, middle), batch_size=3))
+    middle = lambda: [L.Reshape((1, 1, 3)), L.SpatialDropout2D(0.4, seed=4), L.Flatten()]  # noqa: E731
+    out["2d"] = observe(*fitted(r, with_middle(r, middle), batch_size=3))
+    return out
+
+
+# --- losses -----------------------------------------------------------------------------------------
+
+def loss_reduction_sum(r):
+    model, history = fitted(r, with_middle(r), loss=K.losses.MeanSquaredError(reduction="sum"),
+                            optimizer=lambda: K.optimizers.SGD(0.01), batch_size=3, validation_data=(XV, YV))
+    return observe(model, history, evaluate=model.evaluate(X, Y, batch_size=4, verbose=0))
+
+
+def loss_function(r):   # a plain function as the loss, with sample weights
+    def plain(y_true, y_pred):
+        return ops.mean(ops.abs(y_true - y_pred), axis=-1)
+
+    return observe(*fitted(r, with_middle(r), loss=plain, sample_weight=SW, batch_size=3))
+
+
+def mean_with_sample_weight(r):   # divided by each replica's own weight sum (as on TensorFlow's strategies)
+    loss = K.losses.MeanAbsoluteError(reduction="mean_with_sample_weight")
+    return observe(*fitted(r, with_middle(r), loss=loss, sample_weight=SW, batch_size=3))
+
+
+def activity_regularization(r):   # add_loss in call: a sum over the batch
+    return observe(*fitted(r, with_middle(r, lambda: [L.ActivityRegularization(l1=0.05, l2=0.02)]), batch_size=3))
+
+
+def kernel_regularizer(r):
+    with scope(r):
+        model = K.Sequential([K.Input((4,)), L.Dense(3, activation="tanh", kernel_regularizer=K.regularizers.L2(0.1)),
+                              L.Dense(1, bias_regularizer=K.regularizers.L1(0.2))])
+        model.set_weights([W1, B1, W2, np.zeros(1)])
+    return observe(*fitted(r, model, batch_size=3))
+
+
+def add_loss_mean_in_layer(r):   # add_loss of a batch mean (keras.io's "losses in call")
+    class Penalty(L.Layer):
+        def call(self, x):
+            self.add_loss(0.1 * ops.mean(ops.square(x)))
+            return x
+
+    return observe(*fitted(r, with_middle(r, lambda: [Penalty()]), batch_size=3))
+
+
+def compute_loss_override(r):   # keras.io: override compute_loss, not train_step
+    class Model(K.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.tracker = K.metrics.Mean(name="custom_loss")
+
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+            loss = ops.mean(ops.square(y_pred - y)) + 0.01 * ops.mean(ops.square(y_pred))
+            self.tracker.update_state(loss)
+            return loss
+
+        @property
+        def metrics(self):
+            return [self.tracker]
+
+    model, history = fitted(r, with_middle(r, model_class=Model), batch_size=3)
+    return observe(model, history, evaluate=model.evaluate(XV, YV, batch_size=4, verbose=0, return_dict=True))
+
+
+# --- custom steps -----------------------------------------------------------------------------------
+
+def custom_steps_model_class():
+    import torch
+
+    class Model(K.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = K.metrics.Mean(name="loss")
+            self.mae = K.metrics.MeanAbsoluteError(name="mae")
+
+        def train_step(self, data):
+            x, y, sw = keras.utils.unpack_x_y_sample_weight(data)
+            self.zero_grad()
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred, sample_weight=sw)
+            loss.backward()
+            grads = [v.value.grad for v in self.trainable_weights]
+            with torch.no_grad():
+                self.optimizer.apply(grads, self.trainable_weights)
+            self.loss_tracker.update_state(loss)
+            self.mae.update_state(y, y_pred, sample_weight=sw)
+            return {m.name: m.result() for m in self.metrics}
+
+        def test_step(self, data):
+            x, y, sw = keras.utils.unpack_x_y_sample_weight(data)
+            y_pred = self(x, training=False)
+            self.loss_tracker.update_state(self.compute_loss(y=y, y_pred=y_pred, sample_weight=sw))
+            self.mae.update_state(y, y_pred, sample_weight=sw)
+            return {m.name: m.result() for m in self.metrics}
+
+        def predict_step(self, data):
+            x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+            return {"y": self(x, training=False), "twice": 2 * self(x, training=False)}
+
+        @property
+        def metrics(self):
+            return [self.loss_tracker, self.mae]
+
+    return Model
+
+
+def custom_train_test_predict_steps(r):
+    model, history = fitted(r, with_middle(r, model_class=custom_steps_model_class()), sample_weight=SW,
+                            batch_size=5, validation_data=(XV, YV, SW[:6]),
+                            validation_batch_size=3)
+    return observe(model, history, evaluate=model.evaluate(X, Y, sample_weight=SW, batch_size=4, verbose=0),
+                   predict=model.predict(XV[:5], batch_size=2, verbose=0))
+
+
+def tracker_updated_per_example(r):   # a Mean fed per-example values with weights in train_step
+    import torch
+
+    class Model(K.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.err = K.metrics.Mean(name="err")
+            self.total = K.metrics.Sum(name="total")
+
+        def train_step(self, data):
+            x, y = data
+            self.zero_grad()
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+            loss.backward()
+            with torch.no_grad():
+                self.optimizer.apply([v.value.grad for v in self.trainable_weights], self.trainable_weights)
+            self.err.update_state(ops.abs(y - y_pred), sample_weight=ops.abs(x[:, :1]))
+            self.total.update_state(y_pred)   # per example (a scalar would count once a step)
+            return {"err": self.err.result(), "total": self.total.result()}
+
+        @property
+        def metrics(self):
+            return [self.err, self.total]
+
+    return observe(*fitted(r, with_middle(r, model_class=Model), batch_size=5))
+
+
+def custom_train_step_sum_loss(r):   # keras.io's torch train_step with a reduction="sum" loss
+    model, history = fitted(r, with_middle(r, model_class=custom_steps_model_class()), batch_size=5,
+                            loss=K.losses.MeanSquaredError(reduction="sum"), optimizer=lambda: K.optimizers.SGD(0.01))
+    return observe(model, history, evaluate=model.evaluate(X, Y, batch_size=4, verbose=0))
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+
+def stateful_metrics(r):
+    metrics = [K.metrics.AUC(name="auc"), K.metrics.Precision(name="p"), K.metrics.Recall(name="rec"),
+               K.metrics.BinaryAccuracy(name="acc"), K.metrics.F1Score(threshold=0.5, name="f1"),
+               K.metrics.R2Score(name="r2")]
+    model, history = fitted(r, with_middle(r, final_activation="sigmoid"), loss="binary_crossentropy",
+                            metrics=metrics, y=YB, batch_size=3, validation_data=(XV, (YV > 0).astype("float64")))
+    return observe(model, history, evaluate=model.evaluate(X, YB, sample_weight=SW, batch_size=3, verbose=0,
+                                                           return_dict=True))
+
+
+# --- state ------------------------------------------------------------------------------------------
+
+def layer_norm_fit_twice_predict(r):
+    model = with_middle(r, lambda: [L.LayerNormalization()], weights=[np.ones(3), np.zeros(3)])
+    model, first = fitted(r, model, optimizer=lambda: K.optimizers.Adam(0.05))
+    second = model.fit(X, Y, batch_size=3, epochs=2, shuffle=False, verbose=0)
+    return observe(model, second, first=num(first.history["loss"]), predict=model.predict(X[:7], batch_size=4,
+                                                                                          verbose=0))
+
+
+def save_then_load_in_another_scope(r):
+    model, _ = fitted(r, with_middle(r), optimizer=lambda: K.optimizers.Adam(0.05))
+    model.save("m.keras")
+    with scope(r, key="other"):
+        loaded = K.saving.load_model("m.keras")
+    history = loaded.fit(X, Y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    return observe(loaded, history, iterations=num(loaded.optimizer.iterations))
+
+
+# --- optimizers -------------------------------------------------------------------------------------
+
+def adamw_exclude():
+    optimizer = K.optimizers.AdamW(0.05, weight_decay=0.5)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    return optimizer
+
+
+OPTIMIZERS = {
+    "adamw_exclude_from_weight_decay": adamw_exclude,
+    "adafactor": lambda: K.optimizers.Adafactor(0.1),
+    "ftrl": lambda: K.optimizers.Ftrl(0.1, l1_regularization_strength=0.01),
+    "lamb": lambda: K.optimizers.Lamb(0.05),
+    "muon": lambda: K.optimizers.Muon(0.05),
+    "rmsprop_centered": lambda: K.optimizers.RMSprop(0.05, centered=True, momentum=0.5),
+    "nadam_clipnorm": lambda: K.optimizers.Nadam(0.05, clipnorm=0.1),
+    "lion_schedule": lambda: K.optimizers.Lion(K.optimizers.schedules.CosineDecay(0.05, 4, warmup_target=0.1,
+                                                                                  warmup_steps=2)),
+    "sgd_inverse_time_decay": lambda: K.optimizers.SGD(K.optimizers.schedules.InverseTimeDecay(0.1, 1, 0.5)),
+    "adam_accumulation_ema": lambda: K.optimizers.Adam(0.05, gradient_accumulation_steps=2, use_ema=True),
+}
+
+
+def optimizers(r):
+    out = {}
+    for name, make in OPTIMIZERS.items():
+        try:
+            model, history = fitted(r, with_middle(r), optimizer=make, epochs=3)
+            out[name] = observe(model, history, slots=[num(v) for v in model.optimizer.variables])
+        except Exception as e:
+            out[name] = {"raises": type(e).__name__, "message": str(e)[:300]}
+    return out
+
+
+IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss_reduction_sum,
+          loss_function, mean_with_sample_weight,
+          activity_regularization, kernel_regularizer,
+          add_loss_mean_in_layer, compute_loss_override, custom_train_test_predict_steps,
+          tracker_updated_per_example, custom_train_step_sum_loss, stateful_metrics, layer_norm_fit_twice_predict,
+          save_then_load_in_another_scope, optimizers]
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    return num(value)
+
+
+def main(names):
+    idioms = [i for i in IDIOMS if not names or i.__name__ in names]
+    results = {}
+    for replicas in (1, 2):
+        results[str(replicas)] = out = {}
+        for idiom in idioms:
+            os.chdir(tempfile.mkdtemp())
+            keras.utils.set_random_seed(0)
+            try:
+                out[idiom.__name__] = _jsonable(idiom(replicas))
+            except Exception as e:  # the observation is the exception's type and message
+                out[idiom.__name__] = {"raises": type(e).__name__, "message": str(e)[:300]}
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
