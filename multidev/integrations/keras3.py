@@ -283,11 +283,10 @@ def _keras_names(keras: Any) -> tuple:
         getattr(keras.layers.Layer, "_maybe_build")  # keras3_layers.maybe_build
         getattr(keras.Model, "_compute_loss")  # keras3_fit: an override of compute_loss without `training`
         getattr(keras.layers.Layer, "_flatten_layers")  # keras3_batch_norm
-        getattr(keras.layers.SpatialDropout1D, "_get_noise_shape")  # keras3_dropout
         getattr(keras.layers.BatchNormalization, "_moments")  # keras3_batch_norm.moments
         getattr(keras3_rnn_dropout.dropout_rnn_cell(), "_create_dropout_mask")
         torch_random = importlib.import_module("keras.src.backend.torch.random")   # keras3_random
-        for name in keras3_random.DRAWS:
+        for name in (*keras3_random.DRAWS, "dropout"):   # keras3_dropout too
             getattr(torch_random, name)
         for name in ("scale_loss_for_distribution", "reduce_values"):   # keras3_loss_scale
             getattr(importlib.import_module("keras.src.losses.loss"), name)
@@ -333,8 +332,7 @@ def _patch(keras: Any) -> None:
     _wrap_method(keras.layers.Layer, "_maybe_build", keras3_layers.maybe_build)
     _wrap_method(keras.layers.BatchNormalization, "__init__", keras3_batch_norm.init)
     _wrap_method(keras.layers.BatchNormalization, "_moments", keras3_batch_norm.moments)
-    for dropout in ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"):
-        _wrap_method(getattr(keras.layers, dropout), "call", keras3_dropout.call)
+    keras3_dropout.install(importlib.import_module("keras.src.backend.torch.random"))
     keras3_rnn_dropout.install(_wrap_method)
     keras3_random.install(importlib.import_module("keras.src.backend.torch.random"), keras.random.SeedGenerator)
     keras3_loss_scale.install(importlib.import_module("keras.src.losses.loss"))

@@ -308,12 +308,87 @@ def optimizers(r):
     return out
 
 
+# --- more inputs and state --------------------------------------------------------------------------
+
+def shuffled(r):   # fit's default shuffle, with an unseeded Dropout and validation_split drawing from torch's RNG
+    middle = lambda: [L.Dropout(0.3)]  # noqa: E731
+    model, history = fitted(r, with_middle(r, middle), shuffle=True, batch_size=3, epochs=3, validation_split=0.2)
+    return observe(model, history)
+
+
+def torch_tensors_and_apply_gradients(r):   # torch tensors to fit; a train_step with TF's apply_gradients form
+    import torch
+
+    class Model(K.Model):
+        def train_step(self, data):
+            x, y = data
+            self.zero_grad()
+            loss = self.compute_loss(y=y, y_pred=self(x, training=True))
+            loss.backward()
+            with torch.no_grad():
+                self.optimizer.apply_gradients(zip([v.value.grad for v in self.trainable_weights],
+                                                   self.trainable_weights))
+            return {"loss": loss}
+
+    return observe(*fitted(r, with_middle(r, model_class=Model), x=torch.as_tensor(X), y=torch.as_tensor(Y)))
+
+
+def normalization_adapted(r):
+    with scope(r):
+        norm = L.Normalization()
+        norm.adapt(X)
+        model = K.Sequential([K.Input((4,)), norm, L.Dense(3, activation="tanh"), L.Dense(1)])
+        model.set_weights([*norm.get_weights(), W1, B1, W2, np.zeros(1)])
+    return observe(*fitted(r, model, batch_size=3))
+
+
+def dict_outputs_and_losses(r):
+    with scope(r):
+        inputs = K.Input((4,))
+        hidden = L.Dense(3, activation="tanh")(inputs)
+        model = K.Model(inputs, {"reg": L.Dense(1, name="reg")(hidden),
+                                 "cls": L.Dense(1, activation="sigmoid", name="cls")(hidden)})
+        model.set_weights([W1, B1, W2, np.zeros(1), -W2, np.zeros(1)])
+    model, history = fitted(r, model, loss={"reg": K.losses.Huber(reduction="sum"), "cls": "binary_crossentropy"},
+                            y={"reg": Y, "cls": YB}, metrics={"cls": ["accuracy"]}, batch_size=3,
+                            optimizer=lambda: K.optimizers.SGD(0.05))
+    return observe(model, history, evaluate=model.evaluate(X, {"reg": Y, "cls": YB}, batch_size=4, verbose=0,
+                                                           return_dict=True))
+
+
+def recurrent_dropout_and_masking(r):
+    xs = np.tile(X[:, :, None], (1, 1, 2))
+    xs[::3, 3:] = 0.0
+    with scope(r):
+        model = K.Sequential([K.Input((4, 2)), L.Masking(0.0),
+                              L.GRU(3, dropout=0.2, recurrent_dropout=0.2, seed=5), L.Dense(1)])
+        model.set_weights([np.arange(18).reshape(2, 9) / 20.0 - 0.4, np.arange(27).reshape(3, 9) / 30.0 - 0.4,
+                           np.zeros((2, 9)), W2, np.zeros(1)])
+    return observe(*fitted(r, model, x=xs, batch_size=3))
+
+
+def attention_dropout(r):   # keras.layers.Attention draws its dropout itself (backend.random.dropout)
+    out = {}
+    for seed in (3, None):
+        with scope(r):
+            inputs = K.Input((4,))
+            seq = L.Reshape((2, 3))(L.Dense(6, activation="tanh")(inputs))
+            attended = L.Attention(dropout=0.5, seed=seed)([seq, seq])
+            model = K.Model(inputs, L.Dense(1)(L.Flatten()(attended)))
+            model.set_weights([np.arange(24).reshape(4, 6) / 20.0 - 0.5, np.zeros(6),
+                               np.arange(6).reshape(6, 1) / 5.0 - 0.5, np.zeros(1)])
+        out[str(seed)] = observe(*fitted(r, model, batch_size=3))
+    return out
+
+
 IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss_reduction_sum,
           loss_function, mean_with_sample_weight,
           activity_regularization, kernel_regularizer,
           add_loss_mean_in_layer, compute_loss_override, custom_train_test_predict_steps,
           tracker_updated_per_example, custom_train_step_sum_loss, stateful_metrics, layer_norm_fit_twice_predict,
-          save_then_load_in_another_scope, optimizers]
+          save_then_load_in_another_scope, optimizers, shuffled, torch_tensors_and_apply_gradients,
+          normalization_adapted, dict_outputs_and_losses, recurrent_dropout_and_masking,
+          attention_dropout]
 
 
 def _jsonable(value):

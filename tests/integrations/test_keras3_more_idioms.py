@@ -1,9 +1,11 @@
 """Keras 3 (torch backend) on multidev's MirroredStrategy gives Keras 3's one-device result for more idioms
 around ``fit``: the noise and dropout layers (``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout``,
-``SpatialDropout1D/2D``), loss reductions (``"sum"``, a plain function), losses added in ``call`` and by
+``SpatialDropout1D/2D``, ``Attention(dropout=...)``, a GRU's dropouts), loss reductions (``"sum"``, a plain
+function, a dict of losses), losses added in ``call`` and by
 regularizers, an overridden ``compute_loss``, torch-style ``train_step``/``test_step``/``predict_step`` with
 sample weights and trackers, stateful metrics, ``fit`` twice, saving in one scope and loading in another,
-and more optimizers (Adafactor, Ftrl, Lamb, Muon, AdamW excluding biases, schedules, accumulation + EMA).
+more optimizers (Adafactor, Ftrl, Lamb, Muon, AdamW excluding biases, schedules, accumulation + EMA), fit's
+default shuffle, torch tensors as inputs, an adapted ``Normalization``.
 
 ``_keras3_more_idioms_program.py`` runs every idiom as plain Keras 3 and on 2 logical CPUs in one fresh
 interpreter (as ``test_keras3_idioms.py``).
@@ -31,7 +33,9 @@ IDIOMS = ["gaussian_noise", "gaussian_dropout", "alpha_dropout", "spatial_dropou
           "loss_function", "mean_with_sample_weight", "activity_regularization", "kernel_regularizer",
           "add_loss_mean_in_layer", "compute_loss_override", "custom_train_test_predict_steps",
           "tracker_updated_per_example", "custom_train_step_sum_loss", "stateful_metrics",
-          "layer_norm_fit_twice_predict", "save_then_load_in_another_scope", "optimizers"]
+          "layer_norm_fit_twice_predict", "save_then_load_in_another_scope", "optimizers", "shuffled",
+          "torch_tensors_and_apply_gradients", "normalization_adapted", "dict_outputs_and_losses",
+          "recurrent_dropout_and_masking", "attention_dropout"]
 
 #: (rtol, atol): float64 programs whose losses Keras takes in float32 (test_keras3_idioms.TOLERANCE).
 TOLERANCE = (1e-5, 1e-7)
