@@ -43,7 +43,7 @@ from multidev.distribute.mirrored_strategy import MirroredStrategy
 from multidev.distribute.multi_worker_mirrored_strategy import MultiWorkerMirroredStrategy
 from multidev.integrations import (keras3_batch_norm, keras3_checkpoint, keras3_custom_step, keras3_datasets,
                                    keras3_dropout, keras3_layers, keras3_loss_scale, keras3_random, keras3_rnn_dropout,
-                                   keras3_split, keras3_tape)
+                                   keras3_split, keras3_tape, keras3_torch_modules)
 from multidev.train import trackables
 from multidev.values import context
 from multidev.values.gradients import LocalGrads
@@ -314,6 +314,7 @@ def _patch(keras: Any) -> None:
 
     variable_cls, in_stateless_scope, optimizer_classes, model_cls = _keras_names(keras)
     _wrap_method(variable_cls, "_initialize", _initialize)
+    keras3_torch_modules.install(_wrap_method, variable_cls)   # around _initialize
     _wrap_method(variable_cls, "_direct_assign", _direct_assign)
     _set_trainable(variable_cls)
     _replica_value(variable_cls, in_stateless_scope)

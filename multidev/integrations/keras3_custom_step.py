@@ -11,7 +11,8 @@ runs that step on its slice of the global batch, and three things make the N sli
   (TensorFlow's Keras scales the loss by ``1 / num_replicas``: the same on even splits);
 - **scalar metric updates**: ``Mean``/``Sum.update_state(scalar)`` without a ``sample_weight`` (the loss
   trackers of the guides, a step counter) is weighted by the same share, so one step counts once, as on one
-  device (``keras3_loss_scale.weighted_mean_update``); per-example updates (``metric.update_state(y, y_pred)``) count every replica's examples as they are;
+  device (``keras3_loss_scale.weighted_mean_update``); per-example updates (``metric.update_state(y, y_pred)``)
+  count every replica's examples as they are;
 - **the returned logs**: a value that is a metric's ``result()`` is read again in cross-replica context
   (every replica's state reduced); another floating value is the share-weighted sum of the replicas'.
 

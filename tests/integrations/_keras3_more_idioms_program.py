@@ -381,6 +381,60 @@ def attention_dropout(r):   # keras.layers.Attention draws its dropout itself (b
     return out
 
 
+# --- torch modules in a Keras model -----------------------------------------------------------------
+
+def torch_linear():
+    import torch
+
+    linear = torch.nn.Linear(4, 3).double()
+    with torch.no_grad():
+        linear.weight.copy_(torch.as_tensor(W1.T))
+        linear.bias.copy_(torch.as_tensor(B1))
+    return linear
+
+
+def torch_module_wrapper(r):   # keras.io's torch interop: TorchModuleWrapper, and a module as a layer's attribute
+    import torch
+
+    class Block(L.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.linear = torch_linear()   # Keras wraps it (TorchModuleWrapper)
+
+        def call(self, x):
+            return torch.tanh(self.linear(x))
+
+    out = {}
+    for name, first in (("wrapper", lambda: [L.TorchModuleWrapper(torch_linear()), L.Activation("tanh")]),
+                        ("attribute", lambda: [Block()])):
+        with scope(r):
+            model = K.Sequential([K.Input((4,)), *first(), L.Dense(1)])
+            model(X[:1])   # builds the Dense (the torch module has no symbolic output shape)
+            model.layers[-1].set_weights([W2, np.zeros(1)])
+            model.compile(optimizer=K.optimizers.Adam(0.05), loss="mse")
+        history = model.fit(X, Y, batch_size=3, epochs=2, shuffle=False, verbose=0)
+        model.save_weights("m.weights.h5")
+        model.load_weights("m.weights.h5")
+        out[name] = observe(model, history, evaluate=model.evaluate(XV, YV, batch_size=4, verbose=0),
+                            predict=model.predict(XV[:5], batch_size=2, verbose=0))
+    with scope(r):   # keras.io's torch-style train_step/test_step on it
+        inputs = K.Input((4,))
+        hidden = L.Activation("tanh")(L.TorchModuleWrapper(torch_linear(), output_shape=(None, 3))(inputs))
+        model = custom_steps_model_class()(inputs, L.Dense(1)(hidden))
+        model(X[:1])
+        model.layers[-1].set_weights([W2, np.zeros(1)])
+    out["custom_train_step"] = observe(*fitted(r, model, batch_size=5, validation_data=(XV, YV),
+                                               validation_batch_size=3))
+    return out
+
+
+def torch_module_made_outside_the_scope(r):   # refused on replicas: its forward would read one plain parameter
+    linear = torch_linear()
+    with scope(r):
+        model = K.Sequential([K.Input((4,)), L.TorchModuleWrapper(linear), L.Dense(1)])
+    return observe(*fitted(r, model))
+
+
 IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss_reduction_sum,
           loss_function, mean_with_sample_weight,
           activity_regularization, kernel_regularizer,
@@ -388,7 +442,7 @@ IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss
           tracker_updated_per_example, custom_train_step_sum_loss, stateful_metrics, layer_norm_fit_twice_predict,
           save_then_load_in_another_scope, optimizers, shuffled, torch_tensors_and_apply_gradients,
           normalization_adapted, dict_outputs_and_losses, recurrent_dropout_and_masking,
-          attention_dropout]
+          attention_dropout, torch_module_wrapper, torch_module_made_outside_the_scope]
 
 
 def _jsonable(value):
