@@ -101,9 +101,7 @@ def _on_scope_entry(strategy: Any) -> None:
 
 def _distributing_strategy() -> Any | None:
     strategy = context.current_scope_strategy()
-    if strategy is None or not strategy.extended.distributes_variables:
-        return None
-    return strategy
+    return strategy if strategy is not None and strategy.extended.distributes_variables else None
 
 
 _UNSUPPORTED_WHY = {
@@ -126,8 +124,7 @@ def _require_supported(strategy: Any, what: str) -> None:
 
 
 def _keras_aggregation(name: str) -> VariableAggregation:
-    return {"none": VariableAggregation.NONE, "mean": VariableAggregation.MEAN, "sum": VariableAggregation.SUM,
-            "only_first_replica": VariableAggregation.ONLY_FIRST_REPLICA}[name]
+    return VariableAggregation[name.upper()]   # "none", "mean", "sum", "only_first_replica"
 
 
 def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
@@ -147,6 +144,9 @@ def _distribute_value(variable: Any, strategy: Any) -> DistributedVariable:
                                                         synchronization=sync, aggregation=aggregation)
     var.requires_grad_(variable.trainable)
     var._reduce_in_backward = False   # Keras's optimizer.apply sums the gradients, not loss.backward()
+    if sync is VariableSynchronization.ON_READ and aggregation is VariableAggregation.SUM:
+        for i in range(strategy.extended.replica_offset == 0, len(var.values)):   # all but the chief's: read once
+            var.assign_component(i, torch.zeros_like(param))
     return var
 
 

@@ -381,6 +381,26 @@ def attention_dropout(r):   # keras.layers.Attention draws its dropout itself (b
     return out
 
 
+def summed_state_weight(r):   # keras.io's ComputeSum: a non-trainable weight (aggregation "sum") added to in call
+    class ComputeSum(L.Layer):
+        def build(self, shape):
+            self.total = self.add_weight(shape=(shape[-1],), initializer=K.initializers.Constant(1.0),
+                                         trainable=False, aggregation="sum")
+
+        def call(self, x, training=False):
+            if training:
+                self.total.assign_add(ops.sum(x, axis=0))
+            return x
+
+    with scope(r):
+        layer = ComputeSum()
+        inputs = K.Input((4,))
+        model = K.Model(inputs, L.Dense(1)(layer(L.Dense(3, activation="tanh")(inputs))))
+        initial = num(layer.total)
+        model.set_weights([W1, B1, np.asarray(initial), W2, np.zeros(1)])
+    return observe(*fitted(r, model, batch_size=3), initial=initial, total=num(layer.total))
+
+
 # --- torch modules in a Keras model -----------------------------------------------------------------
 
 def torch_linear():
@@ -442,7 +462,7 @@ IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss
           tracker_updated_per_example, custom_train_step_sum_loss, stateful_metrics, layer_norm_fit_twice_predict,
           save_then_load_in_another_scope, optimizers, shuffled, torch_tensors_and_apply_gradients,
           normalization_adapted, dict_outputs_and_losses, recurrent_dropout_and_masking,
-          attention_dropout, torch_module_wrapper, torch_module_made_outside_the_scope]
+          attention_dropout, summed_state_weight, torch_module_wrapper, torch_module_made_outside_the_scope]
 
 
 def _jsonable(value):

@@ -36,7 +36,7 @@ IDIOMS = ["gaussian_noise", "gaussian_dropout", "alpha_dropout", "spatial_dropou
           "tracker_updated_per_example", "custom_train_step_sum_loss", "stateful_metrics",
           "layer_norm_fit_twice_predict", "save_then_load_in_another_scope", "optimizers", "shuffled",
           "torch_tensors_and_apply_gradients", "normalization_adapted", "dict_outputs_and_losses",
-          "recurrent_dropout_and_masking", "attention_dropout", "torch_module_wrapper",
+          "recurrent_dropout_and_masking", "attention_dropout", "summed_state_weight", "torch_module_wrapper",
           "torch_module_made_outside_the_scope"]
 
 #: (rtol, atol): float64 programs whose losses Keras takes in float32 (test_keras3_idioms.TOLERANCE).
