@@ -14,6 +14,7 @@ and ``Model._compute_loss`` (Keras's own steps call it: it drops
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -100,10 +101,12 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
             with keras3_loss_scale.batch_share(size / global_size):
                 loss = model._compute_loss(x, y, y_pred, sample_weight, training=True)   # Keras's step calls it so
             loss_tracker.update_state(loss, sample_weight=size)
-            model.optimizer.scale_loss(loss * (size / global_size)).backward()
+            if weights:   # (a frozen model: Keras's step only warns)
+                model.optimizer.scale_loss(loss * (size / global_size)).backward()
             grads = [t.grad for t in values]
-        with torch.no_grad():
-            model.optimizer.apply(grads, weights)
+        if weights:
+            with torch.no_grad():
+                model.optimizer.apply(grads, weights)
         if size:
             model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
@@ -116,7 +119,10 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
         if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
             keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
-        strategy.run(keras_step, args=(parts, size, model.trainable_variables, split.sizes))
+        weights = model.trainable_variables
+        if not weights:
+            warnings.warn("The model does not have any trainable weights.")   # Keras's torch train_step's words
+        strategy.run(keras_step, args=(parts, size, weights, split.sizes))
         return model.get_metrics_result()
 
     return step

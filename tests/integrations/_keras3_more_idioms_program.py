@@ -401,6 +401,77 @@ def summed_state_weight(r):   # keras.io's ComputeSum: a non-trainable weight (a
     return observe(*fitted(r, model, batch_size=3), initial=initial, total=num(layer.total))
 
 
+class Shuffled(keras.utils.PyDataset):   # keras.io's PyDataset: batches, with weights, reshuffled at each epoch's end
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.order, self.rng = np.arange(10), np.random.RandomState(1)
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        rows = self.order[i * 3:(i + 1) * 3]
+        return X[rows], Y[rows], SW[rows]
+
+    def on_epoch_end(self):
+        self.rng.shuffle(self.order)
+
+
+def pydataset_on_epoch_end_threads(r):
+    return observe(*fitted(r, with_middle(r), x=Shuffled(workers=2), y=None, batch_size=None, shuffle=None,
+                           epochs=3))
+
+
+def custom_metric_class(r):   # keras.io's CategoricalTruePositives-style metric with add_variable and weights
+    class WeightedHits(K.metrics.Metric):
+        def __init__(self, **kwargs):
+            super().__init__(name="hits", **kwargs)
+            self.hits = self.add_variable(shape=(), initializer="zeros", name="hits")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            hits = ops.cast(ops.abs(y_true - y_pred) < 1.0, "float64")
+            if sample_weight is not None:
+                hits = hits * ops.reshape(ops.cast(sample_weight, "float64"), (-1, 1))
+            self.hits.assign_add(ops.sum(hits))
+
+        def result(self):
+            return self.hits
+
+        def reset_state(self):
+            self.hits.assign(0.0)
+
+    model, history = fitted(r, with_middle(r), metrics=[WeightedHits()], sample_weight=SW, batch_size=3,
+                            validation_data=(XV, YV))
+    return observe(model, history, evaluate=model.evaluate(X, Y, sample_weight=SW, batch_size=4, verbose=0))
+
+
+def frozen_whole_model(r):   # nothing to train: fit still logs the loss
+    model = with_middle(r)
+    model.trainable = False
+    return observe(*fitted(r, model, optimizer=lambda: K.optimizers.Adam(0.1)))
+
+
+def loss_scale_and_ema_in_train_step(r):   # torch-style step with scale_loss, LossScaleOptimizer, EMA
+    import torch
+
+    class Model(K.Model):
+        def train_step(self, data):
+            x, y = data
+            self.zero_grad()
+            loss = self.compute_loss(y=y, y_pred=self(x, training=True))
+            self.optimizer.scale_loss(loss).backward()
+            with torch.no_grad():
+                self.optimizer.apply([v.value.grad for v in self.trainable_weights], self.trainable_weights)
+            return {"loss": loss}
+
+    def optimizer():
+        return K.optimizers.LossScaleOptimizer(K.optimizers.Adam(0.05, use_ema=True, ema_momentum=0.5),
+                                               initial_scale=8.0, dynamic_growth_steps=2)
+
+    model, history = fitted(r, with_middle(r, model_class=Model), optimizer=optimizer, epochs=3, batch_size=5)
+    return observe(model, history, scale=num(model.optimizer.dynamic_scale))
+
+
 # --- torch modules in a Keras model -----------------------------------------------------------------
 
 def torch_linear():
@@ -462,7 +533,8 @@ IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss
           tracker_updated_per_example, custom_train_step_sum_loss, stateful_metrics, layer_norm_fit_twice_predict,
           save_then_load_in_another_scope, optimizers, shuffled, torch_tensors_and_apply_gradients,
           normalization_adapted, dict_outputs_and_losses, recurrent_dropout_and_masking,
-          attention_dropout, summed_state_weight, torch_module_wrapper, torch_module_made_outside_the_scope]
+          attention_dropout, summed_state_weight, pydataset_on_epoch_end_threads, custom_metric_class,
+          frozen_whole_model, loss_scale_and_ema_in_train_step, torch_module_wrapper, torch_module_made_outside_the_scope]
 
 
 def _jsonable(value):
