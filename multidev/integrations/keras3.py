@@ -224,10 +224,11 @@ def _apply(original: Any, optimizer: Any, grads: Any, trainable_variables: Any =
     ctx = env.replica_context
     if not optimizer.built:  # Keras builds it on the first apply: once, in cross-replica context
         ctx.merge_call(keras3_split.build_optimizer, args=(optimizer, list(trainable_variables or ())))
-    grads = list(grads)
     if type(env.step) is keras3_custom_step.StepState:   # a model's own train_step on a replica's slice
-        share = env.step.shares[env.replica_id]
-        grads = [None if g is None else g * share for g in grads]
+        grads = [None if g is None else g * env.step.shares[env.replica_id] for g in grads]
+    elif not keras3_loss_scale.IN_KERAS_STEP.get():   # a custom loop's own .grad tensors: the engine sums in place
+        grads = [None if g is None else g.clone() for g in grads]
+    grads = list(grads)
     variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
     plain = [v.path for v in variables if not isinstance(v._value, DistributedVariable)]
     if plain:  # one copy shared by every replica: each would apply the (summed) update to it

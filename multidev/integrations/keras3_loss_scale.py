@@ -31,18 +31,19 @@ from typing import Any, Iterator
 from multidev.integrations import keras3_custom_step
 from multidev.values import context
 
-_IN_KERAS_STEP: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_keras3_in_step", default=False)
+#: Whether the calling replica runs multidev's ``fit``/``evaluate`` step (read by ``keras3._apply``, a bare get).
+IN_KERAS_STEP: contextvars.ContextVar[bool] = contextvars.ContextVar("multidev_keras3_in_step", default=False)
 _SHARE: contextvars.ContextVar[float | None] = contextvars.ContextVar("multidev_keras3_share", default=None)
 
 
 @contextlib.contextmanager
 def keras_step() -> Iterator[None]:
     """Around a replica's part of multidev's ``fit``/``evaluate`` step: its losses stay Keras's own means."""
-    token = _IN_KERAS_STEP.set(True)
+    token = IN_KERAS_STEP.set(True)
     try:
         yield
     finally:
-        _IN_KERAS_STEP.reset(token)
+        IN_KERAS_STEP.reset(token)
 
 
 @contextlib.contextmanager
@@ -83,7 +84,7 @@ def weighted_mean_update(original: Any, metric: Any, values: Any, sample_weight:
 def scale_for_replicas(original: Any, value: Any) -> Any:
     """Keras's ``scale_loss_for_distribution``: 1/replicas in a custom loop's replica function."""
     env = context.replica_env()
-    if env is None or _IN_KERAS_STEP.get() or keras3_custom_step.share() is not None:
+    if env is None or IN_KERAS_STEP.get() or keras3_custom_step.share() is not None:
         return original(value)
     replicas = env.replica_context.num_replicas_in_sync
     if replicas <= 1:

@@ -472,6 +472,36 @@ def loss_scale_and_ema_in_train_step(r):   # torch-style step with scale_loss, L
     return observe(model, history, scale=num(model.optimizer.dynamic_scale))
 
 
+def custom_loop_gradients_kept(r):   # a custom loop reading v.value.grad after optimizer.apply, never zeroing them
+    model = with_middle(r)
+    with scope(r):
+        optimizer = K.optimizers.SGD(0.01)
+    seen = []
+
+    def step(x, y):
+        loss = K.losses.MeanSquaredError(reduction="sum")(y, model(x, training=True))
+        loss.backward()
+        grads = [v.value.grad for v in model.trainable_weights]
+        optimizer.apply(grads, model.trainable_weights)
+        return ops.stack([ops.sum(g) for g in grads])   # after apply: still this replica's own sums
+
+    for _ in range(3):
+        if r == 1:
+            seen.append(num(step(torch_x(X[:8]), torch_x(Y[:8]))))
+        else:
+            def replica_step():
+                i = int(md.distribute.get_replica_context().replica_id_in_sync_group)
+                return step(torch_x(X[4 * i:4 * i + 4]), torch_x(Y[4 * i:4 * i + 4]))
+            per_replica = STRATEGY["s"].run(replica_step)
+            seen.append(num(STRATEGY["s"].reduce("SUM", per_replica, axis=None)))
+    return observe(model, grad_sums=seen)
+
+
+def torch_x(a):
+    import torch
+    return torch.as_tensor(a)
+
+
 # --- torch modules in a Keras model -----------------------------------------------------------------
 
 def torch_linear():
@@ -534,7 +564,7 @@ IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss
           save_then_load_in_another_scope, optimizers, shuffled, torch_tensors_and_apply_gradients,
           normalization_adapted, dict_outputs_and_losses, recurrent_dropout_and_masking,
           attention_dropout, summed_state_weight, pydataset_on_epoch_end_threads, custom_metric_class,
-          frozen_whole_model, loss_scale_and_ema_in_train_step, torch_module_wrapper, torch_module_made_outside_the_scope]
+          frozen_whole_model, loss_scale_and_ema_in_train_step, custom_loop_gradients_kept, torch_module_wrapper, torch_module_made_outside_the_scope]
 
 
 def _jsonable(value):

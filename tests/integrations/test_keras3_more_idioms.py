@@ -7,7 +7,7 @@ sample weights and trackers, stateful metrics, ``fit`` twice, saving in one scop
 more optimizers (Adafactor, Ftrl, Lamb, Muon, AdamW excluding biases, schedules, accumulation + EMA), fit's
 default shuffle, torch tensors as inputs, an adapted ``Normalization``, a threaded ``PyDataset`` reshuffled
 in ``on_epoch_end``, a ``Metric`` subclass, a frozen model, ``LossScaleOptimizer`` with EMA in a torch-style
-step, a summed state weight, torch modules in the model
+step, a summed state weight, a custom loop keeping its gradients after ``optimizer.apply``, torch modules in the model
 (``TorchModuleWrapper``, a module as a layer's attribute; one made outside the scope is refused).
 
 ``_keras3_more_idioms_program.py`` runs every idiom as plain Keras 3 and on 2 logical CPUs in one fresh
@@ -39,7 +39,8 @@ IDIOMS = ["gaussian_noise", "gaussian_dropout", "alpha_dropout", "spatial_dropou
           "layer_norm_fit_twice_predict", "save_then_load_in_another_scope", "optimizers", "shuffled",
           "torch_tensors_and_apply_gradients", "normalization_adapted", "dict_outputs_and_losses",
           "recurrent_dropout_and_masking", "attention_dropout", "summed_state_weight", "pydataset_on_epoch_end_threads",
-          "custom_metric_class", "frozen_whole_model", "loss_scale_and_ema_in_train_step", "torch_module_wrapper",
+          "custom_metric_class", "frozen_whole_model", "loss_scale_and_ema_in_train_step", "custom_loop_gradients_kept",
+          "torch_module_wrapper",
           "torch_module_made_outside_the_scope"]
 
 #: (rtol, atol): float64 programs whose losses Keras takes in float32 (test_keras3_idioms.TOLERANCE).
