@@ -75,6 +75,9 @@ KNOWN: dict[str, str] = {
                                            "ValueError that say what is wrong",
     "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
                                                 "ValueError asking for batch(); TF 2.21 fails with IndexError",
+    "distributed_pipeline.enumerate_after_batch": "experimental_distribute_dataset of batch().enumerate() (a scalar "
+                                                  "index per global batch) raises ValueError saying to enumerate "
+                                                  "before batch(); TF 2.21 fails with IndexError",
     # guides typed as printed: function, mixed_precision, advanced_autodiff, keras.io's TF training-loop guides
     **{f"function_guide.{case}": "md.function runs its Python body on every call, as tf.config."
        "run_functions_eagerly(True) does (experimental_get_tracing_count still counts TF's traces): " + why

@@ -86,3 +86,32 @@ def test_per_replica_mode_in_experimental_distribute_dataset_is_not_implemented(
     options = md.distribute.InputOptions(experimental_replication_mode=md.distribute.InputReplicationMode.PER_REPLICA)
     with pytest.raises(NotImplementedError, match="distribute_datasets_from_function"):
         two.experimental_distribute_dataset(md.data.Dataset.range(4).batch(2), options)
+
+
+def _off(dataset):
+    options = md.data.Options()
+    options.experimental_distribute.auto_shard_policy = md.data.experimental.AutoShardPolicy.OFF
+    return dataset.with_options(options)
+
+
+def _steps(strategy, dataset):
+    return [[p.tolist() for p in strategy.experimental_local_results(b)]
+            for b in strategy.experimental_distribute_dataset(dataset)]
+
+
+def test_auto_shard_off_recuts_rows_across_global_batches(two):
+    """TF 2.21 (tests/conformance/cases/distributed_pipeline.py): with auto-sharding OFF on one worker a
+    partial batch in mid-stream is followed by the next batch's rows (before: [4] [] each epoch)."""
+    assert _steps(two, _off(md.data.Dataset.range(5).batch(4).repeat(2))) == [
+        [[0, 1], [2, 3]], [[4, 0], [1, 2]], [[3, 4], []]]
+    concatenated = md.data.Dataset.range(5).batch(4).concatenate(md.data.Dataset.range(10, 17).batch(4))
+    assert _steps(two, _off(concatenated)) == [[[0, 1], [2, 3]], [[4, 10], [11, 12]], [[13, 14], [15, 16]]]
+    # a map may change the batch: its batch size is unknown, each batch is split on its own (TF: [1, 1])
+    assert _steps(two, _off(md.data.Dataset.range(6).batch(4).map(lambda b: b * 2))) == [
+        [[0, 2], [4, 6]], [[8], [10]]]
+
+
+def test_scalar_component_of_a_batch_says_to_enumerate_first(two):
+    dist = two.experimental_distribute_dataset(md.data.Dataset.range(6).batch(4).enumerate())
+    with pytest.raises(ValueError, match=r"enumerate\(\) before batch\(\)"):
+        list(dist)
