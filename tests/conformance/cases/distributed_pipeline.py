@@ -2,7 +2,7 @@
 transformations, then the "Distributed input" guide's distribution), typed with ``md.``: each case
 records every step's per-replica slices, so a different split, order or partial batch shows."""
 
-from conformance_support import local, two_cpus, val
+from conformance_support import local, one_cpu, two_cpus, val
 
 
 def _steps(tf, dataset, options=None):
@@ -370,6 +370,48 @@ def case_train_on_batch_repeat_auto_shard_off(tf):
         return loss
     losses = [val(s.reduce("SUM", s.run(step, args=(x, y)), axis=None)) for x, y in s.experimental_distribute_dataset(ds)]
     return [losses, val(w.numpy())]
+
+
+_FIT_X = [[float(i % 5) - 2.0, float((i * 3) % 7) / 7.0] for i in range(13)]
+_FIT_Y = [[float(i % 3)] for i in range(13)]
+
+
+def _fit(tf, dataset, strategy=two_cpus, **kwargs):
+    """Keras ``fit`` of a Dense(1) on a two-replica strategy: loss history, mae and the weights."""
+    s = strategy(tf)
+    with s.scope():
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(
+            1, kernel_initializer=tf.keras.initializers.Constant(0.5), bias_initializer="zeros")])
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    history = model.fit(dataset, verbose=0, **kwargs)
+    return [history.history["loss"], history.history["mae"], [val(w.numpy()) for w in model.trainable_variables],
+            val(model.evaluate(dataset, verbose=0, steps=kwargs.get("steps_per_epoch")))]
+
+
+def case_fit_partial_batch(tf):
+    return _fit(tf, tf.data.Dataset.from_tensor_slices((_FIT_X, _FIT_Y)).batch(8), epochs=2)
+
+
+def case_fit_finite_batch_repeat_auto_shard_off(tf):
+    """6 examples in batches of 4, repeated twice, OFF: three steps of 4 rows (TF's cardinality says 4)."""
+    ds = tf.data.Dataset.from_tensor_slices((_FIT_X[:6], _FIT_Y[:6])).batch(4).repeat(2)
+    return _fit(tf, _with_policy(tf, ds, "OFF"), epochs=2)
+
+
+def case_fit_partial_batch_one_device(tf):
+    """The reference md's two-replica fit gives on an uneven last batch (one device's weights)."""
+    return _fit(tf, tf.data.Dataset.from_tensor_slices((_FIT_X, _FIT_Y)).batch(8), strategy=one_cpu, epochs=2)
+
+
+def case_fit_partial_batch_auto_shard_off(tf):
+    """With auto-sharding OFF TF 2.21 fills the last batch's replicas in order ([4, 1] of 5 rows)."""
+    ds = tf.data.Dataset.from_tensor_slices((_FIT_X, _FIT_Y)).batch(8)
+    return _fit(tf, _with_policy(tf, ds, "OFF"), epochs=2)
+
+
+def case_fit_repeat_steps_auto_shard_off(tf):
+    ds = tf.data.Dataset.from_tensor_slices((_FIT_X[:5], _FIT_Y[:5])).batch(4).repeat()
+    return _fit(tf, _with_policy(tf, ds, "OFF"), epochs=1, steps_per_epoch=3)
 
 
 def case_from_function_per_replica_shard(tf):
