@@ -372,6 +372,84 @@ def case_train_on_batch_repeat_auto_shard_off(tf):
     return [losses, val(w.numpy())]
 
 
+def case_two_iterators_interleaved(tf):
+    s = two_cpus(tf)
+    dist = s.experimental_distribute_dataset(tf.data.Dataset.range(6).batch(2))
+    a, b = iter(dist), iter(dist)
+    return [local(s, next(a)), local(s, next(b)), local(s, next(a)), local(s, next(a)), local(s, next(b))]
+
+
+def case_dataset_fn_calls_over_epochs(tf):
+    """``distribute_datasets_from_function`` calls the function once per input pipeline, not per epoch."""
+    s = two_cpus(tf)
+    calls = []
+
+    def dataset_fn(ctx):
+        calls.append(ctx.input_pipeline_id)
+        return tf.data.Dataset.range(4).batch(ctx.get_per_replica_batch_size(4))
+    dist = s.distribute_datasets_from_function(dataset_fn)
+    epochs = [[local(s, b) for b in dist] for _ in range(2)]
+    return [len(calls), epochs]
+
+
+def case_unbatched_rows_of_matrix(tf):
+    """Elements that are vectors (no batch()): each is cut along its dimension 0."""
+    s = two_cpus(tf)
+    ds = tf.data.Dataset.from_tensor_slices(tf.reshape(tf.range(12), [4, 3]))
+    return [local(s, b) for b in s.experimental_distribute_dataset(ds)]
+
+
+def case_generator_fixed_shape_unbatched(tf):
+    def gen():
+        for i in range(3):
+            yield [i, i + 10, i + 20, i + 30]
+    ds = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec((4,), tf.int64))
+    return _steps(tf, ds)
+
+
+def case_padded_batch_drop_remainder_spec(tf):
+    s = two_cpus(tf)
+    ds = tf.data.Dataset.range(1, 8).map(lambda n: tf.fill([n], n)).padded_batch(3, padded_shapes=[7],
+                                                                                   drop_remainder=True)
+    dist = s.experimental_distribute_dataset(ds)
+    even = s.experimental_distribute_dataset(tf.data.Dataset.range(9).batch(4, drop_remainder=True))
+    return [[local(s, b) for b in dist], _replica_shapes(dist.element_spec), _replica_shapes(even.element_spec)]
+
+
+def _replica_shapes(spec):
+    """The replicas' shapes in a PerReplicaSpec (TF keeps them in ``_component_specs``, md in ``value_specs``)."""
+    specs = spec._component_specs if hasattr(spec, "_component_specs") else spec.value_specs
+    return [[None if d is None else int(d) for d in v.shape] for v in specs]
+
+
+def case_window_flat_map_batches(tf):
+    ds = tf.data.Dataset.range(9).window(4, shift=3).flat_map(lambda w: w.batch(4))
+    return _steps(tf, ds)
+
+
+def case_sample_from_datasets_batched(tf):
+    s = two_cpus(tf)
+    ds = tf.data.Dataset.sample_from_datasets([tf.data.Dataset.range(5), tf.data.Dataset.range(100, 105)],
+                                              seed=3).batch(4)
+    steps = [local(s, b) for b in s.experimental_distribute_dataset(ds)]
+    return [[[len(r) for r in st] for st in steps], sorted(sum((sum(st, []) for st in steps), []))]
+
+
+def case_batch_parallel_deterministic(tf):
+    ds = tf.data.Dataset.range(10).map(lambda x: x * 3).batch(4, num_parallel_calls=2, deterministic=True)
+    return _steps(tf, ds)
+
+
+def case_distributed_string_tensors(tf):
+    s = two_cpus(tf)
+    ds = tf.data.Dataset.from_tensor_slices((["a", "bb", "ccc", "dd", "e"], [1, 2, 3, 4, 5])).batch(4)
+    out = []
+    for words, n in s.experimental_distribute_dataset(ds):
+        out.append([[[w.decode() if isinstance(w, bytes) else str(w) for w in val(v)]
+                     for v in s.experimental_local_results(words)], local(s, n)])
+    return out
+
+
 _FIT_X = [[float(i % 5) - 2.0, float((i * 3) % 7) / 7.0] for i in range(13)]
 _FIT_Y = [[float(i % 3)] for i in range(13)]
 
