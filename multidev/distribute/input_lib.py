@@ -2,10 +2,10 @@
 
 A distributed dataset yields, per global batch, one slice per replica in replica order (the seed's
 ``range(16).batch(4)`` over two replicas gives ``[0, 1]`` and ``[2, 3]``), each already on its
-replica's device. Replicas get ``global_batch // n`` examples (the first ``global_batch % n`` one
-more); a partial last batch is spread as TensorFlow spreads it, in consecutive slices of
-``ceil(B / n)`` rows (100 examples in batches of 16 on 2 replicas end with ``[2, 2]``, not
-``[4, 0]``): every example is seen exactly once, none is padded, duplicated or dropped.
+replica's device. On one worker a batch is cut as TensorFlow cuts it, in consecutive slices of
+``ceil(B / n)`` rows (100 examples in batches of 16 on 2 replicas end with ``[2, 2]``, not ``[4, 0]``;
+16 over 3 replicas: ``[6, 6, 4]``; auto-sharding OFF re-cuts the rows: ``batch_split``): every
+example is seen exactly once, none is padded, duplicated or dropped.
 """
 
 from __future__ import annotations
@@ -284,12 +284,12 @@ class DistributedDataset(_DistributedBase):
                 check_examples_along_dim0(index, self._examples[index], leading_size(element), flatten(element)[0])
             check_sampled_batch(index, leading_size(element), self._fewest)
             if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
-                yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
+                yield split_element(element, n, self._global_batch_size, self._num_workers) if n > 1 else [element]
                 continue
             if total == 1:
                 yield [element]
                 continue
-            chunks = split_element(element, total, self._global_batch_size)
+            chunks = split_element(element, total, self._global_batch_size, self._num_workers)
             if self._every_batch:  # DATA: every worker reads each global batch and keeps its replicas' slices
                 yield chunks[first:first + n]
             else:  # FILE/HINT/OFF: this worker's own batches, n replica slices per step

@@ -41,8 +41,8 @@ def test_compute_average_loss_on_the_last_step_matches_tensorflow(two):
 
 
 def test_keras_fit_splits_the_last_batch_like_the_dataset():
-    """Keras fit on a strategy spreads a partial batch as the distributed dataset does (4 rows over 3
-    replicas: [2, 2, 0]), and its loss and metrics stay exact."""
+    """Keras fit on a strategy splits a batch as the distributed dataset does (16 rows over 3 replicas:
+    [6, 6, 4], 4 rows: [2, 2, 0]), and its loss and metrics stay exact."""
     three = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
     seen = []
 
@@ -58,8 +58,8 @@ def test_keras_fit_splits_the_last_batch_like_the_dataset():
     x = torch.arange(20.0).reshape(20, 1)
     history = model.fit(x, torch.zeros(20, 1), batch_size=16, epochs=1, verbose=0, shuffle=False)
     dataset_split = _sizes(three, md.data.Dataset.range(20).batch(16))
-    assert dataset_split == [[6, 5, 5], [2, 2, 0]]
-    assert sorted(seen[-6:-3]) == [5, 5, 6] and sorted(seen[-3:]) == [0, 2, 2]
+    assert dataset_split == [[6, 6, 4], [2, 2, 0]]   # TF 2.21 on 3 logical CPUs (was [6, 5, 5])
+    assert sorted(seen[-6:-3]) == [4, 6, 6] and sorted(seen[-3:]) == [0, 2, 2]
     assert history.history["loss"][0] == pytest.approx(float((x ** 2).mean()), rel=1e-6)
     assert history.history["mae"][0] == pytest.approx(float(x.mean()), rel=1e-6)
 
