@@ -99,3 +99,5 @@ def test_auto_shard_off_steps_recut_rows_across_batches_as_tensorflow():
     np.testing.assert_allclose([keras.ops.convert_to_numpy(w).tolist() for w in model.trainable_variables][0],
                                expected[2][0], rtol=1e-5)
     np.testing.assert_allclose(model.evaluate(dataset, verbose=0), expected[3], rtol=1e-5)
+    endless = md.data.Dataset.from_tensor_slices(x[:5]).batch(4).repeat().with_options(options)
+    assert model.predict(endless, steps=2, verbose=0).shape == (8, 1)   # rows 0-3, 4 0 1 2 (before: 5 rows)

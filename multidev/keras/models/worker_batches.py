@@ -12,9 +12,10 @@ sharded again) instead of as global batches:
   (``StepsOfTheDataset``).
   DATA sharding (AUTO on in-memory data) is each worker's slices of every global batch, which the
   step runner's split already is;
-* in ``fit`` and ``evaluate`` on one worker, an ``md.data.Dataset`` with OFF/FILE/HINT whose batch size is
-  known: TensorFlow re-cuts its rows in order into the replicas' batches, a partial batch's rows followed
-  by the next batch's (``batch(4).repeat()`` of 5 examples: steps of rows 0-3, 4 0 1 2, 3 4 0 1).
+* on one worker (``fit``, its validation, ``evaluate``, ``predict``), an ``md.data.Dataset`` with
+  OFF/FILE/HINT whose batch size is known: TensorFlow re-cuts its rows in order into the replicas'
+  batches, a partial batch's rows followed by the next batch's (``batch(4).repeat()`` of 5 examples:
+  steps of rows 0-3, 4 0 1 2, 3 4 0 1).
 
 A torch DataLoader without such a sampler on several workers is each worker's slices of every batch too;
 each pass checks that the workers' first batches agree (``distribute/input_agreement.py``: a loader
@@ -45,16 +46,16 @@ def per_worker_input(model: Any, x: Any, own_streams: bool = False) -> Any:
     extended = strategy.extended
     if extended.num_workers > 1 and isinstance(x, tud.DataLoader):
         return SameOnEveryWorker(x, extended.worker_collective)
-    if own_streams and isinstance(x, Dataset) and _own_stream(x, extended):
+    if isinstance(x, Dataset) and _own_stream(x, extended, own_streams):
         distributed = strategy.experimental_distribute_dataset(x)
         steps = known_length(x)
         return distributed if steps is None else StepsOfTheDataset(distributed, steps)
     return x
 
 
-def _own_stream(x: Dataset, extended: Any) -> bool:
+def _own_stream(x: Dataset, extended: Any, own_streams: bool) -> bool:
     if extended.num_workers > 1:
-        return not _worker_input(x, extended.num_workers, extended.worker_index)[0]
+        return own_streams and not _worker_input(x, extended.num_workers, extended.worker_index)[0]
     # one worker, OFF/FILE/HINT: TF's steps re-cut the rows in order across batches (batch_split.filled_steps)
     return fills_in_order(x, 1, extended.num_local_replicas, graph.compute_batch_size(x))
 

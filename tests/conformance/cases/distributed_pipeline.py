@@ -476,6 +476,20 @@ def case_fit_finite_batch_repeat_auto_shard_off(tf):
     return _fit(tf, _with_policy(tf, ds, "OFF"), epochs=2)
 
 
+def case_validation_and_predict_steps_auto_shard_off(tf):
+    """``validation_steps`` and ``predict(steps=)`` on an endless OFF dataset of 5 examples in batches of 4:
+    steps of 4 rows across the batches (rows 0-3, then 4 0 1 2)."""
+    s = two_cpus(tf)
+    with s.scope():
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(
+            1, kernel_initializer=tf.keras.initializers.Constant(0.5), bias_initializer="zeros")])
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    ds = _with_policy(tf, tf.data.Dataset.from_tensor_slices((_FIT_X[:5], _FIT_Y[:5])).batch(4).repeat(), "OFF")
+    history = model.fit(ds, epochs=1, steps_per_epoch=2, validation_data=ds, validation_steps=2, verbose=0)
+    x_only = _with_policy(tf, tf.data.Dataset.from_tensor_slices(_FIT_X[:5]).batch(4).repeat(), "OFF")
+    return [history.history["val_loss"], history.history["val_mae"], val(model.predict(x_only, steps=2, verbose=0))]
+
+
 def case_fit_partial_batch_one_device(tf):
     """The reference md's two-replica fit gives on an uneven last batch (one device's weights)."""
     return _fit(tf, tf.data.Dataset.from_tensor_slices((_FIT_X, _FIT_Y)).batch(8), strategy=one_cpu, epochs=2)
