@@ -112,8 +112,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
 
     def step(data: Any) -> dict:
         parts, size = split(data[0])
-        if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
-            keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
+        if 0 in split.sizes:   # a replica without examples runs no forward pass (4 rows on 3: [2, 2, 0])
+            keras3_batch_norm.refuse_empty_slice(model, size, split.sizes)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
         strategy.run(keras_step, args=(parts, size, model.trainable_variables, split.sizes))
         return model.get_metrics_result()

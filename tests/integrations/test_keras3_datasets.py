@@ -101,3 +101,15 @@ def test_auto_shard_off_steps_recut_rows_across_batches_as_tensorflow():
     np.testing.assert_allclose(model.evaluate(dataset, verbose=0), expected[3], rtol=1e-5)
     endless = md.data.Dataset.from_tensor_slices(x[:5]).batch(4).repeat().with_options(options)
     assert model.predict(endless, steps=2, verbose=0).shape == (8, 1)   # rows 0-3, 4 0 1 2 (before: 5 rows)
+
+
+def test_synchronized_batch_norm_refuses_a_step_that_leaves_a_replica_empty():
+    """4 rows on 3 replicas are cut [2, 2, 0], as TF cuts them: a synchronized BatchNormalization would wait for
+    the empty replica's moments, so the step is refused saying why (it checked only batches under 3 rows)."""
+    with md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"]).scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2),
+                                  keras.layers.BatchNormalization(synchronized=True)])
+        model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((4, 2), "float32"), np.zeros((4, 2), "float32")
+    with pytest.raises(ValueError, match=r"\[2, 2, 0\].*every replica needs at least one example"):
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0)
