@@ -2,7 +2,7 @@
 transformations, then the "Distributed input" guide's distribution), typed with ``md.``: each case
 records every step's per-replica slices, so a different split, order or partial batch shows."""
 
-from conformance_support import local, one_cpu, two_cpus, val
+from conformance_support import local, one_cpu, raises, two_cpus, val
 
 
 def _steps(tf, dataset, options=None):
@@ -351,6 +351,15 @@ def case_auto_shard_off_past_end_shapes(tf):
     ds = tf.data.Dataset.range(1, 6).map(lambda n: (tf.fill([n], n), tf.zeros([2, 3]))).padded_batch(4)
     dist = s.experimental_distribute_dataset(_with_policy(tf, ds, "OFF"))
     return [[[list(x.shape), list(y.shape)] for x, y in s.experimental_local_results(b)] for b in dist]
+
+
+def case_auto_shard_off_padded_widths_differ(tf):
+    """OFF joins a partial batch's rows with the next batch's: padded batches of other widths cannot join
+    (TF: FailedPreconditionError naming no cause; md's says why)."""
+    s = two_cpus(tf)
+    ds = tf.data.Dataset.range(1, 8).map(lambda n: tf.fill([n], n)).padded_batch(4).repeat(2)
+    dist = s.experimental_distribute_dataset(_with_policy(tf, ds, "OFF"))
+    return raises(lambda: [local(s, b) for b in dist])
 
 
 def case_train_on_batch_repeat_auto_shard_off(tf):
