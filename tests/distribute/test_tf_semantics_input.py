@@ -115,3 +115,13 @@ def test_scalar_component_of_a_batch_says_to_enumerate_first(two):
     dist = two.experimental_distribute_dataset(md.data.Dataset.range(6).batch(4).enumerate())
     with pytest.raises(ValueError, match=r"enumerate\(\) before batch\(\)"):
         list(dist)
+
+
+def test_class_weight_of_a_distributed_batch_weighs_each_replicas_rows():
+    """fit's class_weight on a batch already split per replica (a worker's own stream): each replica's
+    labels give its weights, an empty replica none (it raised 'Could not infer dtype of PerReplica')."""
+    from multidev.keras.models.epoch_iterator import apply_class_weight
+    x = md.distribute.PerReplica((torch.zeros(2, 1), torch.zeros(0, 1)))
+    y = md.distribute.PerReplica((torch.tensor([0, 1]), torch.zeros(0, dtype=torch.int64)))
+    _, _, weights = apply_class_weight((x, y), {0: 1.0, 1: 3.0})
+    assert [w.tolist() for w in weights.values] == [[1.0, 3.0], []]

@@ -37,25 +37,29 @@ from multidev.distribute.torch_sampler import samplers_of
 from multidev.keras.models.data_adapter import StepsOfTheDataset, known_length
 
 
-def per_worker_input(model: Any, x: Any, own_streams: bool = False) -> Any:
+def per_worker_input(model: Any, x: Any, own_streams: bool = False, mapped: bool = False) -> Any:
     """``x``, or its distributed dataset when its batches are this worker's own (see above);
-    ``own_streams``: also for datasets sharded by FILE/HINT/OFF on several workers (``fit``, ``evaluate``)."""
+    ``own_streams``: also for datasets sharded by FILE/HINT/OFF on several workers (``fit``, ``evaluate``);
+    ``mapped``: Keras maps the dataset before distributing it (``class_weight``), so on one worker TF no
+    longer knows its batch size and splits each batch on its own."""
     strategy = model.distribute_strategy
     if samplers_of(x):
         return x if strategy.num_replicas_in_sync == 1 else strategy.experimental_distribute_dataset(x)
     extended = strategy.extended
     if extended.num_workers > 1 and isinstance(x, tud.DataLoader):
         return SameOnEveryWorker(x, extended.worker_collective)
-    if isinstance(x, Dataset) and _own_stream(x, extended, own_streams):
+    if isinstance(x, Dataset) and _own_stream(x, extended, own_streams, mapped):
         distributed = strategy.experimental_distribute_dataset(x)
         steps = known_length(x)
         return distributed if steps is None else StepsOfTheDataset(distributed, steps)
     return x
 
 
-def _own_stream(x: Dataset, extended: Any, own_streams: bool) -> bool:
+def _own_stream(x: Dataset, extended: Any, own_streams: bool, mapped: bool) -> bool:
     if extended.num_workers > 1:
         return own_streams and not _worker_input(x, extended.num_workers, extended.worker_index)[0]
+    if mapped:
+        return False
     # one worker, OFF/FILE/HINT: TF's steps re-cut the rows in order across batches (batch_split.filled_steps)
     return fills_in_order(x, 1, extended.num_local_replicas, graph.compute_batch_size(x))
 

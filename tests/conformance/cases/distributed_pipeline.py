@@ -499,6 +499,20 @@ def case_validation_and_predict_steps_auto_shard_off(tf):
     return [history.history["val_loss"], history.history["val_mae"], val(model.predict(x_only, steps=2, verbose=0))]
 
 
+def case_fit_class_weight_auto_shard_off(tf):
+    """``class_weight`` on an OFF dataset whose steps join two batches' rows."""
+    s = two_cpus(tf)
+    with s.scope():
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(
+            2, kernel_initializer=tf.keras.initializers.Constant(0.5), bias_initializer="zeros")])
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.1),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    labels = [i % 2 for i in range(6)]
+    ds = _with_policy(tf, tf.data.Dataset.from_tensor_slices((_FIT_X[:6], labels)).batch(4).repeat(2), "OFF")
+    history = model.fit(ds, epochs=2, class_weight={0: 1.0, 1: 3.0}, verbose=0)
+    return [history.history["loss"], [val(w.numpy()) for w in model.trainable_variables]]
+
+
 def case_fit_partial_batch_one_device(tf):
     """The reference md's two-replica fit gives on an uneven last batch (one device's weights)."""
     return _fit(tf, tf.data.Dataset.from_tensor_slices((_FIT_X, _FIT_Y)).batch(8), strategy=one_cpu, epochs=2)
