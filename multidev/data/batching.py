@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from multidev._core.errors import DataLossError, InvalidArgumentError
+from multidev._core.errors import DataLossError, FailedPreconditionError, InvalidArgumentError
 
 
 class PaddingTooSmallError(DataLossError, InvalidArgumentError):
@@ -295,4 +295,13 @@ class RebatchDataset(_UnaryDataset):
 def _concat(parts: list) -> list:
     if len(parts) == 1:
         return parts[0]
+    for i in range(len(parts[0])):
+        shapes = [list(p[i].shape) for p in parts]
+        if len({tuple(shape[1:]) for shape in shapes}) > 1:   # TF: FailedPreconditionError, naming no cause
+            raise FailedPreconditionError(
+                f"rebatch joins the rows of consecutive batches into one, and these differ beyond dimension 0 "
+                f"(shapes {shapes}, e.g. padded_batch padding each batch to its longest element). Distributed "
+                "input does this too on one worker with auto-sharding OFF, FILE or HINT (a partial batch's rows "
+                "are followed by the next batch's, as in TensorFlow). Pad to fixed padded_shapes, batch with "
+                "drop_remainder=True, or use AutoShardPolicy.AUTO/DATA.")
     return [structure.concat_components([p[i] for p in parts]) for i in range(len(parts[0]))]

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from multidev.data.batching import BatchDataset, RebatchDataset
+from multidev.data.batching import BatchDataset
+from multidev.data.combine import ConcatenateDataset, ZipDataset
 from multidev.data.dataset import Dataset
 from multidev.data.files import TextLineDataset
 from multidev.data.mapping import FilterDataset, MapDataset
 from multidev.data.prefetch import PrefetchDataset
 from multidev.data.shuffle import ShuffleDataset
+from multidev.data.stateful import AssertCardinalityDataset
 from multidev.data.transforms import (
     CacheDataset,
     OptionsDataset,
@@ -30,12 +32,16 @@ from multidev.data.transforms import (
     TakeDataset,
 )
 
-# Nodes that keep the batch size of their input's elements (TF's "batch size orthogonal" ops,
-# plus map/filter, which keep it for the per-batch functions distributed input is used with).
-BATCH_PRESERVING = (
+# TF's "batch size orthogonal" ops: compute_batch_size walks through them. A map may change the batch
+# (TF 2.21 answers -1 for ``batch(4).map(f)``), so distributed input treats its batches as of unknown size.
+BATCH_ORTHOGONAL = (
     PrefetchDataset, OptionsDataset, RepeatDataset, CacheDataset, TakeDataset, SkipDataset,
-    ShardDataset, ShuffleDataset, MapDataset, FilterDataset,
+    ShardDataset, ShuffleDataset, FilterDataset, AssertCardinalityDataset,
 )
+# Nodes ``find_batch`` walks through: the orthogonal ones and maps (which keep it for per-batch functions).
+BATCH_PRESERVING = (*BATCH_ORTHOGONAL, MapDataset)
+# Nodes whose inputs must all have one batch size for the node to have it (TF: zip, concatenate).
+_MULTIPLE_INPUTS = (ZipDataset, ConcatenateDataset)
 
 # Trailing nodes a DATA shard is inserted under (TF: prefetch, options, finalize).
 TRAILING = (PrefetchDataset, OptionsDataset)
@@ -64,23 +70,20 @@ def find_batch(dataset: Dataset) -> BatchDataset | None:
 
 
 def compute_batch_size(dataset: Dataset) -> int:
-    """The static batch size of the dataset's elements, or -1 if it cannot be determined."""
-    node = find_batch(dataset)
-    if node is not None:
-        return node.batch_size
-    rebatch = _find(dataset, RebatchDataset)
-    if rebatch is not None and len(set(rebatch.batch_sizes)) == 1:
-        return rebatch.batch_sizes[0]
-    return -1
-
-
-def _find(dataset: Dataset, kind: type) -> Dataset | None:
+    """The static batch size of the dataset's elements, or -1 if it cannot be determined: TF's
+    ``compute_batch_size`` walk (the batch node under batch-size-orthogonal ops; a zip or concatenation
+    of datasets of one batch size has it; a map, rebatch, unbatch or interleave gives -1). TF first reads a
+    size off a fully known element_spec (a map of a ``drop_remainder`` batch: 4); this walk runs no map to
+    learn its spec, and such batches are all full, so no split differs."""
     node = dataset
-    while not isinstance(node, kind):
-        if not isinstance(node, BATCH_PRESERVING):
-            return None
+    while isinstance(node, BATCH_ORTHOGONAL):
         node = node._inputs[0]
-    return node
+    if isinstance(node, BatchDataset):
+        return node.batch_size
+    if isinstance(node, _MULTIPLE_INPUTS):
+        sizes = {compute_batch_size(source) for source in node._inputs}
+        return sizes.pop() if len(sizes) == 1 else -1
+    return -1
 
 
 def file_readers(dataset: Dataset) -> list[TextLineDataset]:

@@ -1,15 +1,19 @@
 """How one global batch is cut into per-replica batches, as TensorFlow's rebatching cuts it
-(full batches evenly, partial last batches spread or filled in order)."""
+(full batches evenly, partial batches spread; with auto-sharding off, rows re-cut in order)."""
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Iterator
 
 import torch
 
 from multidev.data.combine import ZippedDict, ZippedTuple
+from multidev.data.options import AutoShardPolicy
 from multidev.distribute.example_lists import example_count, split_examples
 from multidev.values.distributed import flatten, map_structure
+
+_FILLING_POLICIES = (AutoShardPolicy.OFF, AutoShardPolicy.FILE, AutoShardPolicy.HINT)
 
 
 def replica_batch_sizes(global_batch_size: int, num_replicas: int) -> list[int]:
@@ -31,10 +35,7 @@ def leading_size(element: Any) -> int:
     for leaf in flatten(element):
         if isinstance(leaf, torch.Tensor):
             if leaf.dim() == 0:
-                raise ValueError(
-                    "Cannot distribute a dataset of scalars across replicas: each element must be a batch. "
-                    "Call dataset.batch(global_batch_size) before distributing it."
-                )
+                raise ValueError(_scalar_message(element))
             sizes.add(leaf.shape[0])
         elif hasattr(leaf, "__len__"):
             sizes.add(len(leaf))
@@ -57,6 +58,16 @@ def leading_size(element: Any) -> int:
     return sizes.pop()
 
 
+def _scalar_message(element: Any) -> str:
+    batched = [leaf for leaf in flatten(element) if not isinstance(leaf, torch.Tensor) or leaf.dim() > 0]
+    if not batched:
+        return ("Cannot distribute a dataset of scalars across replicas: each element must be a batch. "
+                "Call dataset.batch(global_batch_size) before distributing it.")
+    return ("Cannot split a global batch with a scalar component across replicas: every component is cut along "
+            "its dimension 0, and a scalar (e.g. the index of Dataset.enumerate() applied after batch()) has none. "
+            "Call enumerate() before batch() (its indices are then batched too), or drop the scalar in a map.")
+
+
 def partial_batch_sizes(batch_size: int, num_replicas: int) -> list[int]:
     """How many examples each replica gets from a partial (last) global batch, as TensorFlow splits it.
 
@@ -68,26 +79,32 @@ def partial_batch_sizes(batch_size: int, num_replicas: int) -> list[int]:
     return [max(0, min(per, batch_size - r * per)) for r in range(num_replicas)]
 
 
-def filled_batch_sizes(batch_size: int, full_sizes: list[int]) -> list[int]:
-    """A partial batch cut into the full batch's slice sizes in replica order, the rule of TensorFlow's
-    rebatching when auto-sharding is OFF, FILE or HINT on one worker: 5 rows of an 8-row batch over 2
-    replicas give ``[4, 1]``, 2 rows of a 4-row batch ``[2, 0]``."""
-    out, left = [], batch_size
-    for size in full_sizes:
-        out.append(min(size, left))
-        left -= out[-1]
-    return out
-
-
-def split_sizes(size: int, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[int]:
-    """Rows per replica for one global batch of ``size`` rows (``static_batch_size``: the dataset's
-    batch size, <= 0 when unknown): a full batch as ``replica_batch_sizes``, a partial one as
-    ``partial_batch_sizes`` (``filled_batch_sizes`` with ``fill_in_order``)."""
-    if 0 < size < static_batch_size:
-        if fill_in_order:
-            return filled_batch_sizes(size, replica_batch_sizes(static_batch_size, num_replicas))
+def split_sizes(size: int, num_replicas: int, static_batch_size: int, num_workers: int) -> list[int]:
+    """Rows per replica for one global batch of ``size`` rows (``static_batch_size``: the dataset's batch
+    size, <= 0 when unknown). On one worker TF 2.21 cuts every batch in consecutive slices of ``ceil(B / n)``
+    rows (``partial_batch_sizes``; observed on 3 replicas: 16 rows as [6, 6, 4]); on several workers a full
+    batch in sizes that differ by at most one (``replica_batch_sizes``), a partial one in ``ceil`` slices."""
+    if num_workers == 1 or 0 < size < static_batch_size:
         return partial_batch_sizes(size, num_replicas)
     return replica_batch_sizes(size, num_replicas)
+
+
+def fills_in_order(dataset: Any, num_workers: int, num_replicas: int, batch_size: int) -> bool:
+    """Whether TF 2.21 re-cuts this dataset's rows in order (``filled_steps``): one worker of several
+    replicas, auto-sharding OFF, FILE or HINT, and a known batch size (else each batch is split alone)."""
+    policy = dataset.options().experimental_distribute.auto_shard_policy
+    return num_workers == 1 and num_replicas > 1 and batch_size > 0 and policy in _FILLING_POLICIES
+
+
+def filled_steps(dataset: Any, num_replicas: int, batch_size: int) -> Iterator[list]:
+    """Steps of one worker with auto-sharding OFF, FILE or HINT, as TF 2.21 rebatches them: the stream
+    of rows re-cut in order into the replicas' batch sizes, so a partial batch's rows are followed by the
+    next batch's (5 rows in batches of 4, repeated, over 2 replicas: [0, 1] [2, 3] | [4, 0] [1, 2] |
+    [3, 4] -); a replica past the end gets None."""
+    parts = iter(dataset.rebatch(replica_batch_sizes(batch_size, num_replicas)))
+    for first in parts:
+        step = [first, *itertools.islice(parts, num_replicas - 1)]
+        yield step + [None] * (num_replicas - len(step))
 
 
 def zipped_parts(element: Any) -> list | None:
@@ -122,13 +139,13 @@ def _split_rows(element: Any, sizes: list[int]) -> list[Any]:
     return [map_structure(lambda leaf, a=bounds[r], b=bounds[r + 1]: leaf[a:b], element) for r in range(len(sizes))]
 
 
-def split_element(element: Any, num_replicas: int, static_batch_size: int, fill_in_order: bool = False) -> list[Any]:
+def split_element(element: Any, num_replicas: int, static_batch_size: int, num_workers: int) -> list[Any]:
     """Split one global batch into per-replica batches, in order (sizes from ``split_sizes``; a zip of parts
     batched to different sizes: each part on its own, ``_split_zipped``)."""
     if zipped_parts(element) is not None:
         return _split_zipped(element, num_replicas)
     if example_count(element) is not None:
         return split_examples(element, split_sizes(example_count(element), num_replicas, static_batch_size,
-                                                   fill_in_order))
-    return _split_rows(element, split_sizes(leading_size(element), num_replicas, static_batch_size, fill_in_order))
+                                                   num_workers))
+    return _split_rows(element, split_sizes(leading_size(element), num_replicas, static_batch_size, num_workers))
 

@@ -2,10 +2,10 @@
 
 A distributed dataset yields, per global batch, one slice per replica in replica order (the seed's
 ``range(16).batch(4)`` over two replicas gives ``[0, 1]`` and ``[2, 3]``), each already on its
-replica's device. Replicas get ``global_batch // n`` examples (the first ``global_batch % n`` one
-more); a partial last batch is spread as TensorFlow spreads it, in consecutive slices of
-``ceil(B / n)`` rows (100 examples in batches of 16 on 2 replicas end with ``[2, 2]``, not
-``[4, 0]``): every example is seen exactly once, none is padded, duplicated or dropped.
+replica's device. On one worker a batch is cut as TensorFlow cuts it, in consecutive slices of
+``ceil(B / n)`` rows (100 examples in batches of 16 on 2 replicas end with ``[2, 2]``, not ``[4, 0]``;
+16 over 3 replicas: ``[6, 6, 4]``; auto-sharding OFF re-cuts the rows: ``batch_split``): every
+example is seen exactly once, none is padded, duplicated or dropped.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from multidev.distribute.input_options import (InputContext, InputOptions, Input
                                                check_for_datasets_from_function)
 from multidev.distribute.input_agreement import batch_print, check_same_first_batch, reads_torch
 from multidev.distribute.pipeline_random import RoundStreams, shared_generators
-from multidev.distribute.batch_split import leading_size, split_element
+from multidev.distribute.batch_split import filled_steps, fills_in_order, leading_size, split_element
 from multidev.distribute.example_lists import example_count, pack_examples
 from multidev.distribute.torch_sampler import (PIPELINES, check_examples_along_dim0, check_loader_feeds_every_replica,
                                                check_sampled_batch, sampled_batch_minimum,
@@ -60,8 +60,8 @@ def _to_device(element: Any, device: torch.device) -> Any:
 
 
 def _empty_like(element: Any) -> Any:
-    """No examples shaped like ``element`` (an unbatched scalar element gives an empty vector)."""
-    return map_structure(lambda leaf: leaf.reshape(-1)[:0] if leaf.dim() == 0 else leaf[:0], element)
+    """No examples shaped like ``element`` (tensors, batches of strings; a scalar gives an empty vector)."""
+    return map_structure(lambda leaf: leaf.reshape(-1)[:0] if leaf.ndim == 0 else leaf[:0], element)
 
 
 def _empty_as_spec(spec: Any, element: Any) -> Any:
@@ -172,9 +172,6 @@ class DistributedIterator(DataIterator):
         return super().__next__()
 
 
-_FILLING_POLICIES = (AutoShardPolicy.OFF, AutoShardPolicy.FILE, AutoShardPolicy.HINT)
-
-
 def _worker_input(dataset: Dataset, num_workers: int, worker_index: int) -> tuple[bool, Dataset]:
     """What this worker reads, following ``AutoShardPolicy``; True means "every global batch,
     keep this worker's slices" (DATA sharding), False "this dataset's batches are all ours"."""
@@ -221,9 +218,8 @@ class DistributedDataset(_DistributedBase):
         # batch_sampler's batches, whose sizes are unknown ahead: each must feed every replica.
         self._examples = loader_batch_sizes(loader) if self._dataset is dataset else None
         self._fewest = sampled_batch_minimum(loader, replicas) if self._dataset is dataset else 0
-        # One worker, auto-sharding OFF/FILE/HINT: TF 2.21 fills a partial batch's replicas in order.
-        policy = dataset.options().experimental_distribute.auto_shard_policy
-        self._fill_in_order = self._num_workers == 1 and policy in _FILLING_POLICIES
+        # One worker, auto-sharding OFF/FILE/HINT, batch size known: TF 2.21 re-cuts the rows in order.
+        self._fill_in_order = fills_in_order(dataset, self._num_workers, len(self._devices), self._global_batch_size)
         # Every worker keeps its slice of each torch batch: the workers check they read the same first batch.
         self._agree, self._first_prints = self._every_batch and reads_torch(dataset), collections.deque()
         # Workers reading their own batches (FILE/HINT/OFF) may run out at different steps.
@@ -276,8 +272,11 @@ class DistributedDataset(_DistributedBase):
 
     def _own_stream(self) -> Iterator[list]:
         n = len(self._devices)
-        total = n * self._num_workers
-        first = self._worker_index * n
+        total, first = n * self._num_workers, self._worker_index * n
+        if self._fill_in_order:
+            for step in filled_steps(self._dataset, n, self._global_batch_size):
+                yield [_empty_as_spec(self._dataset.element_spec, step[0]) if p is None else p for p in step]
+            return
         for index, element in enumerate(self._dataset):
             if index == 0 and self._agree:
                 self._first_prints.append(batch_print(element))
@@ -285,12 +284,12 @@ class DistributedDataset(_DistributedBase):
                 check_examples_along_dim0(index, self._examples[index], leading_size(element), flatten(element)[0])
             check_sampled_batch(index, leading_size(element), self._fewest)
             if self._worker_share:   # this worker's own batch: its replicas' slices, one step each
-                yield split_element(element, n, self._global_batch_size) if n > 1 else [element]
+                yield split_element(element, n, self._global_batch_size, self._num_workers) if n > 1 else [element]
                 continue
             if total == 1:
                 yield [element]
                 continue
-            chunks = split_element(element, total, self._global_batch_size, self._fill_in_order)
+            chunks = split_element(element, total, self._global_batch_size, self._num_workers)
             if self._every_batch:  # DATA: every worker reads each global batch and keeps its replicas' slices
                 yield chunks[first:first + n]
             else:  # FILE/HINT/OFF: this worker's own batches, n replica slices per step

@@ -97,14 +97,14 @@ def refuse_uneven_custom_step(model: Any, sizes: list) -> None:
         )
 
 
-def refuse_empty_slice(model: Any, global_size: int, replicas: int) -> None:
+def refuse_empty_slice(model: Any, global_size: int, sizes: list) -> None:
     """Before a step whose global batch leaves a replica without examples: refuse a model holding a
     synchronized ``BatchNormalization`` (the replica with no examples runs no forward pass, so the others'
     moment all-reduce would wait for it)."""
     if _synchronized_in(model):
         raise ValueError(
             f"{type(model).__name__} has a BatchNormalization(synchronized=True) and got a global batch of "
-            f"{global_size} example(s) on {replicas} replicas: every replica needs at least one example to "
-            "join the batch moments. Choose a batch_size whose remainder is 0 or at least the number of "
-            "replicas, or drop the remainder."
+            f"{global_size} example(s) on {len(sizes)} replicas, cut as TensorFlow cuts it ({sizes}): every replica "
+            "needs at least one example to join the batch moments. Choose a batch_size every replica gets rows "
+            "of (slices of ceil(batch / replicas) rows), or drop the remainder."
         )

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch.optim import optimizer as torch_optimizer
 
+from multidev.distribute.batch_split import split_sizes
 from multidev.integrations import keras3_batch_norm, keras3_dropout
 from multidev.integrations.keras3_fit import _leading, _Splitter
 from multidev.values import context
@@ -73,14 +74,17 @@ def _check_array(model: Any, strategy: Any, x: Any, batch: int) -> None:
     replicas = strategy.num_replicas_in_sync
     if not hasattr(x, "shape") or not len(x.shape):
         return  # a dataset, generator or structure: checked at each step
-    size = int(x.shape[0])
-    if 0 < size % int(batch) < replicas:
-        raise ValueError(
-            f"{type(model).__name__} overrides its train_step/test_step and would get a last batch of "
-            f"{size % batch} example(s) ({size} examples in batches of {batch}) on {replicas} replicas: every "
-            "replica needs at least one. Choose a batch_size whose remainder is 0 or at least the number of "
-            "replicas, or drop the remainder."
-        )
+    size, batch = int(x.shape[0]), int(batch)
+    for rows in {min(size, batch), size % batch} - {0}:   # a full batch and the last one, cut as TF cuts them
+        sizes = split_sizes(rows, replicas, batch, strategy.extended.num_workers)
+        if 0 in sizes:
+            raise ValueError(
+                f"{type(model).__name__} overrides its train_step/test_step and would get "
+                f"{'a last batch' if rows == size % batch else 'batches'} of {rows} "
+                f"example(s) ({size} examples in batches of {batch}) on {replicas} replicas, cut as TensorFlow cuts "
+                f"it ({sizes}): every replica needs at least one. Choose a batch_size every replica gets rows of "
+                "(slices of ceil(batch / replicas) rows), or drop the remainder."
+            )
 
 
 def refuse_torch_optim(optimizer: Any, args: tuple, kwargs: dict) -> None:
@@ -172,9 +176,9 @@ def step_function(model: Any, strategy: Any, name: str, tracker: ResultTracker) 
         if min(sizes) == 0:
             raise ValueError(
                 f"{type(model).__name__}.{name} (a custom step) on {strategy.num_replicas_in_sync} replicas got a "
-                f"global batch of {size} example(s): every replica needs at least one. Use a batch size whose "
-                "remainder is 0 or at least the number of replicas (or drop the remainder); train_on_batch: "
-                f"pass at least {strategy.num_replicas_in_sync} examples."
+                f"global batch of {size} example(s), cut as TensorFlow cuts it ({sizes}): every replica needs at "
+                "least one. Use a batch size every replica gets rows of (slices of ceil(batch / replicas) rows), or "
+                f"drop the remainder; train_on_batch: pass at least {strategy.num_replicas_in_sync} examples."
             )
         if name == "train_step" and len(set(sizes)) > 1:
             keras3_batch_norm.refuse_uneven_custom_step(model, sizes)

@@ -15,8 +15,11 @@ import functools
 import importlib
 from typing import Any
 
+from multidev.data import graph
 from multidev.data.combine import unmarked
 from multidev.data.dataset import Dataset
+from multidev.distribute.batch_split import fills_in_order
+from multidev.distribute.context_api import get_strategy
 
 _state = {"adapter": None}   # Keras's DataAdapter subclass, made when Keras is patched
 
@@ -47,9 +50,22 @@ def install(keras: Any, quiet: bool = False) -> None:
             return original(x, y=y, sample_weight=sample_weight, batch_size=batch_size,
                             steps_per_epoch=steps_per_epoch, shuffle=shuffle, class_weight=class_weight)
         _refuse_beside(y, sample_weight)
-        return _state["adapter"](x, class_weight)
+        return _state["adapter"](x if class_weight else _rows_recut(x), class_weight)   # TF maps for class_weight
 
     adapters.get_data_adapter = get_data_adapter
+
+
+def _rows_recut(dataset: Dataset) -> Dataset:
+    """As TF's steps with auto-sharding OFF/FILE/HINT on one worker: the rows re-cut in order into global
+    batches of the dataset's batch size, a partial batch's rows followed by the next batch's
+    (``batch_split.filled_steps``). A short last step's split changes no result: each replica's gradients
+    are weighted by its share. Keras builds its adapter in the model's strategy's scope. With ``class_weight``
+    Keras on TF maps the dataset first, and TF splits each batch of a mapped dataset on its own."""
+    extended = get_strategy().extended
+    size = graph.compute_batch_size(dataset)
+    if fills_in_order(dataset, extended.num_workers, extended.num_local_replicas, size):
+        return dataset.rebatch(size)
+    return dataset
 
 
 def _refuse_beside(y: Any, sample_weight: Any) -> None:

@@ -51,20 +51,20 @@ class _Splitter:
     def __call__(self, batch: Any) -> tuple[PerReplica, int]:
         size = _leading(batch)
         self.full = max(self.full, size)
-        parts = _split(batch, self.strategy.num_replicas_in_sync, self.full)
+        parts = _split(batch, self.strategy.num_replicas_in_sync, self.full, self.strategy.extended.num_workers)
         self.sizes = [_leading(p) for p in parts]
         extended = self.strategy.extended
         offset = extended.replica_offset
         return PerReplica(parts[offset:offset + extended.num_local_replicas]), size
 
 
-def _split(batch: Any, replicas: int, full: int) -> list:
+def _split(batch: Any, replicas: int, full: int, workers: int) -> list:
     """``split_element`` keeping a tuple's ``None`` entries (``train_on_batch`` passes ``(x, y, None)``, and a
     custom step unpacks it as on one device)."""
     if not isinstance(batch, tuple) or all(item is not None for item in batch):
-        return split_element(batch, replicas, full)
+        return split_element(batch, replicas, full, workers)
     kept = [i for i, item in enumerate(batch) if item is not None]
-    parts = split_element(tuple(batch[i] for i in kept), replicas, full)
+    parts = split_element(tuple(batch[i] for i in kept), replicas, full, workers)
     return [tuple(part[kept.index(i)] if i in kept else None for i in range(len(batch))) for part in parts]
 
 
@@ -116,8 +116,8 @@ def train_function(keras: Any, model: Any, strategy: Any, loss_tracker: Any) -> 
 
     def step(data: Any) -> dict:
         parts, size = split(data[0])
-        if size < strategy.num_replicas_in_sync:   # a replica without examples runs no forward pass
-            keras3_batch_norm.refuse_empty_slice(model, size, strategy.num_replicas_in_sync)
+        if 0 in split.sizes:   # a replica without examples runs no forward pass (4 rows on 3: [2, 2, 0])
+            keras3_batch_norm.refuse_empty_slice(model, size, split.sizes)
         # The trainable variables once a step, in the caller (Keras walks every layer to list them).
         weights = model.trainable_variables
         if not weights:

@@ -75,6 +75,13 @@ KNOWN: dict[str, str] = {
                                            "ValueError that say what is wrong",
     "input_tutorial.distributed_unbatched_dataset": "experimental_distribute_dataset of an unbatched dataset raises "
                                                 "ValueError asking for batch(); TF 2.21 fails with IndexError",
+    **{f"distributed_pipeline.{case}": "Keras fit on an uneven last batch ([3, 2], or [4, 1] with auto-sharding "
+       "OFF): TF 2.21 averages the replicas' mean losses as equals; md.keras divides by the global batch size, so "
+       "the weights are one device's (see SAME_AS; docs/keras3_parity.md)"
+       for case in ("fit_partial_batch", "fit_partial_batch_auto_shard_off")},
+    "distributed_pipeline.enumerate_after_batch": "experimental_distribute_dataset of batch().enumerate() (a scalar "
+                                                  "index per global batch) raises ValueError saying to enumerate "
+                                                  "before batch(); TF 2.21 fails with IndexError",
     # guides typed as printed: function, mixed_precision, advanced_autodiff, keras.io's TF training-loop guides
     **{f"function_guide.{case}": "md.function runs its Python body on every call, as tf.config."
        "run_functions_eagerly(True) does (experimental_get_tracing_count still counts TF's traces): " + why
@@ -126,6 +133,8 @@ KNOWN: dict[str, str] = {
         "statistics ON_READ with MEAN aggregation, as tf.keras 2 (the replicas' mean: case _tf_keras2), moving the "
         "variance toward the biased batch variance as Keras 3; Keras 3 on TF 2.21 writes each replica's own copy "
         "(ON_WRITE, NONE) and reads replica 0's",
+    "distributed_pipeline.fit_partial_batch": "distributed_pipeline.fit_partial_batch_one_device",
+    "distributed_pipeline.fit_partial_batch_auto_shard_off": "distributed_pipeline.fit_partial_batch_one_device",
     "autoencoder_tutorial.anomaly_detection_25_normal_two_replicas": "TF 2.21 cannot fit tensors of 25 examples "
         "on 2 replicas (InvalidArgumentError: AddN of [13,140] and [12,140]); multidev trains as one device does "
         "(see SAME_AS)",
@@ -147,6 +156,8 @@ SAME_AS: dict[str, str] = {
     "keras_gan_guide.gan_two_replicas": "keras_gan_guide.gan_two_replicas_built",
     "resume.loop_distributed_iterator_mid_pass": "resume.loop_uninterrupted",
     "resume.fit_backup_and_restore_mid_epoch": "resume.fit_uninterrupted",
+    "distributed_pipeline.fit_partial_batch": "distributed_pipeline.fit_partial_batch_one_device",
+    "distributed_pipeline.fit_partial_batch_auto_shard_off": "distributed_pipeline.fit_partial_batch_one_device",
     "autoencoder_tutorial.anomaly_detection_25_normal_two_replicas":
         "autoencoder_tutorial.anomaly_detection_25_normal",
 }

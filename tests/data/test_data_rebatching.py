@@ -88,3 +88,10 @@ def test_off_policy_gives_each_worker_everything():
     options.experimental_distribute.auto_shard_policy = Policy.OFF
     ds = D.range(8).batch(4).with_options(options)
     assert sorted(x for b in per_worker_dataset(ds, 2, 1, 1) for x in b.tolist()) == list(range(8))
+
+
+def test_rebatch_of_batches_of_other_widths_says_why():
+    """Rows of padded batches of different widths cannot join (TF: FailedPreconditionError without a cause)."""
+    ds = md.data.Dataset.range(1, 8).map(lambda n: md.fill([n], n)).padded_batch(3).rebatch(2)
+    with pytest.raises(md.errors.FailedPreconditionError, match=r"differ beyond dimension 0.*padded_shapes"):
+        list(ds)

@@ -20,7 +20,7 @@ def _detection_batch(n: int, boxes: int = 3, sizes=(8,)) -> tuple:
 def test_images_and_target_dicts_are_cut_by_example():
     images, targets = _detection_batch(3)   # 3 images, 3 channels, 3 boxes: every dimension 0 is 3
     assert leading_size((images, targets)) == 3
-    first, second = split_element((images, targets), 2, 3)
+    first, second = split_element((images, targets), 2, 3, 1)
     assert isinstance(first, tuple) and isinstance(first[0], tuple) and isinstance(first[1], tuple)
     assert [float(im[0, 0, 0]) for im in first[0]] == [0.0, 1.0] and float(second[0][0][0, 0, 0]) == 2.0
     assert all(im.shape == (3, 8, 8) for part in (first, second) for im in part[0]), "whole images"
@@ -30,16 +30,16 @@ def test_images_and_target_dicts_are_cut_by_example():
 def test_images_of_different_sizes_and_box_counts():
     images = tuple(torch.zeros(3, 4 + i, 5) for i in range(4))
     targets = [{"boxes": torch.zeros(i + 1, 4), "labels": torch.zeros(i + 1, dtype=torch.long)} for i in range(4)]
-    parts = split_element((images, targets), 2, 4)
+    parts = split_element((images, targets), 2, 4, 1)
     assert [len(p[0]) for p in parts] == [2, 2] and isinstance(parts[0][1], list)
     assert [im.shape[1] for im in parts[1][0]] == [6, 7] and [t["boxes"].shape[0] for t in parts[1][1]] == [3, 4]
     # a partial last batch of 3 in batches of 4 is spread as TensorFlow spreads rows: [2, 1]
-    assert [len(p[0]) for p in split_element((images[:3], targets[:3]), 2, 4)] == [2, 1]
+    assert [len(p[0]) for p in split_element((images[:3], targets[:3]), 2, 4, 1)] == [2, 1]
 
 
 def test_batched_tensors_in_nested_tuples_keep_tensorflow_s_cut():
     x1, x2, y1, y2 = torch.zeros(4, 5), torch.ones(4, 5), torch.zeros(4), torch.ones(4)
-    parts = split_element(((x1, x2), (y1, y2)), 2, 4)
+    parts = split_element(((x1, x2), (y1, y2)), 2, 4, 1)
     assert parts[0][0][0].shape == (2, 5) and parts[1][1][1].shape == (2,)
 
 

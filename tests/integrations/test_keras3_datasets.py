@@ -69,3 +69,47 @@ def test_class_weight_needs_inputs_and_targets():
     x, _ = _data()
     with pytest.raises(ValueError, match="`class_weight` needs a md.data.Dataset of \\(inputs, targets\\)"):
         _model().fit(md.data.Dataset.from_tensor_slices(x).batch(8), class_weight={0: 1.0}, verbose=0)
+
+
+def test_auto_shard_off_steps_recut_rows_across_batches_as_tensorflow():
+    """6 examples in batches of 4, repeated twice, auto-sharding OFF, 2 replicas: TF 2.21's fit steps over
+    rows 0-3, 4 5 0 1, 2-5 (three steps an epoch; before: four, the partial batches alone). Weights, losses
+    and evaluate give TF's recorded numbers (tests/conformance/cases/distributed_pipeline.py)."""
+    import json
+    import os
+    record = os.path.join(os.path.dirname(__file__), "..", "conformance", "tf_2.21.json")
+    with open(record) as f:
+        expected = json.load(f)["cases"]["distributed_pipeline.fit_finite_batch_repeat_auto_shard_off"]
+    x = [[float(i % 5) - 2.0, float((i * 3) % 7) / 7.0] for i in range(6)]
+    y = [[float(i % 3)] for i in range(6)]
+    options = md.data.Options()
+    options.experimental_distribute.auto_shard_policy = md.data.experimental.AutoShardPolicy.OFF
+    dataset = md.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat(2).with_options(options)
+    with md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(
+            1, kernel_initializer=keras.initializers.Constant(0.5), bias_initializer="zeros")])
+        model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    seen = []
+    counter = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: seen.append(batch))
+    with pytest.warns(UserWarning, match="ran out of data"):   # Keras's note on the first pass of unknown length
+        history = model.fit(dataset, epochs=2, verbose=0, callbacks=[counter]).history
+    assert seen == [0, 1, 2, 0, 1, 2]
+    np.testing.assert_allclose(history["loss"], expected[0], rtol=1e-5)
+    np.testing.assert_allclose(history["mae"], expected[1], rtol=1e-5)
+    np.testing.assert_allclose([keras.ops.convert_to_numpy(w).tolist() for w in model.trainable_variables][0],
+                               expected[2][0], rtol=1e-5)
+    np.testing.assert_allclose(model.evaluate(dataset, verbose=0), expected[3], rtol=1e-5)
+    endless = md.data.Dataset.from_tensor_slices(x[:5]).batch(4).repeat().with_options(options)
+    assert model.predict(endless, steps=2, verbose=0).shape == (8, 1)   # rows 0-3, 4 0 1 2 (before: 5 rows)
+
+
+def test_synchronized_batch_norm_refuses_a_step_that_leaves_a_replica_empty():
+    """4 rows on 3 replicas are cut [2, 2, 0], as TF cuts them: a synchronized BatchNormalization would wait for
+    the empty replica's moments, so the step is refused saying why (it checked only batches under 3 rows)."""
+    with md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"]).scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2),
+                                  keras.layers.BatchNormalization(synchronized=True)])
+        model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((4, 2), "float32"), np.zeros((4, 2), "float32")
+    with pytest.raises(ValueError, match=r"\[2, 2, 0\].*every replica needs at least one example"):
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0)

@@ -16,6 +16,7 @@ import warnings
 import torch
 
 from multidev.keras.models import data_adapter as da
+from multidev.values.distributed import PerReplica
 
 
 class EpochIterator:
@@ -144,11 +145,17 @@ def apply_class_weight(batch, class_weight):
         raise ValueError("You cannot `class_weight` and `sample_weight` at the same time: Keras 3 (TensorFlow "
                          "2.21) refuses the pair. Fold the class weights into sample_weight yourself, e.g. "
                          "sample_weight * np.vectorize(class_weight.get)(y).")
+    if isinstance(y, PerReplica):   # a distributed dataset's batch (auto-sharding OFF): each replica's rows
+        return (x, y, PerReplica(tuple(_class_weights(v, class_weight) for v in y.values)))
     y = y if isinstance(y, torch.Tensor) else torch.as_tensor(y)
-    labels = y.argmax(-1) if y.ndim == 2 and y.shape[1] > 1 else y.reshape(y.shape[0], -1)[:, 0]
+    return (x, y, _class_weights(y, class_weight))
+
+
+def _class_weights(y: torch.Tensor, class_weight: dict) -> torch.Tensor:
+    labels = y.argmax(-1) if y.ndim == 2 and y.shape[1] > 1 else (y if y.ndim == 1 else y.flatten(1)[:, 0])
     labels = labels.round().long() if labels.is_floating_point() else labels.long()
-    size = max(max(int(k) for k in class_weight) + 1, int(labels.max()) + 1)
+    size = max(max(int(k) for k in class_weight) + 1, int(labels.max()) + 1 if labels.numel() else 0)
     table = torch.ones(size)
     for k, v in class_weight.items():
         table[int(k)] = float(v)
-    return (x, y, table[labels.cpu()].to(y.device))
+    return table[labels.cpu()].to(y.device)

@@ -58,7 +58,8 @@ class StrategyStepRunner:
         else:
             global_size = _batch_size(data)
             self._largest_batch = max(self._largest_batch, global_size)
-            parts = split_element(data, total, self._largest_batch)[first:first + local] if total > 1 else [data]
+            parts = (split_element(data, total, self._largest_batch, extended.num_workers)[first:first + local]
+                     if total > 1 else [data])
         devices = extended.torch_devices
         if any(d.type != "cpu" for d in devices):   # each slice copied once: left on the host, the placement mode
             parts = [on_device(p, d) for p, d in zip(parts, devices)]   # copied it at every op reading it

@@ -209,7 +209,7 @@ class Trainer:
             return coordinated_fit.fit(self, x, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
                                        verbose=verbose, validation_data=validation_data, initial_epoch=initial_epoch)
         # a DistributedSampler's loader, or an OFF/FILE-sharded dataset: each worker's own batches
-        x = per_worker_input(self, coordinated_fit.local_input(x), own_streams=True)
+        x = per_worker_input(self, coordinated_fit.local_input(x), own_streams=True, mapped=bool(class_weight))
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = da.split_for_validation(x, y, sample_weight, validation_split)
         train = EpochIterator(da.make_adapter(x, y, sample_weight, batch_size, shuffle), steps_per_epoch,
