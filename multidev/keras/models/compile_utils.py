@@ -289,11 +289,12 @@ class MetricsContainer:
                     m = metrics_mod.get(s, name=_function_metric_name(s))
                 out.append(m)
             return out
-        self._metrics = [make(s, i) for i, s in enumerate(self._specs)]
+        metrics = [make(s, i) for i, s in enumerate(self._specs)]
         self._weighted = [make(s, i) for i, s in enumerate(self._weighted_specs)]
-        self._name_uniquely()
+        self._name_uniquely(metrics, self._weighted)
+        self._metrics = metrics   # last, named: other replicas test it without the lock, then read both
 
-    def _name_uniquely(self):
+    def _name_uniquely(self, metrics: list, weighted: list):
         """Keras 3's log names: ``<output>_<name>`` with several outputs; a repeated metric name gets
         ``_1``, ``_2``...; a weighted metric named like an earlier one becomes ``weighted_<name>``
         (``metrics=["accuracy"], weighted_metrics=["accuracy"]`` logs ``accuracy`` and
@@ -308,10 +309,10 @@ class MetricsContainer:
             return f"{name}_{taken[name] - 1}"
 
         prefix = (lambda i: f"{self.output_names[i]}_") if len(self.output_names) > 1 else (lambda i: "")
-        for i, group in enumerate(self._metrics):
+        for i, group in enumerate(metrics):
             for m in group:
                 m.name = unique(prefix(i) + m.name)
-        for i, group in enumerate(self._weighted):
+        for i, group in enumerate(weighted):
             for m in group:
                 name = prefix(i) + m.name
                 m.name = unique(name if name not in taken else prefix(i) + "weighted_" + m.name)
@@ -325,8 +326,8 @@ class MetricsContainer:
         if self._metrics is None:
             with self._lock:       # replicas may reach the first update concurrently: build once
                 if self._metrics is None:
+                    self._built_in_step = step_inputs.current()   # before _build publishes the metrics
                     self._build(ys, ps)
-                    self._built_in_step = step_inputs.current()
         for i in range(n):
             sw = sws[i]
             for m in self._metrics[i]:
