@@ -9,10 +9,8 @@ The weights start equal (set from numpy), the data is fixed and ``shuffle=False`
 """
 
 import contextlib
-import json
 import os
 import sys
-import tempfile
 
 os.environ["KERAS_BACKEND"] = "torch"
 import keras  # noqa: E402
@@ -24,6 +22,7 @@ import multidev as md  # noqa: E402
 md.config.set_logical_device_configuration(md.config.list_physical_devices("CPU")[0],
                                            [md.config.LogicalDeviceConfiguration()] * 2)
 keras.config.set_floatx("float64")
+from tests.integrations._keras3_idiom_runner import num, run_idioms  # noqa: E402
 K, L = keras, keras.layers
 F = "float64"
 rng = np.random.RandomState(0)
@@ -60,9 +59,6 @@ def classifier():
     model.set_weights([W1, B1, W2C, np.zeros(3)])
     return model
 
-
-def num(value):
-    return np.asarray(keras.ops.convert_to_numpy(value), "float64").tolist()
 
 
 def observe(model, history=None, **extra):
@@ -484,30 +480,6 @@ IDIOMS = [fit_plain, fit_batch3, sample_weight, class_weight_weighted_metrics, v
           optimizer_outside_scope, mixed_bfloat16_loss_scale]
 
 
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, int, str)) or value is None:
-        return value
-    return num(value)
-
-
-def main(names):
-    idioms = [i for i in IDIOMS if not names or i.__name__ in names]
-    results = {}
-    for replicas in (1, 2):
-        results[str(replicas)] = out = {}
-        for idiom in idioms:
-            os.chdir(tempfile.mkdtemp())
-            keras.utils.set_random_seed(0)
-            try:
-                out[idiom.__name__] = _jsonable(idiom(replicas))
-            except Exception as e:  # the observation is the exception's type and message
-                out[idiom.__name__] = {"raises": type(e).__name__, "message": str(e)[:300]}
-    print(json.dumps(results))
-
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_idioms(IDIOMS, sys.argv[1:])

@@ -8,10 +8,8 @@ with sample weights, stateful metrics, more optimizers, saving in one scope and 
 """
 
 import contextlib
-import json
 import os
 import sys
-import tempfile
 
 os.environ["KERAS_BACKEND"] = "torch"
 import keras  # noqa: E402
@@ -22,6 +20,7 @@ import multidev as md  # noqa: E402
 md.config.set_logical_device_configuration(md.config.list_physical_devices("CPU")[0],
                                            [md.config.LogicalDeviceConfiguration()] * 2)
 keras.config.set_floatx("float64")
+from tests.integrations._keras3_idiom_runner import num, run_idioms  # noqa: E402
 K, L, ops = keras, keras.layers, keras.ops
 rng = np.random.RandomState(0)
 X = rng.randn(10, 4)
@@ -44,9 +43,6 @@ def scope(replicas, key="s"):
         STRATEGY[key] = md.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     return STRATEGY[key].scope()
 
-
-def num(value):
-    return np.asarray(keras.ops.convert_to_numpy(value), "float64").tolist()
 
 
 def observe(model, history=None, **extra):
@@ -567,30 +563,6 @@ IDIOMS = [gaussian_noise, gaussian_dropout, alpha_dropout, spatial_dropout, loss
           frozen_whole_model, loss_scale_and_ema_in_train_step, custom_loop_gradients_kept, torch_module_wrapper, torch_module_made_outside_the_scope]
 
 
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, int, str)) or value is None:
-        return value
-    return num(value)
-
-
-def main(names):
-    idioms = [i for i in IDIOMS if not names or i.__name__ in names]
-    results = {}
-    for replicas in (1, 2):
-        results[str(replicas)] = out = {}
-        for idiom in idioms:
-            os.chdir(tempfile.mkdtemp())
-            keras.utils.set_random_seed(0)
-            try:
-                out[idiom.__name__] = _jsonable(idiom(replicas))
-            except Exception as e:  # the observation is the exception's type and message
-                out[idiom.__name__] = {"raises": type(e).__name__, "message": str(e)[:300]}
-    print(json.dumps(results))
-
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_idioms(IDIOMS, sys.argv[1:])
