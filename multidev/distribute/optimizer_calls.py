@@ -57,6 +57,7 @@ def _once_per_step(method: Callable) -> Callable:
             result = method(self, *args, **kwargs)
             replica_hyperparameters.adopt(self)
             if not getattr(self, "_multidev_twin", False) and _holds_distributed_variables(self):
+                # (asked again after the call: the constructor's add_param_group brings the variables)
                 replica_state.convert(self)   # optimizer.state: each replica's entries in a run
             return result
 
